@@ -1,0 +1,18 @@
+"""What every analysis returns: a plain object export.py can write and a screen can draw."""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import polars as pl
+
+
+class ToolResult(Protocol):
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document `tputui export --format json` writes (the stable schema)."""
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Named tables for `--format csv` (the first is the default)."""
+
+
+class NoDataError(ValueError):
+    """The profile has nothing for this tool; the message says why (one line)."""

@@ -1,0 +1,202 @@
+"""The raw columns of a decoded XSpace: one flat array per wire field.
+
+Two decoders produce exactly this structure: the C wire decoder (`tputui/data/_wire.c`,
+fast) and the protobuf reference path below (slow; the fallback and the test oracle).
+`xspace.py` turns it into the frame every tool reads.
+
+Stats from three owners (events, event metadata, planes) share one layout:
+owner row, stat-metadata id (plane-local), kind, and one 8-byte value column whose
+meaning depends on kind (int64, uint64 bits, double bits, ref id, or an index into
+`strings` / `blobs`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Stat value kinds (the XStat oneof, in wire order).
+KIND_NONE, KIND_DOUBLE, KIND_UINT64, KIND_INT64, KIND_STR, KIND_BYTES, KIND_REF = range(7)
+STAT_OWNERS = ("event", "metadata", "plane")
+
+
+@dataclass
+class StatColumns:
+    owner: np.ndarray  # int64: row in events / event metadata / planes
+    stat: np.ndarray  # int64: plane-local XStatMetadata id
+    kind: np.ndarray  # uint8: KIND_*
+    value: np.ndarray  # int64 raw bits; str/bytes: index into RawXSpace.strings / blobs
+
+    @classmethod
+    def empty(cls) -> "StatColumns":
+        z = np.zeros(0, np.int64)
+        return cls(z, z.copy(), np.zeros(0, np.uint8), z.copy())
+
+
+@dataclass
+class RawXSpace:
+    hostnames: list[str]
+    errors: list[str]
+    warnings: list[str]
+    # planes
+    plane_id: np.ndarray
+    plane_name: list[str]
+    # lines
+    line_plane: np.ndarray  # int32
+    line_id: np.ndarray
+    line_display_id: np.ndarray
+    line_timestamp_ns: np.ndarray
+    line_duration_ps: np.ndarray
+    line_name: list[str]
+    line_display_name: list[str]
+    line_first_event: np.ndarray  # events of line i are rows [first, first + count)
+    line_num_events: np.ndarray
+    # events (in file order, grouped by line)
+    event_line: np.ndarray  # int32
+    event_metadata_id: np.ndarray
+    event_offset_ps: np.ndarray
+    event_num_occurrences: np.ndarray
+    event_duration_ps: np.ndarray
+    # event metadata (one row per map entry)
+    em_plane: np.ndarray  # int32
+    em_id: np.ndarray
+    em_name: list[str]
+    em_display_name: list[str]
+    em_metadata: np.ndarray  # int64 index into blobs, -1 when empty
+    em_child_owner: np.ndarray  # (owner em row, child id) pairs
+    em_child_id: np.ndarray
+    # stat metadata
+    sm_plane: np.ndarray  # int32
+    sm_id: np.ndarray
+    sm_name: list[str]
+    sm_description: list[str]
+    # stats
+    event_stats: StatColumns
+    metadata_stats: StatColumns
+    plane_stats: StatColumns
+    strings: list[str] = field(default_factory=list)
+    blobs: list[bytes] = field(default_factory=list)
+
+    @property
+    def num_events(self) -> int:
+        return len(self.event_line)
+
+
+def decode_with_protobuf(data: bytes, plane_filter=None) -> RawXSpace:
+    """Reference decoder: protobuf's own parse, walked one message at a time.
+
+    Slow (a Python object per event), but obviously right; the fast decoder must
+    give identical columns (tests/test_xspace.py).
+    """
+    from google.protobuf.message import DecodeError
+
+    from tputui.proto import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    try:
+        space.ParseFromString(data)
+    except DecodeError as e:
+        raise ValueError(f"not a valid XSpace protobuf ({e})") from None
+    b = _Builder()
+    b.hostnames = list(space.hostnames)
+    b.errors = list(space.errors)
+    b.warnings = list(space.warnings)
+    for plane in space.planes:
+        if plane_filter is not None and not plane_filter(plane.name):
+            continue
+        p = len(b.plane_id)
+        b.plane_id.append(plane.id)
+        b.plane_name.append(plane.name)
+        for line in plane.lines:
+            b.line_plane.append(p)
+            b.line_id.append(line.id)
+            b.line_display_id.append(line.display_id)
+            b.line_timestamp_ns.append(line.timestamp_ns)
+            b.line_duration_ps.append(line.duration_ps)
+            b.line_name.append(line.name)
+            b.line_display_name.append(line.display_name)
+            b.line_first_event.append(len(b.event_line))
+            b.line_num_events.append(len(line.events))
+            li = len(b.line_id) - 1
+            for ev in line.events:
+                b.event_line.append(li)
+                b.event_metadata_id.append(ev.metadata_id)
+                b.event_offset_ps.append(ev.offset_ps)
+                b.event_num_occurrences.append(ev.num_occurrences)
+                b.event_duration_ps.append(ev.duration_ps)
+                b.add_stats(b.event_stats, len(b.event_line) - 1, ev.stats)
+        for key, md in plane.event_metadata.items():
+            row = len(b.em_id)
+            b.em_plane.append(p)
+            b.em_id.append(md.id or key)
+            b.em_name.append(md.name)
+            b.em_display_name.append(md.display_name)
+            b.em_metadata.append(b.blob(md.metadata) if md.metadata else -1)
+            for c in md.child_id:
+                b.em_child_owner.append(row)
+                b.em_child_id.append(c)
+            b.add_stats(b.metadata_stats, row, md.stats)
+        for key, sm in plane.stat_metadata.items():
+            b.sm_plane.append(p)
+            b.sm_id.append(sm.id or key)
+            b.sm_name.append(sm.name)
+            b.sm_description.append(sm.description)
+        b.add_stats(b.plane_stats, p, plane.stats)
+    return b.finish()
+
+
+class _Builder:
+    """Python lists that become RawXSpace arrays (reference path only)."""
+
+    _I32 = ("line_plane", "event_line", "em_plane", "sm_plane")
+
+    def __init__(self):
+        for name, f in RawXSpace.__dataclass_fields__.items():
+            if f.type in ("np.ndarray", "list[str]"):
+                setattr(self, name, [])
+        self.event_stats, self.metadata_stats, self.plane_stats = ([[], [], [], []] for _ in range(3))
+        self.strings, self.blobs = [], []
+        self._string_index: dict[str, int] = {}
+
+    def blob(self, data: bytes) -> int:
+        self.blobs.append(bytes(data))
+        return len(self.blobs) - 1
+
+    def string(self, s: str) -> int:
+        i = self._string_index.get(s)
+        if i is None:
+            i = self._string_index[s] = len(self.strings)
+            self.strings.append(s)
+        return i
+
+    def add_stats(self, cols, owner, stats):
+        for st in stats:
+            which = st.WhichOneof("value")
+            if which == "double_value":
+                kind, val = KIND_DOUBLE, int(np.float64(st.double_value).view(np.int64))
+            elif which == "uint64_value":
+                kind, val = KIND_UINT64, int(np.uint64(st.uint64_value).view(np.int64))
+            elif which == "int64_value":
+                kind, val = KIND_INT64, st.int64_value
+            elif which == "str_value":
+                kind, val = KIND_STR, self.string(st.str_value)
+            elif which == "bytes_value":
+                kind, val = KIND_BYTES, self.blob(st.bytes_value)
+            elif which == "ref_value":
+                kind, val = KIND_REF, int(np.uint64(st.ref_value).view(np.int64))
+            else:
+                kind, val = KIND_NONE, 0
+            for col, v in zip(cols, (owner, st.metadata_id, kind, val)):
+                col.append(v)
+
+    def finish(self) -> RawXSpace:
+        kw = {}
+        for name, f in RawXSpace.__dataclass_fields__.items():
+            v = getattr(self, name)
+            if f.type == "np.ndarray":
+                v = np.array(v, dtype=np.int32 if name in self._I32 else np.int64)
+            elif f.type == "StatColumns":
+                v = StatColumns(np.array(v[0], np.int64), np.array(v[1], np.int64),
+                                np.array(v[2], np.uint8), np.array(v[3], np.int64))
+            kw[name] = v
+        return RawXSpace(**kw)

@@ -1,0 +1,291 @@
+"""XSpace bytes -> XSpaceFrame: columnar tables every tool reads.
+
+Time is integer picoseconds from the profile start (line.timestamp_ns * 1000 + offset_ps).
+Names stay integer ids (rows of `event_metadata` / `stat_metadata`) until a tool joins
+them; `names()` gives the strings for a column of ids when it is time to show them.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+
+from tputui.data.raw import (
+    KIND_BYTES, KIND_DOUBLE, KIND_INT64, KIND_REF, KIND_STR, KIND_UINT64,
+    RawXSpace, StatColumns, decode_with_protobuf,
+)
+
+PlaneSelector = Callable[[str], bool] | Iterable[str] | None
+
+
+class DecodeError(ValueError):
+    """The bytes are not a readable XSpace (truncated, corrupt, or another format)."""
+
+
+def plane_filter(planes: PlaneSelector) -> Callable[[str], bool] | None:
+    """A predicate on plane names: None keeps all, strings match as name prefixes."""
+    if planes is None or callable(planes):
+        return planes
+    prefixes = tuple(planes)
+    return lambda name: name.startswith(prefixes)
+
+
+def decode(data: bytes, planes: PlaneSelector = None) -> "XSpaceFrame":
+    """Decode serialized XSpace bytes (optionally only the planes selected)."""
+    return XSpaceFrame(decode_raw(data, planes))
+
+
+def decode_raw(data: bytes, planes: PlaneSelector = None) -> RawXSpace:
+    keep = plane_filter(planes)
+    try:
+        from tputui.data import wire
+    except ImportError:  # extension not built: the slow, exact path
+        wire = None
+    try:
+        if wire is not None:
+            return wire.decode(data, keep)
+        return decode_with_protobuf(data, keep)
+    except ValueError as e:
+        raise DecodeError(str(e)) from None
+
+
+def _lookup(keys_plane: np.ndarray, keys_id: np.ndarray, plane: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Row of (plane, id) in the table (keys_plane, keys_id), -1 where absent."""
+    if len(keys_id) == 0:
+        return np.full(len(ids), -1, np.int64)
+    order = np.lexsort((keys_id, keys_plane))
+    kp, ki = keys_plane[order].astype(np.int64), keys_id[order]
+    plane = plane.astype(np.int64)
+    # Binary search on (plane, id) pairs: first by plane range, then id inside it.
+    lo = np.searchsorted(kp, plane, "left")
+    hi = np.searchsorted(kp, plane, "right")
+    out = np.full(len(ids), -1, np.int64)
+    for p in np.unique(plane):
+        sel = plane == p
+        a, b = lo[sel][0], hi[sel][0]
+        if a == b:
+            continue
+        seg = ki[a:b]
+        pos = np.searchsorted(seg, ids[sel])
+        pos_c = np.minimum(pos, len(seg) - 1)
+        hit = seg[pos_c] == ids[sel]
+        out[np.flatnonzero(sel)[hit]] = order[a + pos_c[hit]]
+    return out
+
+
+class XSpaceFrame:
+    """One host's profile as columnar tables (Polars DataFrames over numpy arrays).
+
+    Tables (all row ids are int positions in their table):
+      planes          plane, id, name
+      lines           line, plane, id, display_id, name, display_name, timestamp_ns,
+                      duration_ps, first_event, num_events
+      events          plane, line, metadata, start_ps, duration_ps, num_occurrences
+                      (metadata = row in event_metadata, -1 if unknown)
+      event_metadata  metadata, plane, id, name, display_name
+      stat_metadata   stat, plane, id, name
+      event_stats / metadata_stats / plane_stats
+                      owner, stat, kind, value (raw bits; use stat_values() to read)
+    """
+
+    def __init__(self, raw: RawXSpace):
+        self.raw = raw
+        self.hostnames, self.errors, self.warnings = raw.hostnames, raw.errors, raw.warnings
+        self._event_plane = raw.line_plane[raw.event_line] if len(raw.event_line) else np.zeros(0, np.int32)
+        self._event_md = _lookup(raw.em_plane, raw.em_id, self._event_plane, raw.event_metadata_id)
+        # Texts: stat-metadata names (what ref values point at) then str values.
+        self.texts: list[str] = raw.sm_name + raw.strings
+        self._ref_rows = {
+            owner: self._resolve_refs(owner, getattr(raw, f"{owner}_stats"))
+            for owner in ("event", "metadata", "plane")
+        }
+
+    # --- tables -----------------------------------------------------------------------
+    @cached_property
+    def planes(self) -> pl.DataFrame:
+        r = self.raw
+        return pl.DataFrame({
+            "plane": np.arange(len(r.plane_id), dtype=np.int32), "id": r.plane_id,
+            "name": pl.Series(r.plane_name, dtype=pl.String),
+        })
+
+    @cached_property
+    def lines(self) -> pl.DataFrame:
+        r = self.raw
+        return pl.DataFrame({
+            "line": np.arange(len(r.line_id), dtype=np.int32), "plane": r.line_plane,
+            "id": r.line_id, "display_id": r.line_display_id,
+            "name": pl.Series(r.line_name, dtype=pl.String),
+            "display_name": pl.Series(r.line_display_name, dtype=pl.String),
+            "timestamp_ns": r.line_timestamp_ns, "duration_ps": r.line_duration_ps,
+            "first_event": r.line_first_event, "num_events": r.line_num_events,
+        })
+
+    @cached_property
+    def start_ps(self) -> np.ndarray:
+        r = self.raw
+        return r.line_timestamp_ns[r.event_line] * 1000 + r.event_offset_ps
+
+    @cached_property
+    def events(self) -> pl.DataFrame:
+        r = self.raw
+        return pl.DataFrame({
+            "plane": self._event_plane, "line": r.event_line,
+            "metadata": self._event_md.astype(np.int32),
+            "start_ps": self.start_ps, "duration_ps": r.event_duration_ps,
+            "num_occurrences": r.event_num_occurrences,
+        })
+
+    @cached_property
+    def event_metadata(self) -> pl.DataFrame:
+        r = self.raw
+        return pl.DataFrame({
+            "metadata": np.arange(len(r.em_id), dtype=np.int32), "plane": r.em_plane, "id": r.em_id,
+            "name": pl.Series(r.em_name, dtype=pl.String),
+            "display_name": pl.Series(r.em_display_name, dtype=pl.String),
+        })
+
+    @cached_property
+    def stat_metadata(self) -> pl.DataFrame:
+        r = self.raw
+        return pl.DataFrame({
+            "stat": np.arange(len(r.sm_id), dtype=np.int32), "plane": r.sm_plane, "id": r.sm_id,
+            "name": pl.Series(r.sm_name, dtype=pl.String),
+        })
+
+    def _stat_table(self, owner: str) -> pl.DataFrame:
+        cols: StatColumns = getattr(self.raw, f"{owner}_stats")
+        stat_rows, _ = self._ref_rows[owner]
+        return pl.DataFrame({"owner": cols.owner, "stat": stat_rows.astype(np.int32),
+                             "kind": cols.kind, "value": cols.value})
+
+    @cached_property
+    def event_stats(self) -> pl.DataFrame:
+        return self._stat_table("event")
+
+    @cached_property
+    def metadata_stats(self) -> pl.DataFrame:
+        return self._stat_table("metadata")
+
+    @cached_property
+    def plane_stats(self) -> pl.DataFrame:
+        return self._stat_table("plane")
+
+    # --- names and values --------------------------------------------------------------
+    @property
+    def num_events(self) -> int:
+        return self.raw.num_events
+
+    def plane_index(self, name: str) -> int | None:
+        try:
+            return self.raw.plane_name.index(name)
+        except ValueError:
+            return None
+
+    def planes_named(self, prefix: str) -> list[int]:
+        return [i for i, n in enumerate(self.raw.plane_name) if n.startswith(prefix)]
+
+    def lines_of(self, plane: int) -> list[int]:
+        return np.flatnonzero(self.raw.line_plane == plane).tolist()
+
+    def line_events(self, line: int) -> slice:
+        r = self.raw
+        a = int(r.line_first_event[line])
+        return slice(a, a + int(r.line_num_events[line]))
+
+    def metadata_names(self, rows: np.ndarray, display: bool = False) -> pl.Series:
+        """Event-metadata names for an array of metadata rows (joined last, as an Enum)."""
+        names = self.raw.em_display_name if display else self.raw.em_name
+        cats = list(dict.fromkeys(names + [""]))
+        index = {n: i for i, n in enumerate(cats)}
+        code_of = np.array([index[n] for n in names] + [index[""]], np.uint32)
+        codes = code_of[np.asarray(rows, np.int64)]  # -1 picks the trailing ""
+        return pl.Series(codes).cat.to(pl.Enum(cats))
+
+    def stat_rows(self, name: str) -> np.ndarray:
+        """Global stat-metadata rows named `name` (one per plane that defines it)."""
+        return np.array([i for i, n in enumerate(self.raw.sm_name) if n == name], np.int64)
+
+    def _resolve_refs(self, owner: str, cols: StatColumns) -> tuple[np.ndarray, np.ndarray]:
+        """(global stat row per stat, global text id for ref/str values else -1)."""
+        r = self.raw
+        if owner == "event":
+            planes = self._event_plane[cols.owner] if len(cols.owner) else np.zeros(0, np.int32)
+        elif owner == "metadata":
+            planes = r.em_plane[cols.owner] if len(cols.owner) else np.zeros(0, np.int32)
+        else:
+            planes = cols.owner.astype(np.int32)
+        stat_rows = _lookup(r.sm_plane, r.sm_id, planes, cols.stat)
+        text = np.full(len(cols.kind), -1, np.int64)
+        is_ref = cols.kind == KIND_REF
+        if is_ref.any():
+            text[is_ref] = _lookup(r.sm_plane, r.sm_id, planes[is_ref], cols.value[is_ref])
+        is_str = cols.kind == KIND_STR
+        text[is_str] = cols.value[is_str] + len(r.sm_name)
+        return stat_rows, text
+
+    def stat_values(self, owner: str, name: str | Iterable[str]) -> pl.DataFrame:
+        """Long-form values of stat(s) `name` for `owner` in event|metadata|plane.
+
+        Columns: owner, stat_name, and one typed value column per kind present:
+        int (int64/uint64 as Int64 where it fits), float, text (str and ref, resolved).
+        """
+        names = [name] if isinstance(name, str) else list(name)
+        cols: StatColumns = getattr(self.raw, f"{owner}_stats")
+        stat_rows, text = self._ref_rows[owner]
+        wanted = np.concatenate([self.stat_rows(n) for n in names] + [np.zeros(0, np.int64)])
+        sel = np.flatnonzero(np.isin(stat_rows, wanted))
+        kind, value = cols.kind[sel], cols.value[sel]
+        k = pl.col("kind")
+        is_int = (k == KIND_INT64) | (k == KIND_UINT64)
+        is_text = (k == KIND_STR) | (k == KIND_REF)
+        name_of = pl.Series(self.raw.sm_name + [""], dtype=pl.String)
+        return pl.DataFrame({
+            "owner": cols.owner[sel], "stat": stat_rows[sel], "kind": kind, "value": value,
+            "float_bits": value.view(np.float64), "uint_bits": value.view(np.uint64),
+            "text_id": text[sel],
+        }).select(
+            "owner",
+            stat_name=name_of.gather(pl.Series(stat_rows[sel])) if len(sel) else pl.lit("", pl.String),
+            kind=k,
+            # uint64 values above the int64 range (ids, hashes) keep their bits in `uint`.
+            int=pl.when(is_int).then(pl.col("value")),
+            uint=pl.when(k == KIND_UINT64).then(pl.col("uint_bits")),
+            float=pl.when(k == KIND_DOUBLE).then(pl.col("float_bits")),
+            text_id=pl.when(is_text).then(pl.col("text_id")).otherwise(-1),
+        )
+
+    def text(self, text_id: int) -> str:
+        return self.texts[text_id] if text_id >= 0 else ""
+
+    def stat_map(self, owner: str, owner_row: int) -> dict[str, object]:
+        """Every stat of one event / metadata / plane as {name: python value} (details panes)."""
+        cols: StatColumns = getattr(self.raw, f"{owner}_stats")
+        stat_rows, text = self._ref_rows[owner]
+        sel = np.flatnonzero(cols.owner == owner_row)
+        out: dict[str, object] = {}
+        for i in sel:
+            name = self.raw.sm_name[stat_rows[i]] if stat_rows[i] >= 0 else f"#{cols.stat[i]}"
+            out[name] = self._python_value(int(cols.kind[i]), int(cols.value[i]), int(text[i]))
+        return out
+
+    def _python_value(self, kind: int, value: int, text_id: int):
+        if kind == KIND_INT64:
+            return value
+        if kind == KIND_UINT64:
+            return value & 0xFFFFFFFFFFFFFFFF
+        if kind == KIND_DOUBLE:
+            return float(np.int64(value).view(np.float64))
+        if kind in (KIND_STR, KIND_REF):
+            return self.text(text_id)
+        if kind == KIND_BYTES:
+            return self.raw.blobs[value]
+        return None
+
+    def plane_stat_map(self, plane: int) -> dict[str, object]:
+        return self.stat_map("plane", plane)
+
+    def metadata_stat_map(self, metadata_row: int) -> dict[str, object]:
+        return self.stat_map("metadata", metadata_row)
