@@ -1,0 +1,47 @@
+"""Shared test setup: fixture paths, snapshot folder, isolated cache dir."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import pytest_textual_snapshot
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+PROFILES = FIXTURES / "profiles"
+SNAPSHOTS = ROOT / "snapshots"
+
+
+class TopLevelSnapshots(pytest_textual_snapshot.SVGImageExtension):
+    """Keep SVG snapshots in the top-level snapshots/<test module>/ folder."""
+
+    @classmethod
+    def dirname(cls, *, test_location) -> str:
+        return str(SNAPSHOTS / test_location.basename)
+
+
+# snap_compare looks the extension up on its module at call time.
+pytest_textual_snapshot.SVGImageExtension = TopLevelSnapshots
+
+
+def xplane(profile: str, run: str | None = None) -> pathlib.Path:
+    """The (first) .xplane.pb of a fixture profile, optionally of one run."""
+    files = sorted((PROFILES / profile).rglob("*.xplane.pb"))
+    if run:
+        files = [f for f in files if f.parent.name == run]
+    assert files, f"no fixture xplane for {profile} {run or ''}"
+    return files[0]
+
+
+def oracle_dir(profile: str, run: str | None = None) -> pathlib.Path:
+    d = PROFILES / profile / "oracle"
+    return d / run if run else d
+
+
+ALL_PROFILES = ["jax_live_capture", "jax_mlp", "jax_two_runs", "tf_keras", "tf_loop", "tpu_v6e_inference"]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own cache dir: nothing leaks into ~/.cache or between tests."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
