@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tputui.data.logdir import HostFile, LogdirError, Run
@@ -14,6 +15,8 @@ class RunData:
 
     run: Run
     use_cache: bool = True
+    # Called with a short message before slow steps (decode, download); screens set it.
+    progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     _frames: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -40,7 +43,10 @@ class RunData:
         with self._lock:
             fr = self._frames.get(key)
         if fr is None:
-            fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=progress)
+            report = progress or self.progress
+            if report:
+                report(f"reading {hf.host} ({hf.size / 1e6:.1f} MB)")
+            fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=report)
             with self._lock:
                 self._frames[key] = fr
         return fr

@@ -1,0 +1,148 @@
+"""Profile summary: what is in one run (the app's first screen and `--tool summary`).
+
+Hosts, planes with their lines and event counts, device type and count, time span, and
+the capture options recorded in the `Task Environment` plane.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tputui.data import schema
+from tputui.data.run_data import RunData
+from tputui.data.xspace import XSpaceFrame
+
+
+@dataclass
+class HostSummary:
+    host: str
+    file: str
+    size_bytes: int
+    planes: pl.DataFrame  # plane, name, lines, events, device_type
+    lines: pl.DataFrame  # plane_name, line, name, events, first_ps, last_end_ps
+    span_ps: tuple[int, int] | None
+    start_time_ns: int | None
+    stop_time_ns: int | None
+    capture_options: dict[str, Any]
+    device_type: str
+    device_count: int
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunSummary:
+    run: str
+    hosts: list[HostSummary]
+
+    @property
+    def device_type(self) -> str:
+        types = {h.device_type for h in self.hosts if h.device_count}
+        return ", ".join(sorted(types)) if types else "CPU"
+
+    @property
+    def device_count(self) -> int:
+        return sum(h.device_count for h in self.hosts)
+
+    @property
+    def num_events(self) -> int:
+        return sum(int(h.planes["events"].sum()) for h in self.hosts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "device_type": self.device_type,
+            "device_count": self.device_count,
+            "host_count": len(self.hosts),
+            "hosts": [{
+                "host": h.host, "file": h.file, "size_bytes": h.size_bytes,
+                "device_type": h.device_type, "device_count": h.device_count,
+                "span_ps": list(h.span_ps) if h.span_ps else None,
+                "profile_start_time_ns": h.start_time_ns, "profile_stop_time_ns": h.stop_time_ns,
+                "capture_options": h.capture_options,
+                "planes": h.planes.to_dicts(), "lines": h.lines.to_dicts(),
+                "errors": h.errors, "warnings": h.warnings,
+            } for h in self.hosts],
+        }
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        lines = [h.lines.with_columns(host=pl.lit(h.host)) for h in self.hosts]
+        planes = [h.planes.with_columns(host=pl.lit(h.host)) for h in self.hosts]
+        return {"lines": pl.concat(lines).select("host", pl.exclude("host")),
+                "planes": pl.concat(planes).select("host", pl.exclude("host"))}
+
+
+def capture_options(frame: XSpaceFrame) -> tuple[dict[str, Any], int | None, int | None]:
+    """ProfileOptions and start/stop time (epoch ns) from the Task Environment plane."""
+    p = frame.plane_index(schema.TASK_ENV_PLANE)
+    if p is None:
+        return {}, None, None
+    stats = frame.plane_stat_map(p)
+    opts: dict[str, Any] = {}
+    blob = stats.get(schema.STAT_PROFILE_OPTIONS)
+    if isinstance(blob, bytes):
+        from google.protobuf.json_format import MessageToDict
+
+        from tputui.proto import profiler_options_pb2
+
+        msg = profiler_options_pb2.ProfileOptions()
+        try:
+            msg.ParseFromString(blob)
+            opts = MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+        except Exception:  # a damaged options blob should not hide the rest of the summary
+            opts = {"error": "unreadable profile_options"}
+    start, stop = stats.get(schema.STAT_PROFILE_START), stats.get(schema.STAT_PROFILE_STOP)
+    return opts, start if isinstance(start, int) else None, stop if isinstance(stop, int) else None
+
+
+def summarize_host(host: str, path: str, size: int, frame: XSpaceFrame) -> HostSummary:
+    ev = frame.events
+    per_line = ev.group_by("line").agg(
+        events=pl.len(), first_ps=pl.col("start_ps").min(),
+        last_end_ps=(pl.col("start_ps") + pl.col("duration_ps")).max())
+    lines = (frame.lines.select("line", "plane", "name", "display_name")
+             .join(per_line, on="line", how="left")
+             .with_columns(pl.col("events").fill_null(0).cast(pl.Int64))
+             .join(frame.planes.select("plane", plane_name="name"), on="plane")
+             .with_columns(name=pl.when(pl.col("display_name") != "").then("display_name").otherwise("name"))
+             .select("plane_name", "line", "name", "events", "first_ps", "last_end_ps")
+             .sort("line"))
+    planes = (frame.planes.select("plane", "name")
+              .join(frame.lines.group_by("plane").agg(lines=pl.len()), on="plane", how="left")
+              .join(ev.group_by("plane").agg(events=pl.len()), on="plane", how="left")
+              .with_columns(pl.col("lines").fill_null(0).cast(pl.Int64), pl.col("events").fill_null(0).cast(pl.Int64))
+              .sort("plane"))
+    device_types = []
+    for p, name in enumerate(frame.raw.plane_name):
+        if name.startswith(schema.DEVICE_PLANE_PREFIXES):
+            stats = frame.plane_stat_map(p)
+            device_types.append(str(stats.get(schema.STAT_DEVICE_TYPE_STRING) or schema.device_kind(name)))
+    planes = planes.with_columns(device_type=pl.Series(
+        [schema.device_kind(n) if n.startswith(schema.DEVICE_PLANE_PREFIXES) else "" for n in planes["name"]],
+        dtype=pl.String))
+    span = None
+    if len(ev):
+        start = frame.start_ps
+        span = (int(start.min()), int((start + frame.raw.event_duration_ps).max()))
+    opts, t0, t1 = capture_options(frame)
+    return HostSummary(
+        host=host, file=path, size_bytes=size, planes=planes, lines=lines, span_ps=span,
+        start_time_ns=t0, stop_time_ns=t1, capture_options=opts,
+        device_type=device_types[0] if device_types else "CPU", device_count=len(device_types),
+        errors=list(frame.errors), warnings=list(frame.warnings))
+
+
+def analyze(run: RunData, host: str | None = None, **_options) -> RunSummary:
+    hosts = [host] if host else run.hosts
+    out = []
+    for h in hosts:
+        hf = run.host_file(h)
+        out.append(summarize_host(hf.host, hf.path, hf.size, run.frame(hf.host)))
+    return RunSummary(run=run.name, hosts=out)
+
+
+def span_us(s: HostSummary) -> float:
+    return 0.0 if not s.span_ps else (s.span_ps[1] - s.span_ps[0]) / 1e6
+

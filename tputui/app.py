@@ -1,0 +1,215 @@
+"""The Textual app: run / host / tool pickers around one screen per tool.
+
+Like TensorBoard's Runs / Tools / Host drop-downs, but from the keyboard: `r`, `t`, `h`;
+`?` lists the keys of the current screen; Ctrl+P opens the command palette.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tputui.data.logdir import Logdir
+from tputui.data.run_data import RunData
+from tputui.tools import TOOLS, get_tool
+
+
+class PickerScreen(ModalScreen[str | None]):
+    """A filterable list of choices; Enter picks, Esc cancels."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
+    DEFAULT_CSS = """
+    PickerScreen { align: center middle; }
+    PickerScreen > Vertical { width: 70; max-width: 90%; height: auto; max-height: 80%;
+                              border: round $accent; background: $surface; padding: 0 1; }
+    PickerScreen OptionList { height: auto; max-height: 24; border: none; }
+    PickerScreen Input { border: none; height: 1; padding: 0; }
+    """
+
+    def __init__(self, title: str, choices: list[tuple[str, str]], current: str | None = None,
+                 note: str = "") -> None:
+        super().__init__()
+        self.title_text, self.choices, self.current, self.note = title, choices, current, note
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"[b]{self.title_text}[/b]  [dim]type to filter · Enter pick · Esc cancel[/dim]")
+            yield Input(placeholder="filter", id="picker-filter")
+            yield OptionList(*self._options(""), id="picker-options")
+            if self.note:
+                yield Static(self.note, classes="note")
+
+    def _options(self, needle: str) -> list[Option]:
+        needle = needle.lower()
+        return [Option(("● " if key == self.current else "  ") + label, id=key)
+                for key, label in self.choices if needle in label.lower() or needle in key.lower()]
+
+    def on_mount(self) -> None:
+        ol = self.query_one(OptionList)
+        keys = [k for k, _ in self.choices]
+        if self.current in keys:
+            ol.highlighted = keys.index(self.current)
+        ol.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        ol = self.query_one(OptionList)
+        ol.clear_options()
+        ol.add_options(self._options(event.value))
+        if ol.option_count:
+            ol.highlighted = 0
+
+    def on_input_submitted(self) -> None:
+        ol = self.query_one(OptionList)
+        if ol.highlighted is not None:
+            self.dismiss(ol.get_option_at_index(ol.highlighted).id)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def on_key(self, event) -> None:
+        # Typing a printable character while the list has focus starts filtering.
+        inp = self.query_one(Input)
+        if event.is_printable and not inp.has_focus and event.character not in (" ",):
+            inp.focus()
+            inp.insert_text_at_cursor(event.character)
+            event.stop()
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key the current screen answers to, and the app-wide ones."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss(None)", "Close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Static { width: 80; max-width: 95%; max-height: 90%; border: round $accent;
+                          background: $surface; padding: 1 2; overflow-y: auto; }
+    """
+
+    def __init__(self, lines: Iterable[tuple[str, str]], title: str) -> None:
+        super().__init__()
+        self.lines, self.title_text = list(lines), title
+
+    def compose(self) -> ComposeResult:
+        width = max((len(k) for k, _ in self.lines), default=4) + 2
+        text = "\n".join(f"[b]{k.ljust(width)}[/b]{d}" for k, d in self.lines)
+        yield Static(f"[b]{self.title_text}[/b] — keys\n\n{text}\n\n[dim]Esc closes[/dim]")
+
+
+class TputuiCommands(Provider):
+    """Command palette: open any tool, switch run or host."""
+
+    async def search(self, query: str) -> Hits:
+        app: TputuiApp = self.app  # type: ignore[assignment]
+        matcher = self.matcher(query)
+        items = [(f"Open tool: {t.title}", partial(app.open_tool, t.name)) for t in TOOLS]
+        items += [(f"Switch run: {r.name}", partial(app.open_run, r.name)) for r in app.logdir.runs]
+        items += [(f"Switch host: {h}", partial(app.open_host, h)) for h in app.run_data.hosts]
+        for text, cb in items:
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), cb)
+
+
+class TputuiApp(App):
+    TITLE = "tputui"
+    CSS_PATH = "tputui.tcss"
+    COMMANDS = App.COMMANDS | {TputuiCommands}
+    BINDINGS = [
+        Binding("t", "pick_tool", "Tool", id="app.tool"),
+        Binding("r", "pick_run", "Run", id="app.run"),
+        Binding("h", "pick_host", "Host", id="app.host"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+    ]
+
+    def __init__(self, logdir: Logdir, run: str | None = None, host: str | None = None,
+                 tool: str | None = None, use_cache: bool = True) -> None:
+        super().__init__()
+        self.logdir, self.use_cache = logdir, use_cache
+        self.run_data = RunData(logdir.run(run), use_cache=use_cache)
+        self.host = host
+        self.tool_name = tool or "summary"
+        self._available: dict[str, list[str]] = {}
+
+    def on_mount(self) -> None:
+        self.open_tool(self.tool_name)
+        if self.run_data.run.unsupported:
+            self.notify(f"{len(self.run_data.run.unsupported)} host file(s) are .xplane.riegeli "
+                        "(profiles over 2 GiB): not supported yet", severity="warning", timeout=10)
+
+    # --- navigation --------------------------------------------------------------------
+    def open_tool(self, name: str, **options) -> None:
+        tool = get_tool(name)
+        self.tool_name = name
+        screen_cls = tool.screen_class()
+        if screen_cls is None:
+            from tputui.screens.generic import GenericToolScreen
+
+            screen_cls = GenericToolScreen
+        screen = screen_cls(self.run_data, self.host, tool, **options)
+        if len(self.screen_stack) > 1:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def open_run(self, name: str) -> None:
+        self.run_data = RunData(self.logdir.run(name), use_cache=self.use_cache)
+        if self.host not in self.run_data.hosts:
+            self.host = None
+        self.open_tool(self.tool_name)
+
+    def open_host(self, host: str | None) -> None:
+        self.host = host or None
+        self.open_tool(self.tool_name)
+
+    # --- pickers -----------------------------------------------------------------------
+    def action_pick_run(self) -> None:
+        choices = [(r.name, f"{r.name}   ({len(r.hosts)} host{'s' if len(r.hosts) != 1 else ''})")
+                   for r in self.logdir.runs]
+        self.push_screen(PickerScreen("Run", choices, self.run_data.name),
+                         lambda pick: pick and pick != self.run_data.name and self.open_run(pick))
+
+    def action_pick_host(self) -> None:
+        hosts = self.run_data.hosts
+        choices = [("", "all hosts")] if len(hosts) > 1 else []
+        choices += [(h, h) for h in hosts]
+        self.push_screen(PickerScreen("Host", choices, self.host or ("" if len(hosts) > 1 else hosts[0])),
+                         lambda pick: pick is not None and self.open_host(pick))
+
+    def action_pick_tool(self) -> None:
+        self._tool_picker()
+
+    @work(thread=True, exclusive=True, group="tools")
+    def _tool_picker(self) -> None:
+        # Which tools have data may need a decode: off the UI thread.
+        run = self.run_data
+        if run.name not in self._available:
+            self._available[run.name] = [t.name for t in TOOLS if t.available(run)]
+        names = self._available[run.name]
+        hidden = len(TOOLS) - len(names)
+        choices = [(t.name, f"{t.title}   [dim]{t.name}[/dim]") for t in TOOLS if t.name in names]
+        note = f"[dim]{hidden} tool(s) hidden: no data in this run[/dim]" if hidden else ""
+        self.call_from_thread(
+            self.push_screen, PickerScreen("Tool", choices, self.tool_name, note),
+            lambda pick: pick and self.open_tool(pick))
+
+    def action_help(self) -> None:
+        lines: list[tuple[str, str]] = []
+        seen = set()
+        for key, active in self.screen.active_bindings.items():
+            b = active.binding
+            if b.description and (key, b.description) not in seen:
+                seen.add((key, b.description))
+                lines.append((b.key_display or self.get_key_display(b), b.description))
+        lines.append(("ctrl+p", "command palette (open a tool, switch run/host)"))
+        title = getattr(getattr(self.screen, "tool", None), "title", "tputui")
+        self.push_screen(HelpScreen(lines, title))
+

@@ -1,0 +1,208 @@
+"""Command line: the app, headless export, capture and monitor.
+
+  tputui [LOGDIR] [--run R] [--host H] [--tool T] [--no-cache]
+  tputui --demo
+  tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv] [-o FILE]
+  tputui export LOGDIR --list
+  tputui capture ADDRESS LOGDIR ...      tputui monitor ADDRESS ...
+
+Every error the user can cause ends in one line on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+EXIT_USAGE = 2
+SUBCOMMANDS = ("export", "capture", "monitor")
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
+    print(f"tputui: error: {message}", file=sys.stderr)
+    return code
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Exception types whose message is meant for the user (one line, exit 2)."""
+    from tputui.analysis.result import NoDataError
+    from tputui.data.logdir import LogdirError
+    from tputui.data.xspace import DecodeError
+    from tputui.export import ExportError
+
+    errors: list[type[BaseException]] = [LogdirError, DecodeError, NoDataError, ExportError]
+    try:
+        from tputui.live.client import LiveError
+
+        errors.append(LiveError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def app_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tputui", description="Terminal UI for XProf / TensorBoard profiles.",
+        epilog="subcommands: export, capture, monitor (tputui SUBCOMMAND --help)")
+    p.add_argument("logdir", nargs="?", help="logdir, plugins/profile folder, run folder, .xplane.pb file or gs:// URL")
+    p.add_argument("--run", help="run to open (default: newest)")
+    p.add_argument("--host", help="host to open (default: all hosts / the first)")
+    p.add_argument("--tool", help="tool to open directly (e.g. overview_page, trace_viewer)")
+    p.add_argument("--demo", action="store_true", help="open the bundled demo profile")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    return p
+
+
+def export_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tputui export", description="Write a tool's result as JSON or CSV.")
+    p.add_argument("logdir")
+    p.add_argument("--tool", help="tool id (see --list)")
+    p.add_argument("--list", action="store_true", help="list runs, hosts and tools with data (JSON)")
+    p.add_argument("--run")
+    p.add_argument("--host")
+    p.add_argument("--format", default="json", choices=("json", "csv"))
+    p.add_argument("--table", help="CSV: which table (default: the tool's main table)")
+    p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    p.add_argument("--no-cache", action="store_true")
+    # Tool options (passed to the tool's analysis as keyword arguments).
+    p.add_argument("--module", help="memory_viewer: HLO module name")
+    p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
+    p.add_argument("--list-modules", action="store_true", help="memory_viewer: list HLO modules")
+    p.add_argument("--dcn-gbps", type=float, help="megascale_stats: DCN bandwidth per host, Gbps")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="other tool options")
+    return p
+
+
+def _tool_options(a: argparse.Namespace) -> dict:
+    opts = {}
+    for key in ("module", "memory_space", "dcn_gbps"):
+        if getattr(a, key) is not None:
+            opts[key] = getattr(a, key)
+    if a.list_modules:
+        opts["list_modules"] = True
+    for kv in a.option:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            raise ValueError(f"--option expects KEY=VALUE, got {kv!r}")
+        opts[key.replace("-", "_")] = value
+    return opts
+
+
+def run_export(argv: list[str]) -> int:
+    import json
+
+    from tputui.data.logdir import open_logdir
+    from tputui.data.run_data import RunData
+    from tputui.export import listing, run_tool, write_result
+
+    a = export_parser().parse_args(argv)
+    logdir = open_logdir(a.logdir)
+    if a.list:
+        text = json.dumps(listing(logdir, use_cache=not a.no_cache), indent=1) + "\n"
+        return _emit(text, a.output)
+    if not a.tool:
+        return _fail("export needs --tool TOOL (or --list)")
+    run = RunData(logdir.run(a.run), use_cache=not a.no_cache)
+    if a.host:
+        run.host_file(a.host)  # a wrong host fails here with the host list
+    result = run_tool(run, a.tool, a.host, **_tool_options(a))
+    if a.output:
+        tmp = a.output + ".part"
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            write_result(result, a.format, f, a.table)
+        os.replace(tmp, a.output)
+    else:
+        write_result(result, a.format, sys.stdout, a.table)
+    return 0
+
+
+def _emit(text: str, output: str | None) -> int:
+    if output:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def run_live(command: str, argv: list[str]) -> int:
+    try:
+        if command == "capture":
+            from tputui.live import capture as mod
+            add, main = mod.add_capture_arguments, mod.main
+        else:
+            from tputui.live import monitor as mod
+            add, main = mod.add_monitor_arguments, mod.main
+    except (ImportError, AttributeError):
+        return _fail(f"'{command}' is not available in this build")
+    p = argparse.ArgumentParser(prog=f"tputui {command}")
+    add(p)
+    return main(p.parse_args(argv)) or 0
+
+
+def run_app(argv: list[str]) -> int:
+    a = app_parser().parse_args(argv)
+    if a.version:
+        from tputui import __version__
+
+        print(f"tputui {__version__}")
+        return 0
+    from tputui.data.logdir import open_logdir
+
+    if a.demo:
+        from tputui.demo import demo_logdir
+
+        path = demo_logdir()
+    elif a.logdir:
+        path = a.logdir
+    else:
+        app_parser().print_usage(sys.stderr)
+        return _fail("give a LOGDIR (or --demo)")
+    logdir = open_logdir(path)  # bad paths fail here, before the screen takes over
+    run = logdir.run(a.run)
+    if a.host:
+        run.host(a.host)
+    if a.tool:
+        from tputui.tools import get_tool
+
+        try:
+            get_tool(a.tool)
+        except KeyError:
+            from tputui.tools import tool_names
+
+            return _fail(f"unknown tool {a.tool!r} (tools: {', '.join(tool_names())})")
+    from tputui.app import TputuiApp
+
+    app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache)
+    app.run()
+    return app.return_code or 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    user_errors = _user_errors()
+    try:
+        if argv and argv[0] == "export":
+            return run_export(argv[1:])
+        if argv and argv[0] in ("capture", "monitor"):
+            return run_live(argv[0], argv[1:])
+        return run_app(argv)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except BrokenPipeError:  # `tputui export ... | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except Exception as e:  # noqa: BLE001 - the one place that turns errors into one line
+        if isinstance(e, user_errors):
+            return _fail(str(e))
+        if os.environ.get("TPUTUI_DEBUG"):
+            raise
+        return _fail(f"{type(e).__name__}: {e} (set TPUTUI_DEBUG=1 for a traceback)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Headless export: any tool's result as JSON or CSV (for scripts, CI and our tests).
+
+A result writes JSON through `write_json(fp)` when it has one (large documents such as the
+trace stream out), else `to_json()` is dumped; CSV writes one of `tables()` (the first unless
+`table` names another).
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+from typing import IO, Any
+
+from tputui.analysis.result import NoDataError
+from tputui.data.logdir import Logdir
+from tputui.data.run_data import RunData
+from tputui.tools import TOOLS, get_tool
+
+FORMATS = ("json", "csv")
+
+
+class ExportError(ValueError):
+    """Bad export arguments (unknown tool, table or format): one line for the user."""
+
+
+def _clean(obj: Any) -> Any:
+    """JSON has no NaN/Infinity: write them as null, like XProf's tables do."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def run_tool(run: RunData, tool: str, host: str | None = None, **options):
+    try:
+        t = get_tool(tool)
+    except KeyError:
+        raise ExportError(f"unknown tool {tool!r} (tools: {', '.join(t.name for t in TOOLS)})") from None
+    return t.analyze_fn()(run, host, **options)
+
+
+def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> None:
+    if fmt == "json":
+        if hasattr(result, "write_json"):
+            result.write_json(out)
+        else:
+            json.dump(_clean(result.to_json()), out, indent=1, default=str)
+            out.write("\n")
+    elif fmt == "csv":
+        tables = result.tables()
+        if not tables:
+            raise NoDataError("this tool has no table to write as CSV; use --format json")
+        name = table or next(iter(tables))
+        if name not in tables:
+            raise ExportError(f"no table {name!r} (tables: {', '.join(tables)})")
+        out.write(tables[name].write_csv())
+    else:
+        raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+
+
+def export_text(run: RunData, tool: str, fmt: str = "json", host: str | None = None,
+                table: str | None = None, **options) -> str:
+    """The export as a string (tests and small documents)."""
+    buf = io.StringIO()
+    write_result(run_tool(run, tool, host, **options), fmt, buf, table)
+    return buf.getvalue()
+
+
+def listing(logdir: Logdir, use_cache: bool = True) -> dict[str, Any]:
+    """Runs, hosts and the tools with data in each run (`tputui export LOGDIR --list`)."""
+    runs = []
+    for r in logdir.runs:
+        rd = RunData(r, use_cache=use_cache)
+        entry: dict[str, Any] = {"run": r.name, "path": r.path, "hosts": [h.host for h in r.hosts]}
+        if r.unsupported:
+            entry["unsupported"] = [f"{h.host}: .xplane.riegeli not supported yet" for h in r.unsupported]
+        if rd.hosts:
+            entry["tools"] = [t.name for t in TOOLS if t.available(rd)]
+        runs.append(entry)
+    return {"logdir": logdir.root, "runs": runs}

@@ -1,0 +1,123 @@
+"""ToolScreen: the base every tool screen builds on.
+
+It runs the tool's analysis in a thread worker (the UI thread never decodes or computes),
+shows progress while it loads, then calls `show(result)`, which subclasses implement by
+mounting widgets into `self.body`. Errors become one line on the screen plus a notification;
+the app keeps running.
+
+    class MyScreen(ToolScreen):
+        def show(self, result):
+            self.body.mount(FrameTable(result.tables()["ops"]))
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, LoadingIndicator, Static
+
+from tputui.data.run_data import RunData
+from tputui.tools import Tool
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    from tputui.cli import _user_errors
+
+    return _user_errors()
+
+
+class ContextBar(Static):
+    """Top line: where we are (run, host, tool) and the keys to change it."""
+
+    DEFAULT_CSS = "ContextBar { dock: top; height: 1; background: $primary-background; padding: 0 1; }"
+
+
+class ToolScreen(Screen):
+    """Loads `tool`'s result for (run, host) in a worker, then draws it via `show`."""
+
+    BINDINGS = [Binding("f5", "reload", "Reload", show=False)]
+    DEFAULT_CSS = """
+    ToolScreen #body { height: 1fr; }
+    ToolScreen #loading { height: 3; }
+    ToolScreen #progress { color: $text-muted; padding: 0 1; }
+    ToolScreen .error { color: $error; padding: 1 2; }
+    """
+
+    def __init__(self, run: RunData, host: str | None, tool: Tool, **options: Any) -> None:
+        super().__init__()
+        self.run_data, self.host, self.tool, self.options = run, host, tool, options
+        self.result: Any = None
+        self.error: str | None = None
+        self._started = 0.0
+
+    @property
+    def body(self) -> Vertical:
+        return self.query_one("#body", Vertical)
+
+    def compose(self) -> ComposeResult:
+        yield ContextBar(self.context_text(), id="context")
+        with Vertical(id="body"):
+            yield LoadingIndicator(id="loading")
+            yield Static("", id="progress")
+        yield Footer()
+
+    def context_text(self) -> str:
+        host = self.host or ("all hosts" if len(self.run_data.hosts) > 1 else (self.run_data.hosts or ["-"])[0])
+        return (f"[b]{self.tool.title}[/b]  │  run [b]{self.run_data.name}[/b]  │  host [b]{host}[/b]"
+                f"  [dim](t tool · r run · h host · ? help · q quit)[/dim]")
+
+    def on_mount(self) -> None:
+        self.load()
+
+    def action_reload(self) -> None:
+        self.load()
+
+    @work(thread=True, exclusive=True, group="analysis", description="analysis")
+    def load(self) -> None:
+        self._started = time.monotonic()
+        self.app.call_from_thread(self._set_progress, f"loading {self.tool.title}…")
+        self.run_data.progress = lambda msg: self.app.call_from_thread(self._set_progress, msg)
+        try:
+            result = self.analyze()
+        except user_error_types() as e:
+            self.app.call_from_thread(self._failed, str(e))
+            return
+        except Exception as e:  # noqa: BLE001 - show it, keep the app alive
+            self.app.call_from_thread(self._failed, f"{type(e).__name__}: {e}")
+            return
+        finally:
+            self.run_data.progress = None
+        self.app.call_from_thread(self._loaded, result)
+
+    def analyze(self) -> Any:
+        """Runs in the worker thread. Override only to add steps; never touch widgets here."""
+        return self.tool.analyze_fn()(self.run_data, self.host, **self.options)
+
+    def _set_progress(self, msg: str) -> None:
+        if not self.is_mounted:
+            return
+        for w in self.query("#progress"):
+            elapsed = time.monotonic() - self._started
+            w.update(f"{msg}  ({elapsed:.1f} s)" if elapsed > 0.3 else msg)
+
+    async def _clear_body(self) -> None:
+        await self.body.remove_children()
+
+    async def _loaded(self, result: Any) -> None:
+        self.result, self.error = result, None
+        await self._clear_body()
+        self.show(result)
+
+    async def _failed(self, message: str) -> None:
+        self.error = message
+        await self._clear_body()
+        await self.body.mount(Static(message, classes="error", id="error", markup=False))
+        self.notify(message, title=self.tool.title, severity="error", timeout=8)
+
+    def show(self, result: Any) -> None:  # pragma: no cover - subclasses draw
+        raise NotImplementedError

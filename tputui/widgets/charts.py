@@ -1,0 +1,166 @@
+"""Terminal charts: horizontal bars, stacked columns with a cursor, and a sparkline string.
+
+Pie charts in XProf become horizontal bars here; step-time graphs become stacked columns.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
+
+# Colours that read on dark and light terminals, in legend order.
+PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+           "#ff9da7", "#9c755f", "#bab0ac"]
+EIGHTHS = " ▁▂▃▄▅▆▇█"
+HORIZONTAL_EIGHTHS = " ▏▎▍▌▋▊▉█"
+
+
+def bar_text(fraction: float, width: int, color: str = PALETTE[0]) -> Text:
+    """A horizontal bar of `width` cells filled to `fraction` (eighth-cell resolution)."""
+    fraction = max(0.0, min(1.0, fraction))
+    cells = fraction * width
+    full = int(cells)
+    part = HORIZONTAL_EIGHTHS[int((cells - full) * 8)] if full < width else ""
+    return Text("█" * full + part.strip(), style=color) + Text(" " * (width - full - len(part.strip())))
+
+
+def sparkline(values: Sequence[float], width: int | None = None) -> str:
+    """Unicode block sparkline of the last `width` values (min..max scaled)."""
+    vals = [v for v in values if v is not None][-width:] if width else [v for v in values if v is not None]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    span = hi - lo or 1.0
+    return "".join(EIGHTHS[1 + int((v - lo) / span * 7)] for v in vals)
+
+
+class HBarChart(Static):
+    """Labelled horizontal bars: [(label, value)], with a value column."""
+
+    DEFAULT_CSS = "HBarChart { height: auto; }"
+
+    def __init__(self, items: Sequence[tuple[str, float]] = (), *, title: str = "", unit: str = "",
+                 bar_width: int = 30, label_width: int = 40, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.items, self.title, self.unit = list(items), title, unit
+        self.bar_width, self.label_width = bar_width, label_width
+
+    def set_items(self, items: Sequence[tuple[str, float]]) -> None:
+        self.items = list(items)
+        self.update(self.render_chart())
+
+    def on_mount(self) -> None:
+        self.update(self.render_chart())
+
+    def render_chart(self) -> RenderableType:
+        t = Table.grid(padding=(0, 1))
+        t.add_column(no_wrap=True, max_width=self.label_width)
+        t.add_column(no_wrap=True)
+        t.add_column(justify="right", no_wrap=True)
+        top = max((v for _, v in self.items), default=0) or 1.0
+        for i, (label, value) in enumerate(self.items):
+            t.add_row(Text(label, overflow="ellipsis"), bar_text(value / top, self.bar_width, PALETTE[i % len(PALETTE)]),
+                      f"{value:,.2f}{self.unit}")
+        if not self.items:
+            t.add_row(Text("(no data)", style="dim"), "", "")
+        if self.title:
+            outer = Table.grid()
+            outer.add_row(Text(self.title, style="bold"))
+            outer.add_row(t)
+            return outer
+        return t
+
+
+class StackedColumns(Widget, can_focus=True):
+    """One column per x (e.g. a step), stacked by category, with a keyboard cursor.
+
+    values[i][k] is category k's amount at column i. Left/Right move the cursor and post
+    `StackedColumns.CursorMoved(index)`.
+    """
+
+    DEFAULT_CSS = "StackedColumns { height: 14; }"
+    BINDINGS = [Binding("left", "move(-1)", "Prev", show=False), Binding("right", "move(1)", "Next", show=False),
+                Binding("home", "home", show=False), Binding("end", "end", show=False)]
+    cursor: reactive[int] = reactive(0)
+
+    class CursorMoved(Message):
+        def __init__(self, chart: "StackedColumns", index: int) -> None:
+            super().__init__()
+            self.chart, self.index = chart, index
+
+    def __init__(self, values: Sequence[Sequence[float]] = (), categories: Sequence[str] = (),
+                 labels: Sequence[str] = (), *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.values = [list(v) for v in values]
+        self.categories = list(categories)
+        self.labels = list(labels)
+
+    def set_data(self, values, categories, labels) -> None:
+        self.values, self.categories, self.labels = [list(v) for v in values], list(categories), list(labels)
+        self.cursor = min(self.cursor, max(0, len(self.values) - 1))
+        self.refresh()
+
+    def action_move(self, delta: int) -> None:
+        if self.values:
+            self.cursor = max(0, min(len(self.values) - 1, self.cursor + delta))
+
+    def action_home(self) -> None:
+        self.cursor = 0
+
+    def action_end(self) -> None:
+        self.cursor = max(0, len(self.values) - 1)
+
+    def watch_cursor(self, index: int) -> None:
+        self.post_message(self.CursorMoved(self, index))
+        self.refresh()
+
+    def render(self) -> RenderableType:
+        height = max(3, self.size.height - 1)
+        width = max(1, self.size.width)
+        n = len(self.values)
+        if not n:
+            return Text("(no data)", style="dim")
+        col_w = max(1, min(3, width // n))
+        # Scroll the window of columns so the cursor stays visible.
+        per_screen = max(1, width // col_w)
+        first = max(0, min(self.cursor - per_screen // 2, n - per_screen))
+        shown = range(first, min(n, first + per_screen))
+        top = max((sum(v) for v in self.values), default=0) or 1.0
+        rows = [Text() for _ in range(height)]
+        for i in shown:
+            levels = []  # category per eighth-row, bottom up
+            acc = 0.0
+            for k, v in enumerate(self.values[i]):
+                acc += v
+                levels.append((acc / top * height * 8, k))
+            for r in range(height):
+                cell_lo = (height - 1 - r) * 8
+                k_here = next((k for lvl, k in levels if lvl > cell_lo), None)
+                if k_here is None:
+                    ch, style = " ", ""
+                else:
+                    lvl = next(lvl for lvl, k in levels if k == k_here)
+                    fill = min(8, int(lvl - cell_lo))
+                    ch = "█" if fill >= 8 or k_here != levels[-1][1] else EIGHTHS[max(1, fill)]
+                    style = PALETTE[k_here % len(PALETTE)]
+                if i == self.cursor:
+                    style = f"{style} on grey23" if style else "on grey23"
+                rows[r].append(ch * col_w, style=style)
+        axis = Text(f"{self.labels[first] if self.labels else first}", style="dim")
+        axis.append(" " * max(1, (len(shown) * col_w) - len(axis.plain) - 8))
+        axis.append(f"{self.labels[shown[-1]] if self.labels else shown[-1]}", style="dim")
+        return Text("\n").join(rows + [axis])
+
+    def legend(self) -> Text:
+        t = Text()
+        for k, c in enumerate(self.categories):
+            t.append("■ ", style=PALETTE[k % len(PALETTE)])
+            t.append(f"{c}  ")
+        return t
