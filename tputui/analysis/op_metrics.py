@@ -1,0 +1,612 @@
+"""Per-op metrics (XProf's OpMetricsDb) from a decoded profile: self time from nesting, IDLE.
+
+Shared by the overview, input pipeline, op tools and the live monitor. API (stable; add, don't rename):
+
+    OpMetricsDb                    one database: `ops` (Polars, one row per op, no IDLE row),
+                                   `total_time_ps`, `total_op_time_ps` (sum of self times),
+                                   `idle_time_ps`, `idle_ratio`, `with_idle()` (ops + an IDLE row),
+                                   `busy_time_ps` / `idle_duty_ps` (device duty cycle, TPU only)
+    device_op_metrics(frame)       every TPU TensorCore plane (or GPU plane) combined
+    device_plane_op_metrics(frame, plane)   one device plane (XLA Ops / TensorFlow Ops lines)
+    host_op_metrics(frame)         TF / tf.data ops on `/host:CPU` threads (what XProf counts on hosts)
+    tf_op_metrics(device_db)       device ops rolled up to framework ops (name from `tf_op` provenance)
+    combine(dbs)                   add databases (hosts, cores) like XProf's OpMetricsDbCombiner
+    nest_parents(start, end)       parent row of each interval by nesting (sorted input), -1 for roots
+    self_times(start, end)         duration minus the durations of direct children
+    parse_tf_op(fullname)          XProf's TfOp parse: (category, name, type)
+    tensor_core_planes(frame)      plane rows of TPU TensorCores (`/device:TPU:<n>`)
+
+`ops` columns: program_id (u64: XLA program, 0 for framework / host ops), name, long_name, category,
+provenance (framework op name, `tf_op`), deduplicated_name, occurrences, time_ps, self_time_ps,
+min_time_ps, flops, model_flops, bytes_accessed (totals over occurrences), is_eager, num_cores.
+
+Facts from XProf (xplane_to_op_metrics_db.cc, op_metrics_db_utils.cc): device op time uses the
+`device_offset_ps` / `device_duration_ps` stats when present; per-op facts (program_id, symbol_id,
+hlo_category, tf_op, flops, model_flops, bytes_accessed, deduplicated_name) sit on the event
+metadata; events without program_id/symbol_id still nest but are not counted; flops and bytes are
+per occurrence in the metadata and multiplied out; a plane's total time runs from its first to
+its last op or step; IDLE = total time - sum of self times.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import polars as pl
+
+from tputui.data.xspace import XSpaceFrame
+
+IDLE = "IDLE"
+OP_LINE_NAMES = ("XLA Ops", "TensorFlow Ops", "Sparse Core Ops")
+STEP_LINE_NAMES = ("Steps", "Sparse Core Steps")
+_TENSOR_CORE = re.compile(r"^/device:TPU:\d+$")
+
+OPS_SCHEMA = {
+    "program_id": pl.UInt64, "name": pl.String, "long_name": pl.String, "category": pl.String,
+    "provenance": pl.String, "deduplicated_name": pl.String, "occurrences": pl.Int64,
+    "time_ps": pl.Int64, "self_time_ps": pl.Int64, "min_time_ps": pl.Int64, "flops": pl.Int64,
+    "model_flops": pl.Int64, "bytes_accessed": pl.Int64, "is_eager": pl.Boolean, "num_cores": pl.Int64,
+}
+
+
+def empty_ops() -> pl.DataFrame:
+    return pl.DataFrame(schema=OPS_SCHEMA)
+
+
+@dataclass
+class OpMetricsDb:
+    ops: pl.DataFrame = field(default_factory=empty_ops)
+    total_time_ps: int = 0
+    total_op_time_ps: int = 0
+    # Device duty cycle (XProf's DutyCycleTracker), set for TPU device databases only.
+    busy_time_ps: int | None = None
+    idle_duty_ps: int | None = None
+
+    @property
+    def idle_time_ps(self) -> int:
+        return max(self.total_time_ps - self.total_op_time_ps, 0)
+
+    @property
+    def idle_ratio(self) -> float:
+        """XProf's IdleTimeRatio: 1 - op time / total time (1.0 when there is no time at all)."""
+        return 1.0 - (self.total_op_time_ps / self.total_time_ps if self.total_time_ps else 0.0)
+
+    def with_idle(self) -> pl.DataFrame:
+        """`ops` plus XProf's IDLE row (occurrences 0, time = self time = idle time)."""
+        idle = pl.DataFrame({
+            "program_id": [0], "name": [IDLE], "long_name": [""], "category": [IDLE], "provenance": [""],
+            "deduplicated_name": [""], "occurrences": [0], "time_ps": [self.idle_time_ps],
+            "self_time_ps": [self.idle_time_ps], "min_time_ps": [0], "flops": [0], "model_flops": [0],
+            "bytes_accessed": [0], "is_eager": [False], "num_cores": [0],
+        }, schema=OPS_SCHEMA)
+        return pl.concat([self.ops, idle])
+
+
+# --- nesting -------------------------------------------------------------------------------
+def nest_parents(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Parent row of each interval, -1 for roots.
+
+    Input must be sorted by start ascending, then end descending (longest first). Inclusion is
+    closed like XProf's Timespan::Includes (a zero-length event at a parent's end is inside it).
+    Vectorized: depth = rows before minus intervals already closed; parent = the last earlier
+    row one level up. Partial overlaps (rare; not nested) are repaired by climbing ancestors.
+    """
+    n = len(start)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    start = np.asarray(start, np.int64)
+    end = np.asarray(end, np.int64)
+    dur = end - start
+    ends = np.sort(end)
+    closed = np.searchsorted(ends, start, "left")  # intervals that ended strictly before
+    touching = np.searchsorted(ends, start, "right") - closed  # ended exactly at our start
+    points = np.sort(end[dur == 0])
+    zero_here = np.searchsorted(points, start, "right") - np.searchsorted(points, start, "left")
+    # A positive-length interval is not inside one that ends where it starts; a zero-length one is.
+    closed = closed + np.where(dur > 0, touching - zero_here, 0)
+    depth = np.arange(n, dtype=np.int64) - closed
+    depth = np.maximum(depth, 0)
+    key = depth * (n + 1) + np.arange(n)
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    probe = (depth - 1) * (n + 1) + np.arange(n)
+    pos = np.searchsorted(sorted_key, probe, "left") - 1
+    parent = np.full(n, -1, np.int64)
+    ok = (depth > 0) & (pos >= 0)
+    cand = order[np.clip(pos, 0, None)]
+    ok &= depth[cand] == depth - 1
+    parent[ok] = cand[ok]
+    # Repair partial overlaps: climb until the parent really contains the child.
+    for _ in range(64):
+        has = parent >= 0
+        bad = has & (end[np.where(has, parent, 0)] < end)
+        if not bad.any():
+            break
+        parent[bad] = parent[parent[bad]]
+    return parent
+
+
+def self_times(start: np.ndarray, end: np.ndarray, parent: np.ndarray | None = None) -> np.ndarray:
+    """Duration minus the summed durations of direct children (sorted input, see nest_parents)."""
+    start = np.asarray(start, np.int64)
+    end = np.asarray(end, np.int64)
+    if parent is None:
+        parent = nest_parents(start, end)
+    dur = end - start
+    child = parent >= 0
+    children = np.zeros(len(start), np.int64)
+    np.add.at(children, parent[child], dur[child])
+    return dur - children
+
+
+# --- stats helpers ---------------------------------------------------------------------------
+def event_stat(frame: XSpaceFrame, name: str, rows: np.ndarray | None = None,
+               kind: str = "int") -> tuple[np.ndarray, np.ndarray]:
+    """(present mask, values) of one event stat for event rows (all events when None).
+
+    kind: "int" (int64/uint64), "float", "text" (str/ref resolved to a text id, -1 absent).
+    """
+    sv = frame.stat_values("event", name)
+    n = frame.num_events
+    col = {"int": "int", "float": "float", "text": "text_id"}[kind]
+    sv = sv.filter(pl.col(col).is_not_null() & ((pl.col(col) >= 0) if kind == "text" else True))
+    present = np.zeros(n, bool)
+    values = np.full(n, -1 if kind == "text" else 0, np.float64 if kind == "float" else np.int64)
+    owners = sv["owner"].to_numpy()
+    present[owners] = True
+    values[owners] = sv[col].to_numpy()
+    if rows is not None:
+        return present[rows], values[rows]
+    return present, values
+
+
+def metadata_stats_table(frame: XSpaceFrame, names: list[str], rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Per metadata row (of `rows`): int stats as int64 (0 absent) and text stats as str ("")."""
+    out: dict[str, np.ndarray] = {}
+    sv = frame.stat_values("metadata", names)
+    n_md = len(frame.raw.em_id)
+    for name in names:
+        s = sv.filter(pl.col("stat_name") == name)
+        ints = np.zeros(n_md + 1, np.int64)
+        texts = np.full(n_md + 1, -1, np.int64)
+        has = np.zeros(n_md + 1, bool)
+        if len(s):
+            own = s["owner"].to_numpy()
+            iv = s["int"].fill_null(0).to_numpy()
+            tv = s["text_id"].fill_null(-1).to_numpy()
+            ints[own] = iv
+            texts[own] = tv
+            has[own] = True
+        idx = np.where(rows >= 0, rows, n_md)
+        out[name] = ints[idx]
+        out[name + ".text"] = texts[idx]
+        out[name + ".has"] = has[idx]
+    return out
+
+
+def tensor_core_planes(frame: XSpaceFrame) -> list[int]:
+    return [i for i, n in enumerate(frame.raw.plane_name) if _TENSOR_CORE.match(n)]
+
+
+def gpu_planes(frame: XSpaceFrame) -> list[int]:
+    return [i for i, n in enumerate(frame.raw.plane_name) if n.startswith("/device:GPU:")]
+
+
+def device_spans(frame: XSpaceFrame, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) in ps of events, from device_offset_ps/device_duration_ps when both exist."""
+    start = frame.start_ps[rows]
+    dur = frame.raw.event_duration_ps[rows]
+    has_o, off = event_stat(frame, "device_offset_ps", rows)
+    has_d, ddur = event_stat(frame, "device_duration_ps", rows)
+    both = has_o & has_d
+    start = np.where(both, off, start)
+    dur = np.where(both, ddur, dur)
+    return start.astype(np.int64), (start + dur).astype(np.int64)
+
+
+def _sorted_line_rows(frame: XSpaceFrame, line: int, start: np.ndarray | None = None,
+                      end: np.ndarray | None = None) -> np.ndarray:
+    sl = frame.line_events(line)
+    rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+    s = frame.start_ps[rows] if start is None else start
+    e = s + frame.raw.event_duration_ps[rows] if end is None else end
+    order = np.lexsort((-e, s))
+    return rows[order]
+
+
+# --- device databases ------------------------------------------------------------------------
+def device_plane_op_metrics(frame: XSpaceFrame, plane: int) -> OpMetricsDb:
+    """One TPU TensorCore plane: ops of the XLA Ops / TensorFlow Ops lines, keyed by
+    (program_id, symbol_id), with self time from nesting on device time."""
+    raw = frame.raw
+    lines = frame.lines_of(plane)
+    op_rows, step_rows = [], []
+    for ln in lines:
+        name = raw.line_name[ln]
+        sl = frame.line_events(ln)
+        rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+        if name in OP_LINE_NAMES:
+            op_rows.append(rows)
+        elif name in STEP_LINE_NAMES:
+            step_rows.append(rows)
+    first, last = None, None
+    parts = []
+    for rows in op_rows:
+        if len(rows) == 0:
+            continue
+        s, e = device_spans(frame, rows)
+        order = np.lexsort((-e, s))
+        rows, s, e = rows[order], s[order], e[order]
+        first = s.min() if first is None else min(first, s.min())
+        last = e.max() if last is None else max(last, e.max())
+        selft = self_times(s, e)
+        parts.append((rows, e - s, selft))
+    for rows in step_rows:
+        if len(rows):
+            s, e = device_spans(frame, rows)
+            first = s.min() if first is None else min(first, s.min())
+            last = e.max() if last is None else max(last, e.max())
+    total = int(last - first) if first is not None else 0
+    if not parts:
+        return OpMetricsDb(total_time_ps=total)
+    rows = np.concatenate([p[0] for p in parts])
+    time_ps = np.concatenate([p[1] for p in parts])
+    self_ps = np.concatenate([p[2] for p in parts])
+    md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
+    st = metadata_stats_table(frame, ["program_id", "symbol_id", "hlo_category", "tf_op", "flops",
+                                      "model_flops", "bytes_accessed", "deduplicated_name"], md)
+    keep = st["program_id.has"] & st["symbol_id.has"] & (st["symbol_id"] != 0)
+    occ = np.maximum(raw.event_num_occurrences[rows], 1)
+    ev = pl.DataFrame({
+        "md": md, "program_id": st["program_id"].astype(np.uint64), "symbol_id": st["symbol_id"],
+        "occurrences": occ, "time_ps": time_ps, "self_time_ps": self_ps,
+        "min_time_ps": raw.event_duration_ps[rows],
+    }).filter(pl.Series(keep))
+    ops = ev.group_by("program_id", "symbol_id", maintain_order=True).agg(
+        pl.col("md").first(), pl.col("occurrences").sum(), pl.col("time_ps").sum(),
+        pl.col("self_time_ps").sum(), pl.col("min_time_ps").min(),
+    )
+    mdr = ops["md"].to_numpy()
+    st = metadata_stats_table(frame, ["hlo_category", "tf_op", "flops", "model_flops", "bytes_accessed",
+                                      "deduplicated_name"], mdr)
+    disp = [raw.em_display_name[m] for m in mdr]
+    full = [raw.em_name[m] for m in mdr]
+    name = [d if d else f for d, f in zip(disp, full)]
+    long_name = [f if d else "" for d, f in zip(disp, full)]
+    occ = ops["occurrences"].to_numpy()
+    flops = st["flops"] * occ
+    model_flops = np.where(st["model_flops"] > 0, st["model_flops"] * occ, flops)
+    ops = pl.DataFrame({
+        "program_id": ops["program_id"], "name": name, "long_name": long_name,
+        "category": [frame.text(t) for t in st["hlo_category.text"]],
+        "provenance": [frame.text(t) for t in st["tf_op.text"]],
+        "deduplicated_name": [frame.text(t) for t in st["deduplicated_name.text"]],
+        "occurrences": occ, "time_ps": ops["time_ps"], "self_time_ps": ops["self_time_ps"],
+        "min_time_ps": ops["min_time_ps"], "flops": flops, "model_flops": model_flops,
+        "bytes_accessed": st["bytes_accessed"] * occ, "is_eager": np.zeros(len(occ), bool),
+        "num_cores": np.ones(len(occ), np.int64),
+    }, schema=OPS_SCHEMA)
+    return OpMetricsDb(ops=ops, total_time_ps=total, total_op_time_ps=int(ops["self_time_ps"].sum()))
+
+
+def gpu_plane_op_metrics(frame: XSpaceFrame, plane: int) -> OpMetricsDb:
+    """A GPU plane, approximated: XLA ops named by their `hlo_op` stat, keyed by program; time is
+    event time (no nesting on GPU streams). XProf refines names and flops from the HLO protos."""
+    raw = frame.raw
+    rows_all, first, last = [], None, None
+    for ln in frame.lines_of(plane):
+        sl = frame.line_events(ln)
+        rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+        if len(rows):
+            s = frame.start_ps[rows]
+            e = s + raw.event_duration_ps[rows]
+            first = s.min() if first is None else min(first, s.min())
+            last = e.max() if last is None else max(last, e.max())
+            rows_all.append(rows)
+    total = int(last - first) if first is not None else 0
+    if not rows_all:
+        return OpMetricsDb(total_time_ps=total)
+    rows = np.concatenate(rows_all)
+    has_op, op_text = event_stat(frame, "hlo_op", rows, kind="text")
+    has_prog, prog = event_stat(frame, "program_id", rows)
+    dur = raw.event_duration_ps[rows]
+    ev = pl.DataFrame({"op": op_text, "program_id": prog.astype(np.uint64), "dur": dur}).filter(
+        pl.Series(has_op))
+    g = ev.group_by("program_id", "op", maintain_order=True).agg(
+        occurrences=pl.len().cast(pl.Int64), time_ps=pl.col("dur").sum(), min_time_ps=pl.col("dur").min())
+    n = len(g)
+    ops = pl.DataFrame({
+        "program_id": g["program_id"], "name": [frame.text(t) for t in g["op"].to_list()],
+        "long_name": [""] * n, "category": ["unknown"] * n, "provenance": [""] * n,
+        "deduplicated_name": [""] * n, "occurrences": g["occurrences"], "time_ps": g["time_ps"],
+        "self_time_ps": g["time_ps"], "min_time_ps": g["min_time_ps"], "flops": np.zeros(n, np.int64),
+        "model_flops": np.zeros(n, np.int64), "bytes_accessed": np.zeros(n, np.int64),
+        "is_eager": np.zeros(n, bool), "num_cores": np.ones(n, np.int64),
+    }, schema=OPS_SCHEMA)
+    return OpMetricsDb(ops=ops, total_time_ps=total, total_op_time_ps=int(ops["self_time_ps"].sum()))
+
+
+def device_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
+    """All TPU TensorCore planes (or else all GPU planes) of one host, combined; TPU databases
+    carry the duty cycle (busy / idle) as well."""
+    tpu = tensor_core_planes(frame)
+    if tpu:
+        db = combine([device_plane_op_metrics(frame, p) for p in tpu])
+        busy, idle = duty_cycle(frame, tpu)
+        db.busy_time_ps, db.idle_duty_ps = busy, idle
+        return db
+    gpu = gpu_planes(frame)
+    return combine([gpu_plane_op_metrics(frame, p) for p in gpu])
+
+
+# --- duty cycle ------------------------------------------------------------------------------
+# HLO categories during which a TensorCore waits on the host (XProf's IsOffDutyOp).
+OFF_DUTY_CATEGORIES = frozenset({"infeed", "outfeed", "host send", "host send-done", "host recv",
+                                 "host recv-done", "megacore fusion"})
+
+
+def union_length(start: np.ndarray, end: np.ndarray) -> int:
+    """Total length covered by a set of intervals."""
+    if len(start) == 0:
+        return 0
+    order = np.argsort(start, kind="stable")
+    s, e = np.asarray(start, np.int64)[order], np.asarray(end, np.int64)[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > reach[:-1]
+    seg = np.cumsum(new) - 1
+    seg_start = s[new]
+    seg_end = np.zeros(len(seg_start), np.int64)
+    np.maximum.at(seg_end, seg, e)
+    return int((seg_end - seg_start).sum())
+
+
+def _chip_of(frame: XSpaceFrame, plane: int) -> int | None:
+    """local_chip_id (field 4) of the plane's `core_details` (a serialized CoreDetails)."""
+    blob = frame.plane_stat_map(plane).get("core_details")
+    if not isinstance(blob, (bytes, bytearray)):
+        return None
+    i, n = 0, len(blob)
+    fields: dict[int, int] = {}
+    while i < n:
+        key, i = _varint(blob, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _varint(blob, i)
+            fields[num] = v
+        elif wt == 2:
+            ln, i = _varint(blob, i)
+            i += ln
+        elif wt == 1:
+            i += 8
+        elif wt == 5:
+            i += 4
+        else:
+            return None
+    return fields.get(4, 0)
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    shift = v = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        if c < 0x80:
+            return v, i
+        shift += 7
+
+
+def duty_cycle(frame: XSpaceFrame, planes: list[int]) -> tuple[int, int]:
+    """(busy ps, idle ps) summed over chips, as XProf's DutyCycleTracker / Combiner: a chip is busy
+    while any of its cores runs an XLA op that is not off-duty (infeed, host send/recv, ...,
+    custom-calls without model flops); its span runs over its XLA Ops and XLA Modules events."""
+    raw = frame.raw
+    per_chip: dict[object, list] = {}
+    for p in planes:
+        starts, ends, active = [], [], []
+        for ln in frame.lines_of(p):
+            name = raw.line_name[ln]
+            if name not in ("XLA Ops", "Sparse Core Ops", "XLA Modules", "Sparse Core Modules"):
+                continue
+            sl = frame.line_events(ln)
+            rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+            if not len(rows):
+                continue
+            s = frame.start_ps[rows]
+            e = s + raw.event_duration_ps[rows]
+            if name == "XLA Ops":
+                md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
+                st = metadata_stats_table(frame, ["hlo_category", "model_flops"], md)
+                ev_cat_has, ev_cat = event_stat(frame, "hlo_category", rows, kind="text")
+                cat_ids = np.where(ev_cat_has, ev_cat, st["hlo_category.text"])
+                texts = {t: frame.text(int(t)) for t in np.unique(cat_ids)}
+                off_ids = np.array([t for t, c in texts.items() if c in OFF_DUTY_CATEGORIES], np.int64)
+                cc_ids = np.array([t for t, c in texts.items() if c == "custom-call"], np.int64)
+                off = np.isin(cat_ids, off_ids) | (
+                    np.isin(cat_ids, cc_ids) & st["model_flops.has"] & (st["model_flops"] == 0))
+                act = ~off
+            elif name == "Sparse Core Ops":
+                act = np.ones(len(rows), bool)
+            else:
+                act = np.zeros(len(rows), bool)
+            starts.append(s)
+            ends.append(e)
+            active.append(act)
+        if not starts:
+            continue
+        chip = _chip_of(frame, p)
+        key = ("chip", chip) if chip is not None else ("plane", p)
+        per_chip.setdefault(key, []).append((np.concatenate(starts), np.concatenate(ends),
+                                             np.concatenate(active)))
+    busy = idle = 0
+    for parts in per_chip.values():
+        s = np.concatenate([x[0] for x in parts])
+        e = np.concatenate([x[1] for x in parts])
+        a = np.concatenate([x[2] for x in parts])
+        b = union_length(s[a], e[a])
+        busy += b
+        idle += int(e.max() - s.min()) - b
+    return busy, idle
+
+
+# --- framework (TF) ops ----------------------------------------------------------------------
+_TF_OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*\Z")
+_TF_OP_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*\Z")
+_JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?\Z", re.S)
+
+CAT_UNKNOWN, CAT_TENSORFLOW, CAT_JAX, CAT_TF_DATA, CAT_MEMCPY = "unknown", "tensorflow", "jax", "tf.data", "memcpy"
+
+
+def _derive_op_type(full: str) -> str:
+    op = full.split("/")[-1]
+    base, sep, suffix = op.rpartition("_")
+    if sep and re.fullmatch(r"[+-]?\d+", suffix):
+        return base
+    return op
+
+
+@lru_cache(maxsize=65536)
+def parse_tf_op(fullname: str) -> tuple[str, str, str]:
+    """(category, name, type) as XProf's ParseTfOpFullname; category "unknown" for other events."""
+    parts = fullname.split(":", 1)
+    if len(parts) != 2:
+        low = parts[0].lower()
+        for prefix, typ in (("memcpyhtod", "MemcpyHToD"), ("memcpydtoh", "MemcpyDToH"),
+                            ("memcpydtod", "MemcpyDToD"), ("memcpyhtoh", "MemcpyHToH")):
+            if low.startswith(prefix):
+                return CAT_MEMCPY, fullname, typ
+        return CAT_UNKNOWN, fullname, ""
+    name, typ = parts
+    if name == "Iterator":
+        return CAT_TF_DATA, fullname, "Dataset"
+    if _TF_OP_NAME.match(name) and _TF_OP_TYPE.match(typ):
+        return CAT_TENSORFLOW, name, typ
+    op_type = _derive_op_type(name) if typ == "" else typ
+    if _JAX_OP_TYPE.match(op_type):
+        return CAT_JAX, name, op_type.split("[", 1)[0]
+    if typ == "":
+        return CAT_TENSORFLOW, name, op_type
+    return CAT_UNKNOWN, fullname, ""
+
+
+def tf_op_metrics(device_db: OpMetricsDb, with_idle: bool = False) -> OpMetricsDb:
+    """Device ops rolled up to framework ops (XProf's CreateTfMetricsDbFromDeviceOpMetricsDb):
+    name and type from the `tf_op` provenance (the HLO name and "Unknown" without one);
+    occurrences = the max over the op's device ops; times, flops and bytes add up."""
+    ops = device_db.ops
+    names, cats = [], []
+    for name, prov in zip(ops["name"].to_list(), ops["provenance"].to_list()):
+        if not prov:
+            names.append(name)
+            cats.append("Unknown")
+        else:
+            _, n, t = parse_tf_op(prov)
+            names.append(n)
+            cats.append(t if t else "Unknown")
+    rolled = ops.with_columns(pl.Series("tf_name", names), pl.Series("tf_cat", cats)).group_by(
+        "tf_name", maintain_order=True).agg(
+        pl.col("tf_cat").first(), pl.col("occurrences").max(), pl.col("time_ps").sum(),
+        pl.col("self_time_ps").sum(), pl.col("min_time_ps").min(), pl.col("flops").sum(),
+        pl.col("model_flops").sum(), pl.col("bytes_accessed").sum(), pl.col("is_eager").any(),
+    )
+    n = len(rolled)
+    out = pl.DataFrame({
+        "program_id": np.zeros(n, np.uint64), "name": rolled["tf_name"], "long_name": [""] * n,
+        "category": rolled["tf_cat"], "provenance": [""] * n, "deduplicated_name": [""] * n,
+        "occurrences": rolled["occurrences"], "time_ps": rolled["time_ps"],
+        "self_time_ps": rolled["self_time_ps"], "min_time_ps": rolled["min_time_ps"],
+        "flops": rolled["flops"], "model_flops": rolled["model_flops"],
+        "bytes_accessed": rolled["bytes_accessed"], "is_eager": rolled["is_eager"],
+        "num_cores": np.ones(n, np.int64),
+    }, schema=OPS_SCHEMA)
+    total_op = device_db.total_op_time_ps
+    return OpMetricsDb(ops=out, total_time_ps=device_db.total_time_ps if with_idle else total_op,
+                       total_op_time_ps=total_op)
+
+
+def host_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
+    """Framework ops on the `/host:CPU` threads (XProf's ConvertHostThreadsXPlaneToOpMetricsDb):
+    events whose name parses as a TF / tf.data / JAX op (or that carry a `tf_op` stat), nested
+    among themselves per thread; each thread's total time spans its first to last such op."""
+    plane = frame.plane_index("/host:CPU")
+    if plane is None:
+        return OpMetricsDb()
+    raw = frame.raw
+    # Classify event metadata once (names are few); events then look their metadata up.
+    md_names = raw.em_name
+    md_cat = np.array([parse_tf_op(n)[0] != CAT_UNKNOWN if n else False for n in md_names] + [False])
+    has_tfop_stat, tfop_text = event_stat(frame, "tf_op", kind="text")
+    dbs = []
+    md_all = frame.events["metadata"].to_numpy().astype(np.int64)
+    for ln in frame.lines_of(plane):
+        sl = frame.line_events(ln)
+        if sl.stop == sl.start:
+            continue
+        rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+        md = md_all[rows]
+        is_op = md_cat[np.where(md >= 0, md, len(md_names))] | (has_tfop_stat[rows] & (tfop_text[rows] >= 0))
+        rows = rows[is_op]
+        if len(rows) == 0:
+            continue
+        s = frame.start_ps[rows]
+        e = s + raw.event_duration_ps[rows]
+        order = np.lexsort((-e, s))
+        rows, s, e = rows[order], s[order], e[order]
+        selft = self_times(s, e)
+        full = [frame.text(int(tfop_text[r])) if has_tfop_stat[r] and tfop_text[r] >= 0
+                else md_names[md_all[r]] for r in rows]
+        dbs.append((full, e - s, selft, int(e.max() - s.min())))
+    if not dbs:
+        return OpMetricsDb()
+    full = [f for d in dbs for f in d[0]]
+    parsed = [parse_tf_op(f) for f in full]
+    ev = pl.DataFrame({
+        "name": [p[1] for p in parsed], "category": [p[2] for p in parsed],
+        "time_ps": np.concatenate([d[1] for d in dbs]), "self_time_ps": np.concatenate([d[2] for d in dbs]),
+    })
+    g = ev.group_by("name", maintain_order=True).agg(
+        pl.col("category").first(), occurrences=pl.len().cast(pl.Int64), time_ps=pl.col("time_ps").sum(),
+        self_time_ps=pl.col("self_time_ps").sum(), min_time_ps=pl.col("time_ps").min())
+    n = len(g)
+    ops = pl.DataFrame({
+        "program_id": np.zeros(n, np.uint64), "name": g["name"], "long_name": [""] * n,
+        "category": g["category"], "provenance": [""] * n, "deduplicated_name": [""] * n,
+        "occurrences": g["occurrences"], "time_ps": g["time_ps"], "self_time_ps": g["self_time_ps"],
+        "min_time_ps": g["min_time_ps"], "flops": np.zeros(n, np.int64),
+        "model_flops": np.zeros(n, np.int64), "bytes_accessed": np.zeros(n, np.int64),
+        "is_eager": np.zeros(n, bool), "num_cores": np.ones(n, np.int64),
+    }, schema=OPS_SCHEMA)
+    return OpMetricsDb(ops=ops, total_time_ps=sum(d[3] for d in dbs),
+                       total_op_time_ps=int(ev["self_time_ps"].sum()))
+
+
+# --- combining -------------------------------------------------------------------------------
+def combine(dbs: list[OpMetricsDb], update_num_cores: bool = True) -> OpMetricsDb:
+    """Add databases: ops merge by (program_id, name); totals add (XProf's OpMetricsDbCombiner)."""
+    dbs = [d for d in dbs if d is not None]
+    if not dbs:
+        return OpMetricsDb()
+    if len(dbs) == 1:
+        return dbs[0]
+    allops = pl.concat([d.ops for d in dbs])
+    nonempty = pl.col("long_name").filter(pl.col("long_name") != "").first()
+    ops = allops.group_by("program_id", "name", maintain_order=True).agg(
+        nonempty.fill_null(""),
+        pl.col("category").filter(pl.col("category") != "").first().fill_null(""),
+        pl.col("provenance").filter(pl.col("provenance") != "").first().fill_null(""),
+        pl.col("deduplicated_name").filter(pl.col("deduplicated_name") != "").first().fill_null(""),
+        pl.col("occurrences").sum(), pl.col("time_ps").sum(), pl.col("self_time_ps").sum(),
+        pl.col("min_time_ps").min(), pl.col("flops").sum(), pl.col("model_flops").sum(),
+        pl.col("bytes_accessed").sum(), pl.col("is_eager").any(),
+        (pl.col("num_cores").sum() if update_num_cores else pl.col("num_cores").first()),
+    ).select(list(OPS_SCHEMA)).cast(OPS_SCHEMA)
+    busy = [d.busy_time_ps for d in dbs if d.busy_time_ps is not None]
+    idle = [d.idle_duty_ps for d in dbs if d.idle_duty_ps is not None]
+    return OpMetricsDb(
+        ops=ops, total_time_ps=sum(d.total_time_ps for d in dbs),
+        total_op_time_ps=sum(d.total_op_time_ps for d in dbs),
+        busy_time_ps=sum(busy) if busy else None, idle_duty_ps=sum(idle) if idle else None,
+    )
