@@ -1,4 +1,4 @@
-"""Build the optional C wire decoder (tputui.data.wire).
+"""Build the optional C wire decoder (tputui.data._wire).
 
 If no C compiler is available the build goes on without it and tputui falls back to
 protobuf's own parser (exact, but slower on large profiles).
@@ -8,8 +8,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "tputui.data.wire",
-            sources=["tputui/data/wire.c"],
+            "tputui.data._wire",
+            sources=["tputui/data/_wire.c"],
             extra_compile_args=["-O3", "-std=c99"],
             optional=True,
         )

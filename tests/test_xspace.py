@@ -1,0 +1,113 @@
+"""The decoder against protobuf's own parse, on every real profile in tests/fixtures.
+
+The fast C decoder and the protobuf reference path must give the same columns exactly:
+counts per line, names, times, and every stat value (compared after resolving each stat to
+(owner, name, value), because map order in protobuf is not defined).
+"""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+from tputui.data import wire
+from tputui.data.raw import decode_with_protobuf
+from tputui.data.xspace import DecodeError, XSpaceFrame, decode, decode_raw
+from tputui.proto import xplane_pb2
+
+from conftest import PROFILES
+
+FILES = sorted(PROFILES.rglob("*.xplane.pb"))
+IDS = [f"{f.relative_to(PROFILES).parts[0]}/{f.parent.name}" for f in FILES]
+
+
+def stat_records(frame: XSpaceFrame, owner: str) -> collections.Counter:
+    """(owner key, stat name, python value) for every stat; owner keyed by names, not rows."""
+    cols = getattr(frame.raw, f"{owner}_stats")
+    out = collections.Counter()
+    r = frame.raw
+    for i in range(len(cols.owner)):
+        o = int(cols.owner[i])
+        if owner == "metadata":
+            key = (int(r.em_plane[o]), int(r.em_id[o]))
+        else:
+            key = o
+        stat_rows, text = frame._ref_rows[owner]
+        name = r.sm_name[stat_rows[i]]
+        value = frame._python_value(int(cols.kind[i]), int(cols.value[i]), int(text[i]))
+        out[(key, name, value)] += 1
+    return out
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_fast_decoder_equals_protobuf(path):
+    data = path.read_bytes()
+    fast, ref = XSpaceFrame(wire.decode(data)), XSpaceFrame(decode_with_protobuf(data))
+    a, b = fast.raw, ref.raw
+    assert a.num_events > 0
+    for name in ("plane_id", "line_plane", "line_id", "line_display_id", "line_timestamp_ns", "line_duration_ps",
+                 "line_first_event", "line_num_events", "event_line", "event_metadata_id", "event_offset_ps",
+                 "event_num_occurrences", "event_duration_ps"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert a.plane_name == b.plane_name and a.line_name == b.line_name
+    assert a.line_display_name == b.line_display_name
+    assert (a.hostnames, a.errors, a.warnings) == (b.hostnames, b.errors, b.warnings)
+    # Metadata maps: same entries (order may differ).
+    em = lambda r: sorted(zip(r.em_plane.tolist(), r.em_id.tolist(), r.em_name, r.em_display_name))
+    sm = lambda r: sorted(zip(r.sm_plane.tolist(), r.sm_id.tolist(), r.sm_name, r.sm_description))
+    assert em(a) == em(b)
+    assert sm(a) == sm(b)
+    # Event names resolve identically, event by event.
+    assert fast.metadata_names(fast.events["metadata"].to_numpy()).to_list() == \
+        ref.metadata_names(ref.events["metadata"].to_numpy()).to_list()
+    for owner in ("event", "metadata", "plane"):
+        assert stat_records(fast, owner) == stat_records(ref, owner), owner
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_counts_per_line_match_protobuf_message(path):
+    """Straight from protobuf's message objects: events per line and the line names."""
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    frame = decode(path.read_bytes())
+    expected = [(p.name, l.name, len(l.events)) for p in space.planes for l in p.lines]
+    got = [(frame.raw.plane_name[p], n, c) for p, n, c in
+           zip(frame.raw.line_plane.tolist(), frame.raw.line_name, frame.raw.line_num_events.tolist())]
+    assert got == expected
+    # Event start times: line.timestamp_ns * 1000 + offset_ps.
+    starts = [l.timestamp_ns * 1000 + e.offset_ps for p in space.planes for l in p.lines for e in l.events]
+    assert frame.start_ps.tolist() == starts
+
+
+def test_stat_values_are_typed_and_refs_resolved():
+    frame = decode((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb").__next__().read_bytes())
+    tpu0 = frame.plane_index("/device:TPU:0")
+    stats = frame.plane_stat_map(tpu0)
+    assert stats["device_type_string"] == "TPU v6 Lite"
+    assert stats["peak_teraflops_per_second"] == pytest.approx(918.0)
+    cat = frame.stat_values("metadata", "hlo_category")
+    assert cat.height > 0 and (cat["text_id"] >= 0).all()
+    assert {"loop fusion", "all-reduce", "copy-start"} <= {frame.text(t) for t in cat["text_id"].to_list()}
+
+
+def test_plane_selection_decodes_only_those_planes():
+    data = next((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb")).read_bytes()
+    full = decode(data)
+    tpu = decode(data, planes=["/device:TPU:"])
+    assert tpu.raw.plane_name == [n for n in full.raw.plane_name if n.startswith("/device:TPU:")]
+    tpu_planes = [i for i, n in enumerate(full.raw.plane_name) if n.startswith("/device:TPU:")]
+    assert tpu.num_events == full.events.filter(full.events["plane"].is_in(tpu_planes)).height == 2317 + 3 * 1712
+
+
+@pytest.mark.parametrize("cut", [1, 100, 5000, -7])
+def test_truncated_file_is_a_decode_error(cut):
+    data = next((PROFILES / "jax_mlp").rglob("*.xplane.pb")).read_bytes()
+    with pytest.raises(DecodeError, match="truncated or corrupt|not a valid"):
+        decode_raw(data[:cut])
+
+
+def test_not_an_xspace_is_a_decode_error():
+    with pytest.raises(DecodeError):
+        decode_raw(b"\x0b\x0c\x0d" * 10)
+    with pytest.raises(DecodeError):
+        decode_raw(b'{"traceEvents": []}')

@@ -1,0 +1,76 @@
+"""Python side of the C wire decoder: its flat buffers -> RawXSpace.
+
+Raises ImportError when the extension was not built (tputui then uses protobuf's parser).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tputui.data import _wire  # noqa: F401  (ImportError here selects the fallback)
+from tputui.data.raw import KIND_BYTES, KIND_STR, RawXSpace, StatColumns
+
+_I32 = ("line_plane", "ev_line", "em_plane", "sm_plane")
+
+
+def _texts(buf: memoryview, offs: np.ndarray, lens: np.ndarray) -> list[str]:
+    return [str(buf[o:o + n], "utf-8", "replace") for o, n in zip(offs.tolist(), lens.tolist())]
+
+
+def decode(data: bytes, keep=None) -> RawXSpace:
+    planes, hostnames, errors, warnings = _wire.scan(data)
+    ranges = [(off, n) for off, n, name in planes
+              if keep is None or keep(name.decode("utf-8", "replace"))]
+    c = _wire.decode_planes(data, ranges)
+    i64 = {k: np.frombuffer(v, np.int64) for k, v in c.items() if k not in _I32 and not k.endswith("_kind")}
+    i32 = {k: np.frombuffer(c[k], np.int32) for k in _I32}
+    buf = memoryview(data)
+    strings: list[str] = []
+    blobs: list[bytes] = []
+    string_index: dict[str, int] = {}
+
+    def stats(prefix: str) -> StatColumns:
+        kind = np.frombuffer(c[f"{prefix}_kind"], np.uint8)
+        value = i64[f"{prefix}_val"].copy()
+        lens = i64[f"{prefix}_len"]
+        # str / bytes values: (offset, length) into the buffer -> index into strings / blobs.
+        for i in np.flatnonzero(kind == KIND_STR).tolist():
+            s = str(buf[value[i]:value[i] + lens[i]], "utf-8", "replace")
+            j = string_index.get(s)
+            if j is None:
+                j = string_index[s] = len(strings)
+                strings.append(s)
+            value[i] = j
+        for i in np.flatnonzero(kind == KIND_BYTES).tolist():
+            blobs.append(bytes(buf[value[i]:value[i] + lens[i]]))
+            value[i] = len(blobs) - 1
+        return StatColumns(i64[f"{prefix}_owner"], i64[f"{prefix}_mid"], kind, value)
+
+    event_stats = stats("es")
+    metadata_stats = stats("ms")
+    plane_stats = stats("ps")
+    meta_len = i64["em_meta_len"]
+    em_metadata = np.full(len(meta_len), -1, np.int64)
+    for i in np.flatnonzero(meta_len > 0).tolist():
+        o = int(i64["em_meta_off"][i])
+        blobs.append(bytes(buf[o:o + int(meta_len[i])]))
+        em_metadata[i] = len(blobs) - 1
+    return RawXSpace(
+        hostnames=list(hostnames), errors=list(errors), warnings=list(warnings),
+        plane_id=i64["plane_id"], plane_name=_texts(buf, i64["plane_name_off"], i64["plane_name_len"]),
+        line_plane=i32["line_plane"], line_id=i64["line_id"], line_display_id=i64["line_display_id"],
+        line_timestamp_ns=i64["line_ts"], line_duration_ps=i64["line_dur"],
+        line_name=_texts(buf, i64["line_name_off"], i64["line_name_len"]),
+        line_display_name=_texts(buf, i64["line_dname_off"], i64["line_dname_len"]),
+        line_first_event=i64["line_first"], line_num_events=i64["line_count"],
+        event_line=i32["ev_line"], event_metadata_id=i64["ev_mid"], event_offset_ps=i64["ev_off"],
+        event_num_occurrences=i64["ev_occ"], event_duration_ps=i64["ev_dur"],
+        em_plane=i32["em_plane"], em_id=i64["em_id"],
+        em_name=_texts(buf, i64["em_name_off"], i64["em_name_len"]),
+        em_display_name=_texts(buf, i64["em_dname_off"], i64["em_dname_len"]),
+        em_metadata=em_metadata, em_child_owner=i64["emc_owner"], em_child_id=i64["emc_id"],
+        sm_plane=i32["sm_plane"], sm_id=i64["sm_id"],
+        sm_name=_texts(buf, i64["sm_name_off"], i64["sm_name_len"]),
+        sm_description=_texts(buf, i64["sm_desc_off"], i64["sm_desc_len"]),
+        event_stats=event_stats, metadata_stats=metadata_stats, plane_stats=plane_stats,
+        strings=strings, blobs=blobs,
+    )
