@@ -1,0 +1,341 @@
+"""Per-HLO-op device metrics, the way XProf builds its `device_op_metrics_db`.
+
+Shared by op_profile, hlo_stats, roofline_model and the device side of framework_op_stats.
+
+XProf's rules (xplane_to_op_metrics_db.cc, op_metrics_db_utils.cc), followed here:
+- Only the `XLA Ops` (and `Framework Ops` / `TensorFlow Ops`) lines of `/device:TPU:N` planes
+  count; an event's time span is its `device_offset_ps` / `device_duration_ps` stats when set.
+- Nesting on a line: an event's self time is its duration minus its *direct* children's.
+- Events are keyed per plane by the metadata stats (`program_id`, `symbol_id`); events without
+  them (or with symbol 0) are not ops. Each event counts max(1, num_occurrences) occurrences.
+- Per-op facts come from the event metadata: name = display name (long name = full HLO text),
+  `hlo_category`, `tf_op` (provenance), `deduplicated_name`, `flops`, `model_flops`,
+  `bytes_accessed`, `memory_access_breakdown`, `source` / `source_stack`; flops and bytes are
+  per execution, so they are multiplied by the occurrences.
+- Per plane, total time = last op end - first op start; IDLE = total time - sum of self times.
+- Planes (and hosts) combine by (program_id, name), summing times, counts, flops and bytes.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from tputui.analysis import op_metrics
+from tputui.analysis.result import NoDataError
+from tputui.data.raw import KIND_BYTES
+from tputui.data.xspace import XSpaceFrame
+
+DEVICE_PLANE = re.compile(r"^/device:TPU:\d+$")
+OP_LINES = ("XLA Ops", "Framework Ops", "TensorFlow Ops")
+STEP_LINES = ("Steps", "Sparse Core Steps")
+IDLE = "IDLE"
+
+# XProf's MemBwType order for peak bandwidths: HBM, SRAM rd, SRAM wr, CMEM rd, CMEM wr, VMEM rd, VMEM wr.
+_PEAK_BW_STATS = (
+    "peak_hbm_bw_gigabytes_per_second",
+    "peak_sram_rd_bw_gigabytes_per_second", "peak_sram_wr_bw_gigabytes_per_second",
+    "peak_cmem_rd_bw_gigabytes_per_second", "peak_cmem_wr_bw_gigabytes_per_second",
+    "peak_vmem_rd_bw_gigabytes_per_second", "peak_vmem_wr_bw_gigabytes_per_second",
+)
+GIB_PER_GB = 1e9 / (1 << 30)
+
+# Summed memory-traffic columns, from `memory_access_breakdown`
+# (operation type READ=1 / WRITE=2; memory space HBM=1, CMEM=2, VMEM=3, others on-chip).
+MEM_COLUMNS = ("mem_hbm", "mem_hbm_rd", "mem_hbm_wr", "mem_chip_rd", "mem_chip_wr",
+               "mem_cmem_rd", "mem_cmem_wr", "mem_vmem_rd", "mem_vmem_wr", "mem_entries")
+SUM_COLUMNS = ("occurrences", "time_ps", "self_time_ps", "flops", "model_flops", "bytes_accessed",
+               "dma_stall_ps") + MEM_COLUMNS
+META_COLUMNS = ("long_name", "category", "provenance", "deduplicated_name", "source_file",
+                "source_line", "source_stack", "shape_with_layout", "metadata_key")
+
+
+@dataclass
+class PerfEnv:
+    """Peak figures of the device (from the device plane's stats)."""
+
+    device_type: str = ""
+    hardware: str = "CPU"  # TPU | GPU | CPU
+    peak_tflops: float = 0.0
+    peak_bws_gbps: list[float] = field(default_factory=lambda: [0.0] * 7)
+    has_megacore: bool = False
+    has_merged_vmem: bool = False
+    has_cmem: bool = False
+    core_count: int = 0
+
+    def peak_bw_gbps(self, index: int) -> float:
+        return self.peak_bws_gbps[index] if index < len(self.peak_bws_gbps) else self.peak_bws_gbps[0]
+
+
+@dataclass
+class FusedChild:
+    """An HLO inside a fusion (event-metadata children), for the op profile's last level."""
+
+    name: str
+    long_name: str
+    category: str
+    provenance: str
+    flops: int
+    model_flops: int
+    children: list["FusedChild"] = field(default_factory=list)
+
+
+@dataclass
+class DeviceOps:
+    """XProf's device op metrics db: one row per (program_id, name), IDLE last."""
+
+    ops: pl.DataFrame
+    total_time_ps: int
+    total_op_time_ps: int
+    perf: PerfEnv
+    program_names: dict[int, str]
+    fused: dict[str, list[FusedChild]]  # metadata_key -> fused children
+
+    @property
+    def idle_ps(self) -> int:
+        return self.total_time_ps - self.total_op_time_ps
+
+    def program_name(self, program_id: int) -> str:
+        name = self.program_names.get(program_id)
+        return f"{name}({program_id})" if name else "main"
+
+    def total_time(self, exclude_idle: bool) -> int:
+        return self.total_op_time_ps if exclude_idle else self.total_time_ps
+
+
+def device_planes(fr: XSpaceFrame) -> list[int]:
+    return [i for i, n in enumerate(fr.raw.plane_name) if DEVICE_PLANE.match(n)]
+
+
+def has_device_ops(fr: XSpaceFrame) -> bool:
+    lines = fr.lines
+    planes = set(device_planes(fr))
+    if not planes:
+        return False
+    sel = lines.filter(pl.col("plane").is_in(list(planes)) & pl.col("name").is_in(OP_LINES))
+    return bool(sel.height and sel["num_events"].sum() > 0)
+
+
+# --- reading ------------------------------------------------------------------------------
+def perf_env(frames: list[XSpaceFrame]) -> PerfEnv:
+    env = PerfEnv()
+    for fr in frames:
+        planes = device_planes(fr)
+        env.core_count += len(planes)
+        if planes and env.hardware == "CPU":
+            st = fr.plane_stat_map(planes[0])
+            env.hardware = "TPU"
+            env.device_type = str(st.get("device_type_string", "TPU"))
+            env.peak_tflops = float(st.get("peak_teraflops_per_second", 0.0) or 0.0)
+            env.peak_bws_gbps = [float(st.get(k, 0.0) or 0.0) for k in _PEAK_BW_STATS]
+            env.has_megacore = bool(st.get("has_megacore", 0))
+            env.has_merged_vmem = bool(st.get("has_merged_vmem", 0))
+            env.has_cmem = env.peak_bws_gbps[3] > 0 or env.peak_bws_gbps[4] > 0
+    return env
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    out = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        out |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return out, i
+
+
+def parse_memory_breakdown(blob: bytes) -> list[tuple[int, int, int]]:
+    """`MemoryAccessBreakdown` bytes -> [(operation_type, memory_space, bytes)]."""
+    out, i = [], 0
+    try:
+        while i < len(blob):
+            key, i = _varint(blob, i)
+            if key & 7 == 2:
+                n, i = _varint(blob, i)
+                sub, j, end = [0, 0, 0], i, i + n
+                while j < end:
+                    k, j = _varint(blob, j)
+                    if k & 7 != 0:  # only varint fields in MemoryAccessed
+                        break
+                    v, j = _varint(blob, j)
+                    if 1 <= k >> 3 <= 3:
+                        sub[(k >> 3) - 1] = v
+                i = end
+                if key >> 3 == 1:
+                    out.append((sub[0], sub[1], sub[2]))
+            elif key & 7 == 0:
+                _, i = _varint(blob, i)
+            else:
+                break
+    except IndexError:
+        pass
+    return out
+
+
+def memory_sums(entries: list[tuple[int, int, int]]) -> dict[str, int]:
+    s = dict.fromkeys(MEM_COLUMNS, 0)
+    for op_type, space, nbytes in entries:
+        if space == 1:
+            s["mem_hbm"] += nbytes
+            if op_type == 1:
+                s["mem_hbm_rd"] += nbytes
+            elif op_type == 2:
+                s["mem_hbm_wr"] += nbytes
+        else:
+            if op_type == 1:
+                s["mem_chip_rd"] += nbytes
+            elif op_type == 2:
+                s["mem_chip_wr"] += nbytes
+            if space in (2, 3) and op_type in (1, 2):
+                s[f"mem_{'cmem' if space == 2 else 'vmem'}_{'rd' if op_type == 1 else 'wr'}"] += nbytes
+    s["mem_entries"] = len(entries)
+    return s
+
+
+_META_STATS = ("program_id", "symbol_id", "hlo_category", "tf_op", "flops", "model_flops",
+               "bytes_accessed", "memory_access_breakdown", "deduplicated_name", "source",
+               "source_stack", "shape_with_layout")
+
+
+def _metadata_facts(fr: XSpaceFrame, rows: np.ndarray) -> dict[int, dict]:
+    """{metadata row: facts} for the given event-metadata rows (a few thousand at most)."""
+    wanted = set(int(r) for r in rows)
+    facts: dict[int, dict] = {r: {} for r in wanted}
+    sv = fr.stat_values("metadata", _META_STATS).filter(pl.col("owner").is_in(list(wanted)))
+    cols = fr.raw.metadata_stats
+    for owner, name, kind, ival, uval, fval, tid in sv.select(
+            "owner", "stat_name", "kind", "int", "uint", "float", "text_id").iter_rows():
+        f = facts[owner]
+        if tid is not None and tid >= 0:
+            f[name] = fr.text(tid)
+        elif uval is not None:
+            f[name] = int(uval)
+        elif ival is not None:
+            f[name] = int(ival)
+        elif fval is not None:
+            f[name] = fval
+    # Bytes values (memory_access_breakdown) are blobs; read them through stat_map's decoding.
+    if any("memory_access_breakdown" not in f for f in facts.values()):
+        mab = fr.stat_rows("memory_access_breakdown")
+        if len(mab):
+            stat_rows, _ = fr._ref_rows["metadata"]
+            sel = np.flatnonzero(np.isin(stat_rows, mab) & np.isin(cols.owner, list(wanted)))
+            for i in sel:
+                blob = fr.raw.blobs[int(cols.value[i])] if int(cols.kind[i]) == KIND_BYTES else b""
+                facts[int(cols.owner[i])]["memory_access_breakdown"] = blob
+    return facts
+
+
+def _fused_children(fr: XSpaceFrame, m: int, depth: int = 0) -> list[FusedChild]:
+    raw = fr.raw
+    if depth > 8 or not len(raw.em_child_owner):
+        return []
+    ids = raw.em_child_id[raw.em_child_owner == m]
+    if not len(ids):
+        return []
+    plane = int(raw.em_plane[m])
+    out = []
+    for cid in ids:
+        hit = np.flatnonzero((raw.em_plane == plane) & (raw.em_id == cid))
+        if not len(hit):
+            continue
+        c = int(hit[0])
+        f = _metadata_facts(fr, np.array([c]))[c]
+        disp, full = raw.em_display_name[c], raw.em_name[c]
+        flops = int(f.get("flops", 0) or 0)
+        out.append(FusedChild(
+            name=disp or full, long_name=full if disp else "", category=str(f.get("hlo_category", "")),
+            provenance=str(f.get("tf_op", "")), flops=flops,
+            model_flops=int(f.get("model_flops", 0) or 0),
+            children=_fused_children(fr, c, depth + 1)))
+    return out
+
+
+def program_names(frames: list[XSpaceFrame]) -> dict[int, str]:
+    """program_id -> HLO module name, from `/host:metadata` (or the `XLA Modules` events)."""
+    names: dict[int, str] = {}
+    pat = re.compile(r"^(.*)\((\d+)\)$")
+    for fr in frames:
+        for i, n in enumerate(fr.raw.plane_name):
+            if n != "/host:metadata" and not DEVICE_PLANE.match(n):
+                continue
+            sel = np.flatnonzero(fr.raw.em_plane == i)
+            for m in sel:
+                mt = pat.match(fr.raw.em_name[m])
+                if mt and (n == "/host:metadata" or int(mt.group(2)) not in names):
+                    names[int(mt.group(2))] = mt.group(1)
+    return names
+
+
+def _metadata_extras(fr: XSpaceFrame, host: int) -> pl.DataFrame:
+    """Per (program_id, name): the per-execution facts op_metrics does not carry (memory traffic
+    by memory space, source, shape) read from the device planes' event metadata."""
+    raw = fr.raw
+    rows = []
+    for plane in device_planes(fr):
+        mds = np.flatnonzero(raw.em_plane == plane)
+        facts = _metadata_facts(fr, mds)
+        for m in mds:
+            f = facts[int(m)]
+            if "program_id" not in f or not f.get("symbol_id"):
+                continue
+            disp, full = raw.em_display_name[m], raw.em_name[m]
+            src = str(f.get("source", "") or "")
+            file_, _, line_s = src.rpartition(":")
+            mem = memory_sums(parse_memory_breakdown(f.get("memory_access_breakdown", b"") or b""))
+            rows.append({
+                "program_id": int(f["program_id"]), "name": disp or full,
+                "source_file": file_ if line_s.isdigit() else "",
+                "source_line": int(line_s) if line_s.isdigit() else 0,
+                "source_stack": str(f.get("source_stack", "")),
+                "shape_with_layout": str(f.get("shape_with_layout", "")),
+                "metadata_key": f"{host}:{plane}:{m}", **mem,
+            })
+    if not rows:
+        return pl.DataFrame()
+    return pl.DataFrame(rows, schema_overrides={"program_id": pl.UInt64}).unique(
+        ["program_id", "name"], keep="first", maintain_order=True)
+
+
+def device_ops(frames: list[XSpaceFrame]) -> DeviceOps:
+    """Every TPU plane of the given hosts combined (op_metrics' database plus memory traffic,
+    source and fused children from the event metadata)."""
+    dbs = [op_metrics.device_op_metrics(fr) for fr in frames if device_planes(fr)]
+    db = op_metrics.combine(dbs)
+    if not dbs or db.ops.height == 0:
+        raise NoDataError("no TPU device ops in this profile (XLA Ops lines on /device:TPU planes)")
+    extras = [e for h, fr in enumerate(frames) if (e := _metadata_extras(fr, h)).height]
+    ops = db.with_idle()
+    if extras:
+        ex = pl.concat(extras, how="vertical_relaxed").unique(["program_id", "name"], keep="first",
+                                                               maintain_order=True)
+        ops = ops.join(ex, on=["program_id", "name"], how="left", maintain_order="left")
+    for c in MEM_COLUMNS + ("source_line",):
+        ops = ops.with_columns((pl.col(c) if c in ops.columns else pl.lit(0)).fill_null(0).cast(pl.Int64).alias(c))
+    for c in ("source_file", "source_stack", "shape_with_layout", "metadata_key"):
+        ops = ops.with_columns((pl.col(c) if c in ops.columns else pl.lit("")).fill_null("").alias(c))
+    # Breakdown bytes are per execution in the metadata: multiply out like flops.
+    ops = ops.with_columns(*[(pl.col(c) * pl.col("occurrences")).alias(c) for c in MEM_COLUMNS
+                             if c != "mem_entries"], dma_stall_ps=pl.lit(0, pl.Int64))
+    fused: dict[str, list[FusedChild]] = {}
+    for key in ops["metadata_key"].to_list():
+        if key:
+            h, _, m = key.split(":")
+            fused[key] = _fused_children(frames[int(h)], int(m))
+    return DeviceOps(ops=ops, total_time_ps=db.total_time_ps, total_op_time_ps=db.total_op_time_ps,
+                     perf=perf_env(frames), program_names=program_names(frames), fused=fused)
+
+
+def load(run, host: str | None = None, progress=None) -> DeviceOps:
+    """DeviceOps of one host, or of every host combined (XProf's ALL_HOSTS) when host is None."""
+    hosts = [host] if host else run.hosts
+    frames = [run.frame(h, progress=progress) for h in hosts]
+    return device_ops(frames)
+
+
+def sorted_by_self_time(ops: pl.DataFrame) -> pl.DataFrame:
+    """XProf's SortedOpMetricsDb order: self time descending, then name ascending."""
+    return ops.sort(["self_time_ps", "name"], descending=[True, False])

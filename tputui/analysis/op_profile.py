@@ -1,0 +1,329 @@
+"""Op profile: XProf's tree of device ops by program or by category.
+
+Levels (op_profile_builder.cc): root -> program (by program only) -> category ->
+"<op> and its duplicate(s)" (ops sharing a `deduplicated_name`; a group of one is replaced by its
+op) -> op -> fused children. Ops that contain other ops (children time > 0) only add to the
+root / program totals. A node's FLOPS utilization is its flop rate over the device's peak
+(capped at 1); HBM bandwidth utilization likewise over the peak HBM bandwidth.
+
+Children are sorted by time (fusions' children by flops), as XProf does with std::partial_sort;
+the export keeps XProf's top 100 children per node below the grouping levels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tputui.analysis import hlo_ops
+from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
+
+EXPORT_CHILDREN = 100  # XProf's op_profile_limit
+
+
+@dataclass
+class Node:
+    name: str
+    category: str = ""  # the HLO category of an op node; "" for grouping nodes
+    is_op: bool = False  # has XLA facts (op or fused child), as opposed to a grouping node
+    raw_time_ps: int = 0
+    self_time_ps: int = 0  # for "ops that contain ops" bookkeeping only
+    occurrences: int = 0
+    flops: int = 0  # XProf's bf16 / normalized flops (used for utilization)
+    model_flops: int = 0  # XProf's raw_flops
+    bytes_accessed: int = 0
+    hbm_rd: int = 0
+    hbm_wr: int = 0
+    chip_rd: int = 0
+    chip_wr: int = 0
+    flops_utilization: float = 0.0
+    hbm_bandwidth_utilization: float = 0.0
+    raw_bytes_hbm: float = 0.0
+    # Details (op nodes).
+    expression: str = ""
+    provenance: str = ""
+    program_id: int = 0
+    source: str = ""
+    source_stack: str = ""
+    shape: str = ""
+    dedup_key: str = ""
+    children: list["Node"] = field(default_factory=list)
+
+    def add_metrics(self, o: "Node") -> None:
+        """XProf's CombineOpMetrics (grouping nodes sum their ops)."""
+        self.raw_time_ps += o.raw_time_ps
+        self.occurrences += o.occurrences
+        self.flops += o.flops
+        self.model_flops += o.model_flops
+        self.bytes_accessed += o.bytes_accessed
+        self.hbm_rd += o.hbm_rd
+        self.hbm_wr += o.hbm_wr
+        self.chip_rd += o.chip_rd
+        self.chip_wr += o.chip_wr
+
+    def walk(self):
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def to_json(self, limit: int | None = EXPORT_CHILDREN, level: int = 0, grouping_levels: int = 0) -> dict:
+        kids = self.children
+        if limit is not None and level >= grouping_levels:
+            kids = kids[:limit]
+        return {
+            "name": self.name, "category": self.category,
+            "metrics": {
+                "raw_time_ps": self.raw_time_ps, "raw_flops": self.model_flops,
+                "raw_bytes_accessed": self.raw_bytes_hbm, "occurrences": self.occurrences,
+                "flops_utilization": self.flops_utilization,
+                "hbm_bandwidth_utilization": self.hbm_bandwidth_utilization,
+            },
+            "num_children": len(kids),
+            "children": [c.to_json(limit, level + 1, grouping_levels) for c in kids],
+        }
+
+
+# --- XProf's sort (std::partial_sort as libstdc++ runs it, so ties come out the same) ---------
+def _adjust_heap(a, hole, n, value, less):
+    top = hole
+    child = hole
+    while child < (n - 1) // 2:
+        child = 2 * (child + 1)
+        if less(a[child], a[child - 1]):
+            child -= 1
+        a[hole] = a[child]
+        hole = child
+    if n % 2 == 0 and child == (n - 2) // 2:
+        child = 2 * (child + 1)
+        a[hole] = a[child - 1]
+        hole = child - 1
+    parent = (hole - 1) // 2
+    while hole > top and less(a[parent], value):
+        a[hole] = a[parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    a[hole] = value
+
+
+def partial_sort(items: list, k: int, less) -> list:
+    """The first k items in `less` order, exactly as libstdc++'s std::partial_sort leaves them."""
+    a = list(items)
+    n = len(a)
+    k = min(k, n)
+    if k <= 0:
+        return []
+    if k > 1:
+        parent = (k - 2) // 2
+        while True:
+            _adjust_heap(a, parent, k, a[parent], less)
+            if parent == 0:
+                break
+            parent -= 1
+    for i in range(k, n):
+        if less(a[i], a[0]):
+            v = a[i]
+            a[i] = a[0]
+            _adjust_heap(a, 0, k, v, less)
+    end = k
+    while end > 1:
+        end -= 1
+        v = a[end]
+        a[end] = a[0]
+        _adjust_heap(a, 0, end, v, less)
+    return a[:k]
+
+
+def _by_time(x: Node, y: Node) -> bool:
+    return x.raw_time_ps > y.raw_time_ps
+
+
+def _by_flops(x: Node, y: Node) -> bool:
+    return x.model_flops > y.model_flops
+
+
+def _sort_tree(node: Node, k: int, level: int) -> None:
+    for c in node.children:
+        _sort_tree(c, k, level - 1)
+    keep = len(node.children) if level > 0 else k
+    if len(node.children) > 1:
+        less = _by_flops if node.is_op and node.category.endswith(" fusion") else _by_time
+        top = partial_sort(node.children, keep, less)
+        # XProf drops the rest; we keep them (sorted) for the screen, the export truncates.
+        chosen = {id(c) for c in top}
+        rest = [c for c in node.children if id(c) not in chosen]
+        key = (lambda c: -c.model_flops) if less is _by_flops else (lambda c: -c.raw_time_ps)
+        node.children = top + sorted(rest, key=key)
+
+
+def _finalize_dedup(node: Node) -> None:
+    """A group of one op becomes that op; a bigger group takes its top op's name and details."""
+    for i, c in enumerate(node.children):
+        if c.children and not c.is_op and all(g.is_op for g in c.children):
+            if len(c.children) == 1:
+                node.children[i] = c.children[0]
+            else:
+                top = c.children[0]
+                c.name = f"{top.name} and its duplicate(s)"
+                c.category = top.category
+                c.expression, c.program_id = top.expression, top.program_id
+                if not top.category.endswith(" fusion"):
+                    c.provenance, c.shape = top.provenance, top.shape
+        else:
+            _finalize_dedup(c)
+
+
+@dataclass
+class OpProfile:
+    by_program: Node
+    by_category: Node
+    by_program_no_idle: Node
+    by_category_no_idle: Node
+    device_type: str
+    peak_tflops: float
+    peak_hbm_gbps: float
+
+    def tree(self, by: str = "program", exclude_idle: bool = False) -> Node:
+        if by == "program":
+            return self.by_program_no_idle if exclude_idle else self.by_program
+        return self.by_category_no_idle if exclude_idle else self.by_category
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "device_type": self.device_type,
+            "by_program": self.by_program.to_json(grouping_levels=2),
+            "by_category": self.by_category.to_json(grouping_levels=1),
+            "by_program_exclude_idle": self.by_program_no_idle.to_json(grouping_levels=2),
+            "by_category_exclude_idle": self.by_category_no_idle.to_json(grouping_levels=1),
+        }
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {"by_program": flatten(self.by_program), "by_category": flatten(self.by_category)}
+
+
+def flatten(root: Node) -> pl.DataFrame:
+    """The tree as rows (path, depth, metrics) for CSV."""
+    rows = []
+
+    def rec(n: Node, path: str, depth: int):
+        p = f"{path}/{n.name}" if path else n.name
+        rows.append({"path": p, "depth": depth, "name": n.name, "category": n.category,
+                     "raw_time_ps": n.raw_time_ps, "raw_flops": n.model_flops, "occurrences": n.occurrences,
+                     "flops_utilization": n.flops_utilization,
+                     "hbm_bandwidth_utilization": n.hbm_bandwidth_utilization})
+        for c in n.children:
+            rec(c, p, depth + 1)
+
+    rec(root, "", 0)
+    return pl.DataFrame(rows)
+
+
+def _op_node(r: dict, db: DeviceOps) -> Node:
+    n = Node(name=r["name"], category=r["category"], is_op=True, raw_time_ps=r["time_ps"],
+             self_time_ps=r["self_time_ps"], occurrences=r["occurrences"], flops=r["flops"],
+             model_flops=r["model_flops"], bytes_accessed=r["bytes_accessed"], hbm_rd=r["mem_hbm_rd"],
+             hbm_wr=r["mem_hbm_wr"], chip_rd=r["mem_chip_rd"], chip_wr=r["mem_chip_wr"],
+             expression=r["long_name"], provenance=r["provenance"], program_id=int(r["program_id"]),
+             source=f"{r['source_file']}:{r['source_line']}" if r["source_file"] else "",
+             source_stack=r["source_stack"], shape=r["shape_with_layout"])
+    n.children = [_fused_node(c) for c in db.fused.get(r["metadata_key"], [])]
+    return n
+
+
+def _fused_node(c: FusedChild) -> Node:
+    return Node(name=c.name, category=c.category, is_op=True, occurrences=1, flops=c.flops,
+                model_flops=c.model_flops, expression=c.long_name, provenance=c.provenance,
+                children=[_fused_node(g) for g in c.children])
+
+
+def _set_utilization(node: Node, peak_gflops: float, peak_hbm_gibps: float) -> None:
+    for n in node.walk():
+        t_ns = n.raw_time_ps / 1000.0
+        gflops = n.flops / t_ns if t_ns else 0.0
+        n.flops_utilization = min(gflops / peak_gflops, 1.0) if peak_gflops else 0.0
+        gib = (n.hbm_rd / t_ns + n.hbm_wr / t_ns) * (1e9 / (1 << 30)) if t_ns else 0.0
+        n.hbm_bandwidth_utilization = min(gib / peak_hbm_gibps, 1.0) if peak_hbm_gibps else 0.0
+        n.raw_bytes_hbm = gib / (1e9 / (1 << 30)) * t_ns
+
+
+def build_tree(db: DeviceOps, by: str, exclude_idle: bool) -> Node:
+    root = Node(name=f"by_{by}")
+    programs: dict[int, Node] = {}
+    categories: dict[tuple, Node] = {}
+    dedups: dict[tuple, Node] = {}
+    root_totals = Node(name="")
+    for r in db.ops.iter_rows(named=True):
+        if r["name"].startswith("region"):
+            continue
+        idle = r["name"] == IDLE and r["program_id"] == 0
+        if idle and exclude_idle:
+            continue
+        op = _op_node(r, db)
+        contains_ops = r["time_ps"] - r["self_time_ps"] > 0
+        # Root and program totals: self time of every op; flops only of leaf ops.
+        tot_nodes = [root_totals]
+        prog = None
+        if not idle and by == "program":
+            pid = int(r["program_id"])
+            prog = programs.get(pid)
+            if prog is None:
+                prog = programs[pid] = Node(name=db.program_name(pid))
+                root.children.append(prog)
+            tot_nodes.append(prog)
+        for t in tot_nodes:
+            t.raw_time_ps += r["self_time_ps"]
+            if not contains_ops:
+                t.flops += op.flops
+                t.model_flops += op.model_flops
+                t.bytes_accessed += op.bytes_accessed
+                t.hbm_rd, t.hbm_wr = t.hbm_rd + op.hbm_rd, t.hbm_wr + op.hbm_wr
+                t.chip_rd, t.chip_wr = t.chip_rd + op.chip_rd, t.chip_wr + op.chip_wr
+        if contains_ops:
+            continue
+        if idle:
+            root.children.append(op)
+            continue
+        parent = prog if prog is not None else root
+        ckey = (id(parent), r["category"])
+        cat = categories.get(ckey)
+        if cat is None:
+            cat = categories[ckey] = Node(name=r["category"])
+            parent.children.append(cat)
+        dname = r["deduplicated_name"] or r["name"]
+        dkey = (ckey, dname)
+        group = dedups.get(dkey)
+        if group is None:
+            group = dedups[dkey] = Node(name=dname, dedup_key=dname)
+            cat.children.append(group)
+        group.children.append(op)
+        cat.add_metrics(op)
+        group.add_metrics(op)
+    # XProf resets the root's time to the database total (with or without idle).
+    root.raw_time_ps = db.total_time(exclude_idle)
+    for f in ("flops", "model_flops", "bytes_accessed", "hbm_rd", "hbm_wr", "chip_rd", "chip_wr"):
+        setattr(root, f, getattr(root_totals, f))
+    peak_gflops = db.perf.peak_tflops * 1000.0
+    peak_hbm_gibps = db.perf.peak_bws_gbps[0] * (1e9 / (1 << 30))
+    _set_utilization(root, peak_gflops, peak_hbm_gibps)
+    level = 2 if by == "program" else 1
+    _sort_tree(root, EXPORT_CHILDREN, level)
+    _sort_tree(root, EXPORT_CHILDREN, level)
+    _finalize_dedup(root)
+    return root
+
+
+def from_device_ops(db: DeviceOps) -> OpProfile:
+    return OpProfile(
+        by_program=build_tree(db, "program", False), by_category=build_tree(db, "category", False),
+        by_program_no_idle=build_tree(db, "program", True),
+        by_category_no_idle=build_tree(db, "category", True),
+        device_type=db.perf.device_type, peak_tflops=db.perf.peak_tflops,
+        peak_hbm_gbps=db.perf.peak_bws_gbps[0])
+
+
+def analyze(run, host: str | None = None, progress=None, **options) -> OpProfile:
+    return from_device_ops(hlo_ops.load(run, host, progress))
+
+
+def has_data(run) -> bool:
+    return any(hlo_ops.has_device_ops(run.frame(h)) for h in run.hosts)
