@@ -1,0 +1,270 @@
+"""`tputui capture`: grab a profile from running profiler servers into a logdir.
+
+We ask each server for its XSpace (`emit_xspace`) and write
+LOGDIR/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host_port>.xplane.pb ourselves, so the logdir may
+be on another machine than the servers. Servers that ignore emit_xspace write that same file on
+their own disk (we send the same path), which is the fallback. Empty traces are retried.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from tputui.live.client import (
+    LiveError, ProfilerClient, ServerBusyError, TracerOptions, host_file_name, profile_request,
+    trace_is_empty,
+)
+from tputui.live.tpu_resolve import add_tpu_arguments, addresses_from
+
+PROFILE_SUBDIR = "plugins/profile"
+BUSY_RETRY_WAIT_S = 1.0
+
+
+def no_trace_message(attempts: int) -> str:
+    # The wording users know from capture_tpu_profile / XProf, on one line.
+    return (f"No trace event is collected after {attempts} attempt(s). Perhaps, you want to try again "
+            f"(with more attempts?). Tip: increase number of attempts with --num-tracing-attempts.")
+
+
+@dataclass
+class HostCapture:
+    address: str
+    path: str  # where the .xplane.pb is (or, for a server-side write, where the server put it)
+    size: int = 0  # bytes written by us (0 for a server-side write)
+    server_side: bool = False  # the server ignored emit_xspace and wrote the file itself
+    xspace: bytes = field(default=b"", repr=False)  # the serialized XSpace we wrote (for callers that analyze it)
+
+
+@dataclass
+class CaptureResult:
+    logdir: str
+    run: str  # the run name (session id, YYYY_MM_DD_HH_MM_SS)
+    run_dir: str
+    hosts: list[HostCapture]
+    attempts: int  # attempts used
+    empty: list[str] = field(default_factory=list)  # workers whose trace stayed empty
+    failed: dict[str, str] = field(default_factory=dict)  # worker -> error line
+
+
+Progress = Callable[[str], None]
+
+
+def join_path(base: str, *parts: str) -> str:
+    if is_remote(base):
+        return "/".join([base.rstrip("/"), *parts])
+    return os.path.join(base, *parts)
+
+
+def is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def session_id(logdir: str, now: float | None = None) -> str:
+    """The run name: capture start in local time, to the second (as XProf's clients name it).
+
+    A local run folder of that name that already exists (two captures in one second) moves the
+    name on by a second, so a capture never mixes into another run.
+    """
+    t = time.time() if now is None else now
+    while True:
+        sid = time.strftime("%Y_%m_%d_%H_%M_%S", time.localtime(t))
+        if is_remote(logdir) or not os.path.exists(join_path(logdir, PROFILE_SUBDIR, sid)):
+            return sid
+        t += 1
+
+
+def write_profile(path: str, data: bytes) -> None:
+    """Write one host's XSpace: atomically on local disks (readers never see half a file)."""
+    if is_remote(path):
+        write_remote(path, data)
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise LiveError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def write_remote(url: str, data: bytes) -> None:
+    """gs:// (and other fsspec URLs) go through the GCS module when this build has it."""
+    try:
+        from tputui.data import gcs
+        write = gcs.write_bytes
+    except (ImportError, AttributeError):
+        raise LiveError(f"cannot write {url}: capturing into remote logdirs is not supported in this "
+                        f"build; capture to a local logdir and copy it") from None
+    try:
+        write(url, data)
+    except LiveError:
+        raise
+    except Exception as e:  # the storage layer's own errors (auth, permissions, network)
+        raise LiveError(f"cannot write {url}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+
+
+def _capture_one(address: str, duration_ms: int, tracer: TracerOptions, sid: str, repo_root: str):
+    """(response, None) or (None, LiveError) for one worker, one attempt."""
+    try:
+        with ProfilerClient(address) as c:
+            return c.profile(profile_request(address, duration_ms, tracer, session_id=sid,
+                                             repository_root=repo_root)), None
+    except LiveError as e:
+        return None, e
+
+
+def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attempts: int = 3,
+            tracer: TracerOptions = TracerOptions(), progress: Progress | None = None,
+            now: float | None = None) -> CaptureResult:
+    """Capture every worker at once, retrying while all traces are empty; write the files."""
+    if duration_ms <= 0:
+        raise LiveError("--duration-ms must be positive")
+    if attempts < 1:
+        raise LiveError("--num-tracing-attempts must be at least 1")
+    say = progress or (lambda _m: None)
+    if not is_remote(logdir):
+        logdir = os.path.abspath(logdir)
+    sid = session_id(logdir, now)
+    # Servers that ignore emit_xspace write <repository_root>/<session_id>/<host_name>.xplane.pb.
+    repo_root = join_path(logdir, PROFILE_SUBDIR)
+    run_dir = join_path(repo_root, sid)
+    empty: list[str] = []
+    failed: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=min(16, len(addresses))) as pool:
+        for attempt in range(1, attempts + 1):
+            who = addresses[0] if len(addresses) == 1 else f"{len(addresses)} workers"
+            say(f"Capturing {duration_ms} ms from {who} (attempt {attempt}/{attempts})")
+            answers = list(pool.map(lambda a: _capture_one(a, duration_ms, tracer, sid, repo_root), addresses))
+            failed = {a: str(err) for a, (_, err) in zip(addresses, answers) if err is not None}
+            got = [(a, r) for a, (r, _) in zip(addresses, answers) if r is not None and not trace_is_empty(r)]
+            empty = [a for a, (r, _) in zip(addresses, answers) if r is not None and trace_is_empty(r)]
+            if got:
+                hosts = [_save(a, r, run_dir) for a, r in got]
+                return CaptureResult(logdir, sid, run_dir, hosts, attempt, empty, failed)
+            busy = [a for a, (_, err) in zip(addresses, answers) if isinstance(err, ServerBusyError)]
+            if failed and len(failed) == len(addresses) and not busy:
+                # Nobody answered: retrying a dead address only delays the error.
+                raise LiveError(next(iter(failed.values())) if len(failed) == 1 else
+                                f"no worker could be captured: {'; '.join(failed.values())}")
+            if attempt < attempts:
+                say("Empty trace; trying again" if empty else "Server busy; trying again")
+                if busy:
+                    time.sleep(BUSY_RETRY_WAIT_S)
+    if failed and not empty:
+        raise LiveError(next(iter(failed.values())))
+    raise LiveError(no_trace_message(attempts))
+
+
+def _save(address: str, response, run_dir: str) -> HostCapture:
+    path = join_path(run_dir, host_file_name(address) + ".xplane.pb")
+    if response.HasField("xspace") and len(response.xspace.planes):
+        data = response.xspace.SerializeToString()
+        write_profile(path, data)
+        return HostCapture(address, path, len(data), xspace=data)
+    # The server ignored emit_xspace and wrote the file on its own disk (same path we sent).
+    return HostCapture(address, path, server_side=True)
+
+
+# --- CLI -------------------------------------------------------------------------------------
+def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("targets", nargs="+", metavar="[ADDRESS[,ADDRESS...]] LOGDIR",
+                        help="profiler server(s) as host:port or grpc://host:port (comma-separated for "
+                             "several workers; omit with --tpu), then the logdir to write into")
+    parser.add_argument("--duration-ms", type=int, default=2000, help="capture length (default 2000)")
+    parser.add_argument("--num-tracing-attempts", type=int, default=3,
+                        help="tries while the trace comes back empty (default 3)")
+    parser.add_argument("--host-tracer-level", type=int, default=2, choices=[0, 1, 2, 3],
+                        help="host TraceMe detail: 0 off, 1 user, 2 +framework (default), 3 verbose")
+    parser.add_argument("--device-tracer-level", type=int, default=1, choices=[0, 1],
+                        help="device (TPU/GPU) tracing: 1 on (default), 0 off")
+    parser.add_argument("--python-tracer-level", type=int, default=0, choices=[0, 1],
+                        help="Python function tracing: 0 off (default), 1 on")
+    parser.add_argument("--no-dataset-ops", action="store_true", help="leave tf.data ops out of the trace")
+    add_tpu_arguments(parser)
+
+
+def split_targets(targets: list[str], tpu: str | None) -> tuple[str | None, str]:
+    """[ADDRESS] LOGDIR -> (address or None, logdir), checking the count against --tpu."""
+    want = 1 if tpu else 2
+    if len(targets) != want:
+        usage = "capture --tpu NAME LOGDIR" if tpu else "capture ADDRESS[,ADDRESS...] LOGDIR (or --tpu NAME LOGDIR)"
+        raise LiveError(f"expected: tputui {usage}")
+    return (None, targets[0]) if tpu else (targets[0], targets[1])
+
+
+def tracer_from_args(args) -> TracerOptions:
+    return TracerOptions(host_tracer_level=args.host_tracer_level,
+                         device_tracer_level=args.device_tracer_level,
+                         python_tracer_level=args.python_tracer_level,
+                         include_dataset_ops=not args.no_dataset_ops)
+
+
+class _Ticker:
+    """Elapsed seconds on one stderr line while a capture runs (only on a terminal)."""
+
+    def __init__(self, stream, duration_ms: int):
+        self.stream, self.total = stream, duration_ms / 1000.0
+        self._stop = threading.Event()
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._active = stream.isatty()
+
+    def __enter__(self):
+        if self._active:
+            self._thread.start()
+        return self
+
+    def restart(self) -> None:
+        self._t0 = time.monotonic()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            el = time.monotonic() - self._t0
+            phase = "capturing" if el < self.total else "waiting for the server"
+            self.stream.write(f"\r  {el:5.1f} s / {self.total:.1f} s  {phase}   ")
+            self.stream.flush()
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._active:
+            self._thread.join()
+            self.stream.write("\r" + " " * 60 + "\r")
+            self.stream.flush()
+
+
+def main(args: argparse.Namespace) -> int:
+    address, logdir = split_targets(args.targets, args.tpu)
+    addresses = addresses_from(address, args.tpu, args.zone, args.project, args.profiler_port)
+    err = sys.stderr
+    with _Ticker(err, args.duration_ms) as ticker:
+        def say(msg: str) -> None:
+            if ticker._active:
+                err.write("\r" + " " * 60 + "\r")
+            print(msg, file=err, flush=True)
+            ticker.restart()
+
+        result = capture(addresses, logdir, duration_ms=args.duration_ms, attempts=args.num_tracing_attempts,
+                         tracer=tracer_from_args(args), progress=say)
+    for h in result.hosts:
+        if h.server_side:
+            print(f"{h.address}: the server wrote the profile itself (it ignores emit_xspace): {h.path}")
+        else:
+            print(f"Wrote {h.path} ({h.size / 1e6:.1f} MB)")
+    for a in result.empty:
+        print(f"{a}: empty trace (nothing ran there during the capture)", file=err)
+    if result.failed:
+        lines = "; ".join(result.failed.values())
+        raise LiveError(f"captured {len(result.hosts)} of {len(addresses)} workers into run {result.run}; {lines}")
+    print(f"Run {result.run} in {result.logdir}; open it with: tputui {result.logdir}")
+    return 0

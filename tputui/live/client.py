@@ -1,0 +1,162 @@
+"""A thin client for `tensorflow.ProfilerService` (the gRPC service JAX / TF servers expose).
+
+Every call has a deadline, and gRPC failures become a `LiveError` whose message is one line
+a user can act on. Facts about how real servers answer are in PROTOCOL.md.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import grpc
+
+from tputui.proto import profiler_service_pb2 as service_pb2
+from tputui.proto import profiler_service_pb2_grpc as service_grpc
+
+# XSpace captures of busy jobs run to hundreds of MB; gRPC's default cap is 4 MB.
+_CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", -1),
+    ("grpc.max_send_message_length", -1),
+]
+# Time a server may take beyond the capture itself (starting tracers, serializing the XSpace).
+PROFILE_GRACE_S = 30.0
+CONNECT_TIMEOUT_S = 10.0
+
+
+class LiveError(ValueError):
+    """A live-profiling failure: the message is the one line users see."""
+
+
+class ServerBusyError(LiveError):
+    """The server is already running a profiling session (someone else is capturing)."""
+
+
+class UnimplementedError(LiveError):
+    """The server does not implement this RPC (JAX / TF servers answer Monitor this way)."""
+
+
+_ADDRESS = re.compile(r"^(?:\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<host>[^:\s\[\]/]+)):(?P<port>\d{1,5})$")
+
+
+def normalize_address(text: str) -> str:
+    """`host:port` or `grpc://host:port` -> `host:port`; anything else is a LiveError."""
+    a = text.strip()
+    if a.startswith("grpc://"):
+        a = a[len("grpc://"):]
+    a = a.rstrip("/")
+    m = _ADDRESS.match(a)
+    if not m or not 0 < int(m["port"]) < 65536:
+        raise LiveError(f"bad address {text.strip()!r}: expected host:port or grpc://host:port")
+    return a
+
+
+def parse_addresses(text: str) -> list[str]:
+    """A comma-separated address list (one per worker) -> normalized, de-duplicated addresses."""
+    parts = [p for p in (s.strip() for s in text.split(",")) if p]
+    if not parts:
+        raise LiveError("no profiler address given (host:port, grpc://host:port, or --tpu NAME)")
+    return list(dict.fromkeys(normalize_address(p) for p in parts))
+
+
+def host_file_name(address: str) -> str:
+    """The file name real clients give a remote capture: `host:port` -> `host_port`."""
+    return address.replace("[", "").replace("]", "").replace(":", "_")
+
+
+def describe_rpc_error(e: grpc.RpcError, address: str, what: str, timeout: float | None) -> LiveError:
+    """One line for a failed RPC, naming the address and what to check."""
+    code = e.code() if hasattr(e, "code") else None
+    details = (e.details() if hasattr(e, "details") else str(e)) or ""
+    details = details.splitlines()[0] if details else ""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return LiveError(
+            f"failed to connect to {address}: no profiler server is answering there "
+            f"(start one with jax.profiler.start_server(PORT) or tf.profiler.experimental.server.start(PORT))")
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        limit = f" within {timeout:g} s" if timeout else ""
+        return LiveError(f"{what} on {address}: deadline exceeded (no answer{limit}; is this a profiler port?)")
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        return UnimplementedError(f"{what} on {address}: the server does not implement it ({details})")
+    if code == grpc.StatusCode.INTERNAL and "another profiling session" in details.lower():
+        return ServerBusyError(f"{what} on {address}: another profiling session is active on that server")
+    name = code.name if code is not None else "ERROR"
+    return LiveError(f"{what} on {address} failed: {name}: {details}")
+
+
+@dataclass(frozen=True)
+class TracerOptions:
+    """The ProfileOptions users choose (capture_tpu_profile's flags)."""
+
+    host_tracer_level: int = 2
+    device_tracer_level: int = 1
+    python_tracer_level: int = 0
+    include_dataset_ops: bool = True
+    enable_hlo_proto: bool = True
+
+
+def profile_request(address: str, duration_ms: int, tracer: TracerOptions, *, session_id: str = "",
+                    repository_root: str = "", emit_xspace: bool = True) -> service_pb2.ProfileRequest:
+    """A ProfileRequest as real clients send it.
+
+    The capture length must be in `opts.duration_ms` (servers ignore the top-level field alone
+    and return an empty trace at once); `emit_xspace` asks for the XSpace in the response.
+    `repository_root` / `session_id` / `host_name` tell servers that ignore emit_xspace where
+    to write the file themselves.
+    """
+    req = service_pb2.ProfileRequest(
+        duration_ms=duration_ms, max_events=0, repository_root=repository_root,
+        session_id=session_id, host_name=address, emit_xspace=emit_xspace)
+    o = req.opts
+    o.version = 1
+    o.duration_ms = duration_ms
+    o.host_tracer_level = tracer.host_tracer_level
+    o.device_tracer_level = tracer.device_tracer_level
+    o.python_tracer_level = tracer.python_tracer_level
+    o.include_dataset_ops = tracer.include_dataset_ops
+    o.enable_hlo_proto = tracer.enable_hlo_proto
+    if repository_root:
+        o.repository_path = repository_root
+    return req
+
+
+class ProfilerClient:
+    """One server's ProfilerService stub with deadlines on every call."""
+
+    def __init__(self, address: str, connect_timeout: float = CONNECT_TIMEOUT_S):
+        self.address = normalize_address(address)
+        self.connect_timeout = connect_timeout
+        self._channel = grpc.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
+        self._stub = service_grpc.ProfilerServiceStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "ProfilerClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _call(self, method, request, what: str, timeout: float):
+        try:
+            return method(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise describe_rpc_error(e, self.address, what, timeout) from None
+
+    def profile(self, request: service_pb2.ProfileRequest) -> service_pb2.ProfileResponse:
+        """Run one capture; the deadline is its duration plus a grace for the server's work."""
+        timeout = request.opts.duration_ms / 1000.0 + PROFILE_GRACE_S
+        return self._call(self._stub.Profile, request, "capture", timeout)
+
+    def monitor(self, duration_ms: int, level: int) -> service_pb2.MonitorResponse:
+        req = service_pb2.MonitorRequest(duration_ms=duration_ms, monitoring_level=level, timestamp=True)
+        return self._call(self._stub.Monitor, req, "monitor", duration_ms / 1000.0 + self.connect_timeout)
+
+
+def trace_is_empty(response: service_pb2.ProfileResponse) -> bool:
+    """True when a capture saw nothing (the server's flag, or an XSpace without any event)."""
+    if response.empty_trace:
+        return True
+    if response.HasField("xspace"):
+        return not any(len(line.events) for plane in response.xspace.planes for line in plane.lines)
+    return False

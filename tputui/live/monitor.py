@@ -1,0 +1,286 @@
+"""`tputui monitor`: a stream of samples (device, utilization, idle, step time, infeed, top ops)
+from a running job, for the live pane and for `--plain` lines.
+
+JAX and TF servers answer `Monitor` with UNIMPLEMENTED, so each sample is a short `Profile`
+capture (emit_xspace) decoded and reduced to figures; `Monitor` is used where a server
+implements it (the old TPU-node service). A server that stops answering is retried with
+back-off, and every failed cycle is a sample that says so.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+
+from tputui.live.client import (
+    LiveError, ProfilerClient, ServerBusyError, TracerOptions, UnimplementedError, profile_request,
+    trace_is_empty,
+)
+from tputui.live.tpu_resolve import add_tpu_arguments, addresses_from
+
+BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+# Monitor windows only need steps and device ops: no Python tracer, default host detail.
+MONITOR_TRACER = TracerOptions(host_tracer_level=2, device_tracer_level=1, python_tracer_level=0,
+                               include_dataset_ops=False, enable_hlo_proto=False)
+
+
+@dataclass
+class Sample:
+    """One monitor cycle. Figures are None where the window (or server) has none."""
+
+    time: float  # epoch seconds at the end of the cycle
+    address: str
+    window_ms: int
+    source: str = "profile"  # "profile" (figures from a capture) | "monitor" (the server's Monitor RPC)
+    device_type: str | None = None
+    cores: int | None = None
+    utilization_pct: float | None = None  # device busy share (duty cycle)
+    mxu_pct: float | None = None  # matrix-unit utilization: only from servers' performance counters
+    idle_pct: float | None = None
+    steps: int = 0
+    step_ms_avg: float | None = None
+    step_ms_min: float | None = None
+    step_ms_max: float | None = None
+    infeed_pct_avg: float | None = None
+    infeed_pct_min: float | None = None
+    infeed_pct_max: float | None = None
+    top_ops: list[dict] = field(default_factory=list)  # {name, time_ms, percent, count}
+    error: str | None = None  # this cycle failed: the one line to show
+    retry_in_s: float | None = None  # when the next try happens after an error
+    empty: bool = False  # the server answered with an empty trace (nothing ran)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Sample":
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def _stats(values: list[float]) -> tuple[float | None, float | None, float | None]:
+    if not values:
+        return None, None, None
+    return sum(values) / len(values), min(values), max(values)
+
+
+def sample_from_xspace(data: bytes, address: str, window_ms: int, now: float | None = None) -> Sample:
+    """Figures of one captured window (serialized XSpace)."""
+    from tputui.data.xspace import decode
+    from tputui.live.figures import window_figures
+
+    w = window_figures(decode(data))
+    s = Sample(time=time.time() if now is None else now, address=address, window_ms=window_ms,
+               device_type=w.device_type, cores=w.cores, utilization_pct=w.busy_pct, idle_pct=w.idle_pct,
+               steps=len(w.step_ms))
+    s.step_ms_avg, s.step_ms_min, s.step_ms_max = _stats(w.step_ms)
+    s.infeed_pct_avg, s.infeed_pct_min, s.infeed_pct_max = _stats(w.infeed_pct)
+    s.top_ops = [{"name": t.name, "time_ms": t.time_ms, "percent": t.percent, "count": t.count} for t in w.top_ops]
+    return s
+
+
+def sample_from_monitor(resp, address: str, window_ms: int, now: float | None = None) -> Sample:
+    """A server's own Monitor answer (response_type says which figures it filled)."""
+    r = resp.monitor_result
+    s = Sample(time=time.time() if now is None else now, address=address, window_ms=window_ms, source="monitor")
+    if r.response_type >= 1:
+        s.mxu_pct = r.matrix_unit_utilization_percent
+    if r.response_type >= 2:
+        s.idle_pct = r.device_idle_time_percent
+        s.utilization_pct = 100.0 - r.device_idle_time_percent
+    if r.response_type >= 3:
+        s.step_ms_avg, s.step_ms_min, s.step_ms_max = r.step_time_ms_avg, r.step_time_ms_min, r.step_time_ms_max
+        s.infeed_pct_avg, s.infeed_pct_min, s.infeed_pct_max = r.infeed_percent_avg, r.infeed_percent_min, r.infeed_percent_max
+    s.device_type = _text_field(resp.data, ("TPU type:", "Device type:"))
+    return s
+
+
+def _text_field(text: str, keys: tuple[str, ...]) -> str | None:
+    for line in text.splitlines():
+        for k in keys:
+            if line.strip().startswith(k):
+                return line.split(":", 1)[1].strip() or None
+    return None
+
+
+class MonitorSession:
+    """Runs monitor cycles against one server. Thread-safe to stop from another thread."""
+
+    def __init__(self, address: str, duration_ms: int = 1000, level: int = 2,
+                 tracer: TracerOptions = MONITOR_TRACER, use_monitor_rpc: bool = True):
+        if duration_ms <= 0:
+            raise LiveError("--duration-ms must be positive")
+        if level not in (1, 2):
+            raise LiveError("--monitoring-level must be 1 or 2")
+        self.address, self.duration_ms, self.level, self.tracer = address, duration_ms, level, tracer
+        self._use_monitor = use_monitor_rpc  # dropped after the first UNIMPLEMENTED
+        self._stop = threading.Event()
+        self.last_xspace: bytes | None = None  # the last window, to open as a full profile
+        self.last_xspace_time: float | None = None
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def query(self) -> Sample:
+        """One cycle; raises LiveError when the server cannot be reached or refuses."""
+        with ProfilerClient(self.address) as c:
+            if self._use_monitor:
+                try:
+                    return sample_from_monitor(c.monitor(self.duration_ms, self.level), self.address, self.duration_ms)
+                except UnimplementedError:
+                    self._use_monitor = False
+            resp = c.profile(profile_request(self.address, self.duration_ms, self.tracer))
+        if trace_is_empty(resp):
+            return Sample(time=time.time(), address=self.address, window_ms=self.duration_ms, empty=True)
+        data = resp.xspace.SerializeToString()
+        if not data:
+            raise LiveError(f"{self.address} answered without an XSpace (a server that ignores emit_xspace "
+                            f"cannot be monitored; use tputui capture)")
+        self.last_xspace, self.last_xspace_time = data, time.time()
+        return sample_from_xspace(data, self.address, self.duration_ms)
+
+    def samples(self, num_queries: int | None = None, fail_fast: bool = False) -> Iterator[Sample]:
+        """Samples as they come; failed cycles are error samples, then a back-off wait.
+
+        `fail_fast`: a first cycle that cannot connect raises (nothing was ever there to watch).
+        A busy server (someone else capturing) is always waited for.
+        """
+        n, failures, ever_ok = 0, 0, False
+        while not self.stopped and (num_queries is None or n < num_queries):
+            n += 1
+            try:
+                s = self.query()
+                failures, ever_ok = 0, True
+                yield s
+                continue
+            except LiveError as e:
+                if fail_fast and not ever_ok and not isinstance(e, ServerBusyError):
+                    raise
+                wait = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
+                failures += 1
+                last = num_queries is not None and n >= num_queries
+                yield Sample(time=time.time(), address=self.address, window_ms=self.duration_ms,
+                             error=str(e), retry_in_s=None if last else wait)
+                if not last:
+                    self._stop.wait(wait)
+
+
+# --- plain output (capture_tpu_profile's monitoring lines) -------------------------------------
+def _pct(v: float | None, digits: int = 1) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}%"
+
+
+def _ms(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}ms"
+
+
+def plain_lines(s: Sample, level: int) -> list[str]:
+    """The lines of one cycle, in capture_tpu_profile's wording where a figure exists."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(s.time))
+    if s.error:
+        retry = f"; retrying in {s.retry_in_s:g} s" if s.retry_in_s else ""
+        return [f"Timestamp: {stamp}", f"Error: {s.error}{retry}"]
+    if s.empty:
+        return [f"Timestamp: {stamp}",
+                f"No trace event is collected in this {s.window_ms} ms window (the job is idle or not started)"]
+    dtype = s.device_type or "unknown"
+    host_only = s.source == "profile" and s.cores is None
+    unit = "TPU" if dtype.upper().startswith("TPU") else "Device"
+    mxu = _pct(s.mxu_pct, 3) if s.mxu_pct is not None else "n/a (no matrix-unit counters in the trace)"
+    out = [f"Timestamp: {stamp}",
+           f"{unit} type: {dtype}" + (" (host only: no TPU or GPU in the trace)" if host_only else "")]
+    if level >= 2 and not host_only:
+        out.append(f"Number of {unit} cores: {s.cores if s.cores is not None else 'n/a'}")
+        out.append(f"{unit} idle time (lower is better): {_pct(s.idle_pct)}")
+    out.append(f"Utilization of TPU Matrix Units (higher is better): {mxu}")
+    if s.utilization_pct is not None:
+        out.append(f"{unit} busy time (duty cycle): {_pct(s.utilization_pct)}")
+    if level >= 2:
+        if s.source == "profile" and s.step_ms_avg is None:
+            out.append("Step time: n/a (no step markers in the window)")
+        else:
+            steps = f" over {s.steps} steps" if s.source == "profile" else ""
+            out.append(f"Step time: {_ms(s.step_ms_avg)} (avg), {_ms(s.step_ms_min)} (min), "
+                       f"{_ms(s.step_ms_max)} (max){steps}")
+        if host_only:
+            out.append("Infeed percentage: n/a (no device infeed in a host-only trace)")
+        else:
+            out.append(f"Infeed percentage: {_pct(s.infeed_pct_avg, 3)} (avg), {_pct(s.infeed_pct_min, 3)} (min), "
+                       f"{_pct(s.infeed_pct_max, 3)} (max)")
+    return out
+
+
+# --- CLI ------------------------------------------------------------------------------------
+def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("address", nargs="?", metavar="ADDRESS",
+                        help="profiler server as host:port or grpc://host:port (or use --tpu)")
+    parser.add_argument("--duration-ms", type=int, default=1000, help="length of each sampled window (default 1000)")
+    parser.add_argument("--monitoring-level", type=int, default=2, choices=[1, 2],
+                        help="--plain detail: 1 device and utilization, 2 adds cores, idle, step time, infeed (default 2)")
+    parser.add_argument("--num-queries", type=int, default=None, metavar="N",
+                        help="stop after N cycles (default: --plain 100, the pane runs until you quit)")
+    parser.add_argument("--plain", action="store_true",
+                        help="print capture_tpu_profile-style lines instead of the live pane")
+    parser.add_argument("--save-windows", metavar="LOGDIR",
+                        help="also write every sampled window as a run in LOGDIR (opens with tputui LOGDIR)")
+    add_tpu_arguments(parser)
+
+
+def save_window(logdir: str, address: str, data: bytes, when: float) -> str:
+    """Write one window as LOGDIR/plugins/profile/<ts>/<host_port>.xplane.pb; returns the path."""
+    from tputui.live.capture import PROFILE_SUBDIR, join_path, session_id, write_profile
+    from tputui.live.client import host_file_name
+
+    sid = session_id(logdir, when)
+    path = join_path(logdir, PROFILE_SUBDIR, sid, host_file_name(address) + ".xplane.pb")
+    write_profile(path, data)
+    return path
+
+
+def session_from_args(args) -> tuple[MonitorSession, list[str]]:
+    addresses = addresses_from(args.address, args.tpu, args.zone, args.project, args.profiler_port)
+    return MonitorSession(addresses[0], args.duration_ms, args.monitoring_level), addresses
+
+
+def run_plain(session: MonitorSession, num_queries: int, out=None, err=None,
+              save_windows: str | None = None, on_window: Callable[[str], None] | None = None) -> int:
+    """Print `num_queries` cycles; exit status 2 if the server was never reached or the last cycle failed."""
+    out, err = out or sys.stdout, err or sys.stderr
+    last: Sample | None = None
+    for s in session.samples(num_queries, fail_fast=True):
+        last = s
+        for line in plain_lines(s, session.level):
+            print(line, file=out)
+        print(file=out, flush=True)
+        if s.ok and not s.empty and save_windows and session.last_xspace is not None:
+            path = save_window(save_windows, session.address, session.last_xspace, s.time)
+            print(f"window saved: {path}", file=err, flush=True)
+            if on_window:
+                on_window(path)
+    if last is not None and last.error:
+        raise LiveError(last.error)
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.num_queries is not None and args.num_queries < 1:
+        raise LiveError("--num-queries must be at least 1")
+    session, addresses = session_from_args(args)
+    if len(addresses) > 1:
+        print(f"monitoring worker {addresses[0]} (1 of {len(addresses)})", file=sys.stderr)
+    if args.plain:
+        return run_plain(session, args.num_queries or 100, save_windows=args.save_windows)
+    from tputui.screens.monitor import run_monitor_app  # Textual only for the pane
+
+    return run_monitor_app(session, num_queries=args.num_queries, save_windows=args.save_windows)
