@@ -52,26 +52,40 @@ def decode_raw(data: bytes, planes: PlaneSelector = None) -> RawXSpace:
 
 
 def _lookup(keys_plane: np.ndarray, keys_id: np.ndarray, plane: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Row of (plane, id) in the table (keys_plane, keys_id), -1 where absent."""
-    if len(keys_id) == 0:
-        return np.full(len(ids), -1, np.int64)
-    order = np.lexsort((keys_id, keys_plane))
-    kp, ki = keys_plane[order].astype(np.int64), keys_id[order]
-    plane = plane.astype(np.int64)
-    # Binary search on (plane, id) pairs: first by plane range, then id inside it.
-    lo = np.searchsorted(kp, plane, "left")
-    hi = np.searchsorted(kp, plane, "right")
+    """Row of each (plane, id) in the table (keys_plane, keys_id), -1 where absent.
+
+    Queries come in runs of equal plane (events and stats are stored plane by plane), so
+    each run is one gather through a dense id -> row table (or a binary search when the
+    ids are too sparse for a table).
+    """
     out = np.full(len(ids), -1, np.int64)
-    for p in np.unique(plane):
-        sel = plane == p
-        a, b = lo[sel][0], hi[sel][0]
-        if a == b:
-            continue
-        seg = ki[a:b]
-        pos = np.searchsorted(seg, ids[sel])
-        pos_c = np.minimum(pos, len(seg) - 1)
-        hit = seg[pos_c] == ids[sel]
-        out[np.flatnonzero(sel)[hit]] = order[a + pos_c[hit]]
+    if len(keys_id) == 0 or len(ids) == 0:
+        return out
+    cuts = np.flatnonzero(plane[1:] != plane[:-1]) + 1
+    starts = np.concatenate(([0], cuts))
+    ends = np.concatenate((cuts, [len(ids)]))
+    tables: dict[int, tuple] = {}
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        p = int(plane[a])
+        if p not in tables:
+            rows = np.flatnonzero(keys_plane == p)
+            kid = keys_id[rows]
+            if len(kid) and kid.min() >= 0 and kid.max() < 4 * len(kid) + 1024:
+                dense = np.full(int(kid.max()) + 1, -1, np.int64)
+                dense[kid] = rows
+                tables[p] = ("dense", dense)
+            else:
+                order = np.argsort(kid, kind="stable")
+                tables[p] = ("sorted", kid[order], rows[order])
+        q = ids[a:b]
+        t = tables[p]
+        if t[0] == "dense":
+            dense = t[1]
+            ok = (q >= 0) & (q < len(dense))
+            out[a:b] = np.where(ok, dense[np.clip(q, 0, len(dense) - 1)], -1)
+        elif len(t[1]):
+            pos = np.minimum(np.searchsorted(t[1], q), len(t[1]) - 1)
+            out[a:b] = np.where(t[1][pos] == q, t[2][pos], -1)
     return out
 
 

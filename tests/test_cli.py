@@ -1,0 +1,116 @@
+"""The command line: export and --list, and every bad input -> one line, exit code 2."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from tputui.cli import main
+
+from conftest import PROFILES, ROOT
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code, err, pattern):
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("tputui: error: ")
+    assert pattern in lines[0], lines[0]
+    assert "Traceback" not in err
+
+
+def test_list_shows_runs_hosts_and_tools(capsys):
+    code, out, _ = run_cli(capsys, "export", str(PROFILES / "jax_two_runs"), "--list")
+    assert code == 0
+    doc = json.loads(out)
+    assert [r["run"] for r in doc["runs"]] == ["2026_11_22_12_58_50", "2026_11_22_12_58_45"]
+    assert all(r["hosts"] == ["vm"] and "summary" in r["tools"] for r in doc["runs"])
+
+
+def test_summary_export_json_and_csv(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "export", str(PROFILES / "tpu_v6e_inference"), "--tool", "summary")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["device_type"] == "TPU v6 Lite" and doc["device_count"] == 4
+    planes = {p["name"]: p["events"] for p in doc["hosts"][0]["planes"]}
+    assert planes["/device:TPU:0"] == 2317 and planes["/host:CPU"] == 19270
+    target = tmp_path / "lines.csv"
+    code, _, _ = run_cli(capsys, "export", str(PROFILES / "tpu_v6e_inference"), "--tool", "summary",
+                         "--format", "csv", "-o", str(target))
+    assert code == 0
+    rows = target.read_text().splitlines()
+    assert rows[0] == "host,plane_name,line,name,events,first_ps,last_end_ps"
+    assert len(rows) == 1 + 4 * 5 + 122
+
+
+def test_missing_path(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "export", str(tmp_path / "nope"), "--list")
+    assert_one_line_error(code, err, "no such file or directory")
+
+
+def test_empty_logdir(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "export", str(tmp_path), "--tool", "summary")
+    assert_one_line_error(code, err, "no profiles under")
+    assert "expected plugins/profile/<run>/<host>.xplane.pb" in err
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "json"])
+def test_corrupt_or_foreign_file(capsys, tmp_path, damage):
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    data = next((PROFILES / "jax_mlp").rglob("*.xplane.pb")).read_bytes()
+    bad = {"truncate": data[: len(data) // 2], "garbage": bytes(range(256)) * 40,
+           "json": b'{"traceEvents": [1, 2, 3]}'}[damage]
+    target = run / "vm.xplane.pb"
+    target.write_bytes(bad)
+    code, _, err = run_cli(capsys, "export", str(tmp_path), "--tool", "summary")
+    assert_one_line_error(code, err, str(target))
+    assert target.read_bytes() == bad  # nothing the user owns is modified
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file(capsys, tmp_path):
+    shutil.copytree(PROFILES / "jax_mlp", tmp_path / "p")
+    f = next((tmp_path / "p").rglob("*.xplane.pb"))
+    f.chmod(0)
+    try:
+        code, _, err = run_cli(capsys, "export", str(tmp_path / "p"), "--tool", "summary")
+        assert_one_line_error(code, err, "permission denied")
+    finally:
+        f.chmod(stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_unknown_tool_run_host(capsys):
+    p = str(PROFILES / "jax_mlp")
+    assert_one_line_error(*run_cli(capsys, "export", p, "--tool", "nope")[::2], "unknown tool 'nope'")
+    assert_one_line_error(*run_cli(capsys, "export", p, "--tool", "summary", "--run", "x")[::2], "no run 'x'")
+    assert_one_line_error(*run_cli(capsys, "export", p, "--tool", "summary", "--host", "x")[::2], "no host 'x'")
+
+
+def test_real_process_exit_code_and_no_traceback(tmp_path):
+    """The installed entry point, as a user runs it."""
+    (tmp_path / "plugins" / "profile" / "r").mkdir(parents=True)
+    (tmp_path / "plugins" / "profile" / "r" / "h.xplane.pb").write_bytes(b"\xff" * 100)
+    proc = subprocess.run([sys.executable, "-m", "tputui.cli", "export", str(tmp_path), "--tool", "summary"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "truncated or corrupt" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_app_rejects_bad_logdir_before_the_screen(capsys, tmp_path):
+    code, _, err = run_cli(capsys, str(tmp_path / "missing"))
+    assert_one_line_error(code, err, "no such file or directory")
+    code, _, err = run_cli(capsys, str(PROFILES / "jax_mlp"), "--tool", "nope")
+    assert_one_line_error(code, err, "unknown tool")

@@ -1,0 +1,75 @@
+"""Logdir discovery: every accepted LOGDIR form, XProf's run names, newest first."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tputui.data.logdir import LogdirError, open_logdir
+
+from conftest import PROFILES
+
+
+def names(path) -> list[str]:
+    return [r.name for r in open_logdir(str(path)).runs]
+
+
+def test_root_of_many_profiles_names_runs_like_xprof():
+    got = names(PROFILES)
+    # XProf: "<dir holding plugins/profile, relative to the logdir>/<run>".
+    assert set(got) == {
+        "jax_live_capture/2026_11_22_12_59_04", "jax_mlp/2026_11_22_12_58_33",
+        "jax_two_runs/2026_11_22_12_58_45", "jax_two_runs/2026_11_22_12_58_50",
+        "tf_keras/train/2026_11_22_12_58_40", "tf_loop/2026_11_22_13_01_15",
+        "tpu_v6e_inference/2025_12_10_run"}
+    # Newest first (timestamped names are compared by their time).
+    stamped = [n for n in got if not n.endswith("_run")]
+    assert stamped == sorted(stamped, key=lambda n: n.rsplit("/", 1)[1], reverse=True)
+
+
+def test_keras_run_lives_under_train():
+    assert names(PROFILES / "tf_keras") == ["train/2026_11_22_12_58_40"]
+
+
+def test_plugins_profile_folder_and_run_folder_and_file():
+    pp = PROFILES / "jax_two_runs" / "plugins" / "profile"
+    assert names(pp) == ["2026_11_22_12_58_50", "2026_11_22_12_58_45"]
+    run = pp / "2026_11_22_12_58_45"
+    assert names(run) == ["2026_11_22_12_58_45"]
+    logdir = open_logdir(str(run / "vm.xplane.pb"))
+    assert [h.host for h in logdir.runs[0].hosts] == ["vm"]
+
+
+def test_hosts_and_run_selection():
+    logdir = open_logdir(str(PROFILES / "jax_live_capture"))
+    assert [h.host for h in logdir.runs[0].hosts] == ["localhost_9015"]
+    assert logdir.run("2026_11_22_12_59_04").name == "2026_11_22_12_59_04"
+    with pytest.raises(LogdirError, match="no run 'nope'"):
+        logdir.run("nope")
+    with pytest.raises(LogdirError, match="no host 'x'"):
+        logdir.runs[0].host("x")
+
+
+def test_missing_and_empty_logdirs_say_what_is_expected(tmp_path):
+    with pytest.raises(LogdirError, match="no such file or directory"):
+        open_logdir(str(tmp_path / "absent"))
+    with pytest.raises(LogdirError, match=r"no profiles under .*: expected plugins/profile/<run>/<host>.xplane.pb"):
+        open_logdir(str(tmp_path))
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(LogdirError, match="not an XProf profile"):
+        open_logdir(str(tmp_path / "notes.txt"))
+
+
+def test_riegeli_run_is_listed_but_flagged(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "big-host.xplane.riegeli").write_bytes(b"riegeli")
+    shutil.copy(next((PROFILES / "jax_mlp").rglob("*.xplane.pb")), run / "small.xplane.pb")
+    r = open_logdir(str(tmp_path)).runs[0]
+    assert [h.host for h in r.unsupported] == ["big-host"]
+    from tputui.data.run_data import RunData
+
+    rd = RunData(r)
+    assert rd.hosts == ["small"]
+    with pytest.raises(LogdirError, match="riegeli.*not supported yet"):
+        rd.host_file("big-host")
