@@ -48,6 +48,7 @@ class Node:
     source_stack: str = ""
     shape: str = ""
     dedup_key: str = ""
+    busy_time_ps: int | None = None  # the root's flop rate is over busy (non-idle) time, as XProf's
     children: list["Node"] = field(default_factory=list)
 
     def add_metrics(self, o: "Node") -> None:
@@ -239,7 +240,8 @@ def _fused_node(c: FusedChild) -> Node:
 def _set_utilization(node: Node, peak_gflops: float, peak_hbm_gibps: float) -> None:
     for n in node.walk():
         t_ns = n.raw_time_ps / 1000.0
-        gflops = n.flops / t_ns if t_ns else 0.0
+        busy_ns = (n.busy_time_ps if n.busy_time_ps is not None else n.raw_time_ps) / 1000.0
+        gflops = n.flops / busy_ns if busy_ns else 0.0
         n.flops_utilization = min(gflops / peak_gflops, 1.0) if peak_gflops else 0.0
         gib = (n.hbm_rd / t_ns + n.hbm_wr / t_ns) * (1e9 / (1 << 30)) if t_ns else 0.0
         n.hbm_bandwidth_utilization = min(gib / peak_hbm_gibps, 1.0) if peak_hbm_gibps else 0.0
@@ -300,6 +302,7 @@ def build_tree(db: DeviceOps, by: str, exclude_idle: bool) -> Node:
         group.add_metrics(op)
     # XProf resets the root's time to the database total (with or without idle).
     root.raw_time_ps = db.total_time(exclude_idle)
+    root.busy_time_ps = db.total_op_time_ps
     for f in ("flops", "model_flops", "bytes_accessed", "hbm_rd", "hbm_wr", "chip_rd", "chip_wr"):
         setattr(root, f, getattr(root_totals, f))
     peak_gflops = db.perf.peak_tflops * 1000.0
