@@ -1,10 +1,10 @@
 """The monitor's figures for one captured window (an XSpaceFrame): device, busy / idle, steps,
 infeed, top ops. Textual-free and columnar.
 
-Interim: step times come from host step markers (events with `step_num` and the `_r` root
-stat; XProf drops the first and last step of a window) and device busy time from the union of
-each core's `XLA Ops` intervals. These move to tputui/analysis/steps.py and op_metrics.py when
-those land, so the live pane and the overview agree by construction.
+Device figures (idle %, duty cycle, top ops, infeed) come from tputui/analysis/op_metrics.py, so the
+live pane and the overview agree by construction. Interim: step times come from host step markers
+(events with `step_num` and the `_r` root stat; XProf drops the first and last step of a window)
+until tputui/analysis/steps.py lands.
 """
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import polars as pl
 
 from tputui.data.xspace import XSpaceFrame
 
-DEVICE_PREFIXES = ("/device:TPU:", "/device:GPU:")
 TOP_OPS = 10
 
 
@@ -41,32 +40,6 @@ class WindowFigures:
     @property
     def host_only(self) -> bool:
         return self.cores is None
-
-
-def union_length(start: np.ndarray, end: np.ndarray) -> int:
-    """Total length covered by intervals [start, end) (overlaps counted once)."""
-    if len(start) == 0:
-        return 0
-    o = np.argsort(start, kind="stable")
-    s, e = start[o], end[o]
-    reach = np.maximum.accumulate(e)
-    new = np.empty(len(s), bool)
-    new[0] = True
-    new[1:] = s[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    seg_end = np.maximum.reduceat(e, first)
-    return int((seg_end - s[first]).sum())
-
-
-def device_planes(fr: XSpaceFrame) -> list[int]:
-    return [p for prefix in DEVICE_PREFIXES for p in fr.planes_named(prefix)]
-
-
-def _line_rows(fr: XSpaceFrame, plane: int, name: str) -> slice | None:
-    for ln in fr.lines_of(plane):
-        if fr.raw.line_name[ln] == name:
-            return fr.line_events(ln)
-    return None
 
 
 def host_steps(fr: XSpaceFrame) -> tuple[list[int], list[float]]:
@@ -109,31 +82,40 @@ def _top(fr: XSpaceFrame, rows: np.ndarray) -> list[TopOp]:
             for r in agg.head(TOP_OPS).iter_rows(named=True)]
 
 
+def _device_figures(fr: XSpaceFrame, nums: list[int], steps: list[float]) -> WindowFigures | None:
+    """TPU / GPU windows through the shared op metrics (XProf's OpMetricsDb and duty cycle)."""
+    from tputui.analysis.op_metrics import (
+        combine, device_plane_op_metrics, duty_cycle, gpu_plane_op_metrics, gpu_planes, tensor_core_planes,
+        tf_op_metrics,
+    )
+
+    tpu = tensor_core_planes(fr)
+    planes = tpu or gpu_planes(fr)
+    if not planes:
+        return None
+    per_core = [device_plane_op_metrics(fr, p) if tpu else gpu_plane_op_metrics(fr, p) for p in planes]
+    db = combine(per_core)
+    idle = 100.0 * db.idle_ratio if db.total_time_ps else None
+    busy = None if idle is None else 100.0 - idle
+    if tpu:
+        b, i = duty_cycle(fr, tpu)
+        busy = 100.0 * b / (b + i) if b + i else busy
+    infeed = [100.0 * float(c.ops.filter(pl.col("category") == "infeed")["self_time_ps"].sum()) / c.total_time_ps
+              for c in per_core if c.total_time_ps]
+    # As XProf's overview: framework ops (rolled up by provenance), share of op time (IDLE excluded).
+    total = float(db.total_op_time_ps) or 1.0
+    top = tf_op_metrics(db).ops.sort(["self_time_ps", "name"], descending=[True, False]).head(TOP_OPS)
+    top_ops = [TopOp(r["name"], r["self_time_ps"] / 1e9, 100.0 * r["self_time_ps"] / total, int(r["occurrences"]))
+               for r in top.iter_rows(named=True)]
+    dtype = str(fr.plane_stat_map(planes[0]).get("device_type_string") or ("TPU" if tpu else "GPU"))
+    return WindowFigures(dtype, len(planes), busy, idle, steps, nums, infeed, top_ops)
+
+
 def window_figures(fr: XSpaceFrame) -> WindowFigures:
     nums, steps = host_steps(fr)
-    devs = device_planes(fr)
-    if not devs:
-        # Host only (CPU): XLA's CPU thunks carry the `hlo_op` stat.
-        op_rows = np.unique(fr.stat_values("event", "hlo_op")["owner"].to_numpy())
-        return WindowFigures("CPU", None, None, None, steps, nums, [], _top(fr, op_rows))
-    dtype = str(fr.plane_stat_map(devs[0]).get("device_type_string") or
-                fr.raw.plane_name[devs[0]].split(":")[1])
-    busy = span = 0
-    infeed, op_rows = [], []
-    names = fr.metadata_names(fr.events["metadata"].to_numpy()).cast(pl.String)
-    for p in devs:
-        sl = _line_rows(fr, p, "XLA Ops")
-        if sl is None or sl.stop == sl.start:
-            continue
-        s = fr.start_ps[sl]
-        e = s + fr.raw.event_duration_ps[sl]
-        b, w = union_length(s, e), int(e.max() - s.min())
-        busy, span = busy + b, span + w
-        rows = np.arange(sl.start, sl.stop)
-        op_rows.append(rows)
-        is_infeed = names[sl.start:sl.stop].str.contains(r"(?i)(^|%)infeed").to_numpy()
-        infeed.append(100.0 * union_length(s[is_infeed], e[is_infeed]) / w if w else 0.0)
-    busy_pct = 100.0 * busy / span if span else None
-    idle = None if busy_pct is None else 100.0 - busy_pct
-    rows = np.concatenate(op_rows) if op_rows else np.zeros(0, np.int64)
-    return WindowFigures(dtype, len(devs), busy_pct, idle, steps, nums, infeed, _top(fr, rows))
+    dev = _device_figures(fr, nums, steps)
+    if dev is not None:
+        return dev
+    # Host only (CPU): XLA's CPU thunks carry the `hlo_op` stat; time is event time.
+    op_rows = np.unique(fr.stat_values("event", "hlo_op")["owner"].to_numpy())
+    return WindowFigures("CPU", None, None, None, steps, nums, [], _top(fr, op_rows))

@@ -1,0 +1,118 @@
+"""Helpers for the live tests: free ports on 127.0.0.1, a real JAX profiler server in a
+subprocess (tests/helpers/live_server.py, run with this interpreter), and a fake in-process
+ProfilerService for behaviours real servers do not show on demand (a server that ignores
+emit_xspace, one that implements Monitor, one that is slow)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+
+import grpc
+
+from tputui.proto import profiler_service_pb2 as pb
+from tputui.proto import profiler_service_pb2_grpc as pb_grpc
+
+HELPERS = pathlib.Path(__file__).resolve().parent
+READY_TIMEOUT_S = 90.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def closed_port() -> int:
+    """A port nothing listens on (just freed)."""
+    return free_port()
+
+
+class LiveServer:
+    """live_server.py in a subprocess; `stop()` kills it (bounded waits everywhere)."""
+
+    def __init__(self, seconds: float = 120, idle: bool = False):
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        cmd = [sys.executable, str(HELPERS / "live_server.py"), "--port", str(self.port), "--seconds", str(seconds)]
+        if idle:
+            cmd.append("--idle")
+        env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        self._ready = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self._ready.wait(READY_TIMEOUT_S):
+            self.stop()
+            raise RuntimeError(f"live_server.py did not print READY within {READY_TIMEOUT_S:g} s")
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            if line.startswith("READY"):
+                self._ready.set()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+class FakeProfiler(pb_grpc.ProfilerServiceServicer):
+    """Answers Profile from a script of responses (cycled on the last), Monitor if given one."""
+
+    def __init__(self, responses=(), monitor: pb.MonitorResponse | None = None, delay_s: float = 0.0,
+                 write_server_side: bool = False, xspace_bytes: bytes = b""):
+        self.responses = list(responses)
+        self.monitor_response = monitor
+        self.delay_s = delay_s
+        self.write_server_side = write_server_side
+        self.xspace_bytes = xspace_bytes
+        self.requests: list[pb.ProfileRequest] = []
+
+    def Profile(self, request, context):
+        self.requests.append(request)
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        if self.write_server_side:
+            # What old servers do without emit_xspace: write the file themselves.
+            d = pathlib.Path(request.repository_root) / request.session_id
+            d.mkdir(parents=True, exist_ok=True)
+            (d / (request.host_name.replace(":", "_") + ".xplane.pb")).write_bytes(self.xspace_bytes)
+            return pb.ProfileResponse()
+        i = min(len(self.requests), len(self.responses)) - 1
+        return self.responses[i]
+
+    def Monitor(self, request, context):
+        if self.monitor_response is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "unimplemented.")
+        return self.monitor_response
+
+
+@contextlib.contextmanager
+def fake_server(servicer: FakeProfiler):
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    pb_grpc.add_ProfilerServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(grace=None)
+
+
+def response_with(xspace_bytes: bytes) -> pb.ProfileResponse:
+    r = pb.ProfileResponse()
+    r.xspace.ParseFromString(xspace_bytes)
+    return r
+
+
+def empty_response() -> pb.ProfileResponse:
+    return pb.ProfileResponse(empty_trace=True)

@@ -1,0 +1,77 @@
+"""The ProfilerService client: addresses, requests, and one-line errors for each failure."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.live import FakeProfiler, closed_port, fake_server, response_with
+from tputui.live import client
+from tputui.live.client import (
+    LiveError, ProfilerClient, TracerOptions, UnimplementedError, host_file_name, normalize_address,
+    parse_addresses, profile_request, trace_is_empty,
+)
+from tputui.proto import profiler_service_pb2 as pb
+from tputui.proto import xplane_pb2
+
+
+@pytest.mark.parametrize("text,want", [
+    ("localhost:9012", "localhost:9012"), ("grpc://10.0.0.2:8466", "10.0.0.2:8466"),
+    ("grpc://host.example:1/", "host.example:1"), ("[::1]:9012", "[::1]:9012"),
+])
+def test_address_forms(text, want):
+    assert normalize_address(text) == want
+
+
+@pytest.mark.parametrize("bad", ["localhost", "http://h:1", "h:0", "h:70000", "h:port", ":9", "a b:1"])
+def test_bad_addresses_say_what_is_expected(bad):
+    with pytest.raises(LiveError, match="expected host:port or grpc://host:port"):
+        normalize_address(bad)
+
+
+def test_address_list_and_file_names():
+    assert parse_addresses(" h1:1, grpc://h2:2,h1:1 ") == ["h1:1", "h2:2"]
+    with pytest.raises(LiveError, match="no profiler address"):
+        parse_addresses(" , ")
+    assert host_file_name("localhost:9015") == "localhost_9015"
+    assert host_file_name("[::1]:9015") == "__1_9015"
+
+
+def test_profile_request_sets_duration_in_options_and_asks_for_the_xspace():
+    r = profile_request("h:1", 1500, TracerOptions(host_tracer_level=3, python_tracer_level=1,
+                                                    include_dataset_ops=False),
+                        session_id="2026_01_02_03_04_05", repository_root="/l/plugins/profile")
+    assert r.opts.duration_ms == 1500 and r.duration_ms == 1500  # servers read opts.duration_ms
+    assert r.emit_xspace and r.host_name == "h:1" and r.session_id == "2026_01_02_03_04_05"
+    assert r.repository_root == "/l/plugins/profile"
+    assert (r.opts.host_tracer_level, r.opts.device_tracer_level, r.opts.python_tracer_level) == (3, 1, 1)
+    assert not r.opts.include_dataset_ops and r.opts.version == 1
+
+
+def test_no_server_is_failed_to_connect():
+    with ProfilerClient(f"127.0.0.1:{closed_port()}") as c:
+        with pytest.raises(LiveError, match=r"^failed to connect to 127\.0\.0\.1:\d+: no profiler server") as e:
+            c.profile(profile_request("x", 100, TracerOptions()))
+    assert "\n" not in str(e.value)
+
+
+def test_deadline_exceeded(monkeypatch):
+    monkeypatch.setattr(client, "PROFILE_GRACE_S", 0.2)
+    fake = FakeProfiler([pb.ProfileResponse()], delay_s=2.0)
+    with fake_server(fake) as addr, ProfilerClient(addr) as c:
+        with pytest.raises(LiveError, match=r"capture on 127\.0\.0\.1:\d+: deadline exceeded \(no answer within 0\.3 s"):
+            c.profile(profile_request(addr, 100, TracerOptions()))
+
+
+def test_unimplemented_monitor_is_its_own_error():
+    with fake_server(FakeProfiler()) as addr, ProfilerClient(addr) as c:
+        with pytest.raises(UnimplementedError, match="does not implement it"):
+            c.monitor(100, 2)
+
+
+def test_empty_trace_detection():
+    assert trace_is_empty(pb.ProfileResponse(empty_trace=True))
+    xs = xplane_pb2.XSpace()
+    xs.planes.add(name="/host:CPU").lines.add(name="python")
+    assert trace_is_empty(response_with(xs.SerializeToString()))  # planes but no event
+    xs.planes[0].lines[0].events.add(metadata_id=1, offset_ps=0, duration_ps=5)
+    assert not trace_is_empty(response_with(xs.SerializeToString()))
+    assert not trace_is_empty(pb.ProfileResponse())  # server-side write: no XSpace, not empty
