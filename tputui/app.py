@@ -42,7 +42,7 @@ class PickerScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"[b]{self.title_text}[/b]  [dim]type to filter · Enter pick · Esc cancel[/dim]")
-            yield Input(placeholder="filter", id="picker-filter")
+            yield Input(placeholder="filter", id="picker-filter", select_on_focus=False)
             yield OptionList(*self._options(""), id="picker-options")
             if self.note:
                 yield Static(self.note, classes="note")

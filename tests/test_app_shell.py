@@ -1,0 +1,137 @@
+"""The app shell, driven from the keyboard: summary screen, run / host / tool pickers, help, errors."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tputui.app import HelpScreen, PickerScreen, TputuiApp
+from tputui.data.logdir import open_logdir
+from tputui.screens.summary import SummaryScreen
+from tputui.widgets.table import FrameTable
+
+from conftest import PROFILES
+
+SIZE = (120, 36)
+
+
+async def settle(pilot) -> None:
+    """Wait for loading workers, then for the screen to redraw."""
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def make_app(profile: str = "tpu_v6e_inference", **kw) -> TputuiApp:
+    return TputuiApp(open_logdir(str(PROFILES / profile)), **kw)
+
+
+async def test_first_screen_is_a_real_summary():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SummaryScreen) and screen.error is None
+        assert screen.result.device_count == 4 and screen.result.device_type == "TPU v6 Lite"
+        table = screen.query_one("#lines", FrameTable)
+        assert table.row_count == 4 * 5 + 122
+        # Keyboard: move to the events column, sort descending, the busiest line comes first.
+        for _ in range(3):
+            await pilot.press("right")
+        await pilot.press("s")
+        assert table.sort_by == ("events", True)
+        assert table.row(0)["events"] == max(table.frame["events"])
+        await pilot.press("slash")
+        await pilot.press(*"xla traceme")
+        assert table.row_count == 4  # one "XLA TraceMe" line per TPU core
+        await pilot.press("escape")
+        assert table.row_count == 4 * 5 + 122
+
+
+async def test_run_picker_switches_runs():
+    app = make_app("jax_two_runs")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.run_data.name == "2026_11_22_12_58_50"  # newest first
+        await pilot.press("r")
+        assert isinstance(app.screen, PickerScreen)
+        await pilot.press(*"45", "enter")
+        await settle(pilot)
+        assert app.run_data.name == "2026_11_22_12_58_45"
+        assert isinstance(app.screen, SummaryScreen) and app.screen.result.run == "2026_11_22_12_58_45"
+
+
+async def test_tool_picker_lists_tools_with_data_and_opens_one():
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, PickerScreen)
+        offered = [k for k, _ in picker.choices]
+        assert "summary" in offered and "trace_viewer" in offered
+        await pilot.press("escape")
+        assert isinstance(app.screen, SummaryScreen)
+
+
+async def test_host_picker_and_help():
+    app = make_app("jax_live_capture")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("h")
+        assert isinstance(app.screen, PickerScreen)
+        assert [k for k, _ in app.screen.choices] == ["localhost_9015"]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.host == "localhost_9015"
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        keys = dict(app.screen.lines)
+        assert {"Tool", "Run", "Host", "Quit"} <= set(keys.values())
+        await pilot.press("escape")
+        await pilot.press("q")
+    assert app.return_code in (0, None)
+
+
+async def test_corrupt_host_file_is_a_notification_not_a_crash(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    good = next((PROFILES / "jax_mlp").rglob("*.xplane.pb")).read_bytes()
+    (run / "broken.xplane.pb").write_bytes(good[: len(good) // 3])
+    shutil.copy(next((PROFILES / "jax_mlp").rglob("*.xplane.pb")), run / "fine.xplane.pb")
+    app = TputuiApp(open_logdir(str(tmp_path)), host="broken")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "truncated or corrupt" in (app.screen.error or "")
+        assert any("truncated or corrupt" in str(n.message) for n in app._notifications)
+        await pilot.press("h")
+        await pilot.press(*"fine", "enter")
+        await settle(pilot)
+        assert app.screen.error is None and app.screen.result.hosts[0].host == "fine"
+
+
+@pytest.mark.parametrize("profile", ["tpu_v6e_inference", "jax_mlp"])
+def test_summary_snapshot(snap_compare, profile):
+    async def loaded(pilot):
+        await settle(pilot)
+
+    assert snap_compare(make_app(profile), terminal_size=SIZE, run_before=loaded)
+
+
+def test_tool_picker_snapshot(snap_compare):
+    async def picker(pilot):
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+
+    assert snap_compare(make_app("tf_loop"), terminal_size=SIZE, run_before=picker)
+
+
+def test_help_snapshot(snap_compare):
+    async def helped(pilot):
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(make_app("jax_mlp"), terminal_size=SIZE, run_before=helped)
