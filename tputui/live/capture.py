@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tputui.live.client import (
-    LiveError, ProfilerClient, ServerBusyError, TracerOptions, host_file_name, profile_request,
-    trace_is_empty,
+    LiveError, ProfilerClient, ServerBusyError, TracerOptions, host_file_name, parse_addresses,
+    profile_request, trace_is_empty,
 )
 from tputui.live.tpu_resolve import add_tpu_arguments, addresses_from
 
@@ -133,6 +133,7 @@ def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attem
     if attempts < 1:
         raise LiveError("--num-tracing-attempts must be at least 1")
     say = progress or (lambda _m: None)
+    addresses = parse_addresses(",".join(addresses))
     if not is_remote(logdir):
         logdir = os.path.abspath(logdir)
     sid = session_id(logdir, now)

@@ -1,0 +1,146 @@
+"""`tputui capture` against a real JAX profiler server in a subprocess (tests/helpers/live_server.py),
+plus an in-process fake server for the behaviours a real one does not show on demand."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import xplane
+from helpers.live import FakeProfiler, LiveServer, closed_port, empty_response, fake_server, response_with
+from tputui.data.logdir import open_logdir
+from tputui.data.run_data import RunData
+from tputui.live.capture import capture, no_trace_message, session_id
+from tputui.live.client import LiveError
+from tputui.live.figures import window_figures
+
+CLI_TIMEOUT_S = 120
+
+
+def tputui(*args, timeout=CLI_TIMEOUT_S):
+    return subprocess.run([sys.executable, "-m", "tputui.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, NO_COLOR="1"))
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = LiveServer(seconds=240)
+    yield s
+    s.stop()
+
+
+@pytest.mark.live
+def test_capture_writes_a_profile_whose_steps_we_find(server, tmp_path):
+    logdir = tmp_path / "logs"
+    p = tputui("capture", server.address, str(logdir), "--duration-ms", "1000")
+    assert p.returncode == 0, p.stderr
+    assert "Capturing 1000 ms from" in p.stderr and "attempt 1/3" in p.stderr
+    (run,) = open_logdir(str(logdir)).runs
+    assert run.name == os.listdir(logdir / "plugins" / "profile")[0]
+    (host,) = run.hosts
+    assert host.host == f"127.0.0.1_{server.port}"
+    assert host.path.endswith(f"plugins/profile/{run.name}/127.0.0.1_{server.port}.xplane.pb")
+    assert f"Wrote {host.path}" in p.stdout
+    frame = RunData(run).frame()
+    assert "/host:CPU" in frame.raw.plane_name
+    w = window_figures(frame)
+    # The live server runs a step every few ms: a 1 s window holds many complete steps.
+    assert len(w.step_ms) > 10 and all(ms > 0 for ms in w.step_ms)
+    assert w.step_nums == sorted(w.step_nums)
+
+
+@pytest.mark.live
+def test_grpc_scheme_and_the_options_we_send(server, tmp_path):
+    from tputui.proto import profiler_options_pb2
+
+    r = capture([f"grpc://{server.address}"], str(tmp_path), duration_ms=500, attempts=1)
+    assert r.attempts == 1 and [h.address for h in r.hosts] == [server.address] and not r.hosts[0].server_side
+    frame = RunData(open_logdir(str(tmp_path)).runs[0]).frame()
+    blob = frame.plane_stat_map(frame.plane_index("Task Environment"))["profile_options"]
+    opts = profiler_options_pb2.ProfileOptions.FromString(blob)  # what the server recorded
+    assert opts.duration_ms == 500 and opts.host_tracer_level == 2 and opts.python_tracer_level == 0
+
+
+@pytest.mark.live
+def test_stopped_server_is_one_line_and_exit_2(tmp_path):
+    p = tputui("capture", f"127.0.0.1:{closed_port()}", str(tmp_path / "l"), "--duration-ms", "200")
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert lines[-1].startswith("tputui: error: failed to connect to 127.0.0.1:")
+    assert "Traceback" not in p.stderr
+    assert not (tmp_path / "l").exists()
+
+
+@pytest.mark.live
+def test_empty_traces_are_retried_then_reported(tmp_path):
+    idle = LiveServer(seconds=120, idle=True)
+    try:
+        p = tputui("capture", idle.address, str(tmp_path / "l"), "--duration-ms", "200",
+                   "--num-tracing-attempts", "2")
+    finally:
+        idle.stop()
+    assert p.returncode == 2
+    assert "attempt 1/2" in p.stderr and "attempt 2/2" in p.stderr and "Empty trace; trying again" in p.stderr
+    assert p.stderr.strip().splitlines()[-1] == f"tputui: error: {no_trace_message(2)}"
+    assert not (tmp_path / "l").exists()  # nothing written for an empty capture
+
+
+def test_retries_until_a_trace_arrives(tmp_path):
+    data = xplane("jax_live_capture").read_bytes()
+    fake = FakeProfiler([empty_response(), empty_response(), response_with(data)])
+    seen = []
+    with fake_server(fake) as addr:
+        r = capture([addr], str(tmp_path), duration_ms=100, attempts=3, progress=seen.append)
+    assert r.attempts == 3 and len(fake.requests) == 3
+    assert [m for m in seen if m.startswith("Capturing")] == [
+        f"Capturing 100 ms from {addr} (attempt {i}/3)" for i in (1, 2, 3)]
+    assert open(r.hosts[0].path, "rb").read() == response_with(data).xspace.SerializeToString()
+    req = fake.requests[0]
+    assert req.emit_xspace and req.opts.duration_ms == 100 and req.session_id == r.run
+    assert req.repository_root == os.path.join(str(tmp_path), "plugins", "profile")
+
+
+def test_server_that_ignores_emit_xspace_writes_the_file_itself(tmp_path):
+    data = xplane("jax_mlp").read_bytes()
+    with fake_server(FakeProfiler(write_server_side=True, xspace_bytes=data)) as addr:
+        r = capture([addr], str(tmp_path), duration_ms=100, attempts=1)
+    (h,) = r.hosts
+    assert h.server_side and open(h.path, "rb").read() == data
+    (run,) = open_logdir(str(tmp_path)).runs
+    assert run.hosts[0].host == addr.replace(":", "_")
+
+
+def test_several_workers_share_one_run_and_partial_failure_is_reported(tmp_path):
+    data = xplane("jax_live_capture").read_bytes()
+    dead = f"127.0.0.1:{closed_port()}"
+    with fake_server(FakeProfiler([response_with(data)])) as a, fake_server(FakeProfiler([response_with(data)])) as b:
+        r = capture([a, b], str(tmp_path / "ok"), duration_ms=100, attempts=1)
+        assert sorted(h.address for h in r.hosts) == sorted([a, b])
+        assert len(open_logdir(str(tmp_path / "ok")).runs[0].hosts) == 2
+        r = capture([a, dead], str(tmp_path / "partial"), duration_ms=100, attempts=1)
+    assert [h.address for h in r.hosts] == [a] and r.failed[dead].startswith("failed to connect")
+
+
+def test_all_workers_dead_is_not_retried():
+    fake_progress = []
+    with pytest.raises(LiveError, match="^failed to connect"):
+        capture([f"127.0.0.1:{closed_port()}"], "/nonexistent/never-written", duration_ms=100, attempts=5,
+                progress=fake_progress.append)
+    assert len(fake_progress) == 1
+
+
+def test_run_names_never_collide(tmp_path):
+    t = 1_800_000_000.0
+    first = session_id(str(tmp_path), t)
+    (tmp_path / "plugins" / "profile" / first).mkdir(parents=True)
+    assert session_id(str(tmp_path), t) != first
+
+
+def test_usage_errors_are_one_line(tmp_path):
+    p = tputui("capture", str(tmp_path))
+    assert p.returncode == 2 and "expected: tputui capture ADDRESS" in p.stderr
+    p = tputui("capture", "nohost", str(tmp_path))
+    assert p.returncode == 2 and p.stderr.strip() == (
+        "tputui: error: bad address 'nohost': expected host:port or grpc://host:port")

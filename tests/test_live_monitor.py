@@ -1,0 +1,146 @@
+"""`tputui monitor` against a real JAX profiler server: --plain cycles whose step times match the
+windows they were computed from, a stopped server, a server that dies mid-monitor, and the
+Monitor RPC for servers that implement it (in-process fake)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import xplane
+from helpers.live import FakeProfiler, LiveServer, closed_port, fake_server, response_with
+from tputui.data.logdir import open_logdir
+from tputui.data.run_data import RunData
+from tputui.live import monitor
+from tputui.live.client import LiveError
+from tputui.live.figures import window_figures
+from tputui.live.monitor import MonitorSession, Sample, plain_lines, run_plain
+from tputui.proto import profiler_service_pb2 as pb
+
+CLI_TIMEOUT_S = 120
+STEP_LINE = re.compile(r"^Step time: ([\d.]+)ms \(avg\), ([\d.]+)ms \(min\), ([\d.]+)ms \(max\) over (\d+) steps$")
+
+
+def tputui(*args, timeout=CLI_TIMEOUT_S):
+    return subprocess.run([sys.executable, "-m", "tputui.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, NO_COLOR="1"))
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = LiveServer(seconds=240)
+    yield s
+    s.stop()
+
+
+@pytest.mark.live
+def test_plain_step_times_match_the_captured_windows(server, tmp_path):
+    keep = tmp_path / "windows"
+    p = tputui("monitor", server.address, "--plain", "--num-queries", "2", "--duration-ms", "800",
+               "--save-windows", str(keep))
+    assert p.returncode == 0, p.stderr
+    cycles = [c for c in p.stdout.strip().split("\n\n")]
+    assert len(cycles) == 2
+    printed = []
+    for c in cycles:
+        lines = c.splitlines()
+        assert lines[0].startswith("Timestamp: ")
+        assert lines[1] == "Device type: CPU (host only: no TPU or GPU in the trace)"
+        (m,) = [STEP_LINE.match(ln) for ln in lines if ln.startswith("Step time")]
+        printed.append(m.groups())
+    # Each cycle's window was saved as a run; our analysis of that file gives the printed figures
+    # (to the 3 decimals printed).
+    runs = sorted(open_logdir(str(keep)).runs, key=lambda r: r.name)
+    assert len(runs) == 2
+    for run, (avg, lo, hi, n) in zip(runs, printed):
+        w = window_figures(RunData(run).frame())
+        assert int(n) == len(w.step_ms) > 10
+        assert float(avg) == pytest.approx(sum(w.step_ms) / len(w.step_ms), abs=5e-4)
+        assert float(lo) == pytest.approx(min(w.step_ms), abs=5e-4)
+        assert float(hi) == pytest.approx(max(w.step_ms), abs=5e-4)
+
+
+@pytest.mark.live
+def test_level_1_prints_device_and_utilization_only(server):
+    p = tputui("monitor", f"grpc://{server.address}", "--plain", "--num-queries", "1",
+               "--monitoring-level", "1", "--duration-ms", "300")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["Timestamp", "Device type", "Utilization of TPU Matrix Units (higher is better)"]
+
+
+def test_stopped_server_is_one_line_and_exit_2():
+    p = tputui("monitor", f"127.0.0.1:{closed_port()}", "--plain", "--num-queries", "2", "--duration-ms", "100")
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines()[-1].startswith("tputui: error: failed to connect to 127.0.0.1:")
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.live
+def test_server_that_dies_mid_monitor_is_retried_with_back_off(monkeypatch):
+    monkeypatch.setattr(monitor, "BACKOFF_S", (0.05, 0.1, 0.2))
+    victim = LiveServer(seconds=120)
+    try:
+        session = MonitorSession(victim.address, duration_ms=300)
+        stream = session.samples(num_queries=5)
+        first = next(stream)
+        assert first.ok and first.steps > 0 and session.last_xspace
+        victim.stop()
+        errors = [next(stream) for _ in range(4)]
+    finally:
+        victim.stop()
+    assert all(e.error and e.error.startswith(f"failed to connect to {victim.address}") for e in errors)
+    assert [e.retry_in_s for e in errors] == [0.05, 0.1, 0.2, None]  # the last query does not wait
+    text = plain_lines(errors[0], 2)
+    assert text[1] == f"Error: {errors[0].error}; retrying in 0.05 s"
+
+
+def test_plain_exit_status_when_the_last_cycle_failed(monkeypatch):
+    """After a good first cycle, failures are reported and retried; a run that ends failed exits 2."""
+    data = xplane("jax_live_capture").read_bytes()
+    monkeypatch.setattr(monitor, "BACKOFF_S", (0.01,))
+    import io
+
+    with fake_server(FakeProfiler([response_with(data)])) as addr:
+        session = MonitorSession(addr, duration_ms=100)
+        out = io.StringIO()
+        assert run_plain(session, 1, out=out, err=io.StringIO()) == 0
+        assert "over 325 steps" in out.getvalue()
+    with pytest.raises(LiveError, match="^failed to connect"):
+        run_plain(session, 2, out=out, err=io.StringIO())
+
+
+def test_monitor_rpc_used_where_implemented():
+    res = pb.MonitorResponse(data="Timestamp: 10:20:30\nTPU type: TPU v2\n")
+    r = res.monitor_result
+    r.response_type = r.UTIL_IDLE_STEP
+    r.device_idle_time_percent, r.matrix_unit_utilization_percent = 17.9, 0.058
+    r.step_time_ms_avg, r.step_time_ms_min, r.step_time_ms_max = 70.6, 70.1, 71.2
+    fake = FakeProfiler(monitor=res)
+    with fake_server(fake) as addr:
+        s = MonitorSession(addr, duration_ms=100).query()
+    assert fake.requests == []  # no Profile call
+    assert (s.source, s.device_type, s.idle_pct, s.mxu_pct) == ("monitor", "TPU v2", 17.9, 0.058)
+    lines = plain_lines(s, 2)
+    assert "Utilization of TPU Matrix Units (higher is better): 0.058%" in lines
+    assert "Step time: 70.600ms (avg), 70.100ms (min), 71.200ms (max)" in lines
+    assert "TPU idle time (lower is better): 17.9%" in lines
+
+
+def test_unimplemented_monitor_falls_back_to_profile_once():
+    data = xplane("jax_mlp").read_bytes()
+    fake = FakeProfiler([response_with(data)])
+    with fake_server(fake) as addr:
+        session = MonitorSession(addr, duration_ms=100)
+        a, b = session.query(), session.query()
+    assert a.source == b.source == "profile" and a.steps == 18 and len(fake.requests) == 2
+    assert session._use_monitor is False
+
+
+def test_sample_round_trips_through_json():
+    s = monitor.sample_from_xspace(xplane("jax_live_capture").read_bytes(), "h:1", 1000, now=5.0)
+    assert Sample.from_json(s.to_json()) == s
+    assert s.top_ops and s.top_ops[0]["name"] == "ynn_fusion.1"
