@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 
@@ -79,16 +78,26 @@ def test_corrupt_or_foreign_file(capsys, tmp_path, damage):
     assert target.read_bytes() == bad  # nothing the user owns is modified
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_unreadable_file(capsys, tmp_path):
+def test_unreadable_file(tmp_path):
+    """A profile the user may not read. Root reads anything, so as root the CLI runs without
+    the capabilities that bypass file permissions (setpriv), i.e. as an ordinary user would."""
+    drop: list[str] = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root without setpriv: cannot make a file unreadable")
+        caps = "-dac_override,-dac_read_search"
+        drop = ["setpriv", "--bounding-set", caps, "--inh-caps", caps, "--"]
     shutil.copytree(PROFILES / "jax_mlp", tmp_path / "p")
-    f = next((tmp_path / "p").rglob("*.xplane.pb"))
-    f.chmod(0)
+    target = next((tmp_path / "p").rglob("*.xplane.pb"))
+    target.chmod(0)
     try:
-        code, _, err = run_cli(capsys, "export", str(tmp_path / "p"), "--tool", "summary")
-        assert_one_line_error(code, err, "permission denied")
+        proc = subprocess.run([*drop, sys.executable, "-m", "tputui.cli", "export", str(tmp_path / "p"),
+                               "--tool", "summary", "--no-cache"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=60)
     finally:
-        f.chmod(stat.S_IRUSR | stat.S_IWUSR)
+        target.chmod(0o644)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == f"tputui: error: {target}: permission denied"
 
 
 def test_unknown_tool_run_host(capsys):
