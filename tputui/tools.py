@@ -46,6 +46,8 @@ TOOLS: list[Tool] = [
          "tputui.screens.summary:SummaryScreen"),
     Tool("trace_viewer", "Trace viewer", "tputui.analysis.trace_export:analyze",
          None),
+    Tool("memory_profile", "Memory profile", "tputui.analysis.memory_profile:analyze",
+         None, has_data="tputui.analysis.memory_profile:has_data"),
     Tool("memory_viewer", "Memory viewer", "tputui.analysis.memory_viewer:analyze",
          None, has_data="tputui.analysis.memory_viewer:has_data"),
 ]

@@ -1,0 +1,226 @@
+"""Memory profile against XProf 2.24's own output (`oracle/memory_profile.json`).
+
+tf_keras has TensorFlow's `mklcpu` allocator with steps from XProf's grouping; the TPU profile
+has four HBM allocators (by device ordinal) with a stack reservation. All integers (bytes,
+picoseconds, counts, step ids) and the fragmentation doubles are compared exactly
+(tolerance 0): they are the recorded stats, not recomputed values.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import polars as pl
+import pytest
+
+from conftest import PROFILES, oracle_dir
+from tputui.analysis import memory_profile as mp
+from tputui.analysis.result import NoDataError
+from tputui.data.logdir import open_logdir
+from tputui.data.run_data import RunData
+from tputui.export import export_text
+from tputui.proto import xplane_pb2
+
+
+def run_of(path) -> RunData:
+    return RunData(open_logdir(str(path)).runs[0], use_cache=False)
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {p: mp.analyze(run_of(PROFILES / p)) for p in ("tf_keras", "tpu_v6e_inference")}
+
+
+def _oracle(profile: str) -> dict:
+    return json.loads((oracle_dir(profile) / "memory_profile.json").read_text())
+
+
+def _snapshot_row(s: dict) -> tuple:
+    ag, md = s["aggregationStats"], s["activityMetadata"]
+    return (int(s["timeOffsetPs"]), int(ag["stackReservedBytes"]), int(ag["heapAllocatedBytes"]),
+            int(ag["freeMemoryBytes"]), ag["fragmentation"], int(ag["peakBytesInUse"]),
+            md["memoryActivity"], int(md["requestedBytes"]), int(md["allocationBytes"]), int(md["address"]),
+            md["tfOpName"], int(md["stepId"]), md["regionType"], md["dataType"], md["tensorShape"])
+
+
+def _our_row(x: dict) -> tuple:
+    return (x["time_ps"], x["stack_bytes"], x["heap_bytes"], x["free_bytes"], x["fragmentation"],
+            x["peak_bytes_in_use"], x["activity"], x["requested_bytes"], x["allocation_bytes"], x["address"],
+            x["tf_op"], x["step_id"], x["region_type"], x["data_type"], x["shape"])
+
+
+def _oracle_breakdown(oa: dict) -> list[tuple]:
+    """XProf's breakdown rows: active allocations resolved to snapshot or special metadata."""
+    out = []
+    for a in oa["activeAllocations"]:
+        i = int(a["snapshotIndex"])
+        md = oa["memoryProfileSnapshots"][i]["activityMetadata"] if i >= 0 else oa["specialAllocations"][int(a["specialIndex"])]
+        out.append((md["tfOpName"], int(md["allocationBytes"]), int(md["requestedBytes"]), int(a["numOccurrences"]),
+                    md["regionType"], md["dataType"], md["tensorShape"], int(md["stepId"])))
+    return out
+
+
+@pytest.mark.parametrize("profile", ["tf_keras", "tpu_v6e_inference"])
+def test_matches_oracle(results, profile):
+    o = _oracle(profile)
+    r = results[profile]
+    assert r.memory_ids == o["memoryIds"]
+    for mid, a in r.allocators.items():
+        oa = o["memoryProfilePerAllocator"][mid]
+        ps, st = oa["profileSummary"], oa["profileSummary"]["peakStats"]
+        timeline = oa["sampledTimelineSnapshots"]
+        s = a.summary()
+        assert s["peak_heap_usage_bytes"] == int(ps["peakBytesUsageLifetime"])
+        assert s["peak_time_ps"] == int(ps["peakStatsTimePs"])
+        assert s["memory_capacity_bytes"] == int(ps["memoryCapacity"])
+        assert s["peak_bytes_in_use"] == int(st["peakBytesInUse"])
+        assert s["stack_reserved_bytes"] == int(st["stackReservedBytes"])
+        assert s["heap_allocated_bytes"] == int(st["heapAllocatedBytes"])
+        assert s["free_memory_bytes"] == int(st["freeMemoryBytes"])
+        assert s["fragmentation"] == st["fragmentation"]
+        # XProf's summary card counts the activities of the timeline it draws.
+        assert s["num_allocations"] == sum(x["activityMetadata"]["memoryActivity"] == "ALLOCATION" for x in timeline)
+        assert s["num_deallocations"] == sum(x["activityMetadata"]["memoryActivity"] == "DEALLOCATION" for x in timeline)
+        assert [_our_row(x) for x in a.timeline.to_dicts()] == [_snapshot_row(x) for x in timeline]
+        assert [tuple(x.values()) for x in a.breakdown.to_dicts()] == _oracle_breakdown(oa)
+
+
+def test_tf_keras_figures(results):
+    """The headline numbers a user sees for tf_keras (also pinned by the oracle above)."""
+    a = results["tf_keras"].allocators["mklcpu"]
+    assert (a.num_allocations, a.num_deallocations) == (110, 110)
+    assert a.peak_in_use_bytes == 28954624 and a.peak_time_ps == 280006130000 and a.peak_step == 7
+    top = a.breakdown.row(0, named=True)
+    assert top["tf_op"] == "unused preallocated device memory" and top["allocation_bytes"] == 19750912
+
+
+def test_export_schema(results):
+    run = run_of(PROFILES / "tf_keras")
+    doc = json.loads(export_text(run, "memory_profile"))
+    summary = doc["allocators"]["mklcpu"]["summary"]
+    for key in ("num_allocations", "num_deallocations", "memory_capacity_bytes", "peak_heap_usage_bytes",
+                "peak_bytes_in_use", "peak_time_ps", "stack_reserved_bytes", "heap_allocated_bytes",
+                "free_memory_bytes", "fragmentation"):
+        assert key in summary
+    assert summary["peak_bytes_in_use"] == 28954624
+    assert len(doc["allocators"]["mklcpu"]["timeline"]) == 220
+    assert doc["allocators"]["mklcpu"]["breakdown_at_peak"][1]["tf_op"].endswith("MaxPoolGrad")
+    csv = export_text(run, "memory_profile", fmt="csv")
+    assert csv.splitlines()[0].startswith("memory_id,tf_op,allocation_bytes,requested_bytes,occurrences")
+    assert len(csv.strip().splitlines()) == 1 + 7
+
+
+def test_no_memory_events():
+    with pytest.raises(NoDataError, match="no memory events"):
+        mp.analyze(run_of(PROFILES / "jax_mlp"))
+    assert not mp.has_data(run_of(PROFILES / "jax_mlp"))
+    assert mp.has_data(run_of(PROFILES / "tf_keras"))
+
+
+# --- synthetic profiles: the rules the real ones do not exercise -------------------------------
+def _write_xspace(tmp_path: pathlib.Path, lines: list[list[tuple[str, int, dict]]]) -> pathlib.Path:
+    """A host plane with one line per list of (event name, offset_ps, {stat: value}) events."""
+    space = xplane_pb2.XSpace(hostnames=["h"])
+    plane = space.planes.add(id=0, name="/host:CPU")
+    stat_ids: dict[str, int] = {}
+    md_ids: dict[str, int] = {}
+
+    def sid(name: str) -> int:
+        if name not in stat_ids:
+            stat_ids[name] = len(stat_ids) + 1
+            plane.stat_metadata[stat_ids[name]].id = stat_ids[name]
+            plane.stat_metadata[stat_ids[name]].name = name
+        return stat_ids[name]
+
+    for li, events in enumerate(lines):
+        line = plane.lines.add(id=li, name=f"t{li}", timestamp_ns=1000 * (li + 1))
+        for name, offset, stats in events:
+            if name not in md_ids:
+                md_ids[name] = len(md_ids) + 1
+                plane.event_metadata[md_ids[name]].id = md_ids[name]
+                plane.event_metadata[md_ids[name]].name = name
+            ev = line.events.add(metadata_id=md_ids[name], offset_ps=offset, duration_ps=0)
+            for k, v in stats.items():
+                st = ev.stats.add(metadata_id=sid(k))
+                if isinstance(v, float):
+                    st.double_value = v
+                elif isinstance(v, str):
+                    st.str_value = v
+                else:
+                    st.int64_value = v
+    run = tmp_path / "logdir" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "h.xplane.pb").write_bytes(space.SerializeToString())
+    return tmp_path / "logdir"
+
+
+def _ev(kind: str, t: int, heap: int, addr: int, size: int, step: int | None = None, **extra):
+    stats = {"allocator_name": extra.pop("allocator", "gpu"), "bytes_allocated": heap, "bytes_reserved": 0,
+             "bytes_available": 1000 - heap, "peak_bytes_in_use": extra.pop("peak", heap), "addr": addr,
+             "allocation_bytes": size, "requested_bytes": size, **extra}
+    if step is not None:
+        stats["group_id"] = step
+    return ("MemoryAllocation" if kind == "a" else "MemoryDeallocation", t, stats)
+
+
+def test_peak_ties_steps_and_deallocation_metadata(tmp_path):
+    logdir = _write_xspace(tmp_path, [
+        [_ev("a", 10, 100, 1, 100, 3, tf_op="A", shape="[5]", data_type=1, region_type="output"),
+         _ev("a", 20, 300, 2, 200, 3, tf_op="B"),  # first time at the peak (300)
+         _ev("d", 30, 200, 1, 100),  # no step: previous + 1; takes A's metadata
+         _ev("a", 40, 300, 3, 100, 5, tf_op="C")],  # same peak, later in file order: this one wins
+        [_ev("d", 5, 0, 9, 50, allocator="cpu")],  # another allocator, unmatched deallocation
+    ])
+    r = mp.analyze(run_of(logdir))
+    assert r.memory_ids == ["cpu", "gpu"]
+    gpu = r.allocators["gpu"]
+    assert gpu.peak_time_ps == 40 and gpu.peak_in_use_bytes == 300 and gpu.peak_step == 5
+    snaps = gpu.snapshots.to_dicts()
+    assert [s["step_id"] for s in snaps] == [3, 3, 4, 5]
+    assert (snaps[2]["tf_op"], snaps[2]["shape"], snaps[2]["data_type"], snaps[2]["region_type"]) == \
+        ("A", "[5]", "float", "output")
+    # Breakdown in the peak's step (5): C live; 200 heap bytes no event of step 5 explains.
+    rows = gpu.breakdown.to_dicts()
+    assert [(x["tf_op"], x["allocation_bytes"]) for x in rows] == [
+        ("unused preallocated device memory", 200), ("C", 100)]
+    assert r.allocators["cpu"].summary()["num_deallocations"] == 1
+
+
+def _reference_box_filter(in_use: list[int], limit: int) -> list[int]:
+    """XProf's SampleMemoryProfileTimeline written out plainly."""
+    n = len(in_use)
+    width = n // limit
+    count1 = limit * (width + 1) - n
+    picks = []
+    for w, cnt, start in ((width, count1, 0), (width + 1, limit - count1, width * count1)):
+        for i in range(cnt):
+            best = start + w * i
+            for j in range(start + w * i + 1, start + w * (i + 1)):
+                if in_use[j] > in_use[best]:
+                    best = j
+            picks.append(best)
+    return picks
+
+
+def test_timeline_sampling_is_xprofs_max_box_filter(tmp_path):
+    rng = np.random.default_rng(7)
+    heaps = rng.integers(0, 1000, 2345).tolist()
+    logdir = _write_xspace(tmp_path, [[_ev("a", 10 * i, h, i, 1) for i, h in enumerate(heaps)]])
+    a = mp.analyze(run_of(logdir), max_snapshots=100).allocators["gpu"]
+    assert len(a.timeline) == 100
+    expected = _reference_box_filter(heaps, 100)
+    assert a.timeline["time_ps"].to_list() == [10 * i for i in expected]
+    assert len(mp.analyze(run_of(logdir)).allocators["gpu"].timeline) == 1000
+
+
+def test_data_type_names():
+    assert mp.data_type_name(1) == "float" and mp.data_type_name(14) == "bfloat16"
+    assert mp.data_type_name(101) == "float_ref" and mp.data_type_name(0) == "INVALID"
+
+
+def test_tables_are_polars(results):
+    t = results["tpu_v6e_inference"].tables()
+    assert list(t) == ["breakdown_at_peak", "summary", "timeline"]
+    assert t["summary"]["memory_id"].to_list() == ["0", "1", "2", "3"]
+    assert isinstance(t["timeline"], pl.DataFrame) and len(t["timeline"]) == 234 + 224 * 3
