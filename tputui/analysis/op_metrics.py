@@ -88,44 +88,24 @@ class OpMetricsDb:
 def nest_parents(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Parent row of each interval, -1 for roots.
 
-    Input must be sorted by start ascending, then end descending (longest first). Inclusion is
-    closed like XProf's Timespan::Includes (a zero-length event at a parent's end is inside it).
-    Vectorized: depth = rows before minus intervals already closed; parent = the last earlier
-    row one level up. Partial overlaps (rare; not nested) are repaired by climbing ancestors.
+    Input must be sorted by start ascending, then end descending (longest first). This is XProf's
+    AncestorStack: walking in that order, the parent is the nearest earlier event still open that
+    contains the event (closed inclusion: a zero-length event at a parent's end is inside it); a
+    partially overlapping earlier event is popped, not a parent. With starts sorted that is the
+    nearest earlier row whose end is >= ours, found here by vectorized pointer jumping.
     """
     n = len(start)
-    if n == 0:
-        return np.zeros(0, np.int64)
-    start = np.asarray(start, np.int64)
     end = np.asarray(end, np.int64)
-    dur = end - start
-    ends = np.sort(end)
-    closed = np.searchsorted(ends, start, "left")  # intervals that ended strictly before
-    touching = np.searchsorted(ends, start, "right") - closed  # ended exactly at our start
-    points = np.sort(end[dur == 0])
-    zero_here = np.searchsorted(points, start, "right") - np.searchsorted(points, start, "left")
-    # A positive-length interval is not inside one that ends where it starts; a zero-length one is.
-    closed = closed + np.where(dur > 0, touching - zero_here, 0)
-    depth = np.arange(n, dtype=np.int64) - closed
-    depth = np.maximum(depth, 0)
-    key = depth * (n + 1) + np.arange(n)
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    probe = (depth - 1) * (n + 1) + np.arange(n)
-    pos = np.searchsorted(sorted_key, probe, "left") - 1
-    parent = np.full(n, -1, np.int64)
-    ok = (depth > 0) & (pos >= 0)
-    cand = order[np.clip(pos, 0, None)]
-    ok &= depth[cand] == depth - 1
-    parent[ok] = cand[ok]
-    # Repair partial overlaps: climb until the parent really contains the child.
-    for _ in range(64):
-        has = parent >= 0
-        bad = has & (end[np.where(has, parent, 0)] < end)
-        if not bad.any():
-            break
-        parent[bad] = parent[parent[bad]]
-    return parent
+    cand = np.arange(n, dtype=np.int64) - 1
+    todo = np.flatnonzero(cand >= 0)
+    while len(todo):
+        c = cand[todo]
+        bad = end[c] < end[todo]
+        todo, c = todo[bad], c[bad]
+        # Everything between cand[c] and c ends before c, hence before us: jump over it.
+        cand[todo] = cand[c]
+        todo = todo[cand[todo] >= 0]
+    return cand
 
 
 def self_times(start: np.ndarray, end: np.ndarray, parent: np.ndarray | None = None) -> np.ndarray:

@@ -1,0 +1,665 @@
+"""Step detection and per-step time breakdown, as XProf computes them.
+
+Used by the overview, input pipeline, pod viewer and the live monitor. API (stable; add, don't rename):
+
+    StepDb                  `steps` (Polars, one row per step and core; see STEP_COLUMNS),
+                            `diagnostics` (list of warning lines), `kind` ("host" | "device" | "none"),
+                            `has_steps`, `step_times_ms()` and `summary_ms()` (count/avg/min/max/stddev)
+    host_steps(frame)       steps of a CPU-only host: root events (`_r`, e.g. StepTraceAnnotation /
+                            tf.profiler Trace with step_num) grouped like XProf's event forest
+    device_steps(frame)     steps of TPU TensorCores from their `Steps` lines, intersected across cores
+    steps(frame)            what XProf uses for one host: device steps when the host has TPU planes,
+                            else host steps (GPU: host steps)
+    run_steps(run, host)    the same for one host or all hosts of a run (steps intersected by number)
+    group_events(frame)     GroupedEvents: XProf's group_id per event (-1 ungrouped) and group names
+    NO_STEP_MARKER          XProf's diagnostic when no step is found
+    BREAKDOWN_TYPES         event-type columns of the breakdown (ps), highest priority last
+
+How XProf gets there (xla/tsl/profiler/utils/group_events.cc, xprof/convert/xplane_to_step_events.cc,
+step_events_to_steps_db.cc, utils/event_span.cc), reproduced here:
+- Events nest per thread; producer/consumer stats (`_p`/`_pt` -> `_c`/`_ct`) link threads unless both
+  sides of one id have 64+ events; ExecutorState::Process links to IteratorGetNextOp by (id, iter_num).
+- Root events (`_r`, level = its value; legacy `TraceContext`) are taken by level (high first), then
+  time; each root not already reached starts a group that spreads to everything it reaches.
+- A group's step time is its longest marker (`train*` / `test*` / `TraceContext*` events, or a root
+  that named the group); its events are typed (host compute, wait for input = IteratorGetNext*, host to
+  device = infeed enqueue / memcpy HtoD, ...), overlaps resolved by type priority, clipped to the step;
+  the rest is unknown ("All others"). Steps without a marker or without host compute are dropped, and
+  with more than 5 steps the first and last (possibly partial) steps are dropped as well.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from tputui.analysis.op_metrics import (
+    OP_LINE_NAMES, device_spans, metadata_stats_table, nest_parents, parse_tf_op, tensor_core_planes,
+)
+from tputui.data.xspace import XSpaceFrame
+
+NO_STEP_MARKER = (
+    "No step marker observed and hence the step time is unknown. This may happen if (1) training steps "
+    "are not instrumented (e.g., if you are not using Keras) or (2) the profiling duration is shorter "
+    "than the step time. For (1), you need to add step instrumentation; for (2), you may try to profile "
+    "longer."
+)
+
+# XProf's EventType, in priority order (a later type wins where events overlap).
+BREAKDOWN_TYPES = (
+    "unknown", "host_compute", "host_preprocess", "host_postprocess", "host_batch_formation",
+    "host_runtime", "host_compile", "host_to_host", "host_to_device", "host_prepare",
+    "device_collectives", "host_wait_input", "device_to_device", "device_to_host",
+    "device_compute_32", "device_compute_16", "device_wait_device", "device_wait_host",
+)
+_T = {name: i for i, name in enumerate(BREAKDOWN_TYPES)}
+
+STEP_COLUMNS = {
+    "step": pl.Int64,  # XProf's step number (the group id; per-core TPU step index)
+    "name": pl.String,  # "train 3": root event name + step_num, as XProf names the group
+    "core": pl.Int64,  # 0 for host (generic) steps; the device plane id for TPU cores
+    "host": pl.String,
+    "begin_ps": pl.Int64, "end_ps": pl.Int64, "duration_ps": pl.Int64,
+    **{f"{t}_ps": pl.Int64 for t in BREAKDOWN_TYPES},
+}
+
+DROP_INCOMPLETE_ABOVE = 5  # XProf drops the first and last step when it has more than this
+
+
+def empty_steps() -> pl.DataFrame:
+    return pl.DataFrame(schema=STEP_COLUMNS)
+
+
+@dataclass
+class StepDb:
+    steps: pl.DataFrame = field(default_factory=empty_steps)
+    diagnostics: list[str] = field(default_factory=list)
+    kind: str = "none"
+
+    @property
+    def has_steps(self) -> bool:
+        return len(self.steps) > 0
+
+    def per_step(self) -> pl.DataFrame:
+        """One row per step (cores merged: the slowest core's duration, summed breakdowns / cores)."""
+        if self.kind != "device" or not len(self.steps):
+            return self.steps
+        cols = [f"{t}_ps" for t in BREAKDOWN_TYPES]
+        return self.steps.group_by("step", maintain_order=True).agg(
+            pl.col("name").first(), pl.col("core").n_unique().alias("cores"), pl.col("host").first(),
+            pl.col("begin_ps").min(), pl.col("end_ps").max(), pl.col("duration_ps").max(),
+            *[pl.col(c).mean().round().cast(pl.Int64) for c in cols],
+        )
+
+    def step_times_ms(self) -> np.ndarray:
+        return self.per_step()["duration_ps"].to_numpy() / 1e9
+
+    def summary_ms(self) -> dict[str, float] | None:
+        """count / avg / min / max / stddev (sample) of step time in ms; None without steps."""
+        t = self.step_times_ms()
+        if len(t) == 0:
+            return None
+        return {"count": int(len(t)), "avg": float(t.mean()), "min": float(t.min()), "max": float(t.max()),
+                "stddev": float(t.std(ddof=1)) if len(t) > 1 else 0.0}
+
+
+# --- event grouping ---------------------------------------------------------------------------
+_EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
+_IMPLICIT_ROOTS = {"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"}
+_NOT_REAL_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
+_TF_DATA_FUNCTION_RUNS = {
+    "InstantiatedCapturedFunction::Run", "InstantiatedCapturedFunction::RunAsync",
+    "InstantiatedCapturedFunction::RunInstantiated", "InstantiatedCapturedFunction::RunWithBorrowedArgs",
+}
+_LOOP_OPS = {"WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"}
+_ITERATOR_GET_NEXT = {"IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute"}
+_MAX_FANOUT = 64  # XProf skips a producer/consumer id with 64+ events on both sides
+
+_GROUP_STATS = ["_r", "step_num", "iter_num", "_p", "_pt", "_c", "_ct", "id", "correlation_id",
+                "is_async", "graph_type"]
+
+
+@dataclass
+class GroupedEvents:
+    """XProf's grouping of one frame's host events into steps (groups); arrays are parallel."""
+    rows: np.ndarray  # event row in the frame
+    start: np.ndarray  # ps
+    end: np.ndarray
+    name_idx: np.ndarray  # index into `event_names`
+    event_names: list[str]
+    group: np.ndarray  # group id, -1 ungrouped
+    names: dict[int, str]  # group id -> name ("train 3")
+    starter: dict[int, int]  # group id -> index (into the arrays) of the root that started it
+    named_roots: np.ndarray  # bool: roots that named their group (non-implicit starters)
+
+    @classmethod
+    def empty(cls, event_names=None) -> "GroupedEvents":
+        z = np.zeros(0, np.int64)
+        return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool))
+
+
+_ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxProcessBatch": 2, "BatchingSessionRun": 1}
+
+
+def _stat_arrays(frame: XSpaceFrame, rows: np.ndarray, names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{name: (present, int value)} for event stats over `rows`; text values are text ids."""
+    sv = frame.stat_values("event", names)
+    n = frame.num_events
+    pos = np.full(n, -1, np.int64)
+    pos[rows] = np.arange(len(rows))
+    out = {}
+    for name in names:
+        s = sv.filter(pl.col("stat_name") == name)
+        present = np.zeros(len(rows), bool)
+        value = np.zeros(len(rows), np.int64)
+        if len(s):
+            own = s["owner"].to_numpy()
+            p = pos[own]
+            ok = p >= 0
+            iv = s["int"].fill_null(0).to_numpy()
+            tv = s["text_id"].to_numpy()
+            val = np.where(tv >= 0, tv, iv)
+            present[p[ok]] = True
+            value[p[ok]] = val[ok]
+        out[name] = (present, value)
+    return out
+
+
+def _depths(parent: np.ndarray) -> np.ndarray:
+    depth = np.zeros(len(parent), np.int64)
+    anc = parent.copy()
+    while True:
+        live = anc >= 0
+        if not live.any():
+            return depth
+        depth[live] += 1
+        anc[live] = parent[anc[live]]
+
+
+def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
+    """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default)."""
+    if plane is None:
+        plane = frame.plane_index("/host:CPU")
+    raw = frame.raw
+    names = raw.em_name + [""]
+    if plane is None:
+        return GroupedEvents.empty(names)
+    lines = frame.lines_of(plane)
+    rows = np.concatenate([np.arange(frame.line_events(ln).start, frame.line_events(ln).stop, dtype=np.int64)
+                           for ln in lines] or [np.zeros(0, np.int64)])
+    if len(rows) == 0 or any(nm in _LOOP_OPS for nm in raw.em_name):
+        # XProf does not group TF graphs with loop ops (While/For) at all.
+        g = GroupedEvents.empty(names)
+        return g
+    md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
+    md_i = np.where(md >= 0, md, len(names) - 1)
+    st = _stat_arrays(frame, rows, _GROUP_STATS)
+    start = frame.start_ps[rows].astype(np.int64)
+    end = start + raw.event_duration_ps[rows].astype(np.int64)
+    line = raw.event_line[rows].astype(np.int64)
+    n = len(rows)
+    group = np.full(n, -1, np.int64)
+    name_arr = np.asarray(names, dtype=object)
+
+    # Per-thread nesting (async events stay out of it), in (line, start, -end) order.
+    order = np.lexsort((-end, start, line))
+    parent = np.full(n, -1, np.int64)
+    is_async = st["is_async"][0] & (st["is_async"][1] != 0)
+    bounds = np.flatnonzero(np.diff(line[order])) + 1
+    for seg in np.split(order, bounds):
+        seg = seg[~is_async[seg]]
+        if len(seg) == 0:
+            continue
+        p = nest_parents(start[seg], end[seg])
+        parent[seg] = np.where(p >= 0, seg[np.clip(p, 0, None)], -1)
+    depth = _depths(parent)
+
+    # Flow edges: producer (type, id) -> consumers (type, id).
+    p_has = st["_p"][0] & st["_pt"][0]
+    c_has = st["_c"][0] & st["_ct"][0]
+    pk = np.stack([st["_pt"][1][p_has], st["_p"][1][p_has]], 1)
+    ck = np.stack([st["_ct"][1][c_has], st["_c"][1][c_has]], 1)
+    p_rows, c_rows = np.flatnonzero(p_has), np.flatnonzero(c_has)
+    flow = None
+    if len(p_rows) and len(c_rows):
+        keys, inv = np.unique(np.concatenate([pk, ck]), axis=0, return_inverse=True)
+        inv = inv.ravel()
+        pcode, ccode = inv[:len(p_rows)], inv[len(p_rows):]
+        npk = np.bincount(pcode, minlength=len(keys))
+        nck = np.bincount(ccode, minlength=len(keys))
+        ok_key = ~((npk >= _MAX_FANOUT) & (nck >= _MAX_FANOUT))
+        pm, cm = ok_key[pcode], ok_key[ccode]
+        flow = (p_rows[pm], pcode[pm], c_rows[cm], ccode[cm], len(keys))
+
+    # Inter-thread: the last ExecutorState::Process with (id, iter_num) -> IteratorGetNext ops.
+    links = []
+    is_exec = name_arr[md_i] == "ExecutorState::Process"
+    is_ign = np.isin(name_arr[md_i], list(_ITERATOR_GET_NEXT))
+    has_key = st["id"][0] & st["iter_num"][0]
+    if (is_exec & has_key).any() and (is_ign & has_key).any():
+        par = np.flatnonzero(is_exec & has_key)
+        pkeys = {}
+        for r in par:  # few thousand at most
+            pkeys[(int(st["id"][1][r]), int(st["iter_num"][1][r]))] = r
+        for r in np.flatnonzero(is_ign & has_key):
+            src = pkeys.get((int(st["id"][1][r]), int(st["iter_num"][1][r])))
+            if src is not None:
+                links.append((src, r))
+    links_arr = np.array(links, np.int64).reshape(-1, 2)
+
+    # tf.data function runs mark step ids whose roots are skipped.
+    tfdata_ids = set()
+    is_tfd = np.isin(name_arr[md_i], list(_TF_DATA_FUNCTION_RUNS)) & st["id"][0]
+    if is_tfd.any():
+        tfdata_ids = set(np.unique(st["id"][1][is_tfd]).tolist())
+
+    # Roots: TF loop iterations if any, else `_r` events (and legacy TraceContext).
+    label = np.full(n, np.iinfo(np.int64).max, np.int64)
+    root_rows: list[int] = []
+    loop_first = _tf_loop_iterations(st, is_exec, tfdata_ids, start)
+    if loop_first:
+        for rank, (first, members) in enumerate(loop_first):
+            label[members] = rank
+            root_rows.append(first)
+    else:
+        by_name = np.zeros(len(names), np.int64)
+        for nm, lvl in _ROOT_LEVEL_BY_NAME.items():
+            by_name[[i for i, x in enumerate(names) if x == nm]] = lvl
+        by_name[[i for i, x in enumerate(names) if x == "TraceContext"]] = 1
+        r_has = st["_r"][0] | (by_name[md_i] > 0)
+        level = np.where(by_name[md_i] > 0, by_name[md_i], st["_r"][1])
+        cand = np.flatnonzero(r_has)
+        if tfdata_ids and len(cand):
+            skip = st["id"][0][cand] & np.isin(st["id"][1][cand], list(tfdata_ids))
+            cand = cand[~skip]
+        cand = cand[np.lexsort((cand, start[cand], -level[cand]))]
+        label[cand] = np.arange(len(cand))
+        root_rows = cand.tolist()
+
+    # Spread labels (min wins = the earliest-processed root reaching an event) to a fixed point.
+    by_depth = np.argsort(depth, kind="stable")
+    dcounts = np.bincount(depth)
+    dstarts = np.concatenate([[0], np.cumsum(dcounts)])
+    for _ in range(100):
+        before = label.copy()
+        for d in range(1, len(dcounts)):
+            idx = by_depth[dstarts[d]:dstarts[d + 1]]
+            label[idx] = np.minimum(label[idx], label[parent[idx]])
+        if flow is not None:
+            prow, pcode, crow, ccode, nk = flow
+            kmin = np.full(nk, np.iinfo(np.int64).max, np.int64)
+            np.minimum.at(kmin, pcode, label[prow])
+            label[crow] = np.minimum(label[crow], kmin[ccode])
+        if len(links_arr):
+            np.minimum.at(label, links_arr[:, 1], label[links_arr[:, 0]])
+        if np.array_equal(before, label):
+            break
+
+    # Group ids: roots that kept their own label start groups, numbered in processing order.
+    unreached = np.iinfo(np.int64).max
+    starters = [(rank, r) for rank, r in enumerate(root_rows) if label[r] == rank]
+    gid_of_rank = np.full(len(root_rows) + 1, -1, np.int64)
+    for gid, (rank, _) in enumerate(starters):
+        gid_of_rank[rank] = gid
+    has = label != unreached
+    group[has] = gid_of_rank[np.minimum(label[has], len(root_rows))]
+
+    group_names, starter = {}, {}
+    named = np.zeros(n, bool)
+    for gid, (rank, r) in enumerate(starters):
+        nm = names[md_i[r]]
+        implicit = nm in _IMPLICIT_ROOTS
+        prefix = ""
+        if st["graph_type"][0][r]:
+            prefix = frame.text(int(st["graph_type"][1][r])) + " "
+        elif not implicit:
+            prefix = nm + " "
+        num = _context_step_num(r, st, parent)
+        group_names[gid] = f"{prefix}{gid if num is None else num}"
+        starter[gid] = int(r)
+        if not implicit and not loop_first:
+            named[r] = True
+    return GroupedEvents(rows, start, end, md_i, names, group, group_names, starter, named)
+
+
+def _context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
+    """iter_num, else step_num, of the event or its nearest ancestor (XProf's GetContextStat)."""
+    for key in ("iter_num", "step_num"):
+        a = r
+        while a >= 0:
+            if st[key][0][a]:
+                return int(st[key][1][a])
+            a = parent[a]
+    return None
+
+
+def _tf_loop_iterations(st: dict, is_exec: np.ndarray, tfdata_ids: set, start: np.ndarray):
+    """XProf's TF while-loop steps: ExecutorState::Process by (id, iter_num); loops only."""
+    has = is_exec & st["id"][0] & st["iter_num"][0]
+    if not has.any():
+        return []
+    rows = np.flatnonzero(has)
+    df = pl.DataFrame({"row": rows, "sid": st["id"][1][rows], "it": st["iter_num"][1][rows],
+                       "t": start[rows]})
+    if tfdata_ids:
+        df = df.filter(~pl.col("sid").is_in(list(tfdata_ids)))
+    loops = df.group_by("sid").agg(pl.col("it").n_unique().alias("n"), pl.col("it").max().alias("mx"))
+    loops = loops.filter(~((pl.col("n") == 1) & (pl.col("mx") == 0)))
+    if not len(loops):
+        return []
+    df = df.filter(pl.col("sid").is_in(loops["sid"].implode()))
+    it = df.sort("t", "row").group_by("sid", "it", maintain_order=True).agg(
+        pl.col("row").first().alias("first"), pl.col("t").first().alias("t0"), pl.col("row").alias("members"))
+    it = it.sort("t0", "first")
+    return [(int(f), np.asarray(m, np.int64)) for f, m in zip(it["first"], it["members"])]
+
+
+# --- host steps ---------------------------------------------------------------------------------
+def _event_types(names: list[str], name_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(is_explicit_marker, breakdown type or -1 when not real compute) per event."""
+    uniq, inv = np.unique(name_idx, return_inverse=True)
+    marker = np.zeros(len(uniq), bool)
+    typ = np.full(len(uniq), -1, np.int64)
+    for i, m in enumerate(uniq):
+        nm = names[m]
+        marker[i] = bool(_EXPLICIT_MARKER.match(nm))
+        if marker[i] or nm.startswith(_NOT_REAL_COMPUTE):
+            continue
+        cat, _, t = parse_tf_op(nm)
+        if t.startswith("InfeedEnqueue") or t == "MemcpyHToD":
+            typ[i] = _T["host_to_device"]
+        elif t == "MemcpyHToH":
+            typ[i] = _T["host_to_host"]
+        elif nm.lower().startswith("iteratorgetnext"):
+            typ[i] = _T["host_wait_input"]
+        else:
+            typ[i] = _T["host_compute"]
+    return marker[inv.ravel()], typ[inv.ravel()]
+
+
+def _breakdown(step_of: np.ndarray, ev_type: np.ndarray, ev_start: np.ndarray, ev_end: np.ndarray,
+               step_begin: np.ndarray, step_end: np.ndarray) -> np.ndarray:
+    """ps per (step, type): events clipped to their step, overlaps given to the higher type,
+    and the rest of the step as unknown. step_of indexes step_begin/step_end."""
+    nsteps = len(step_begin)
+    out = np.zeros((nsteps, len(BREAKDOWN_TYPES)), np.int64)
+    if nsteps == 0:
+        return out
+    s = np.maximum(ev_start, step_begin[step_of]) - step_begin[step_of]
+    e = np.minimum(ev_end, step_end[step_of]) - step_begin[step_of]
+    keep = e > s
+    s, e, st, ty = s[keep], e[keep], step_of[keep], ev_type[keep]
+    span = int((step_end - step_begin).max()) + 1
+    covered_above = np.zeros(nsteps, np.int64)
+    for t in sorted(set(ty.tolist()), reverse=True):
+        sel = ty >= t
+        cov = _union_per_group(st[sel], s[sel], e[sel], span, nsteps)
+        out[:, t] = cov - covered_above
+        covered_above = cov
+    out[:, _T["unknown"]] = (step_end - step_begin) - covered_above
+    return out
+
+
+def _sweep_breakdown(step_of: np.ndarray, ev_type: np.ndarray, ev_start: np.ndarray, ev_end: np.ndarray,
+                     step_begin: np.ndarray, step_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """XProf's ToNonOverlappedEvents + ConvertStepDetailsToStepInfo, exactly, per step.
+
+    Each step's event boundaries are swept in time order (ends before starts at equal times,
+    higher types first) with XProf's priority tracker; the span up to the next boundary gets the
+    tracker's current type. Quirk kept on purpose: a zero-length event ends before it starts, so
+    it raises the current type without holding it (its span lasts until the next end that brings
+    the count to zero). Returns (ps per step and type, whether each type occurs in the step)."""
+    nsteps = len(step_begin)
+    ntypes = len(BREAKDOWN_TYPES)
+    out = np.zeros((nsteps, ntypes), np.int64)
+    seen = np.zeros((nsteps, ntypes), bool)
+    if nsteps == 0:
+        return out, seen
+    m = len(ev_start)
+    t = np.concatenate([ev_start, ev_end])
+    is_start = np.concatenate([np.ones(m, bool), np.zeros(m, bool)])
+    ty = np.concatenate([ev_type, ev_type])
+    st = np.concatenate([step_of, step_of])
+    order = np.lexsort((-ty, is_start, t, st))
+    t, is_start, ty, st = t[order], is_start[order], ty[order], st[order]
+    n = len(t)
+    state = np.zeros(n, np.int64)  # current type after each boundary (0 = unknown)
+    step_first = np.searchsorted(st, np.arange(nsteps), "left")
+    ntype = pl.DataFrame({"s": st, "t": ty}).group_by("s").agg(pl.col("t").n_unique())
+    multi = np.zeros(nsteps, bool)
+    multi[ntype.filter(pl.col("t") > 1)["s"].to_numpy()] = True
+    single = ~multi[st]
+    if single.any():
+        # One type T: the state is T after a start, and falls back to unknown after an end
+        # that brings the open count to exactly zero; other ends keep it.
+        idx = np.arange(n)
+        delta = np.where(is_start, 1, -1)
+        c = np.cumsum(delta)
+        c = c - (c[step_first[st]] - delta[step_first[st]])  # count within the step
+        last_start = np.maximum.accumulate(np.where(is_start, idx, -1))
+        reset = ~is_start & (c == 0)
+        last_reset = np.maximum.accumulate(np.where(reset, idx, -1))
+        on = (last_start > last_reset) & (last_start >= step_first[st])
+        state[single] = np.where(on, ty, 0)[single]
+    for k in np.flatnonzero(multi):
+        a = step_first[k]
+        b = step_first[k + 1] if k + 1 < nsteps else n
+        state[a:b] = _priority_sweep(is_start[a:b], ty[a:b], ntypes)
+    # Spans between consecutive boundaries of the same step, clipped to the step.
+    same = st[:-1] == st[1:]
+    ks = np.flatnonzero(same)
+    sb, se = step_begin[st[ks]], step_end[st[ks]]
+    lo = np.maximum(t[ks], sb)
+    hi = np.minimum(t[ks + 1], se)
+    dur = np.maximum(hi - lo, 0)
+    np.add.at(out, (st[ks], state[ks]), dur)
+    seen[st[ks], state[ks]] = True
+    known = out.sum(1) - out[:, 0]
+    out[:, 0] = (step_end - step_begin) - known
+    return out, seen
+
+
+def _priority_sweep(is_start: np.ndarray, ty: np.ndarray, ntypes: int) -> np.ndarray:
+    """XProf's PriorityTracker over one step's sorted boundaries (a short loop per step)."""
+    count = [0] * ntypes
+    cur = 0
+    out = np.zeros(len(ty), np.int64)
+    for i, (s, k) in enumerate(zip(is_start.tolist(), ty.tolist())):
+        if s:
+            count[k] += 1
+            if k > cur:
+                cur = k
+        else:
+            count[k] -= 1
+            if k == cur and count[k] == 0:
+                cur = 0
+                for j in range(k - 1, -1, -1):
+                    if count[j] > 0:
+                        cur = j
+                        break
+        out[i] = cur
+    return out
+
+
+def _union_per_group(group: np.ndarray, s: np.ndarray, e: np.ndarray, span: int, ngroups: int) -> np.ndarray:
+    if len(s) == 0:
+        return np.zeros(ngroups, np.int64)
+    gs, ge = s + group * span, e + group * span
+    order = np.argsort(gs, kind="stable")
+    gs, ge, g = gs[order], ge[order], group[order]
+    reach = np.maximum.accumulate(ge)
+    new = np.ones(len(gs), bool)
+    new[1:] = gs[1:] > reach[:-1]
+    seg = np.cumsum(new) - 1
+    seg_end = np.zeros(int(seg[-1]) + 1, np.int64)
+    np.maximum.at(seg_end, seg, ge)
+    lengths = seg_end - gs[new]
+    return np.bincount(g[new], weights=lengths, minlength=ngroups).round().astype(np.int64)
+
+
+def host_steps(frame: XSpaceFrame, host: str = "", drop_incomplete: bool = True) -> StepDb:
+    """Steps of a host without devices, from grouped host events (see module doc)."""
+    grouped = group_events(frame)
+    if not grouped.names:
+        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+    sel = grouped.group >= 0
+    group = grouped.group[sel]
+    marker, typ = _event_types(grouped.event_names, grouped.name_idx[sel])
+    marker |= grouped.named_roots[sel]
+    start, end = grouped.start[sel], grouped.end[sel]
+    # Step time per group = its longest marker.
+    mk = pl.DataFrame({"g": group[marker], "s": start[marker], "d": end[marker] - start[marker]})
+    if not len(mk):
+        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+    longest = mk.sort("g", "d", "s", descending=[False, True, False]).group_by("g", maintain_order=True).first()
+    longest = longest.filter(pl.col("d") > 0)
+    gids = longest["g"].to_numpy()
+    begin = longest["s"].to_numpy()
+    dur = longest["d"].to_numpy()
+    index_of = np.full(len(grouped.names) + 1, -1, np.int64)
+    index_of[gids] = np.arange(len(gids))
+    evsel = (typ >= 0) & (index_of[group] >= 0)
+    bd, seen = _sweep_breakdown(index_of[group[evsel]], typ[evsel], start[evsel], end[evsel], begin,
+                                begin + dur)
+    # Well-formed steps have host compute.
+    keep = seen[:, _T["host_compute"]]
+    gids, begin, dur, bd = gids[keep], begin[keep], dur[keep], bd[keep]
+    if len(gids) == 0:
+        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+    if drop_incomplete and len(gids) > DROP_INCOMPLETE_ABOVE:
+        sl = slice(1, len(gids) - 1)
+        gids, begin, dur, bd = gids[sl], begin[sl], dur[sl], bd[sl]
+    df = pl.DataFrame({
+        "step": gids, "name": [grouped.names[int(g)] for g in gids], "core": np.zeros(len(gids), np.int64),
+        "host": [host] * len(gids), "begin_ps": begin, "end_ps": begin + dur, "duration_ps": dur,
+        **{f"{t}_ps": bd[:, i] for i, t in enumerate(BREAKDOWN_TYPES)},
+    }, schema=STEP_COLUMNS)
+    return StepDb(steps=df, kind="host")
+
+
+# --- device (TPU) steps -------------------------------------------------------------------------
+_INFEED_CATS = {"infeed"}
+_OUTFEED_CATS = {"outfeed"}
+_COLLECTIVE_CATS = {"all-reduce", "all-gather", "all-to-all", "reduce-scatter", "collective-permute",
+                    "all-reduce fusion", "send", "recv", "send-done", "recv-done"}
+
+
+def device_steps(frame: XSpaceFrame, host: str = "") -> StepDb:
+    """TPU steps: each TensorCore's `Steps` line gives its steps (by their order / step number);
+    XProf keeps the steps seen on every core. Per core, the step's XLA ops (self time) split into
+    input (infeed), output (outfeed), collectives and compute; the rest of the step is idle."""
+    raw = frame.raw
+    cores = tensor_core_planes(frame)
+    per_core = []
+    for p in cores:
+        step_line = next((ln for ln in frame.lines_of(p) if raw.line_name[ln] == "Steps"), None)
+        if step_line is None:
+            continue
+        sl = frame.line_events(step_line)
+        rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+        if not len(rows):
+            continue
+        s, e = device_spans(frame, rows)
+        order = np.argsort(s, kind="stable")
+        rows, s, e = rows[order], s[order], e[order]
+        names = [raw.em_name[m] if m >= 0 else "" for m in frame.events["metadata"].to_numpy()[rows]]
+        nums = []
+        for i, nm in enumerate(names):
+            m = re.search(r"(\d+)$", nm)
+            nums.append(int(m.group(1)) if m else i)
+        per_core.append((p, rows, s, e, np.asarray(nums, np.int64), names))
+    if not per_core:
+        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+    common = set(per_core[0][4].tolist())
+    for c in per_core[1:]:
+        common &= set(c[4].tolist())
+    if not common:
+        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+    frames = []
+    for p, rows, s, e, nums, names in per_core:
+        keep = np.isin(nums, list(common))
+        s, e, nums = s[keep], e[keep], nums[keep]
+        nm = [n for n, k in zip(names, keep) if k]
+        bd = _device_breakdown(frame, p, s, e)
+        frames.append(pl.DataFrame({
+            "step": nums, "name": nm, "core": np.full(len(nums), int(raw.plane_id[p]), np.int64),
+            "host": [host] * len(nums), "begin_ps": s, "end_ps": e, "duration_ps": e - s,
+            **{f"{t}_ps": bd[:, i] for i, t in enumerate(BREAKDOWN_TYPES)},
+        }, schema=STEP_COLUMNS))
+    return StepDb(steps=pl.concat(frames).sort("step", "core"), kind="device")
+
+
+def _device_breakdown(frame: XSpaceFrame, plane: int, sb: np.ndarray, se: np.ndarray) -> np.ndarray:
+    raw = frame.raw
+    out = np.zeros((len(sb), len(BREAKDOWN_TYPES)), np.int64)
+    parts = []
+    for ln in frame.lines_of(plane):
+        if raw.line_name[ln] not in OP_LINE_NAMES:
+            continue
+        sl = frame.line_events(ln)
+        rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+        if len(rows):
+            parts.append(rows)
+    if not parts:
+        out[:, _T["unknown"]] = se - sb
+        return out
+    rows = np.concatenate(parts)
+    s, e = device_spans(frame, rows)
+    md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
+    cat = metadata_stats_table(frame, ["hlo_category"], md)["hlo_category.text"]
+    cats = np.array([frame.text(int(t)) for t in cat], dtype=object)
+    typ = np.full(len(rows), _T["device_compute_32"], np.int64)
+    typ[np.isin(cats, list(_INFEED_CATS))] = _T["device_wait_host"]
+    typ[np.isin(cats, list(_OUTFEED_CATS))] = _T["device_to_host"]
+    typ[np.isin(cats, list(_COLLECTIVE_CATS))] = _T["device_collectives"]
+    step_of = np.searchsorted(sb, s, "right") - 1
+    ok = (step_of >= 0) & (s < se[np.clip(step_of, 0, None)])
+    return _breakdown(step_of[ok], typ[ok], s[ok], e[ok], sb, se)
+
+
+# --- entry points -------------------------------------------------------------------------------
+def steps(frame: XSpaceFrame, host: str = "") -> StepDb:
+    """The steps XProf finds on one host."""
+    if tensor_core_planes(frame):
+        return device_steps(frame, host)
+    return host_steps(frame, host)
+
+
+def run_steps(run, host: str | None = None) -> StepDb:
+    """Steps of one host (`host`) or of every host of a run, kept where all hosts have them."""
+    hosts = [host] if host else run.hosts
+    dbs = [steps(run.frame(h), h) for h in hosts]
+    if len(dbs) == 1:
+        return dbs[0]
+    found = [d for d in dbs if d.has_steps]
+    if not found:
+        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+    if len(found) < len(dbs):
+        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+    # Align hosts by position (XProf's step intersection aligns step sequences), keep the overlap.
+    n = min(len(d.per_step()) for d in found)
+    frames = []
+    for d in found:
+        ps = d.steps
+        keep = d.per_step()["step"].head(n)
+        frames.append(ps.filter(pl.col("step").is_in(keep.implode())))
+    kind = found[0].kind
+    if kind == "host":
+        # One row per step: the slowest host's duration and breakdown.
+        allh = pl.concat([f.with_columns(pos=pl.int_range(pl.len())) for f in frames])
+        best = allh.sort("duration_ps", descending=True).group_by("pos").first().sort("pos").drop("pos")
+        return StepDb(steps=best.select(list(STEP_COLUMNS)), kind=kind)
+    return StepDb(steps=pl.concat(frames), kind=kind)
+
+
+def stats_ms(values) -> dict[str, float]:
+    """avg / stddev (sample) / min / max of a list in ms (XProf's zeros when empty)."""
+    v = np.asarray(values, np.float64)
+    if len(v) == 0:
+        return {"avg": 0.0, "stddev": 0.0, "min": 0.0, "max": 0.0}
+    sd = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+    return {"avg": float(v.mean()), "stddev": 0.0 if math.isnan(sd) else sd, "min": float(v.min()),
+            "max": float(v.max())}
