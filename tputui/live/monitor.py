@@ -65,6 +65,33 @@ class Sample:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
+class History:
+    """The last samples of a monitor, for sparklines and min / max (kept across pane restarts)."""
+
+    def __init__(self, keep: int = 300):
+        from collections import deque
+
+        self.samples: deque[Sample] = deque(maxlen=keep)
+
+    def add(self, s: Sample) -> None:
+        self.samples.append(s)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    @property
+    def last(self) -> Sample | None:
+        return self.samples[-1] if self.samples else None
+
+    @property
+    def last_ok(self) -> Sample | None:
+        return next((s for s in reversed(self.samples) if s.ok and not s.empty), None)
+
+    def series(self, name: str) -> list[float]:
+        """One figure over the good samples, oldest first (gaps where a window had none)."""
+        return [getattr(s, name) for s in self.samples if s.ok and not s.empty and getattr(s, name) is not None]
+
+
 def _stats(values: list[float]) -> tuple[float | None, float | None, float | None]:
     if not values:
         return None, None, None

@@ -1,0 +1,143 @@
+"""The monitor pane, driven by a recorded sample stream (tests/fixtures/live/monitor_stream.jsonl,
+recorded from a real JAX profiler server by tests/helpers/record_monitor_stream.py) and by a
+sample computed from the real TPU v6e profile: Pilot tests of keys and snapshot tests."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from conftest import FIXTURES, xplane
+from helpers.live import FakeProfiler, fake_server, response_with
+from tputui.live.monitor import History, MonitorSession, Sample, sample_from_xspace
+from tputui.screens.monitor import MonitorApp, MonitorScreen
+
+SIZE = (120, 36)
+STREAM = FIXTURES / "live" / "monitor_stream.jsonl"
+
+
+def recorded() -> list[Sample]:
+    return [Sample.from_json(json.loads(line)) for line in STREAM.read_text().splitlines()]
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch):
+    """Timestamps on screen are local time: pin the zone so snapshots do not depend on it."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def make_app(samples: list[Sample], **kw) -> MonitorApp:
+    first = samples[0]
+    return MonitorApp(MonitorScreen(lambda: iter(samples), address=first.address, window_ms=first.window_ms, **kw))
+
+
+def drawn(widget) -> str:
+    """What a Static shows, as plain text (its rich content rendered at its width)."""
+    from rich.console import Console
+
+    console = Console(width=max(40, widget.size.width), record=True, file=open("/dev/null", "w"))
+    console.print(widget.content)
+    return console.export_text()
+
+
+async def settle(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def test_recorded_stream_is_a_real_run():
+    samples = recorded()
+    ok = [s for s in samples if s.ok]
+    assert len(ok) >= 10 and all(s.device_type == "CPU" and s.steps > 0 and s.top_ops for s in ok)
+    assert [s.retry_in_s for s in samples if s.error] == [1.0, 2.0, None]  # the back-off as recorded
+
+
+async def test_pane_shows_the_last_good_window_and_the_error_after_it():
+    samples = recorded()
+    app = make_app(samples)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MonitorScreen) and screen.done
+        assert len(screen.history) == len(samples)
+        last_ok = [s for s in samples if s.ok][-1]
+        figures = drawn(screen.query_one("#figures"))
+        assert f"{last_ok.step_ms_avg:.3f} ms" in figures and f"{last_ok.steps}" in figures
+        assert "needs the TPU's performance counters" in figures
+        top = drawn(screen.query_one("#top-ops"))
+        assert last_ok.top_ops[0]["name"] in top
+        status = screen.query_one("#status")
+        assert status.has_class("error") and "failed to connect" in drawn(status)
+
+
+async def test_pause_key_holds_the_stream():
+    import threading
+
+    samples = recorded()[:4]
+    gate = threading.Event()
+
+    def source():
+        yield samples[0]
+        gate.wait(10)  # the test presses p before the rest arrives
+        yield from samples[1:]
+
+    app = MonitorApp(MonitorScreen(source, address=samples[0].address, window_ms=500))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        await pilot.press("p")
+        assert screen.paused
+        gate.set()
+        for _ in range(50):  # the sample in flight lands, then the worker holds
+            await pilot.pause(0.02)
+            if len(screen.history) == 2:
+                break
+        await pilot.pause(0.3)
+        assert len(screen.history) == 2 and "paused" in drawn(screen.query_one("#status"))
+        await pilot.press("p")
+        await settle(pilot)
+        assert not screen.paused and len(screen.history) == len(samples)
+
+
+async def test_open_window_key_saves_the_window_and_leaves_for_the_profile(tmp_path):
+    data = xplane("jax_live_capture").read_bytes()
+    with fake_server(FakeProfiler([response_with(data)])) as addr:
+        session = MonitorSession(addr, duration_ms=100)
+        screen = MonitorScreen(lambda: session.samples(1), address=addr, window_ms=100, session=session,
+                               windows_dir=str(tmp_path / "w"))
+        app = MonitorApp(screen)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("o")
+            await pilot.pause()
+        assert app.open_logdir == str(tmp_path / "w")
+    from tputui.data.logdir import open_logdir
+
+    (run,) = open_logdir(app.open_logdir).runs
+    assert run.hosts[0].host == addr.replace(":", "_")
+
+
+async def test_open_window_without_a_capture_says_so():
+    app = make_app(recorded()[:2])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("o")
+        await pilot.pause()
+        assert app.open_logdir is None
+        assert any("No captured window" in str(n.message) for n in app._notifications)
+
+
+def test_snapshot_recorded_stream(snap_compare):
+    assert snap_compare(make_app(recorded()), terminal_size=SIZE, run_before=settle)
+
+
+def test_snapshot_tpu_window(snap_compare):
+    s = sample_from_xspace(xplane("tpu_v6e_inference").read_bytes(), "10.130.0.2:8466", 1000,
+                           now=1_795_354_000.0)
+    history = History()
+    assert snap_compare(make_app([s], history=history), terminal_size=SIZE, run_before=settle)
