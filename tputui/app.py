@@ -30,8 +30,11 @@ class PickerScreen(ModalScreen[str | None]):
     PickerScreen { align: center middle; }
     PickerScreen > Vertical { width: 70; max-width: 90%; height: auto; max-height: 80%;
                               border: round $accent; background: $surface; padding: 0 1; }
-    PickerScreen OptionList { height: auto; max-height: 24; border: none; }
-    PickerScreen Input { border: none; height: 1; padding: 0; }
+    PickerScreen OptionList, PickerScreen OptionList:focus { height: auto; max-height: 24; border: none;
+                                                             padding: 0; background: $surface; }
+    PickerScreen Input, PickerScreen Input:focus { border: none; height: 1; padding: 0 1;
+                                                   background: $boost; margin: 0 0 1 0; }
+    PickerScreen .note { height: auto; margin-top: 1; }
     """
 
     def __init__(self, title: str, choices: list[tuple[str, str]], current: str | None = None,
