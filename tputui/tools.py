@@ -47,9 +47,19 @@ TOOLS: list[Tool] = [
     Tool("trace_viewer", "Trace viewer", "tputui.analysis.trace_export:analyze",
          None),
     Tool("memory_profile", "Memory profile", "tputui.analysis.memory_profile:analyze",
-         None, has_data="tputui.analysis.memory_profile:has_data"),
+         "tputui.screens.memory_profile:MemoryProfileScreen", has_data="tputui.analysis.memory_profile:has_data"),
     Tool("memory_viewer", "Memory viewer", "tputui.analysis.memory_viewer:analyze",
-         None, has_data="tputui.analysis.memory_viewer:has_data"),
+         "tputui.screens.memory_viewer:MemoryViewerScreen", has_data="tputui.analysis.memory_viewer:has_data"),
+    Tool("framework_op_stats", "Framework op stats", "tputui.analysis.framework_op_stats:analyze",
+         "tputui.screens.framework_op_stats:FrameworkOpStatsScreen"),
+    Tool("op_profile", "Op profile", "tputui.analysis.op_profile:analyze",
+         "tputui.screens.op_profile:OpProfileScreen", has_data="tputui.analysis.op_profile:has_data"),
+    Tool("hlo_stats", "HLO stats", "tputui.analysis.hlo_stats:analyze",
+         "tputui.screens.hlo_stats:HloStatsScreen", has_data="tputui.analysis.hlo_stats:has_data"),
+    Tool("roofline_model", "Roofline model", "tputui.analysis.roofline:analyze",
+         "tputui.screens.roofline:RooflineScreen", has_data="tputui.analysis.roofline:has_data"),
+    Tool("kernel_stats", "GPU kernel stats", "tputui.analysis.kernel_stats:analyze",
+         "tputui.screens.kernel_stats:KernelStatsScreen", has_data="tputui.analysis.kernel_stats:has_data"),
 ]
 
 

@@ -1,0 +1,144 @@
+"""Op profile: XProf's op tree (program -> category -> duplicates -> op -> fused ops).
+
+Keys: arrows move, Enter / Space expand or collapse, `g` program / category grouping, `i` IDLE
+on/off, `+` / `-` show more / fewer children per node (default 10). Each row shows time %,
+FLOPS utilization (red low -> green high) and HBM bandwidth %; the card on the right describes
+the highlighted node (category, utilizations, HLO text, shape / layout, framework op, source)
+with the padding advice XProf gives for convolutions.
+"""
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Static, Tree
+
+from tputui.analysis.op_profile import Node, OpProfile
+from tputui.screens.base import ToolScreen
+
+DEFAULT_CHILDREN = 10
+CONV_HELP = ("Convolutions run fastest when the feature (channel) and batch dimensions are padded to the "
+             "hardware tile: multiples of 128 for features and of 8 for batch on TPU. If this op's shape "
+             "has smaller or odd sizes there, much of the FLOPS utilization gap is padding; reshape or pad "
+             "the model to those multiples.")
+
+
+def util_color(u: float) -> str:
+    """Red (0) -> yellow (0.5) -> green (1), as XProf colours FLOPS utilization."""
+    u = max(0.0, min(1.0, u))
+    r, g = (255, int(510 * u)) if u < 0.5 else (int(255 * (2 - 2 * u)), 255)
+    return f"rgb({r},{g},60)"
+
+
+def node_label(n: Node, total_ps: int) -> Text:
+    frac = n.raw_time_ps / total_ps if total_ps else 0.0
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(f"{frac * 100:6.2f}% ", style="bold")
+    t.append(f"{n.flops_utilization * 100:6.2f}% flops ", style=util_color(n.flops_utilization))
+    t.append(f"{n.hbm_bandwidth_utilization * 100:6.2f}% hbm  ", style="dim")
+    t.append(n.name)
+    if n.children:
+        t.append(f"  ({len(n.children)})", style="dim")
+    return t
+
+
+def node_card(n: Node, total_ps: int) -> Table:
+    g = Table.grid(padding=(0, 1))
+    g.add_column(style="bold", no_wrap=True)
+    g.add_column(overflow="fold")
+    g.add_row("Name", Text(n.name))
+    if n.category:
+        g.add_row("Category", n.category)
+    g.add_row("Time", f"{n.raw_time_ps / 1e6:,.3f} us ({(n.raw_time_ps / total_ps * 100) if total_ps else 0:.2f}%)")
+    if n.occurrences:
+        g.add_row("Occurrences", f"{n.occurrences:,}")
+    g.add_row("FLOPS utilization", Text(f"{n.flops_utilization * 100:.3f}%", style=util_color(n.flops_utilization)))
+    g.add_row("FLOPs", f"{n.model_flops:,}")
+    g.add_row("HBM bandwidth", f"{n.hbm_bandwidth_utilization * 100:.3f}% of peak")
+    if n.expression:
+        g.add_row("Expression", Text(n.expression))
+    if n.shape:
+        g.add_row("Shape / layout", Text(n.shape))
+    if n.provenance:
+        g.add_row("Framework op", Text(n.provenance))
+    if n.source:
+        g.add_row("Source", Text(n.source))
+    if "convolution" in n.category and n.is_op:
+        g.add_row("Note", Text(CONV_HELP, style="italic"))
+    return g
+
+
+class OpProfileScreen(ToolScreen):
+    BINDINGS = [Binding("g", "toggle_grouping", "Program/category", id="op_profile.group"),
+                Binding("i", "toggle_idle", "IDLE on/off", id="op_profile.idle"),
+                Binding("plus,equals_sign", "children(1)", "More children", id="op_profile.more"),
+                Binding("minus", "children(-1)", "Fewer children", id="op_profile.fewer")]
+    DEFAULT_CSS = """
+    OpProfileScreen #split { height: 1fr; }
+    OpProfileScreen Tree { width: 3fr; border: round $panel; }
+    OpProfileScreen #card-box { width: 2fr; border: round $panel; padding: 0 1; }
+    """
+    grouping = "program"
+    exclude_idle = False
+    children_shown = DEFAULT_CHILDREN
+
+    def show(self, result: OpProfile) -> None:
+        self.op_tree: Tree = Tree("op profile", id="tree")
+        self.card = Static("", id="card")
+        self.body.mount(Horizontal(self.op_tree, VerticalScroll(self.card, id="card-box"), id="split"))
+        self._build()
+        self.call_after_refresh(self.op_tree.focus)
+
+    def _root(self) -> Node:
+        return self.result.tree(self.grouping, self.exclude_idle)
+
+    def _build(self) -> None:
+        root = self._root()
+        self._total = root.raw_time_ps
+        tree = self.op_tree
+        tree.clear()
+        tree.root.set_label(node_label(root, self._total))
+        tree.root.data = root
+        self._add_children(tree.root, root, depth=0)
+        tree.root.expand()
+        tree.cursor_line = 0
+        tree.border_title = (f"By {self.grouping} · IDLE {'hidden' if self.exclude_idle else 'shown'} · top "
+                             f"{self.children_shown} children · g group · i IDLE · +/- children")
+        self._show_card(root)
+
+    def _add_children(self, tnode, node: Node, depth: int) -> None:
+        kids = node.children[: self.children_shown]
+        for c in kids:
+            child = tnode.add(node_label(c, self._total), data=c, allow_expand=bool(c.children))
+            if c.children:
+                self._add_children(child, c, depth + 1)
+            if depth < 1:  # programs open by default, like XProf's first levels
+                child.expand()
+        hidden = len(node.children) - len(kids)
+        if hidden > 0:
+            tnode.add_leaf(Text(f"… {hidden} more (+ to show more)", style="dim"), data=None)
+
+    def _show_card(self, n: Node | None) -> None:
+        if n is not None:
+            self.card_node = n
+            self.card.update(node_card(n, self._total))
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        self._show_card(event.node.data)
+
+    def action_toggle_grouping(self) -> None:
+        if self.result is not None:
+            self.grouping = "category" if self.grouping == "program" else "program"
+            self._build()
+
+    def action_toggle_idle(self) -> None:
+        if self.result is not None:
+            self.exclude_idle = not self.exclude_idle
+            self._build()
+
+    def action_children(self, delta: int) -> None:
+        if self.result is not None:
+            step = 5 if self.children_shown >= 5 else 1
+            self.children_shown = max(1, self.children_shown + delta * step)
+            self._build()
