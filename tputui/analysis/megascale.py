@@ -1,0 +1,394 @@
+"""Megascale stats: DCN collectives between TPU slices, as XProf 2.24's `megascale_stats` reports them.
+
+    analyze(run, host=None, dcn_gbps=None) -> MegascaleResult   (one host; the first by default)
+
+How XProf gets there (xprof/convert/xplane_to_dcn_collective_stats.cc, xspace_to_dcn_slack_analysis.cc,
+process_megascale_dcn.cc), reproduced here:
+
+- A run has DCN stats only if every host's `/host:CPU` plane has an event named `MegaScale: ...`;
+  otherwise every host's table is empty.
+- Only `/device:TPU:0` is read. Its `XLA Ops` events whose `hlo_category` contains "host send" or
+  "host recv" are looked up in the HLO module of the `XLA Modules` event containing them
+  (`/host:metadata` "Hlo Proto", keyed `<module>(<program_id>)`): opcode, channel id, frontend
+  attributes `_xla_host_transfer_rendezvous` (the collective's name) and `_xla_megascale_transfer_type`.
+- Per rendezvous, in line order: send starts an occurrence; every DCN op adds its duration to the
+  stall of its own rendezvous and to the "overlap" of every open one; recv-done closes it with
+  slack = recv-done start - send start - overlap (ns -> whole us), observed = recv-done end - send
+  start, and bytes from the recv-done shape by transfer type (all-reduce 2(g-1)/g, all-gather (g-1)/g,
+  reduce-scatter (g-1), one-to-one g, all-to-all (g-1)/g; g from the send's `dcn_collective_info`).
+  A recv-done before any send of its rendezvous is skipped. Values are stored as whole microseconds,
+  then averaged per rendezvous (whole microseconds again): the table is in milliseconds.
+- Required bandwidth (Gbps) = bytes / slack: bytes * 8 / (slack us * 1000); INT_MAX with no slack.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
+from tputui.analysis.result import NoDataError
+from tputui.data.xspace import XSpaceFrame
+
+INT_MAX = 2147483647
+RENDEZVOUS_ATTR = "_xla_host_transfer_rendezvous"
+TRANSFER_TYPE_ATTR = "_xla_megascale_transfer_type"
+# xla PrimitiveType -> bytes per element (TOKEN / TUPLE / OPAQUE have no elements).
+_ELEMENT_BYTES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 2, 8: 4, 9: 8, 10: 2, 11: 4, 12: 8, 15: 8,
+                  16: 2, 18: 16, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1, 25: 1, 26: 1, 27: 1, 28: 1,
+                  29: 1, 30: 1}
+_TRANSFER_TYPES = {1: "ALL_TO_ALL", 2: "ONE_TO_ONE", 3: "REDUCE_SCATTER", 4: "ALL_GATHER", 5: "ALL_REDUCE",
+                   6: "RAGGED_ALL_TO_ALL"}
+
+ROW_SCHEMA = {
+    "name": pl.String, "recv_op_name": pl.String, "send_op_name": pl.String, "transfer_type": pl.String,
+    "slack_time_ms": pl.Float64, "observed_duration_ms": pl.Float64, "send_stall_ms": pl.Float64,
+    "send_done_stall_ms": pl.Float64, "recv_stall_ms": pl.Float64, "recv_done_stall_ms": pl.Float64,
+    "stall_duration_ms": pl.Float64, "occurrences": pl.Int64, "aggregated_total_stall_ms": pl.Float64,
+    "data_transmitted_bytes": pl.Int64, "required_bandwidth_gbps": pl.Float64,
+    "exceeds_network": pl.Boolean,
+}
+# What the screen and CSV show, in order (the JSON keeps every column).
+COLUMNS = list(ROW_SCHEMA)
+
+
+@dataclass
+class MegascaleResult:
+    host: str
+    hosts: list[str]
+    rows: pl.DataFrame  # ROW_SCHEMA, sorted by aggregated total stall, largest first
+    cores_per_host: int = 0
+    dcn_gbps: float | None = None
+    diagnostics: list[str] = field(default_factory=list)
+    # (rendezvous, recv-done start ps, end ps) of every closed occurrence, for the trace viewer jump
+    recv_done_spans: pl.DataFrame | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        rows = self.rows.drop("exceeds_network") if self.dcn_gbps is None else self.rows
+        return {"host": self.host, "hosts": self.hosts, "cores_per_host": self.cores_per_host,
+                "dcn_gbps": self.dcn_gbps, "rows": rows.to_dicts(), "diagnostics": self.diagnostics}
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {"megascale_stats": self.rows}
+
+    def flag(self, dcn_gbps: float | None) -> "MegascaleResult":
+        """The same table with `exceeds_network` for a network of `dcn_gbps` Gbps per host."""
+        rows = self.rows.with_columns(exceeds_network=(
+            (pl.col("required_bandwidth_gbps") * self.cores_per_host > dcn_gbps) if dcn_gbps
+            else pl.lit(False)))
+        return MegascaleResult(self.host, self.hosts, rows, self.cores_per_host, dcn_gbps, self.diagnostics,
+                               self.recv_done_spans)
+
+
+# --- minimal protobuf reading (xla.HloProto and DcnCollectiveInfoProto) ------------------------
+def _fields(buf: bytes):
+    i, n = 0, len(buf)
+    while i < n:
+        key, i = _varint(buf, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _varint(buf, i)
+            yield num, v
+        elif wt == 2:
+            ln, i = _varint(buf, i)
+            yield num, buf[i:i + ln]
+            i += ln
+        elif wt == 1:
+            yield num, buf[i:i + 8]
+            i += 8
+        elif wt == 5:
+            yield num, buf[i:i + 4]
+            i += 4
+        else:
+            return
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def _shape_bytes(shape: bytes) -> int:
+    """XLA's ByteSizeOfElements for an array; for a tuple, the sum of its elements' sizes."""
+    etype, dims, tuples = 0, [], []
+    for num, v in _fields(shape):
+        if num == 2:
+            etype = v
+        elif num == 3:
+            if isinstance(v, (bytes, bytearray)):
+                j = 0
+                while j < len(v):
+                    d, j = _varint(v, j)
+                    dims.append(d)
+            else:
+                dims.append(v)
+        elif num == 4:
+            tuples.append(v)
+    if etype == 13:  # TUPLE
+        return sum(_shape_bytes(t) for t in tuples)
+    return int(np.prod(dims, dtype=np.int64)) * _ELEMENT_BYTES.get(etype, 0) if etype in _ELEMENT_BYTES else 0
+
+
+@dataclass
+class Instr:
+    opcode: str
+    channel_id: int
+    rendezvous: str | None
+    transfer_type: str | None
+    size: int
+
+
+def parse_hlo_instructions(hlo_proto: bytes) -> tuple[str, dict[str, Instr]]:
+    """(module name, {instruction name: Instr}) of a serialized xla.HloProto."""
+    module = next((v for n, v in _fields(hlo_proto) if n == 1), b"")
+    name, out = "", {}
+    for num, v in _fields(module):
+        if num == 1:
+            name = bytes(v).decode()
+        elif num == 3:
+            for cn, cv in _fields(v):
+                if cn != 2:
+                    continue
+                iname, opcode, shape, channel, attrs = "", "", b"", 0, {}
+                for fn, fv in _fields(cv):
+                    if fn == 1:
+                        iname = bytes(fv).decode()
+                    elif fn == 2:
+                        opcode = bytes(fv).decode()
+                    elif fn == 3:
+                        shape = fv
+                    elif fn == 26:
+                        channel = fv
+                    elif fn == 68:
+                        for en, ev in _fields(fv):
+                            if en == 1:
+                                kv = dict(_fields(ev))
+                                attrs[bytes(kv.get(1, b"")).decode()] = bytes(kv.get(2, b"")).decode()
+                if opcode in ("send", "recv", "send-done", "recv-done"):
+                    out[iname] = Instr(opcode, channel, attrs.get(RENDEZVOUS_ATTR), attrs.get(TRANSFER_TYPE_ATTR),
+                                       _shape_bytes(shape))
+    return name, out
+
+
+def replica_group_size(info: bytes) -> int:
+    """DcnCollectiveInfoProto: 1 for one-to-one groups, else the first endpoint group's size."""
+    f = list(_fields(info))
+    if any(n == 3 for n, _ in f):
+        return 1
+    groups = [v for n, v in f if n == 2]
+    if groups:
+        return sum(1 for n, _ in _fields(groups[0]) if n == 1)
+    return 0
+
+
+def transmitted_bytes(size: int, group: int, transfer_type: str) -> int:
+    if group == 0:
+        return 0
+    if transfer_type == "ONE_TO_ONE":
+        return group * size
+    if transfer_type == "ALL_GATHER":
+        return int(((group - 1) * size) / group)
+    if transfer_type == "ALL_REDUCE":
+        return int(2 * ((group - 1) / group) * size)
+    if transfer_type == "ALL_TO_ALL":
+        return int(((group - 1) / group) * size)
+    if transfer_type == "REDUCE_SCATTER":
+        return size * (group - 1)
+    return 0
+
+
+# --- the tracker (XProf's DcnTracker) ---------------------------------------------------------
+def _slacks(frame: XSpaceFrame) -> tuple[list[dict], list[tuple[str, int, int]]]:
+    """Per occurrence: rendezvous, names, times (whole us), bytes; and recv-done spans (ps)."""
+    raw = frame.raw
+    tpu0 = frame.plane_index("/device:TPU:0")
+    if tpu0 is None:
+        return [], []
+    lines = {raw.line_name[ln]: ln for ln in frame.lines_of(tpu0)}
+    if "XLA Ops" not in lines or "XLA Modules" not in lines:
+        return [], []
+    hlo = _hlo_by_module(frame)
+    ms = frame.line_events(lines["XLA Modules"])
+    mrows = np.arange(ms.start, ms.stop, dtype=np.int64)
+    m_start = frame.start_ps[mrows].astype(np.int64)
+    m_end = m_start + raw.event_duration_ps[mrows].astype(np.int64)
+    m_names = frame.metadata_names(frame.events["metadata"].to_numpy()[mrows]).to_list()
+    order = np.argsort(m_start, kind="stable")
+    m_start, m_end, m_names = m_start[order], m_end[order], [m_names[i] for i in order]
+    os_ = frame.line_events(lines["XLA Ops"])
+    rows = np.arange(os_.start, os_.stop, dtype=np.int64)
+    md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
+    mt = metadata_stats_table(frame, ["hlo_category"], md)
+    cat_ids = mt["hlo_category.text"]
+    dcn_text = {t for t in set(cat_ids.tolist()) if t >= 0 and ("host send" in frame.text(t) or "host recv" in frame.text(t))}
+    sel = np.isin(cat_ids, list(dcn_text))
+    rows, md = rows[sel], md[sel]
+    if not len(rows):
+        return [], []
+    start = frame.start_ps[rows].astype(np.int64)
+    dur = raw.event_duration_ps[rows].astype(np.int64)
+    ts_ns = raw.line_timestamp_ns[raw.event_line[rows]].astype(np.int64) + raw.event_offset_ps[rows] // 1000
+    dur_ns = dur // 1000
+    names = frame.metadata_names(md, display=True).to_list()
+    long_names = frame.metadata_names(md).to_list()
+    info = _collective_info(frame, md)
+    idx = np.searchsorted(m_start, start, "right") - 1  # containing module (host time)
+    state: dict[str, dict] = {}
+    ch_to_rdv: dict[int, str] = {}
+    rdv_group: dict[str, int] = {}
+    out, spans = [], []
+    for i in range(len(rows)):
+        j = idx[i]
+        if j < 0 or m_end[j] < start[i] + dur[i]:
+            continue
+        module = hlo.get(m_names[j])
+        name = names[i] or long_names[i]
+        ins = module.get(name) if module else None
+        if ins is None:
+            continue
+        if ins.rendezvous is not None:
+            rdv = ins.rendezvous
+            ch_to_rdv[ins.channel_id] = rdv
+        elif ins.channel_id in ch_to_rdv:
+            rdv = ch_to_rdv[ins.channel_id]
+        else:
+            continue
+        st = state.setdefault(rdv, {"start": 0, "overlap": 0, "stall": 0, "type": "", "send_name": "",
+                                    "send": (0, 0), "recv": (0, 0), "send_done": (0, 0), "group": 0})
+        st["stall"] += int(dur_ns[i])
+        t_ps, d_ps = int(start[i]), int(dur[i])
+        if ins.opcode == "send":
+            st.update(start=int(ts_ns[i]), type=ins.transfer_type or "", overlap=0, stall=int(dur_ns[i]),
+                      send_name=name, send=(t_ps, d_ps))
+            if rdv not in rdv_group:
+                rdv_group[rdv] = replica_group_size(info[i]) if info[i] else 0
+            st["group"] = rdv_group[rdv]
+        elif ins.opcode == "recv":
+            st["recv"] = (t_ps, d_ps)
+        elif ins.opcode == "send-done":
+            st["send_done"] = (t_ps, d_ps)
+        elif ins.opcode == "recv-done" and st["start"] != 0:
+            end_ns = int(ts_ns[i]) + int(dur_ns[i])
+            out.append({
+                "rdv": rdv, "type": st["type"], "send_start_us": int(st["start"] / 1000),
+                "recv_done_end_us": int(end_ns / 1000),
+                "slack_us": int((int(ts_ns[i]) - st["start"] - st["overlap"]) / 1000),
+                "bytes": transmitted_bytes(ins.size, st["group"], st["type"]),
+                "stall_us": int(st["stall"] / 1000), "recv_name": name, "send_name": st["send_name"],
+                "send_ps": st["send"][1], "recv_ps": st["recv"][1], "send_done_ps": st["send_done"][1],
+                "recv_done_ps": d_ps,
+            })
+            spans.append((rdv, int(start[i]), int(start[i] + dur[i])))
+        for s in state.values():  # UpdateActiveOps: every open rendezvous overlaps this op
+            s["overlap"] += int(dur_ns[i])
+    return out, spans
+
+
+def _hlo_by_module(frame: XSpaceFrame) -> dict[str, dict[str, Instr]]:
+    """`<module>(<program_id>)` -> send/recv instructions, from `/host:metadata`."""
+    p = frame.plane_index("/host:metadata")
+    if p is None:
+        return {}
+    rows = np.flatnonzero(frame.raw.em_plane == p)
+    out = {}
+    for r in rows:
+        st = frame.metadata_stat_map(int(r))
+        blob = st.get("Hlo Proto")
+        if not isinstance(blob, (bytes, bytearray)):
+            continue
+        name, instrs = parse_hlo_instructions(bytes(blob))
+        pid = st.get("program_id", frame.raw.em_id[r])
+        out[f"{name}({int(pid)})"] = instrs
+    return out
+
+
+def _collective_info(frame: XSpaceFrame, md: np.ndarray) -> list[bytes | None]:
+    sv = frame.stat_values("metadata", "dcn_collective_info")
+    blobs = {}
+    for owner in set(sv["owner"].to_list()):
+        v = frame.stat_map("metadata", int(owner)).get("dcn_collective_info")
+        if isinstance(v, (bytes, bytearray)):
+            blobs[int(owner)] = bytes(v)
+    return [blobs.get(int(m)) for m in md]
+
+
+def summarize(occ: list[dict]) -> pl.DataFrame:
+    """XProf's per-rendezvous summary: sums in whole microseconds, then whole-microsecond averages."""
+    acc: dict[str, dict] = {}
+    for a in occ:
+        s = acc.setdefault(a["rdv"], {"slack": 0, "n": 0, "stall": 0, "observed": 0, "send": 0, "recv": 0,
+                                      "send_done": 0, "recv_done": 0})
+        s["slack"] += a["slack_us"]
+        s["n"] += 1
+        s["type"], s["bytes"] = a["type"], a["bytes"]
+        s["stall"] += a["stall_us"]
+        s["observed"] += a["recv_done_end_us"] - a["send_start_us"]
+        s["recv_name"], s["send_name"] = a["recv_name"], a["send_name"]
+        s["send"] = int(s["send"] + a["send_ps"] / 1e6)
+        s["recv"] = int(s["recv"] + a["recv_ps"] / 1e6 / 1e6)  # XProf divides this one twice
+        s["send_done"] = int(s["send_done"] + a["send_done_ps"] / 1e6)
+        s["recv_done"] = int(s["recv_done"] + a["recv_done_ps"] / 1e6)
+    rows = []
+    for rdv, s in acc.items():
+        n = s["n"]
+        avg = {k: int(s[k] / n) for k in ("slack", "stall", "observed", "send", "recv", "send_done", "recv_done")}
+        rows.append({
+            "name": rdv, "recv_op_name": s["recv_name"], "send_op_name": s["send_name"], "transfer_type": s["type"],
+            "slack_time_ms": avg["slack"] / 1000, "observed_duration_ms": avg["observed"] / 1000,
+            "send_stall_ms": avg["send"] / 1000, "send_done_stall_ms": avg["send_done"] / 1000,
+            "recv_stall_ms": avg["recv"] / 1000, "recv_done_stall_ms": avg["recv_done"] / 1000,
+            "stall_duration_ms": avg["stall"] / 1000, "occurrences": n,
+            "aggregated_total_stall_ms": avg["stall"] * n / 1000, "data_transmitted_bytes": s["bytes"],
+            "required_bandwidth_gbps": (float(INT_MAX) if avg["slack"] == 0
+                                        else s["bytes"] / avg["slack"] * 8e-9 / 1e-6),
+            "exceeds_network": False,
+        })
+    df = pl.DataFrame(rows, schema=ROW_SCHEMA)
+    return df.sort(["aggregated_total_stall_ms", "name"], descending=[True, False])
+
+
+def has_megascale_events(frame: XSpaceFrame) -> bool:
+    p = frame.plane_index("/host:CPU")
+    if p is None:
+        return False
+    names = [n for n, pl_ in zip(frame.raw.em_name, frame.raw.em_plane) if pl_ == p]
+    return any(n.startswith("MegaScale:") for n in names)
+
+
+PLANES = ["/device:TPU:", "/host:metadata", "/host:CPU"]
+
+
+def analyze(run, host: str | None = None, dcn_gbps: float | None = None, **_options) -> MegascaleResult:
+    hosts = list(run.hosts)
+    if not hosts:
+        raise NoDataError("the run has no readable host")
+    host = host or hosts[0]
+    if host not in hosts:
+        raise NoDataError(f"no host {host!r} in this run (hosts: {', '.join(hosts)})")
+    frame = run.frame(host, planes=PLANES)
+    gated = all(has_megascale_events(run.frame(h, planes=PLANES) if h != host else frame) for h in hosts)
+    diagnostics = []
+    if gated:
+        occ, spans = _slacks(frame)
+        rows = summarize(occ)
+    else:
+        occ, spans, rows = [], [], pl.DataFrame(schema=ROW_SCHEMA)
+        diagnostics.append("No DCN (megascale) collectives: a host has no `MegaScale:` events.")
+    if gated and not len(rows):
+        diagnostics.append("No DCN send/recv ops found on /device:TPU:0.")
+    res = MegascaleResult(host, hosts, rows, len(tensor_core_planes(frame)), None, diagnostics,
+                          pl.DataFrame(spans, schema={"name": pl.String, "start_ps": pl.Int64, "end_ps": pl.Int64},
+                                       orient="row"))
+    return res.flag(dcn_gbps) if dcn_gbps else res
+
+
+def has_data(run) -> bool:
+    return bool(run.hosts)
