@@ -60,6 +60,10 @@ TOOLS: list[Tool] = [
          "tputui.screens.roofline:RooflineScreen", has_data="tputui.analysis.roofline:has_data"),
     Tool("kernel_stats", "GPU kernel stats", "tputui.analysis.kernel_stats:analyze",
          "tputui.screens.kernel_stats:KernelStatsScreen", has_data="tputui.analysis.kernel_stats:has_data"),
+    Tool("pod_viewer", "Pod viewer", "tputui.analysis.pod_viewer:analyze",
+         "tputui.screens.pod_viewer:PodViewerScreen", has_data="tputui.analysis.pod_viewer:has_data"),
+    Tool("megascale_stats", "Megascale stats", "tputui.analysis.megascale:analyze",
+         "tputui.screens.megascale:MegascaleScreen", has_data="tputui.analysis.megascale:has_data"),
 ]
 
 

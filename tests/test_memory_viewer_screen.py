@@ -1,0 +1,88 @@
+"""The memory viewer screen from the keyboard: module and memory-space pickers, heap curve, buffers."""
+from __future__ import annotations
+
+from conftest import PROFILES
+from tputui.app import PickerScreen, TputuiApp
+from tputui.data.logdir import open_logdir
+from tputui.screens.memory_profile import AreaChart
+from tputui.screens.memory_viewer import MemoryViewerScreen
+from tputui.widgets.table import FrameTable
+
+SIZE = (120, 40)
+
+
+async def settle(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def make_app(profile: str) -> TputuiApp:
+    return TputuiApp(open_logdir(str(PROFILES / profile)), tool="memory_viewer", use_cache=False)
+
+
+async def pick_module(pilot, text: str) -> None:
+    await pilot.press("m", *text, "enter")
+    await settle(pilot)
+
+
+async def test_module_picker_curve_and_buffers():
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MemoryViewerScreen) and screen.result.module == "jit__randint(28)"
+        await pilot.press("m")
+        assert isinstance(app.screen, PickerScreen) and len(app.screen.choices) == 17
+        await pilot.press(*"train", "enter")
+        await settle(pilot)
+        r = screen.result
+        assert r.module == "jit_train_step(32)" and screen.error is None
+        chart = screen.query_one(AreaChart)
+        point = str(screen.query_one("#mv-point").render())
+        assert chart.cursor == 9 and "ynn_fusion.3" not in point and "▲ peak" in point
+        await pilot.press("left")
+        assert "program point 8" in str(screen.query_one("#mv-point").render())
+        # Buffers: program order first (the output `dot`), `o` switches to size order.
+        table = screen.query_one("#mv-buffers", FrameTable)
+        assert table.row(0)["name"] == "dot" and table.row_count == 9
+        await pilot.press("tab")
+        await pilot.press("down")
+        assert "params_0__0_.1" in str(screen.query_one("#mv-buffer").render())
+        await pilot.press("o")
+        assert screen.by_size and table.row(8)["name"].startswith("small")
+        sizes = table.frame["size"].to_list()
+        assert sizes == sorted(sizes, reverse=True)
+
+
+async def test_memory_space_picker():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert screen.result.module == "jit_f(12190760917235803885)"
+        await pilot.press("M")
+        assert isinstance(app.screen, PickerScreen)
+        assert [k for k, _ in app.screen.choices] == ["0", "1", "2", "5"]
+        await pilot.press(*"host", "enter")
+        await settle(pilot)
+        r = screen.result
+        assert r.memory_space == 5 and r.peak_heap_mib == 15360 and not r.buffers
+        assert "No heap simulation" in str(screen.query_one("#mv-point").render())
+
+
+def test_memory_viewer_snapshot(snap_compare):
+    async def train_step(pilot):
+        await settle(pilot)
+        await pick_module(pilot, "train")
+
+    assert snap_compare(make_app("jax_mlp"), terminal_size=SIZE, run_before=train_step)
+
+
+def test_memory_viewer_tpu_snapshot(snap_compare):
+    async def loaded(pilot):
+        await settle(pilot)
+        await pilot.press("tab", "o")
+        await pilot.pause()
+
+    assert snap_compare(make_app("tpu_v6e_inference"), terminal_size=SIZE, run_before=loaded)

@@ -1,0 +1,313 @@
+"""Memory profile: an allocator's summary, its memory over time and what was live at the peak.
+
+Keys: `m` memory id (allocator) picker; on the timeline ←/→ move the cursor one snapshot,
+PgUp/PgDn a tenth of the timeline, Home/End, `p` jumps to the peak, `f` shows or hides free
+memory; Tab moves to the breakdown table (`s` sort, `/` filter, `x` CSV).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
+
+from tputui.analysis.memory_profile import AllocatorProfile, MemoryProfileResult
+from tputui.screens.base import ToolScreen
+from tputui.screens.op_tables import CsvExportMixin
+from tputui.widgets.charts import EIGHTHS
+from tputui.widgets.table import FrameTable
+
+STACK_COLOR, HEAP_COLOR, FREE_COLOR, LINE_COLOR = "#e15759", "#f28e2b", "#59a14f", "#b07aa1"
+LEFT = 10  # y-axis label width
+
+
+def fmt_bytes(n: float | None) -> str:
+    """Bytes in binary units (XProf's memory tools count in MiB / GiB)."""
+    if n is None:
+        return ""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def fmt_ms(ps: float) -> str:
+    return f"{ps / 1e9:,.1f} ms"
+
+
+class AreaChart(Widget, can_focus=True):
+    """Stacked areas over x, an optional 0..1 line, a marked peak and a keyboard cursor.
+
+    Each terminal column shows the point with the largest stacked total among the points that
+    fall in it (the same max-box idea XProf uses to thin its timeline); empty columns repeat
+    the column before. ←/→ move the cursor point by point and post `AreaChart.CursorMoved`.
+    """
+
+    DEFAULT_CSS = "AreaChart { height: 14; } AreaChart:focus { background: $boost; }"
+    BINDINGS = [
+        Binding("left", "move(-1)", "Prev", show=False), Binding("right", "move(1)", "Next", show=False),
+        Binding("pageup", "page(-1)", "Page left", show=False), Binding("pagedown", "page(1)", "Page right", show=False),
+        Binding("home", "jump(0)", show=False), Binding("end", "jump(-1)", show=False),
+        Binding("p", "peak", "Peak", id="chart.peak"),
+    ]
+    cursor: reactive[int] = reactive(0)
+
+    class CursorMoved(Message):
+        def __init__(self, chart: "AreaChart", index: int) -> None:
+            super().__init__()
+            self.chart, self.index = chart, index
+
+        @property
+        def control(self) -> "AreaChart":
+            return self.chart
+
+    def __init__(self, x: Sequence[float], series: Sequence[tuple[str, Sequence[float], str]], *,
+                 line: tuple[str, Sequence[float], str] | None = None, peak: int | None = None,
+                 x_format: Callable[[float], str] = str, y_format: Callable[[float], str] = fmt_bytes,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.set_data(x, series, line=line, peak=peak, refresh=False)
+        self.x_format, self.y_format = x_format, y_format
+
+    def set_data(self, x, series, *, line=None, peak=None, refresh: bool = True) -> None:
+        self.x = np.asarray(x, np.float64)
+        self.series = [(name, np.asarray(v, np.float64), color) for name, v, color in series]
+        self.line = None if line is None else (line[0], np.asarray(line[1], np.float64), line[2])
+        self.peak = peak
+        self.total = np.sum([v for _, v, _ in self.series], axis=0) if self.series else np.zeros(len(self.x))
+        if refresh:
+            self.cursor = min(self.cursor, max(0, len(self.x) - 1))
+            self.refresh()
+
+    # --- keys --------------------------------------------------------------------------
+    def action_move(self, delta: int) -> None:
+        if len(self.x):
+            self.cursor = int(max(0, min(len(self.x) - 1, self.cursor + delta)))
+
+    def action_page(self, direction: int) -> None:
+        self.action_move(direction * max(1, len(self.x) // 10))
+
+    def action_jump(self, where: int) -> None:
+        if len(self.x):
+            self.cursor = 0 if where == 0 else len(self.x) - 1
+
+    def action_peak(self) -> None:
+        if self.peak is not None:
+            self.cursor = self.peak
+
+    def watch_cursor(self, index: int) -> None:
+        self.post_message(self.CursorMoved(self, index))
+        self.refresh()
+
+    # --- drawing -----------------------------------------------------------------------
+    def _columns(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """(point shown in each of `width` columns or -1 before the first, column of each point)."""
+        n = len(self.x)
+        lo, hi = (self.x[0], self.x[-1]) if n else (0.0, 0.0)
+        col = np.zeros(n, np.int64) if hi <= lo else np.rint((self.x - lo) / (hi - lo) * (width - 1)).astype(np.int64)
+        shown = np.full(width, -1, np.int64)
+        starts = np.searchsorted(col, np.arange(width), "left")
+        ends = np.searchsorted(col, np.arange(width), "right")
+        prev = -1
+        for c in range(width):
+            a, b = starts[c], ends[c]
+            if b > a:
+                prev = a + int(np.argmax(self.total[a:b]))
+            shown[c] = prev
+        return shown, col
+
+    def render(self) -> RenderableType:
+        n = len(self.x)
+        if not n:
+            return Text("(no data)", style="dim")
+        width = max(4, self.size.width - LEFT)
+        height = max(3, self.size.height - 2)
+        shown, col_of = self._columns(width)
+        top = float(self.total.max()) or 1.0
+        cursor_col = int(col_of[self.cursor]) if n else -1
+        peak_col = int(col_of[self.peak]) if self.peak is not None and n else -1
+
+        grid: list[list[tuple[str, str]]] = [[(" ", "")] * width for _ in range(height)]
+        for c in range(width):
+            p = shown[c]
+            if p < 0:
+                continue
+            cum = np.cumsum([v[p] for _, v, _ in self.series]) / top * height * 8
+            for r in range(height):  # r = 0 is the bottom row
+                lo = r * 8
+                if cum[-1] <= lo:
+                    break
+                mid = next((k for k, h in enumerate(cum) if h > lo + 4), len(cum) - 1)
+                fill = cum[-1] - lo
+                ch = "█" if fill >= 8 else EIGHTHS[max(1, int(fill))]
+                grid[height - 1 - r][c] = (ch, self.series[mid][2])
+            if self.line is not None:
+                r = int(round(min(1.0, max(0.0, self.line[1][p])) * (height - 1)))
+                grid[height - 1 - r][c] = ("•", f"bold {self.line[2]}")
+
+        out = Text()
+        marker = Text(" " * LEFT)
+        if peak_col >= 0:
+            label = f"▼ peak {self.y_format(self.total[self.peak])}"
+            start = min(peak_col, max(0, width - len(label)))
+            marker.append(" " * start)
+            marker.append(label if start == peak_col else label[1:] + " ▼", style="bold")
+        out.append_text(marker)
+        out.append("\n")
+        for i, row in enumerate(grid):
+            axis = self.y_format(top) if i == 0 else ("0" if i == height - 1 else "")
+            out.append(axis.rjust(LEFT - 1)[: LEFT - 1] + "│", style="dim")
+            for c, (ch, style) in enumerate(row):
+                if c == cursor_col:
+                    style = f"{style} on grey30" if style else "on grey30"
+                elif c == peak_col and ch == " ":
+                    ch, style = "┊", "dim"
+                out.append(ch, style=style)
+            out.append("\n")
+        left, right = self.x_format(self.x[0]), self.x_format(self.x[-1])
+        out.append(" " * LEFT + left + " " * max(1, width - len(left) - len(right)) + right, style="dim")
+        return out
+
+    def legend(self) -> Text:
+        t = Text()
+        for name, _, color in self.series:
+            t.append("■ ", style=color)
+            t.append(f"{name}  ")
+        if self.line is not None:
+            t.append("• ", style=self.line[2])
+            t.append(f"{self.line[0]}  ")
+        return t
+
+
+def _summary_table(a: AllocatorProfile) -> Table:
+    s = a.summary()
+    t = Table.grid(padding=(0, 2))
+    for _ in range(4):
+        t.add_column(style="bold", no_wrap=True)
+        t.add_column(no_wrap=True)
+    t.add_row("#Allocations", f"{s['num_allocations']:,}", "Peak heap (lifetime)", fmt_bytes(s["peak_heap_usage_bytes"]),
+              "Stack at peak", fmt_bytes(s["stack_reserved_bytes"]), "Memory capacity", fmt_bytes(s["memory_capacity_bytes"]))
+    t.add_row("#Deallocations", f"{s['num_deallocations']:,}", "Peak in use (profile)", fmt_bytes(s["peak_bytes_in_use"]),
+              "Heap at peak", fmt_bytes(s["heap_allocated_bytes"]), "Free at peak", fmt_bytes(s["free_memory_bytes"]))
+    t.add_row("Peak at", fmt_ms(s["peak_time_ps"]), "Step at peak", str(s["peak_step"]),
+              "Fragmentation", f"{s['fragmentation'] * 100:.2f}%", "Events", f"{s['num_events']:,}")
+    return t
+
+
+def _event_card(rec: dict | None) -> Text:
+    """What XProf's timeline tooltip says about one snapshot."""
+    if rec is None:
+        return Text("")
+    sign = -1 if rec["activity"] == "DEALLOCATION" else 1
+    parts = [("timestamp", fmt_ms(rec["time_ps"])), ("event", rec["activity"].lower())]
+    if rec["requested_bytes"] > 0:
+        parts.append(("requested", fmt_bytes(sign * rec["requested_bytes"])))
+    parts.append(("allocated", fmt_bytes(sign * rec["allocation_bytes"])))
+    for key, label in (("tf_op", "op"), ("step_id", "step"), ("region_type", "region"), ("shape", "shape")):
+        if rec[key] not in ("", None, 0):
+            parts.append((label, str(rec[key])))
+    if rec["data_type"] and rec["data_type"] != "INVALID":
+        parts.append(("dtype", rec["data_type"]))
+    parts.append(("in use", fmt_bytes(rec["stack_bytes"] + rec["heap_bytes"])))
+    t = Text()
+    for i, (k, v) in enumerate(parts):
+        t.append(("  " if i else "") + f"{k} ", style="dim")
+        t.append(v, style="bold" if k in ("op", "in use") else "")
+    return t
+
+
+class MemoryProfileScreen(CsvExportMixin, ToolScreen):
+    BINDINGS = [
+        Binding("m", "pick_memory", "Memory id", id="memory_profile.memory_id"),
+        Binding("f", "toggle_free", "Free on/off", id="memory_profile.free"),
+        Binding("x", "export_csv", "CSV", id="memory_profile.csv"),
+    ]
+    DEFAULT_CSS = """
+    MemoryProfileScreen #mp-head { height: 1; padding: 0 1; }
+    MemoryProfileScreen #mp-summary { height: auto; padding: 0 1; }
+    MemoryProfileScreen AreaChart { height: 1fr; min-height: 8; max-height: 18; border: round $panel; }
+    MemoryProfileScreen #mp-event { height: auto; max-height: 3; padding: 0 1; }
+    MemoryProfileScreen FrameTable { height: 1fr; min-height: 6; border: round $panel; }
+    """
+
+    show_free: bool = False
+    memory_id: str = ""
+
+    def show(self, result: MemoryProfileResult) -> None:
+        self.memory_id = self.options.get("memory_id") or result.memory_ids[0]
+        self.body.mount(Static("", id="mp-head"))
+        self.body.mount(Static("", id="mp-summary"))
+        self.chart = AreaChart([], [], x_format=fmt_ms, id="mp-chart")
+        self.body.mount(self.chart)
+        self.body.mount(Static("", id="mp-event"))
+        self.table = FrameTable(id="mp-breakdown", formats={"allocation_bytes": fmt_bytes, "requested_bytes": fmt_bytes},
+                                hidden=("step_id",))
+        self.body.mount(self.table)
+        self._draw()
+        self.chart.focus()
+
+    @property
+    def allocator(self) -> AllocatorProfile:
+        return self.result.allocators[self.memory_id]
+
+    def _draw(self) -> None:
+        a = self.allocator
+        tl = a.timeline
+        ids = self.result.memory_ids
+        self.query_one("#mp-head", Static).update(Text.assemble(
+            ("Memory id ", "dim"), (self.memory_id, "bold"),
+            (f"  ({ids.index(self.memory_id) + 1} of {len(ids)}: m to pick)" if len(ids) > 1 else "", "dim"),
+            ("   host ", "dim"), (self.result.host, "")))
+        self.query_one("#mp-summary", Static).update(_summary_table(a))
+        series = [("stack", tl["stack_bytes"].to_numpy(), STACK_COLOR), ("heap", tl["heap_bytes"].to_numpy(), HEAP_COLOR)]
+        if self.show_free:
+            series.append(("free", tl["free_bytes"].to_numpy(), FREE_COLOR))
+        times = tl["time_ps"].to_numpy()
+        peak = int(np.argmin(np.abs(times - a.peak_time_ps))) if len(times) else None
+        self.chart.set_data(times, series, line=("fragmentation", tl["fragmentation"].to_numpy(), LINE_COLOR), peak=peak)
+        self.chart.border_title = "Memory timeline"
+        self.chart.border_subtitle = self.chart.legend().plain + ("" if self.show_free else " (f: show free)")
+        self.table.set_frame(a.breakdown)
+        self.table.border_title = (f"Memory breakdown at the peak (step {a.peak_step}): "
+                                   f"{a.breakdown.height} rows · s sort · / filter · x CSV")
+        self.chart.cursor = peak or 0
+        self._show_event(self.chart.cursor)
+
+    def on_area_chart_cursor_moved(self, event: AreaChart.CursorMoved) -> None:
+        self._show_event(event.index)
+
+    def _show_event(self, index: int) -> None:
+        tl = self.allocator.timeline
+        rec = tl.row(index, named=True) if 0 <= index < len(tl) else None
+        for w in self.query("#mp-event"):
+            w.update(_event_card(rec))
+
+    def action_pick_memory(self) -> None:
+        if self.result is None:
+            return
+        from tputui.app import PickerScreen
+
+        choices = [(m, f"{m}   peak {fmt_bytes(a.peak_in_use_bytes)}") for m, a in self.result.allocators.items()]
+        self.app.push_screen(PickerScreen("Memory id", choices, self.memory_id), self._picked)
+
+    def _picked(self, memory_id: str | None) -> None:
+        if memory_id and memory_id != self.memory_id:
+            self.memory_id = memory_id
+            self._draw()
+
+    def action_toggle_free(self) -> None:
+        if self.result is not None:
+            self.show_free = not self.show_free
+            cursor = self.chart.cursor
+            self._draw()
+            self.chart.cursor = cursor
+
+    def export_frame(self):
+        return self.table.frame if self.result is not None else None

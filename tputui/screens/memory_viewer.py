@@ -1,0 +1,232 @@
+"""Memory viewer: one XLA module's memory use over its program, and the buffers at the peak.
+
+Keys: `m` module picker, `M` memory-space picker (HBM, VMEM, host, ...); on the heap curve
+←/→ walk program points, `p` jumps to the peak; `o` switches the buffer list between program
+order and size order; Tab moves between curve and list (`s` sort, `/` filter, `x` CSV).
+"""
+from __future__ import annotations
+
+import polars as pl
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import Static
+
+from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory_space_name, to_mib
+from tputui.screens.base import ToolScreen
+from tputui.screens.memory_profile import AreaChart, fmt_bytes
+from tputui.screens.op_tables import CsvExportMixin
+from tputui.widgets.charts import HORIZONTAL_EIGHTHS
+from tputui.widgets.table import FrameTable
+
+DATA_COLOR, PADDING_COLOR = "#4e79a7", "#edc948"
+BAR_WIDTH = 16
+
+
+def _mib(v: float) -> str:
+    """A MiB figure (as XProf reports them) in the unit that reads best."""
+    return fmt_bytes(v * (1 << 20))
+
+
+def fmt_bar(fraction: float | None) -> str:
+    if fraction is None:
+        return ""
+    cells = max(0.0, min(1.0, fraction)) * BAR_WIDTH
+    full = int(cells)
+    part = HORIZONTAL_EIGHTHS[int((cells - full) * 8)] if full < BAR_WIDTH else ""
+    return ("█" * full + part.strip()).ljust(BAR_WIDTH)
+
+
+def _space_label(color: int) -> str:
+    return f"{memory_space_name(color)} ({color})"
+
+
+def _summary(r: MemoryViewerResult) -> Table:
+    t = Table.grid(padding=(0, 2))
+    for _ in range(3):
+        t.add_column(style="bold", no_wrap=True)
+        t.add_column(no_wrap=True)
+    padding = r.peak_heap_mib - r.peak_unpadded_heap_mib
+    t.add_row("Peak memory", _mib(r.peak_heap_mib), "Parameters", fmt_bytes(r.entry_parameters_bytes),
+              "Total allocated", fmt_bytes(r.total_allocation_bytes))
+    t.add_row("Unpadded peak", _mib(r.peak_unpadded_heap_mib), "Outputs (maybe live out)",
+              fmt_bytes(r.maybe_live_out_bytes), "Program points", f"{len(r.heap_bytes):,}")
+    last = ("Scoped VMEM (max)", f"{fmt_bytes(r.max_scoped_vmem_bytes)}  {r.max_scoped_vmem_instruction}") \
+        if r.max_scoped_vmem_bytes else ("Buffers at peak", f"{len(r.buffers):,}")
+    t.add_row("Padding at peak", _mib(padding), "Temporaries at peak", fmt_bytes(r.peak_heap_bytes), *last)
+    return t
+
+
+def _buffer_card(b: PeakBuffer | None) -> Text:
+    if b is None:
+        return Text("")
+    t = Text()
+
+    def field(label: str, value: str, style: str = "") -> None:
+        if value:
+            t.append(("  " if t.plain else "") + f"{label} ", style="dim")
+            t.append(value, style=style)
+
+    if b.is_small:
+        field("buffers under 16 KiB, together", fmt_bytes(b.size_bytes), "bold")
+        return t
+    field("name", b.name, "bold")
+    field("category", b.category)
+    field("size", fmt_bytes(b.size_bytes), "bold")
+    field("unpadded", fmt_bytes(b.unpadded_bytes))
+    field("expansion", f"{b.expansion:.2f}x" if b.expansion else "")
+    field("extra", fmt_bytes(b.extra_bytes) if b.extra_bytes else "")
+    field("shape", b.shape)
+    field("framework op", b.tf_op_name)
+    field("op", b.op_code)
+    field("source", f"{b.source_file}:{b.source_line}" if b.source_file else "")
+    return t
+
+
+class MemoryViewerScreen(CsvExportMixin, ToolScreen):
+    BINDINGS = [
+        Binding("m", "pick_module", "Module", id="memory_viewer.module"),
+        Binding("M", "pick_space", "Memory space", id="memory_viewer.space"),
+        Binding("o", "toggle_order", "By size / program order", id="memory_viewer.order"),
+        Binding("x", "export_csv", "CSV", id="memory_viewer.csv"),
+    ]
+    DEFAULT_CSS = """
+    MemoryViewerScreen #mv-head { height: 1; padding: 0 1; }
+    MemoryViewerScreen #mv-summary { height: auto; padding: 0 1; }
+    MemoryViewerScreen AreaChart { height: 1fr; min-height: 7; max-height: 14; border: round $panel; }
+    MemoryViewerScreen #mv-point { height: 1; padding: 0 1; }
+    MemoryViewerScreen FrameTable { height: 1fr; min-height: 6; border: round $panel; }
+    MemoryViewerScreen #mv-buffer { height: auto; max-height: 3; padding: 0 1; }
+    """
+
+    by_size = False
+
+    def show(self, result: MemoryViewerResult) -> None:
+        r = result
+        self.body.mount(Static(Text.assemble(
+            ("Module ", "dim"), (r.module, "bold"), (f"  ({len(r.modules)} modules: m to pick)", "dim"),
+            ("   memory space ", "dim"), (_space_label(r.memory_space), "bold"),
+            (f"  ({len(r.memory_spaces)} spaces: M to pick)" if len(r.memory_spaces) > 1 else "", "dim")),
+            id="mv-head"))
+        self.body.mount(Static(_summary(r), id="mv-summary"))
+        focus = None
+        if r.heap_bytes:
+            unpadded = [to_mib(b) for b in r.unpadded_heap_bytes]
+            padding = [h - u for h, u in zip(r.heap_mib, r.unpadded_heap_mib)]
+            add = to_mib(r.indefinite_bytes)
+            # XProf's peak position is the program point just before the peak allocation;
+            # the curve reaches the peak one point later.
+            self.peak_point = max(range(len(r.heap_bytes)), key=lambda i: (r.heap_bytes[i], -i))
+            self.chart = AreaChart(range(len(r.heap_bytes)),
+                                   [("data", [u + add for u in unpadded], DATA_COLOR), ("padding", padding, PADDING_COLOR)],
+                                   peak=self.peak_point, x_format=lambda x: f"point {int(x)}",
+                                   y_format=_mib, id="mv-chart")
+            self.chart.border_title = "Memory use over program points"
+            self.chart.border_subtitle = self.chart.legend().plain
+            self.body.mount(self.chart)
+            self.body.mount(Static("", id="mv-point"))
+            focus = self.chart
+        else:
+            self.chart = None
+            self.body.mount(Static(Text("No heap simulation for this memory space: every buffer lives for the "
+                                        "whole program.", style="dim"), id="mv-point"))
+        self.table = FrameTable(id="mv-buffers", hidden=("index", "logical_buffer_id"),
+                                formats={"bar": fmt_bar, "size": fmt_bytes, "unpadded": fmt_bytes, "extra": fmt_bytes})
+        self.body.mount(self.table)
+        self.body.mount(Static("", id="mv-buffer"))
+        self._fill_table()
+        (focus or self.table).focus()
+        if self.chart is not None:
+            self.chart.cursor = self.peak_point
+            self._show_point(self.peak_point)
+
+    def _buffer_frame(self) -> pl.DataFrame:
+        r: MemoryViewerResult = self.result
+        order = r.by_size if self.by_size else list(range(len(r.buffers)))
+        top = max((b.size_bytes for b in r.buffers), default=0) or 1
+        bufs = [r.buffers[i] for i in order]
+        return pl.DataFrame({
+            "index": order,
+            "bar": [b.size_bytes / top for b in bufs],
+            "name": [b.label if b.is_small else b.name for b in bufs],
+            "size": [b.size_bytes for b in bufs],
+            "unpadded": [None if b.is_small else b.unpadded_bytes for b in bufs],
+            "extra": [None if b.is_small else b.extra_bytes for b in bufs],
+            "category": [b.category for b in bufs],
+            "shape": [b.shape for b in bufs],
+            "framework_op": [b.tf_op_name for b in bufs],
+            "logical_buffer_id": [b.logical_buffer_id for b in bufs],
+        }, schema_overrides={"bar": pl.Float64, "size": pl.Int64, "unpadded": pl.Int64, "extra": pl.Int64,
+                             "index": pl.Int64})
+
+    def _fill_table(self) -> None:
+        frame = self._buffer_frame()
+        self.table.sort_by = None
+        self.table.set_frame(frame)
+        how = "by size" if self.by_size else "in program order"
+        self.table.border_title = (f"Buffers live at the peak, {how} ({frame.height}) · o {'program order' if self.by_size else 'by size'}"
+                                   " · s sort · / filter · x CSV")
+        self._show_buffer(self.table.row())
+
+    def on_area_chart_cursor_moved(self, event: AreaChart.CursorMoved) -> None:
+        self._show_point(event.index)
+
+    def _show_point(self, index: int) -> None:
+        r: MemoryViewerResult = self.result
+        if not r.heap_bytes or not 0 <= index < len(r.heap_bytes):
+            return
+        name = r.instruction_names[index] or "(end of program)"
+        text = Text.assemble(("program point ", "dim"), (f"{index}", "bold"), ("  instruction ", "dim"), (name, "bold"),
+                             ("  heap ", "dim"), (_mib(r.heap_mib[index]), ""),
+                             ("  unpadded ", "dim"), (_mib(r.unpadded_heap_mib[index]), ""),
+                             ("   ▲ peak" if index == self.peak_point else "", "bold"))
+        for w in self.query("#mv-point"):
+            w.update(text)
+
+    def on_frame_table_row_highlighted(self, event: FrameTable.RowHighlighted) -> None:
+        self._show_buffer(event.row)
+
+    def _show_buffer(self, row) -> None:
+        r: MemoryViewerResult = self.result
+        buf = r.buffers[row["index"]] if row else None
+        for w in self.query("#mv-buffer"):
+            w.update(_buffer_card(buf))
+
+    def action_toggle_order(self) -> None:
+        if self.result is not None:
+            self.by_size = not self.by_size
+            self._fill_table()
+
+    def action_pick_module(self) -> None:
+        if self.result is None:
+            return
+        from tputui.app import PickerScreen
+
+        choices = [(m, m) for m in self.result.modules]
+        self.app.push_screen(PickerScreen("HLO module", choices, self.result.module), self._module_picked)
+
+    def _module_picked(self, module: str | None) -> None:
+        if module and module != self.result.module:
+            self._reopen(module=module, memory_space=0)
+
+    def action_pick_space(self) -> None:
+        if self.result is None:
+            return
+        from tputui.app import PickerScreen
+
+        spaces = sorted(set(self.result.memory_spaces) | {0})
+        choices = [(str(c), _space_label(c)) for c in spaces]
+        self.app.push_screen(PickerScreen("Memory space", choices, str(self.result.memory_space)), self._space_picked)
+
+    def _space_picked(self, space: str | None) -> None:
+        if space is not None and int(space) != self.result.memory_space:
+            self._reopen(module=self.result.module, memory_space=int(space))
+
+    def _reopen(self, **options) -> None:
+        """Run the analysis again for another module / space (a fresh screen, like the app's pickers)."""
+        self.options = {**self.options, **options}
+        self.by_size = False
+        self.load()
+
+    def export_frame(self):
+        return self.table.frame.drop("bar") if self.result is not None else None
