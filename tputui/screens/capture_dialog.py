@@ -1,0 +1,217 @@
+"""Capture a profile from inside the app (TensorBoard's "Capture Profile" dialog, keyboard-first).
+
+The capture runs in a thread worker with progress lines; on success the dialog returns the
+CaptureResult and `open_capture_dialog` reopens the logdir on the new run.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, LoadingIndicator, RadioButton, RadioSet, Select, Static
+
+from tputui.live.capture import CaptureResult, capture
+from tputui.live.client import LiveError, TracerOptions
+from tputui.live.tpu_resolve import addresses_from
+
+HOST_LEVELS = [("1 — critical only", 1), ("2 — info (default)", 2), ("3 — verbose", 3)]
+ON_OFF = [("off", 0), ("on", 1)]
+
+
+class CaptureDialog(ModalScreen[CaptureResult | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "capture", "Capture")]
+    DEFAULT_CSS = """
+    CaptureDialog { align: center middle; }
+    CaptureDialog > Vertical { width: 84; max-width: 95%; height: auto; border: round $accent;
+                               background: $surface; padding: 0 1; }
+    CaptureDialog Grid { grid-size: 2; grid-columns: 26 1fr; grid-rows: 1; height: auto; grid-gutter: 1 1;
+                         padding: 1 0; }
+    CaptureDialog Input { border: none; height: 1; padding: 0 1; background: $boost; }
+    CaptureDialog Input:focus { border: none; background: $accent 30%; }
+    CaptureDialog Select { height: 1; }
+    CaptureDialog SelectCurrent { border: none; height: 1; padding: 0 1; background: $boost; }
+    CaptureDialog Select:focus > SelectCurrent { background: $accent 30%; }
+    CaptureDialog Checkbox { border: none; height: 1; padding: 0; background: $surface; }
+    CaptureDialog Checkbox:focus { background: $accent 30%; }
+    CaptureDialog RadioSet { layout: horizontal; border: none; height: auto; }
+    CaptureDialog #buttons { height: auto; align: right middle; padding-top: 1; }
+    CaptureDialog #capture-progress { color: $text-muted; height: auto; }
+    CaptureDialog #capture-error { color: $error; height: auto; }
+    CaptureDialog LoadingIndicator { height: 1; display: none; }
+    CaptureDialog.-busy LoadingIndicator { display: block; }
+    """
+
+    def __init__(self, logdir: str = "", address: str = "") -> None:
+        super().__init__()
+        self.default_logdir, self.default_address = logdir, address
+        self.busy = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("[b]Capture profile[/b]  [dim]Enter / Ctrl+S capture · Esc cancel[/dim]")
+            with RadioSet(id="target-kind"):
+                yield RadioButton("Profiler address(es)", value=True, id="kind-address")
+                yield RadioButton("TPU name", id="kind-tpu")
+            with Grid():
+                yield Label("host:port[,host:port…]", id="target-label")
+                yield Input(self.default_address, placeholder="localhost:9999", id="target")
+                yield Label("Logdir")
+                yield Input(self.default_logdir, placeholder="./logs or gs://bucket/logs", id="logdir")
+                yield Label("Duration (ms)")
+                yield Input("2000", type="integer", id="duration")
+                yield Label("Tracing attempts")
+                yield Input("3", type="integer", id="attempts")
+                yield Label("Host trace level")
+                yield Select(HOST_LEVELS, value=2, allow_blank=False, id="host-level")
+                yield Label("Device trace level")
+                yield Select(ON_OFF, value=1, allow_blank=False, id="device-level")
+                yield Label("Python trace level")
+                yield Select(ON_OFF, value=0, allow_blank=False, id="python-level")
+                yield Label("")
+                yield Checkbox("include tf.data ops", value=True, id="dataset-ops")
+            yield LoadingIndicator()
+            yield Static("", id="capture-progress")
+            yield Static("", id="capture-error", markup=False)
+            with Horizontal(id="buttons"):
+                yield Button("Capture", variant="primary", id="capture")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#target", Input).focus()
+
+    @on(RadioSet.Changed, "#target-kind")
+    def _kind_changed(self, event: RadioSet.Changed) -> None:
+        tpu = event.pressed.id == "kind-tpu"
+        self.query_one("#target-label", Label).update("TPU name (or local)" if tpu else "host:port[,host:port…]")
+        self.query_one("#target", Input).placeholder = "my-tpu" if tpu else "localhost:9999"
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.action_capture()
+
+    @on(Button.Pressed, "#capture")
+    def _capture_pressed(self) -> None:
+        self.action_capture()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()
+
+    def action_cancel(self) -> None:
+        if not self.busy:  # a running capture cannot be recalled from the server; let it finish
+            self.dismiss(None)
+
+    def _form(self) -> dict:
+        def number(id_: str, what: str) -> int:
+            text = self.query_one(f"#{id_}", Input).value.strip()
+            try:
+                return int(text)
+            except ValueError:
+                raise LiveError(f"{what} must be a whole number") from None
+
+        target = self.query_one("#target", Input).value.strip()
+        logdir = self.query_one("#logdir", Input).value.strip()
+        if not target:
+            raise LiveError("give a profiler address (host:port) or a TPU name")
+        if not logdir:
+            raise LiveError("give a logdir to write the profile into")
+        tpu = self.query_one("#kind-tpu", RadioButton).value
+        return dict(
+            address=None if tpu else target, tpu=target if tpu else None,
+            logdir=os.path.expanduser(logdir),
+            duration_ms=number("duration", "Duration"), attempts=number("attempts", "Tracing attempts"),
+            tracer=TracerOptions(
+                host_tracer_level=self.query_one("#host-level", Select).value,
+                device_tracer_level=self.query_one("#device-level", Select).value,
+                python_tracer_level=self.query_one("#python-level", Select).value,
+                include_dataset_ops=self.query_one("#dataset-ops", Checkbox).value),
+        )
+
+    def action_capture(self) -> None:
+        if self.busy:
+            return
+        try:
+            form = self._form()
+        except LiveError as e:
+            self._error(str(e))
+            return
+        self._error("")
+        self.busy = True
+        self.add_class("-busy")
+        self.query_one("#capture", Button).disabled = True
+        self._run(form)
+
+    @work(thread=True, exclusive=True, group="capture", description="capture")
+    def _run(self, form: dict) -> None:
+        t0 = time.monotonic()
+
+        def say(msg: str) -> None:
+            self.app.call_from_thread(self._progress, f"{msg}  ({time.monotonic() - t0:.1f} s)")
+
+        try:
+            say("Resolving the TPU…" if form["tpu"] else "Connecting…")
+            addresses = addresses_from(form["address"], form["tpu"])
+            result = capture(addresses, form["logdir"], duration_ms=form["duration_ms"],
+                             attempts=form["attempts"], tracer=form["tracer"], progress=say)
+        except LiveError as e:
+            self.app.call_from_thread(self._failed, str(e))
+            return
+        self.app.call_from_thread(self._done, result)
+
+    def _progress(self, msg: str) -> None:
+        self.query_one("#capture-progress", Static).update(msg)
+
+    def _error(self, msg: str) -> None:
+        self.query_one("#capture-error", Static).update(msg)
+
+    def _failed(self, msg: str) -> None:
+        self.busy = False
+        self.remove_class("-busy")
+        self.query_one("#capture", Button).disabled = False
+        self._progress("")
+        self._error(msg)
+
+    def _done(self, result: CaptureResult) -> None:
+        self.busy = False
+        if result.failed:
+            self.app.notify("; ".join(result.failed.values()), title="Some workers failed", severity="warning")
+        self.dismiss(result)
+
+
+def default_capture_logdir(root: str) -> str:
+    """The app's logdir when it is a logdir (not a single file or run folder), else empty."""
+    if not root or root.endswith((".xplane.pb", ".xplane.riegeli")):
+        return ""
+    if "://" in root:
+        return root
+    if os.path.isdir(os.path.join(root, "plugins", "profile")) or not any(
+            f.endswith(".xplane.pb") for f in os.listdir(root) if os.path.isfile(os.path.join(root, f))):
+        return root
+    return ""
+
+
+def open_capture_dialog(app) -> None:
+    """Push the dialog over a TputuiApp; a successful capture reopens the logdir on the new run."""
+    from tputui.data.logdir import LogdirError, open_logdir
+
+    def captured(result: CaptureResult | None) -> None:
+        if result is None:
+            return
+        try:
+            logdir = open_logdir(result.logdir)
+        except LogdirError as e:
+            app.notify(str(e), severity="error")
+            return
+        run = next((r for r in logdir.runs if os.path.normpath(r.path) == os.path.normpath(result.run_dir)), None)
+        app.logdir = logdir
+        app.notify(f"Captured run {result.run} ({len(result.hosts)} host(s)) into {result.logdir}",
+                   title="Capture profile")
+        app.open_run(run.name if run else logdir.runs[0].name)
+
+    root = getattr(getattr(app, "logdir", None), "root", "") or ""
+    app.push_screen(CaptureDialog(default_capture_logdir(root)), captured)
