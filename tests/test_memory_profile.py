@@ -224,3 +224,13 @@ def test_tables_are_polars(results):
     assert list(t) == ["breakdown_at_peak", "summary", "timeline"]
     assert t["summary"]["memory_id"].to_list() == ["0", "1", "2", "3"]
     assert isinstance(t["timeline"], pl.DataFrame) and len(t["timeline"]) == 234 + 224 * 3
+
+
+@pytest.mark.parametrize("profile", ["jax_live_capture", "jax_mlp", "tf_loop", "tpu_v6e_inference", "tf_keras"])
+def test_memory_ids_agree_on_every_profile(profile):
+    """Profiles without memory events are empty for XProf too; the others list the same ids."""
+    expected = _oracle(profile)["memoryIds"]
+    run = run_of(PROFILES / profile)
+    assert mp.has_data(run) == bool(expected)
+    if expected:
+        assert mp.analyze(run).memory_ids == expected
