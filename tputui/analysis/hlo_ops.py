@@ -254,6 +254,79 @@ def _fused_children(fr: XSpaceFrame, m: int, depth: int = 0) -> list[FusedChild]
     return out
 
 
+_ELEMENTWISE = frozenset("""abs add and atan2 cbrt ceil clamp clz compare complex constant convert cosine divide
+exponential exponential-minus-one floor imag is-finite log log-plus-one logistic maximum minimum
+multiply negate not or popcnt power real reduce-precision remainder round-nearest-afz
+round-nearest-even rsqrt select shift-left shift-right-arithmetic shift-right-logical sign sine sqrt
+stochastic-convert subtract tan tanh xor erf bitcast-convert""".split())
+_DATA_FORMATTING = frozenset("bitcast copy reshape transpose".split())
+
+
+def hlo_category(opcode: str) -> str:
+    """XProf's op category for an HLO inside a fusion (the common opcodes; others as themselves)."""
+    if opcode in _ELEMENTWISE:
+        return "non-fusion elementwise"
+    if opcode in _DATA_FORMATTING:
+        return "data formatting"
+    return opcode
+
+
+def hlo_protos(frames: list[XSpaceFrame]) -> dict[int, bytes]:
+    """program_id -> serialized HloProto, from the `/host:metadata` plane's `Hlo Proto` stats."""
+    out: dict[int, bytes] = {}
+    for fr in frames:
+        plane = fr.plane_index("/host:metadata")
+        if plane is None:
+            continue
+        for m in np.flatnonzero(fr.raw.em_plane == plane):
+            st = fr.metadata_stat_map(int(m))
+            data = st.get("Hlo Proto")
+            if isinstance(data, bytes):
+                pid = int(st.get("program_id", fr.raw.em_id[m])) & 0xFFFFFFFFFFFFFFFF
+                out.setdefault(pid, data)
+    return out
+
+
+def fused_children_from_hlo(protos: dict[int, bytes], wanted: list[tuple[int, str]]) -> dict[tuple[int, str], list[FusedChild]]:
+    """The instructions inside each wanted fusion (program_id, name), in computation order,
+    parameters left out, nested fusions recursively (XProf's fused-op level of the op profile)."""
+    from tputui.proto import hlo_pb2
+
+    out: dict[tuple[int, str], list[FusedChild]] = {}
+    by_program: dict[int, list[str]] = {}
+    for pid, name in wanted:
+        by_program.setdefault(pid, []).append(name)
+    for pid, names in by_program.items():
+        data = protos.get(pid)
+        if data is None:
+            continue
+        proto = hlo_pb2.HloProto()
+        try:
+            proto.ParseFromString(data)
+        except Exception:  # an unreadable module only loses the fused level
+            continue
+        comps = {c.id: c for c in proto.hlo_module.computations}
+        instrs = {i.name: i for c in proto.hlo_module.computations for i in c.instructions}
+
+        def children(ins, depth=0):
+            kids = []
+            for cid in ins.called_computation_ids if ins.opcode == "fusion" and depth < 8 else ():
+                for c in comps[cid].instructions if cid in comps else ():
+                    if c.opcode == "parameter":
+                        continue
+                    md = c.metadata
+                    kids.append(FusedChild(
+                        name=c.name, long_name="", category=hlo_category(c.opcode),
+                        provenance=f"{md.op_name}:{md.op_type}", flops=0, model_flops=0,
+                        children=children(c, depth + 1)))
+            return kids
+
+        for name in names:
+            if name in instrs:
+                out[(pid, name)] = children(instrs[name])
+    return out
+
+
 def program_names(frames: list[XSpaceFrame]) -> dict[int, str]:
     """program_id -> HLO module name, from `/host:metadata` (or the `XLA Modules` events)."""
     names: dict[int, str] = {}
@@ -325,6 +398,14 @@ def device_ops(frames: list[XSpaceFrame]) -> DeviceOps:
         if key:
             h, _, m = key.split(":")
             fused[key] = _fused_children(frames[int(h)], int(m))
+    # XProf takes the fused level from the HLO protos when the metadata has no children.
+    fusions = ops.filter(pl.col("category").str.ends_with(" fusion") & (pl.col("metadata_key") != ""))
+    missing = [(int(p), n, k) for p, n, k in fusions.select("program_id", "name", "metadata_key").iter_rows()
+               if not fused.get(k)]
+    if missing:
+        got = fused_children_from_hlo(hlo_protos(frames), [(p, n) for p, n, _ in missing])
+        for p, n, k in missing:
+            fused[k] = got.get((p, n), [])
     return DeviceOps(ops=ops, total_time_ps=db.total_time_ps, total_op_time_ps=db.total_op_time_ps,
                      perf=perf_env(frames), program_names=program_names(frames), fused=fused)
 
