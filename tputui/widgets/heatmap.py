@@ -1,0 +1,231 @@
+"""Topology heatmap: hosts -> chips -> cores, each cell coloured by a value, with a cursor.
+
+Hosts are blocks laid out left to right and wrapped to the widget's width; inside a block, chips
+are groups of core cells. When the cores do not fit the widget, cells fold to one per chip (the
+chips' mean), then to one per host, so a 256-core pod stays readable in a small terminal. Hot
+spots (values at or above the 90th percentile and 10% over the mean) are drawn as ▲ cells;
+highlighted cores (e.g. a channel's link) are drawn as ◆. Arrow keys move the cursor and post
+`Heatmap.CursorMoved` with the cores under it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+# Low -> high, readable on dark and light terminals (viridis-like steps).
+RAMP = ["#440154", "#3b528b", "#21918c", "#5ec962", "#b5de2b", "#fde725"]
+LEVELS = ("core", "chip", "host")
+
+
+@dataclass(frozen=True)
+class Cell:
+    core: int
+    host: str
+    chip: int
+    value: float
+
+
+@dataclass
+class Unit:
+    """One drawn cell: a core, or a chip / host folded to its mean."""
+    label: str
+    host: str
+    chip: int
+    cores: tuple[int, ...]
+    value: float
+
+
+def ramp_color(fraction: float) -> str:
+    f = 0.0 if not np.isfinite(fraction) else min(1.0, max(0.0, fraction))
+    return RAMP[min(len(RAMP) - 1, int(f * len(RAMP)))]
+
+
+def fold(cells: list[Cell], level: str) -> list[list[Unit]]:
+    """Units per host block (host order kept) at `level` (core | chip | host)."""
+    hosts: dict[str, list[Cell]] = {}
+    for c in cells:
+        hosts.setdefault(c.host, []).append(c)
+    blocks = []
+    for host, cs in hosts.items():
+        if level == "host":
+            blocks.append([Unit(host, host, -1, tuple(c.core for c in cs), float(np.mean([c.value for c in cs])))])
+        elif level == "chip":
+            chips: dict[int, list[Cell]] = {}
+            for c in cs:
+                chips.setdefault(c.chip, []).append(c)
+            blocks.append([Unit(f"chip {k}", host, k, tuple(c.core for c in v), float(np.mean([c.value for c in v])))
+                           for k, v in chips.items()])
+        else:
+            blocks.append([Unit(f"core {c.core}", host, c.chip, (c.core,), c.value) for c in cs])
+    return blocks
+
+
+class Heatmap(Widget, can_focus=True):
+    DEFAULT_CSS = "Heatmap { height: auto; min-height: 1; max-height: 24; }"
+    BINDINGS = [Binding("left", "move(-1)", "Prev cell", show=False), Binding("right", "move(1)", "Next cell", show=False),
+                Binding("up", "row(-1)", "Up", show=False), Binding("down", "row(1)", "Down", show=False),
+                Binding("home", "first", show=False), Binding("end", "last", show=False)]
+    cursor: reactive[int] = reactive(0)
+
+    class CursorMoved(Message):
+        def __init__(self, heatmap: "Heatmap", unit: Unit | None) -> None:
+            super().__init__()
+            self.heatmap, self.unit = heatmap, unit
+
+    def __init__(self, cells: list[Cell] | None = None, *, max_lines: int | None = None,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.cells: list[Cell] = list(cells or [])
+        self.highlight: set[int] = set()
+        self.max_lines = max_lines
+        self.level = "core"
+        self._units: list[Unit] = []
+        self._rows: list[list[int]] = []  # unit indices per drawn line
+
+    # --- data ----------------------------------------------------------------------------
+    def set_cells(self, cells: list[Cell]) -> None:
+        keep = self.current.cores[0] if self.current else None
+        self.cells = list(cells)
+        self._layout()
+        if keep is not None:
+            self.cursor = next((i for i, u in enumerate(self._units) if keep in u.cores), 0)
+        self.refresh(layout=True)
+
+    def set_highlight(self, cores) -> None:
+        self.highlight = set(cores)
+        self.refresh()
+
+    @property
+    def current(self) -> Unit | None:
+        return self._units[self.cursor] if 0 <= self.cursor < len(self._units) else None
+
+    @property
+    def units(self) -> list[Unit]:
+        return self._units
+
+    # --- layout ----------------------------------------------------------------------------
+    def _block_width(self, units: list[Unit], level: str, label_w: int) -> int:
+        if level == "host":
+            return 3
+        chips = len({u.chip for u in units})
+        return label_w + 1 + 2 * len(units) + (chips - 1 if level == "core" else 0) + 2
+
+    def _layout(self) -> None:
+        width = max(10, self.size.width or 80)
+        budget = self.max_lines or (self.parent.size.height if self.parent and self.parent.size.height else 20)
+        budget = max(3, min(budget, 22))
+        label_w = min(12, max((len(c.host) for c in self.cells), default=4))
+        for level in LEVELS:
+            blocks = fold(self.cells, level)
+            lines, x = 1, 0
+            for b in blocks:
+                w = self._block_width(b, level, label_w)
+                if x and x + w > width:
+                    lines, x = lines + 1, 0
+                x += w
+            if lines <= budget or level == "host":
+                break
+        self.level, self._label_w = level, label_w
+        self._units = [u for b in blocks for u in b]
+        self._blocks = blocks
+        self.cursor = min(self.cursor, max(0, len(self._units) - 1))
+
+    def on_resize(self) -> None:
+        self._layout()
+        self.refresh(layout=True)
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        self._layout()
+        return max(1, len(self._render_lines(width)))
+
+    # --- cursor ----------------------------------------------------------------------------
+    def action_move(self, delta: int) -> None:
+        if self._units:
+            self.cursor = max(0, min(len(self._units) - 1, self.cursor + delta))
+
+    def action_row(self, delta: int) -> None:
+        for r, row in enumerate(self._rows):
+            if self.cursor in row:
+                target = r + delta
+                if 0 <= target < len(self._rows):
+                    col = row.index(self.cursor)
+                    nxt = self._rows[target]
+                    self.cursor = nxt[min(col, len(nxt) - 1)]
+                return
+
+    def action_first(self) -> None:
+        self.cursor = 0
+
+    def action_last(self) -> None:
+        self.cursor = max(0, len(self._units) - 1)
+
+    def watch_cursor(self) -> None:
+        self.post_message(self.CursorMoved(self, self.current))
+        self.refresh()
+
+    # --- drawing ---------------------------------------------------------------------------
+    def hot_threshold(self) -> float:
+        vals = np.array([u.value for u in self._units], float)
+        if len(vals) < 4 or not np.isfinite(vals).all() or vals.max() <= 0:
+            return float("inf")
+        return max(float(np.percentile(vals, 90)), float(vals.mean()) * 1.1)
+
+    def _render_lines(self, width: int) -> list[Text]:
+        vals = [u.value for u in self._units]
+        lo, hi = (min(vals), max(vals)) if vals else (0.0, 0.0)
+        span = (hi - lo) or 1.0
+        hot = self.hot_threshold()
+        lines: list[Text] = []
+        rows: list[list[int]] = []
+        line, row, x = Text(), [], 0
+        idx = 0
+        for block in self._blocks:
+            w = self._block_width(block, self.level, self._label_w)
+            if x and x + w > width:
+                lines.append(line)
+                rows.append(row)
+                line, row, x = Text(), [], 0
+            if self.level != "host":
+                line.append(block[0].host[-self._label_w:].rjust(self._label_w) + " ", style="dim")
+            prev_chip = None
+            for u in block:
+                if self.level == "core" and prev_chip is not None and u.chip != prev_chip:
+                    line.append(" ")
+                prev_chip = u.chip
+                color = ramp_color((u.value - lo) / span)
+                glyph = "▲▲" if u.value >= hot else ("◆◆" if self.highlight.intersection(u.cores) else "██")
+                style = f"{color} reverse" if idx == self.cursor and self.has_focus else color
+                if idx == self.cursor:
+                    style += " underline"
+                line.append(glyph, style=style)
+                row.append(idx)
+                idx += 1
+            line.append("  " if self.level != "host" else " ")
+            x += w
+        if row:
+            lines.append(line)
+            rows.append(row)
+        self._rows = rows
+        return lines
+
+    def render(self) -> Text:
+        if not self.cells:
+            return Text("(no cores)", style="dim")
+        return Text("\n").join(self._render_lines(max(10, self.size.width)))
+
+    def legend(self, unit: str = "ms") -> Text:
+        vals = [u.value for u in self._units]
+        lo, hi = (min(vals), max(vals)) if vals else (0.0, 0.0)
+        t = Text(f"{lo:.3g} {unit} ", style="dim")
+        for c in RAMP:
+            t.append("██", style=c)
+        t.append(f" {hi:.3g} {unit}", style="dim")
+        t.append("   ▲ hot spot   ◆ selected link", style="dim")
+        t.append(f"   cells: {self.level}s" + (" (folded to fit)" if self.level != "core" else ""), style="dim")
+        return t
