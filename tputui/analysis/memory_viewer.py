@@ -15,6 +15,7 @@ trace to replay when several exist), we use allocation index order.
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,12 +59,18 @@ class HloModuleEntry:
     data: bytes = field(repr=False)
 
     def parse(self) -> hlo_pb2.HloProto:
-        proto = hlo_pb2.HloProto()
         try:
-            proto.ParseFromString(self.data)
+            return _parse_hlo(self.data)
         except Exception as e:  # protobuf raises DecodeError with little context
             raise NoDataError(f"HLO module {self.name}: unreadable HloProto ({e})") from None
-        return proto
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_hlo(data: bytes) -> hlo_pb2.HloProto:
+    """Parsed once per distinct proto (module pickers and defaults ask again and again)."""
+    proto = hlo_pb2.HloProto()
+    proto.ParseFromString(data)
+    return proto
 
 
 def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
@@ -91,10 +98,48 @@ def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
 
 
 def _module_name(data: bytes) -> str:
-    """The module name without parsing the whole proto (field 1 of HloModuleProto)."""
-    head = hlo_pb2.HloProto()
-    head.ParseFromString(data)
-    return head.hlo_module.name
+    """HloProto.hlo_module (field 1).name (field 1), read from the wire without a full parse."""
+    module = _wire_field(data, 1)
+    name = _wire_field(module, 1) if module is not None else None
+    if name is None:
+        return _parse_hlo(data).hlo_module.name  # unusual layout: let protobuf sort it out
+    return name.decode("utf-8", "replace")
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, i
+        shift += 7
+
+
+def _wire_field(buf: bytes, number: int) -> bytes | None:
+    """The first length-delimited field `number` of a serialized message (None if absent)."""
+    i, n = 0, len(buf)
+    try:
+        while i < n:
+            key, i = _varint(buf, i)
+            field, wire = key >> 3, key & 7
+            if wire == 0:
+                _, i = _varint(buf, i)
+            elif wire == 1:
+                i += 8
+            elif wire == 5:
+                i += 4
+            elif wire == 2:
+                length, i = _varint(buf, i)
+                if field == number:
+                    return buf[i:i + length]
+                i += length
+            else:
+                return None
+    except IndexError:
+        return None
+    return None
 
 
 def has_data(run: RunData) -> bool:

@@ -71,7 +71,7 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
         field("buffers under 16 KiB, together", fmt_bytes(b.size_bytes), "bold")
         return t
     field("name", b.name, "bold")
-    field("category", b.category)
+    field("allocation type", b.category)
     field("size", fmt_bytes(b.size_bytes), "bold")
     field("unpadded", fmt_bytes(b.unpadded_bytes))
     field("expansion", f"{b.expansion:.2f}x" if b.expansion else "")
