@@ -1,19 +1,14 @@
-"""Per-HLO-op device metrics, the way XProf builds its `device_op_metrics_db`.
+"""Per-HLO-op device metrics for op_profile, hlo_stats and roofline_model.
 
-Shared by op_profile, hlo_stats, roofline_model and the device side of framework_op_stats.
-
-XProf's rules (xplane_to_op_metrics_db.cc, op_metrics_db_utils.cc), followed here:
-- Only the `XLA Ops` (and `Framework Ops` / `TensorFlow Ops`) lines of `/device:TPU:N` planes
-  count; an event's time span is its `device_offset_ps` / `device_duration_ps` stats when set.
-- Nesting on a line: an event's self time is its duration minus its *direct* children's.
-- Events are keyed per plane by the metadata stats (`program_id`, `symbol_id`); events without
-  them (or with symbol 0) are not ops. Each event counts max(1, num_occurrences) occurrences.
-- Per-op facts come from the event metadata: name = display name (long name = full HLO text),
-  `hlo_category`, `tf_op` (provenance), `deduplicated_name`, `flops`, `model_flops`,
-  `bytes_accessed`, `memory_access_breakdown`, `source` / `source_stack`; flops and bytes are
-  per execution, so they are multiplied by the occurrences.
-- Per plane, total time = last op end - first op start; IDLE = total time - sum of self times.
-- Planes (and hosts) combine by (program_id, name), summing times, counts, flops and bytes.
+Builds on op_metrics' device database (XProf's `device_op_metrics_db`: ops keyed by program and
+symbol, self time from nesting on device time, IDLE) and adds what those tools need beyond it,
+read from the TPU planes' event metadata and the HLO protos:
+- memory traffic by space and direction from `memory_access_breakdown` (per execution, so
+  multiplied by occurrences like flops): HBM read / write, on-chip, CMEM and VMEM;
+- source (`source`, `source_stack`) and `shape_with_layout` for the details card;
+- the ops fused into each fusion (event-metadata children, else the fusion's computation in the
+  `/host:metadata` HLO proto), the op profile's last level;
+- the device's peaks (PerfEnv) from the device plane stats, and program names.
 """
 from __future__ import annotations
 
@@ -30,7 +25,6 @@ from tputui.data.xspace import XSpaceFrame
 
 DEVICE_PLANE = re.compile(r"^/device:TPU:\d+$")
 OP_LINES = ("XLA Ops", "Framework Ops", "TensorFlow Ops")
-STEP_LINES = ("Steps", "Sparse Core Steps")
 IDLE = "IDLE"
 
 # XProf's MemBwType order for peak bandwidths: HBM, SRAM rd, SRAM wr, CMEM rd, CMEM wr, VMEM rd, VMEM wr.
@@ -40,16 +34,11 @@ _PEAK_BW_STATS = (
     "peak_cmem_rd_bw_gigabytes_per_second", "peak_cmem_wr_bw_gigabytes_per_second",
     "peak_vmem_rd_bw_gigabytes_per_second", "peak_vmem_wr_bw_gigabytes_per_second",
 )
-GIB_PER_GB = 1e9 / (1 << 30)
 
 # Summed memory-traffic columns, from `memory_access_breakdown`
 # (operation type READ=1 / WRITE=2; memory space HBM=1, CMEM=2, VMEM=3, others on-chip).
 MEM_COLUMNS = ("mem_hbm", "mem_hbm_rd", "mem_hbm_wr", "mem_chip_rd", "mem_chip_wr",
                "mem_cmem_rd", "mem_cmem_wr", "mem_vmem_rd", "mem_vmem_wr", "mem_entries")
-SUM_COLUMNS = ("occurrences", "time_ps", "self_time_ps", "flops", "model_flops", "bytes_accessed",
-               "dma_stall_ps") + MEM_COLUMNS
-META_COLUMNS = ("long_name", "category", "provenance", "deduplicated_name", "source_file",
-                "source_line", "source_stack", "shape_with_layout", "metadata_key")
 
 
 @dataclass
