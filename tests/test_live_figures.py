@@ -28,9 +28,13 @@ def test_step_times_match_xprof_step_table(profile):
     want = [(r["c"][0]["v"], r["c"][-1]["v"]) for r in rows]  # ("train 75", step ms)
     w = window_figures(decode(xplane(profile).read_bytes()))
     assert len(w.step_ms) == len(want) > 0
-    for (name, ms), num, ours in zip(want, w.step_nums, w.step_ms):
-        assert name.endswith(f" {num}")
+    assert w.step_names == [name for name, _ in want]
+    for (_, ms), ours in zip(want, w.step_ms):
         assert ours == pytest.approx(ms, abs=1e-6)
+    # Input share per step: XProf's "Input" column (ms) over the step time.
+    inputs = [r["c"][6]["v"] for r in rows]
+    for pct, ms, want_input in zip(w.infeed_pct, w.step_ms, inputs):
+        assert pct / 100 * ms == pytest.approx(want_input, abs=1e-6)
     p = _overview(profile)[1]["p"]
     assert f"{sum(w.step_ms) / len(w.step_ms):.1f}" == p["steptime_ms_average"]
     assert f"{min(w.step_ms):.1f}" == p["steptime_ms_minimum"]

@@ -1,10 +1,8 @@
 """The monitor's figures for one captured window (an XSpaceFrame): device, busy / idle, steps,
 infeed, top ops. Textual-free and columnar.
 
-Device figures (idle %, duty cycle, top ops, infeed) come from tputui/analysis/op_metrics.py, so the
-live pane and the overview agree by construction. Interim: step times come from host step markers
-(events with `step_num` and the `_r` root stat; XProf drops the first and last step of a window)
-until tputui/analysis/steps.py lands.
+Steps come from tputui/analysis/steps.py and device figures (idle %, duty cycle, top ops, infeed)
+from tputui/analysis/op_metrics.py, so the live pane and the overview agree by construction.
 """
 from __future__ import annotations
 
@@ -33,8 +31,9 @@ class WindowFigures:
     busy_pct: float | None  # device busy share of the window (duty cycle); None host only
     idle_pct: float | None
     step_ms: list[float] = field(default_factory=list)  # complete steps, in order
-    step_nums: list[int] = field(default_factory=list)
-    infeed_pct: list[float] = field(default_factory=list)  # per core, share of time in infeed ops
+    step_names: list[str] = field(default_factory=list)  # "train 75", as XProf names them
+    # Input share: per core (time in infeed ops) for devices, per step (XProf's "Input") for hosts.
+    infeed_pct: list[float] = field(default_factory=list)
     top_ops: list[TopOp] = field(default_factory=list)
 
     @property
@@ -42,25 +41,20 @@ class WindowFigures:
         return self.cores is None
 
 
-def host_steps(fr: XSpaceFrame) -> tuple[list[int], list[float]]:
-    """(step numbers, step times in ms) of the complete host steps in the window."""
-    sv = fr.stat_values("event", ["step_num", "_r"])
-    if sv.is_empty():
-        return [], []
-    marked = sv.group_by("owner").agg(
-        step_num=pl.col("int").filter(pl.col("stat_name") == "step_num").first(),
-        root=(pl.col("stat_name") == "_r").any(),
-    ).filter(pl.col("root") & pl.col("step_num").is_not_null())
-    rows = marked["owner"].to_numpy()
-    if len(rows) == 0:
-        return [], []
-    start = fr.start_ps[rows]
-    dur = fr.raw.event_duration_ps[rows]
-    o = np.argsort(start, kind="stable")
-    nums, dur = marked["step_num"].to_numpy()[o], dur[o]
-    if len(o) > 2:  # the first and last step are cut by the window edges
-        nums, dur = nums[1:-1], dur[1:-1]
-    return nums.astype(int).tolist(), (dur / 1e9).tolist()
+def window_steps(fr: XSpaceFrame) -> tuple[list[str], list[float], list[float]]:
+    """(step names, step times in ms, input % per step) as XProf's step database finds them.
+
+    Input is XProf's "Input" column of the step breakdown: waiting for input plus host-to-device.
+    """
+    from tputui.analysis.steps import steps
+
+    per = steps(fr).per_step()
+    if per.is_empty():
+        return [], [], []
+    dur = per["duration_ps"].to_numpy().astype(float)
+    inp = (per["host_wait_input_ps"] + per["host_to_device_ps"]).to_numpy().astype(float)
+    pct = [100.0 * i / d if d > 0 else 0.0 for i, d in zip(inp, dur)]
+    return per["name"].to_list(), (dur / 1e9).tolist(), pct
 
 
 def _op_names(fr: XSpaceFrame, md_rows: np.ndarray) -> pl.Series:
@@ -82,7 +76,7 @@ def _top(fr: XSpaceFrame, rows: np.ndarray) -> list[TopOp]:
             for r in agg.head(TOP_OPS).iter_rows(named=True)]
 
 
-def _device_figures(fr: XSpaceFrame, nums: list[int], steps: list[float]) -> WindowFigures | None:
+def _device_figures(fr: XSpaceFrame, names: list[str], steps: list[float]) -> WindowFigures | None:
     """TPU / GPU windows through the shared op metrics (XProf's OpMetricsDb and duty cycle)."""
     from tputui.analysis.op_metrics import (
         combine, device_plane_op_metrics, duty_cycle, gpu_plane_op_metrics, gpu_planes, tensor_core_planes,
@@ -108,14 +102,14 @@ def _device_figures(fr: XSpaceFrame, nums: list[int], steps: list[float]) -> Win
     top_ops = [TopOp(r["name"], r["self_time_ps"] / 1e9, 100.0 * r["self_time_ps"] / total, int(r["occurrences"]))
                for r in top.iter_rows(named=True)]
     dtype = str(fr.plane_stat_map(planes[0]).get("device_type_string") or ("TPU" if tpu else "GPU"))
-    return WindowFigures(dtype, len(planes), busy, idle, steps, nums, infeed, top_ops)
+    return WindowFigures(dtype, len(planes), busy, idle, steps, names, infeed, top_ops)
 
 
 def window_figures(fr: XSpaceFrame) -> WindowFigures:
-    nums, steps = host_steps(fr)
-    dev = _device_figures(fr, nums, steps)
+    names, steps, input_pct = window_steps(fr)
+    dev = _device_figures(fr, names, steps)
     if dev is not None:
         return dev
     # Host only (CPU): XLA's CPU thunks carry the `hlo_op` stat; time is event time.
     op_rows = np.unique(fr.stat_values("event", "hlo_op")["owner"].to_numpy())
-    return WindowFigures("CPU", None, None, None, steps, nums, [], _top(fr, op_rows))
+    return WindowFigures("CPU", None, None, None, steps, names, input_pct, _top(fr, op_rows))

@@ -240,8 +240,8 @@ def plain_lines(s: Sample, level: int) -> list[str]:
             steps = f" over {s.steps} steps" if s.source == "profile" else ""
             out.append(f"Step time: {_ms(s.step_ms_avg)} (avg), {_ms(s.step_ms_min)} (min), "
                        f"{_ms(s.step_ms_max)} (max){steps}")
-        if host_only:
-            out.append("Infeed percentage: n/a (no device infeed in a host-only trace)")
+        if s.infeed_pct_avg is None:
+            out.append("Infeed percentage: n/a")
         else:
             out.append(f"Infeed percentage: {_pct(s.infeed_pct_avg, 3)} (avg), {_pct(s.infeed_pct_min, 3)} (min), "
                        f"{_pct(s.infeed_pct_max, 3)} (max)")

@@ -46,7 +46,7 @@ FIGURES: list[tuple[str, str, Callable[[float | None], str], str]] = [
     ("Step time min", "step_ms_min", _ms, ""),
     ("Step time max", "step_ms_max", _ms, ""),
     ("Steps in window", "steps", lambda v: "n/a" if v is None else f"{v:.0f}", ""),
-    ("Input (infeed)", "infeed_pct_avg", _pct, "no device infeed in a host-only trace"),
+    ("Input (infeed)", "infeed_pct_avg", _pct, "no steps to measure input against"),
 ]
 
 
