@@ -118,8 +118,8 @@ class Heatmap(Widget, can_focus=True):
 
     def _layout(self) -> None:
         width = max(10, self.size.width or 80)
-        budget = self.max_lines or (self.parent.size.height if self.parent and self.parent.size.height else 20)
-        budget = max(3, min(budget, 22))
+        # A third of the screen at most, so the charts and tables below stay visible.
+        budget = self.max_lines or max(3, min(22, (self.screen.size.height if self.is_attached else 60) // 3))
         label_w = min(12, max((len(c.host) for c in self.cells), default=4))
         for level in LEVELS:
             blocks = fold(self.cells, level)

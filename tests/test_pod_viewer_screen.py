@@ -1,0 +1,140 @@
+"""Pod viewer screen: keys (step picker, category, heatmap cursor, channel highlight) and SVG
+snapshots of the heatmap at 8, 32 and 256 cores, folded to chips / hosts when it does not fit."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from tputui.app import TputuiApp
+from tputui.data.logdir import open_logdir
+from tputui.screens.pod_viewer import PodViewerScreen
+from tputui.widgets.heatmap import Cell, Heatmap, fold
+from tputui.widgets.table import FrameTable
+
+from conftest import FIXTURES, ROOT
+
+POD = FIXTURES / "pod"
+SIZE = (120, 40)
+
+
+def builder():
+    """scripts/make_pod_fixtures.py, imported to make a 256-core pod in a tmp dir."""
+    name = "make_pod_fixtures"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / "make_pod_fixtures.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def pod256(tmp_path_factory):
+    mk = builder()
+    root = tmp_path_factory.mktemp("pod256")
+    spec = mk.PodSpec("pod_256", "TPU v4", hosts_per_slice=32, chips_per_host=4, cores_per_chip=2, steps=3,
+                      seed=7, host_prefix="w")
+    mk.build_run(spec, root / "plugins" / "profile" / mk.RUN)
+    return root
+
+
+async def settle(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.pause()
+
+
+def app_for(path) -> TputuiApp:
+    return TputuiApp(open_logdir(str(path)), tool="pod_viewer")
+
+
+async def test_step_picker_category_and_cursor():
+    app = app_for(POD / "pod_v4_32")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, PodViewerScreen) and screen.error is None
+        heat = screen.query_one(Heatmap)
+        assert heat.level == "core" and len(heat.units) == 32
+        assert screen.step == 0 and screen.category_key == "device_compute"
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert screen.step == 2
+        await pilot.press("left_square_bracket")
+        assert screen.step == 1
+        await pilot.press("c")
+        assert screen.category_key == "device_to_device"
+        # The cell values are the step's per-core figures for that category, in ms.
+        df = screen.pod.step_frame(1)
+        assert [u.value for u in heat.units] == pytest.approx((df["device_to_device_us"] / 1000).to_list())
+        await pilot.press("right", "right", "right")
+        unit = heat.current
+        assert unit.cores == (3,)
+        details = str(screen.query_one("#details").render())
+        assert "core 3" in details and "host v4-w-0" in details and "Device to device" in details
+        await pilot.press("down")  # next line of host blocks or stays: never leaves the grid
+        assert heat.current is not None
+
+
+async def test_step_bar_left_right_and_channel_highlight():
+    app = app_for(POD / "dcn_2slices")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        bar = screen.query_one("#stepbar")
+        bar.focus()
+        await pilot.press("right", "right", "left")
+        assert screen.step == 1
+        heat = screen.query_one(Heatmap)
+        assert not heat.highlight
+        table = screen.query_one("#channels", FrameTable)
+        table.focus()
+        await pilot.pause()
+        assert table.row_count == 1 and heat.highlight == {0, 1, 2, 3, 1000, 1001, 1002, 1003}
+        heat.focus()
+        await pilot.pause()
+        assert not heat.highlight
+
+
+@pytest.mark.parametrize("size,level", [((120, 40), "core"), ((80, 24), "chip"), ((50, 18), "host")])
+async def test_256_cores_fold_to_fit(pod256, size, level):
+    app = app_for(pod256)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        heat = app.screen.query_one(Heatmap)
+        assert len(heat.cells) == 256
+        assert heat.level == level
+        assert sum(len(u.cores) for u in heat.units) == 256
+        assert len(heat._rows) <= max(3, size[1] // 3)
+
+
+def test_fold_means():
+    cells = [Cell(0, "a", 0, 1.0), Cell(1, "a", 0, 3.0), Cell(2, "a", 1, 5.0), Cell(1000, "b", 2, 7.0)]
+    assert [u.value for b in fold(cells, "chip") for u in b] == [2.0, 5.0, 7.0]
+    assert [u.value for b in fold(cells, "host") for u in b] == [3.0, 7.0]
+    assert [u.cores for b in fold(cells, "host") for u in b] == [(0, 1, 2), (1000,)]
+
+
+@pytest.mark.parametrize("fixture,keys", [
+    ("dcn_2slices", ()),  # 8 cores
+    ("pod_v4_32", ("right_square_bracket", "c", "c", "c", "c", "c")),  # 32 cores, colour by input
+])
+def test_snapshot(snap_compare, fixture, keys):
+    async def loaded(pilot):
+        await settle(pilot)
+        if keys:
+            await pilot.press(*keys)
+        await pilot.pause()
+
+    assert snap_compare(app_for(POD / fixture), terminal_size=SIZE, run_before=loaded)
+
+
+@pytest.mark.parametrize("size", [SIZE, (80, 24)])
+def test_snapshot_256_cores(snap_compare, pod256, size):
+    async def loaded(pilot):
+        await settle(pilot)
+        await pilot.press("c", "c", "c", "c", "c", "c", "c", "c")  # all others (idle)
+
+    assert snap_compare(app_for(pod256), terminal_size=size, run_before=loaded)
