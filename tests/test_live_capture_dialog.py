@@ -94,3 +94,24 @@ def test_dialog_snapshot(snap_compare, tmp_path):
         await pilot.pause()
 
     assert snap_compare(app_on_copy(tmp_path), terminal_size=SIZE, run_before=opened)
+
+
+async def test_tpu_name_target_goes_through_resolution(tmp_path, monkeypatch):
+    """With "TPU name" chosen, the target is resolved (here `host:port`, which passes through)."""
+    app = app_on_copy(tmp_path)
+    fake = FakeProfiler([response_with(xplane("jax_mlp").read_bytes())])
+    with fake_server(fake) as addr:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            open_capture_dialog(app)
+            await pilot.pause()
+            dialog = app.screen
+            dialog.query_one("#kind-tpu").value = True
+            await pilot.pause()
+            assert str(dialog.query_one("#target-label").content) == "TPU name (or local)"
+            await fill(pilot, "duration", "100")
+            await fill(pilot, "target", addr)
+            await pilot.press("enter")
+            await settle(pilot)
+            assert app.run_data.hosts == [addr.replace(":", "_")]
+    assert len(fake.requests) == 1

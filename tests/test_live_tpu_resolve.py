@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from helpers.live import closed_port
+from tputui.data.logdir import open_logdir
 from tputui.live.client import LiveError
 from tputui.live.tpu_resolve import TpuQuery, addresses_from, resolve_tpu
 
@@ -171,3 +172,36 @@ def test_no_gcloud_and_no_metadata_server(tmp_path, monkeypatch):
     monkeypatch.setenv("GCE_METADATA_HOST", f"127.0.0.1:{closed_port()}")
     with pytest.raises(LiveError, match="gcloud is not installed and the GCE metadata server"):
         resolve_tpu(TpuQuery("t"))
+
+
+def test_capture_and_monitor_with_tpu_name_end_to_end(gcloud, tmp_path):
+    """`tputui capture --tpu NAME` / `monitor --tpu NAME`: fake gcloud -> endpoint -> (fake) server."""
+    import subprocess
+    import sys
+
+    from conftest import xplane
+    from helpers.live import FakeProfiler, fake_server, response_with
+
+    set_nodes, calls = gcloud
+    data = xplane("jax_live_capture").read_bytes()
+    with fake_server(FakeProfiler([response_with(data)])) as addr:
+        port = int(addr.rsplit(":", 1)[1])
+        set_nodes({"tpu-vm": {"my-tpu": node(endpoints=[("127.0.0.1", 8470)])}})
+
+        def run(*args):
+            return subprocess.run([sys.executable, "-m", "tputui.cli", *args], capture_output=True, text=True,
+                                  timeout=120)
+
+        p = run("capture", "--tpu", "my-tpu", "--zone", "us-east5-a", "--profiler-port", str(port),
+                str(tmp_path / "logs"), "--duration-ms", "100")
+        assert p.returncode == 0, p.stderr
+        p2 = run("monitor", "--tpu", "my-tpu", "--profiler-port", str(port), "--plain", "--num-queries", "1")
+        assert p2.returncode == 0, p2.stderr
+        assert "over 325 steps" in p2.stdout  # the fixture window the fake server answers with
+        set_nodes({"tpu-vm": {"my-tpu": node(state="STOPPED")}})
+        p3 = run("capture", "--tpu", "my-tpu", str(tmp_path / "other"))
+    (run_,) = open_logdir(str(tmp_path / "logs")).runs
+    assert run_.hosts[0].host == f"127.0.0.1_{port}"
+    assert "--zone=us-east5-a" in calls()[0]
+    assert p3.returncode == 2
+    assert p3.stderr.strip() == "tputui: error: TPU my-tpu is STOPPED, not READY: wait for it to be READY and try again"

@@ -29,7 +29,7 @@ def main() -> None:
         samples = list(session.samples(a.samples))
         server.stop()
         monitor.BACKOFF_S = (1.0, 2.0, 4.0)  # recorded as the real schedule; no need to wait it out here
-        session._stop.wait = lambda _t: False  # type: ignore[method-assign]
+        session._stop.wait = lambda _t: False  # type: ignore[method-assign]  # no real back-off waits
         samples += list(session.samples(a.errors))
     finally:
         server.stop()

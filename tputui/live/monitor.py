@@ -155,6 +155,10 @@ class MonitorSession:
     def stop(self) -> None:
         self._stop.set()
 
+    def restart(self) -> None:
+        """Allow samples() again after stop() (the pane reopens after a full-profile visit)."""
+        self._stop.clear()
+
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()

@@ -271,7 +271,7 @@ def run_monitor_app(session: MonitorSession, num_queries: int | None = None, sav
     """Run the pane; `o` leaves it for the full profile app and comes back when that quits."""
     history = History()
     while True:
-        session._stop.clear()
+        session.restart()
         screen = MonitorScreen(lambda: session.samples(num_queries), address=session.address,
                                window_ms=session.duration_ms, history=history, session=session,
                                windows_dir=save_windows)
