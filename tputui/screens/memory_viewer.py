@@ -14,9 +14,9 @@ from textual.widgets import Static
 
 from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory_space_name, to_mib
 from tputui.screens.base import ToolScreen
-from tputui.screens.memory_profile import AreaChart, fmt_bytes
+from tputui.screens.memory_profile import fmt_bytes
 from tputui.screens.op_tables import CsvExportMixin
-from tputui.widgets.charts import HORIZONTAL_EIGHTHS
+from tputui.widgets.charts import HORIZONTAL_EIGHTHS, AreaChart
 from tputui.widgets.table import FrameTable
 
 DATA_COLOR, PADDING_COLOR = "#4e79a7", "#edc948"

@@ -4,7 +4,9 @@ Pie charts in XProf become horizontal bars here; step-time graphs become stacked
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -163,4 +165,155 @@ class StackedColumns(Widget, can_focus=True):
         for k, c in enumerate(self.categories):
             t.append("■ ", style=PALETTE[k % len(PALETTE)])
             t.append(f"{c}  ")
+        return t
+
+
+AREA_AXIS_WIDTH = 10  # y-axis label cells of AreaChart
+
+
+def _plain_number(v: float) -> str:
+    return f"{v:,.0f}"
+
+
+class AreaChart(Widget, can_focus=True):
+    """Stacked areas over x, an optional 0..1 line, a marked peak and a keyboard cursor.
+
+    Each terminal column shows the point with the largest stacked total among the points that
+    fall in it (the same max-box idea XProf uses to thin its timeline); empty columns repeat
+    the column before. ←/→ move the cursor point by point and post `AreaChart.CursorMoved`.
+    """
+
+    DEFAULT_CSS = "AreaChart { height: 14; } AreaChart:focus { background: $boost; }"
+    BINDINGS = [
+        Binding("left", "move(-1)", "Prev", show=False), Binding("right", "move(1)", "Next", show=False),
+        Binding("pageup", "page(-1)", "Page left", show=False), Binding("pagedown", "page(1)", "Page right", show=False),
+        Binding("home", "jump(0)", show=False), Binding("end", "jump(-1)", show=False),
+        Binding("p", "peak", "Peak", id="chart.peak"),
+    ]
+    cursor: reactive[int] = reactive(0)
+
+    class CursorMoved(Message):
+        def __init__(self, chart: "AreaChart", index: int) -> None:
+            super().__init__()
+            self.chart, self.index = chart, index
+
+        @property
+        def control(self) -> "AreaChart":
+            return self.chart
+
+    def __init__(self, x: Sequence[float], series: Sequence[tuple[str, Sequence[float], str]], *,
+                 line: tuple[str, Sequence[float], str] | None = None, peak: int | None = None,
+                 x_format: Callable[[float], str] = str, y_format: Callable[[float], str] = _plain_number,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.set_data(x, series, line=line, peak=peak, refresh=False)
+        self.x_format, self.y_format = x_format, y_format
+
+    def set_data(self, x, series, *, line=None, peak=None, refresh: bool = True) -> None:
+        self.x = np.asarray(x, np.float64)
+        self.series = [(name, np.asarray(v, np.float64), color) for name, v, color in series]
+        self.line = None if line is None else (line[0], np.asarray(line[1], np.float64), line[2])
+        self.peak = peak
+        self.total = np.sum([v for _, v, _ in self.series], axis=0) if self.series else np.zeros(len(self.x))
+        if refresh:
+            self.cursor = min(self.cursor, max(0, len(self.x) - 1))
+            self.refresh()
+
+    # --- keys --------------------------------------------------------------------------
+    def action_move(self, delta: int) -> None:
+        if len(self.x):
+            self.cursor = int(max(0, min(len(self.x) - 1, self.cursor + delta)))
+
+    def action_page(self, direction: int) -> None:
+        self.action_move(direction * max(1, len(self.x) // 10))
+
+    def action_jump(self, where: int) -> None:
+        if len(self.x):
+            self.cursor = 0 if where == 0 else len(self.x) - 1
+
+    def action_peak(self) -> None:
+        if self.peak is not None:
+            self.cursor = self.peak
+
+    def watch_cursor(self, index: int) -> None:
+        self.post_message(self.CursorMoved(self, index))
+        self.refresh()
+
+    # --- drawing -----------------------------------------------------------------------
+    def _columns(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """(point shown in each of `width` columns or -1 before the first, column of each point)."""
+        n = len(self.x)
+        lo, hi = (self.x[0], self.x[-1]) if n else (0.0, 0.0)
+        col = np.zeros(n, np.int64) if hi <= lo else np.rint((self.x - lo) / (hi - lo) * (width - 1)).astype(np.int64)
+        shown = np.full(width, -1, np.int64)
+        starts = np.searchsorted(col, np.arange(width), "left")
+        ends = np.searchsorted(col, np.arange(width), "right")
+        prev = -1
+        for c in range(width):
+            a, b = starts[c], ends[c]
+            if b > a:
+                prev = a + int(np.argmax(self.total[a:b]))
+            shown[c] = prev
+        return shown, col
+
+    def render(self) -> RenderableType:
+        n = len(self.x)
+        if not n:
+            return Text("(no data)", style="dim")
+        width = max(4, self.size.width - AREA_AXIS_WIDTH)
+        height = max(3, self.size.height - 2)
+        shown, col_of = self._columns(width)
+        top = float(self.total.max()) or 1.0
+        cursor_col = int(col_of[self.cursor]) if n else -1
+        peak_col = int(col_of[self.peak]) if self.peak is not None and n else -1
+
+        grid: list[list[tuple[str, str]]] = [[(" ", "")] * width for _ in range(height)]
+        for c in range(width):
+            p = shown[c]
+            if p < 0:
+                continue
+            cum = np.cumsum([v[p] for _, v, _ in self.series]) / top * height * 8
+            for r in range(height):  # r = 0 is the bottom row
+                lo = r * 8
+                if cum[-1] <= lo:
+                    break
+                mid = next((k for k, h in enumerate(cum) if h > lo + 4), len(cum) - 1)
+                fill = cum[-1] - lo
+                ch = "█" if fill >= 8 else EIGHTHS[max(1, int(fill))]
+                grid[height - 1 - r][c] = (ch, self.series[mid][2])
+            if self.line is not None:
+                r = int(round(min(1.0, max(0.0, self.line[1][p])) * (height - 1)))
+                grid[height - 1 - r][c] = ("•", f"bold {self.line[2]}")
+
+        out = Text()
+        marker = Text(" " * AREA_AXIS_WIDTH)
+        if peak_col >= 0:
+            label = f"▼ peak {self.y_format(self.total[self.peak])}"
+            start = min(peak_col, max(0, width - len(label)))
+            marker.append(" " * start)
+            marker.append(label if start == peak_col else label[1:] + " ▼", style="bold")
+        out.append_text(marker)
+        out.append("\n")
+        for i, row in enumerate(grid):
+            axis = self.y_format(top) if i == 0 else ("0" if i == height - 1 else "")
+            out.append(axis.rjust(AREA_AXIS_WIDTH - 1)[: AREA_AXIS_WIDTH - 1] + "│", style="dim")
+            for c, (ch, style) in enumerate(row):
+                if c == cursor_col:
+                    style = f"{style} on grey30" if style else "on grey30"
+                elif c == peak_col and ch == " ":
+                    ch, style = "┊", "dim"
+                out.append(ch, style=style)
+            out.append("\n")
+        left, right = self.x_format(self.x[0]), self.x_format(self.x[-1])
+        out.append(" " * AREA_AXIS_WIDTH + left + " " * max(1, width - len(left) - len(right)) + right, style="dim")
+        return out
+
+    def legend(self) -> Text:
+        t = Text()
+        for name, _, color in self.series:
+            t.append("■ ", style=color)
+            t.append(f"{name}  ")
+        if self.line is not None:
+            t.append("• ", style=self.line[2])
+            t.append(f"{self.line[0]}  ")
         return t
