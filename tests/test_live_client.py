@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import xplane
 from helpers.live import FakeProfiler, closed_port, fake_server, response_with
 from tputui.live import client
 from tputui.live.client import (
-    LiveError, ProfilerClient, TracerOptions, UnimplementedError, host_file_name, normalize_address,
+    LiveError, ProfileReply, ProfilerClient, TracerOptions, UnimplementedError, host_file_name, normalize_address,
     parse_addresses, profile_request, trace_is_empty,
 )
 from tputui.proto import profiler_service_pb2 as pb
@@ -67,11 +68,26 @@ def test_unimplemented_monitor_is_its_own_error():
             c.monitor(100, 2)
 
 
+def reply(resp: pb.ProfileResponse) -> ProfileReply:
+    return ProfileReply.from_bytes(resp.SerializeToString())
+
+
 def test_empty_trace_detection():
-    assert trace_is_empty(pb.ProfileResponse(empty_trace=True))
+    assert trace_is_empty(reply(pb.ProfileResponse(empty_trace=True)))
     xs = xplane_pb2.XSpace()
     xs.planes.add(name="/host:CPU").lines.add(name="python")
-    assert trace_is_empty(response_with(xs.SerializeToString()))  # planes but no event
+    assert trace_is_empty(reply(response_with(xs.SerializeToString())))  # planes but no event
     xs.planes[0].lines[0].events.add(metadata_id=1, offset_ps=0, duration_ps=5)
-    assert not trace_is_empty(response_with(xs.SerializeToString()))
-    assert not trace_is_empty(pb.ProfileResponse())  # server-side write: no XSpace, not empty
+    assert not trace_is_empty(reply(response_with(xs.SerializeToString())))
+    assert not trace_is_empty(reply(pb.ProfileResponse()))  # server-side write: no XSpace, not empty
+
+
+def test_reply_slices_the_xspace_bytes_unparsed():
+    data = xplane("jax_mlp").read_bytes()
+    resp = pb.ProfileResponse(empty_trace=False)
+    resp.tool_data.add(name="x", data=b"abc")
+    resp.xspace.ParseFromString(data)
+    r = reply(resp)
+    assert r.xspace == resp.xspace.SerializeToString() and not r.empty_trace and r.has_events()
+    with pytest.raises(LiveError, match="not a readable ProfileResponse"):
+        ProfileReply.from_bytes(resp.SerializeToString()[:-10])

@@ -38,7 +38,6 @@ class HostCapture:
     path: str  # where the .xplane.pb is (or, for a server-side write, where the server put it)
     size: int = 0  # bytes written by us (0 for a server-side write)
     server_side: bool = False  # the server ignored emit_xspace and wrote the file itself
-    xspace: bytes = field(default=b"", repr=False)  # the serialized XSpace we wrote (for callers that analyze it)
 
 
 @dataclass
@@ -169,10 +168,9 @@ def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attem
 
 def _save(address: str, response, run_dir: str) -> HostCapture:
     path = join_path(run_dir, host_file_name(address) + ".xplane.pb")
-    if response.HasField("xspace") and len(response.xspace.planes):
-        data = response.xspace.SerializeToString()
-        write_profile(path, data)
-        return HostCapture(address, path, len(data), xspace=data)
+    if response.xspace:
+        write_profile(path, response.xspace)
+        return HostCapture(address, path, len(response.xspace))
     # The server ignored emit_xspace and wrote the file on its own disk (same path we sent).
     return HostCapture(address, path, server_side=True)
 

@@ -127,6 +127,12 @@ class ProfilerClient:
         self.connect_timeout = connect_timeout
         self._channel = grpc.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
         self._stub = service_grpc.ProfilerServiceStub(self._channel)
+        # Profile answers stay bytes: the XSpace inside is sliced out, never parsed and re-serialized
+        # (captures run to hundreds of MB; our decoder reads the bytes directly).
+        self._profile_raw = self._channel.unary_unary(
+            "/tensorflow.ProfilerService/Profile",
+            request_serializer=service_pb2.ProfileRequest.SerializeToString,
+            response_deserializer=None, _registered_method=True)
 
     def close(self) -> None:
         self._channel.close()
@@ -143,20 +149,86 @@ class ProfilerClient:
         except grpc.RpcError as e:
             raise describe_rpc_error(e, self.address, what, timeout) from None
 
-    def profile(self, request: service_pb2.ProfileRequest) -> service_pb2.ProfileResponse:
+    def profile(self, request: service_pb2.ProfileRequest) -> "ProfileReply":
         """Run one capture; the deadline is its duration plus a grace for the server's work."""
         timeout = request.opts.duration_ms / 1000.0 + PROFILE_GRACE_S
-        return self._call(self._stub.Profile, request, "capture", timeout)
+        return ProfileReply.from_bytes(self._call(self._profile_raw, request, "capture", timeout))
 
     def monitor(self, duration_ms: int, level: int) -> service_pb2.MonitorResponse:
         req = service_pb2.MonitorRequest(duration_ms=duration_ms, monitoring_level=level, timestamp=True)
         return self._call(self._stub.Monitor, req, "monitor", duration_ms / 1000.0 + self.connect_timeout)
 
 
-def trace_is_empty(response: service_pb2.ProfileResponse) -> bool:
-    """True when a capture saw nothing (the server's flag, or an XSpace without any event)."""
-    if response.empty_trace:
+# ProfileResponse fields (PROTOCOL.md): tool_data=6, empty_trace=7, xspace=8.
+_EMPTY_TRACE, _XSPACE = 7, 8
+# Below this size an XSpace is parsed to check it holds an event; anything larger surely does.
+_SMALL_XSPACE = 64 * 1024
+
+
+def _varint(b, i: int) -> tuple[int, int]:
+    shift = v = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        if c < 0x80:
+            return v, i
+        shift += 7
+
+
+@dataclass
+class ProfileReply:
+    """A ProfileResponse read from its wire bytes: the flag and the serialized XSpace (or None)."""
+
+    empty_trace: bool = False
+    xspace: bytes | None = None  # serialized tensorflow.profiler.XSpace, as the server sent it
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ProfileReply":
+        """Walk the top-level fields only (a handful); the XSpace is a zero-parse slice."""
+        view = memoryview(data)
+        out = cls()
+        i, n = 0, len(data)
+        try:
+            while i < n:
+                key, i = _varint(view, i)
+                field_no, wire = key >> 3, key & 7
+                if wire == 0:
+                    v, i = _varint(view, i)
+                    if field_no == _EMPTY_TRACE:
+                        out.empty_trace = bool(v)
+                elif wire == 2:
+                    ln, i = _varint(view, i)
+                    if field_no == _XSPACE:  # a repeated message field would merge; servers send one
+                        out.xspace = bytes(view[i:i + ln]) if out.xspace is None else out.xspace + bytes(view[i:i + ln])
+                    i += ln
+                elif wire == 1:
+                    i += 8
+                elif wire == 5:
+                    i += 4
+                else:
+                    raise ValueError(f"wire type {wire}")
+                if i > n:
+                    raise ValueError("truncated")
+        except (IndexError, ValueError) as e:
+            raise LiveError(f"the server's Profile answer is not a readable ProfileResponse ({e})") from None
+        return out
+
+    def has_events(self) -> bool:
+        if not self.xspace:
+            return False
+        if len(self.xspace) >= _SMALL_XSPACE:
+            return True
+        from tputui.proto import xplane_pb2
+
+        xs = xplane_pb2.XSpace.FromString(self.xspace)
+        return any(len(line.events) for plane in xs.planes for line in plane.lines)
+
+
+def trace_is_empty(reply: ProfileReply) -> bool:
+    """True when a capture saw nothing: the server's flag, or an XSpace without any event.
+
+    A reply with no XSpace and no flag is a server-side write (the server ignores emit_xspace)."""
+    if reply.empty_trace:
         return True
-    if response.HasField("xspace"):
-        return not any(len(line.events) for plane in response.xspace.planes for line in plane.lines)
-    return False
+    return reply.xspace is not None and not reply.has_events()

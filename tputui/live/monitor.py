@@ -174,7 +174,7 @@ class MonitorSession:
             resp = c.profile(profile_request(self.address, self.duration_ms, self.tracer))
         if trace_is_empty(resp):
             return Sample(time=time.time(), address=self.address, window_ms=self.duration_ms, empty=True)
-        data = resp.xspace.SerializeToString()
+        data = resp.xspace
         if not data:
             raise LiveError(f"{self.address} answered without an XSpace (a server that ignores emit_xspace "
                             f"cannot be monitored; use tputui capture)")
