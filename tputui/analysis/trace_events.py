@@ -139,10 +139,9 @@ class _Build:
         self.names = _Names()
         self.chunks: list[tuple] = []  # (pid, tid, start, dur, name, source, kind) arrays
         r = self.r
-        self.ev_md = frame.events["metadata"].to_numpy().astype(np.int64)
-        self.ev_plane = r.line_plane[r.event_line].astype(np.int64) if r.num_events else np.zeros(0, np.int64)
+        self.ev_md = frame.events["metadata"].to_numpy()  # -1 (unknown) picks the trailing row below
         self.start = frame.start_ps
-        self.dur = r.event_duration_ps.astype(np.int64)
+        self.dur = r.event_duration_ps
         # Per metadata row (+1 trailing row for events whose metadata id is unknown).
         self.md_name = np.array(r.em_name + [""], dtype=object)
         shown = [d or n for n, d in zip(r.em_name, r.em_display_name)] + [""]
@@ -176,20 +175,26 @@ class _Build:
         line_keeps_events = np.array([n != ASYNC_OPS_LINE for n in line_shown_name], bool)
 
         grouped = self.space_is_grouped()
-        ev_pid = plane_pid[self.ev_plane] if len(self.ev_plane) else np.zeros(0, np.int64)
-        keep = (ev_pid >= 0) & line_keeps_events[r.event_line] & ~self.md_internal[self.ev_md]
-        names = self.md_shown[self.ev_md].copy()
+        line_pid = plane_pid[r.line_plane]
+        line_ok = (line_pid >= 0) & line_keeps_events
+        keep = line_ok[r.event_line]
+        if self.md_internal.any():
+            keep &= ~self.md_internal[self.ev_md]
+        rows = np.arange(r.num_events) if keep.all() else np.flatnonzero(keep)
+        ev_line = r.event_line[rows]
+        names = self.md_shown[self.ev_md[rows]]
         if not grouped:
             for row, name in self.step_names().items():
-                names[row] = self.names.id(name)
-        rows = np.flatnonzero(keep)
-        self.chunks.append((ev_pid[rows], line_tid[r.event_line[rows]], self.start[rows], self.dur[rows],
-                            names[rows], rows.astype(np.int64), np.full(len(rows), KIND_RAW, np.uint8)))
+                pos = np.searchsorted(rows, row)
+                if pos < len(rows) and rows[pos] == row:
+                    names[pos] = self.names.id(name)
+        self.chunks.append((line_pid[ev_line], line_tid[ev_line], self.start[rows], self.dur[rows],
+                            names, rows, np.full(len(rows), KIND_RAW, np.uint8)))
 
         threads = [(int(plane_pid[r.line_plane[li]]), int(line_tid[li]), line_shown_name[li])
                    for li in range(len(r.line_id)) if plane_pid[r.line_plane[li]] >= 0]
         if not grouped:
-            self.add_regions(ev_pid, line_tid, line_keeps_events)
+            self.add_regions(line_pid, line_tid, line_ok)
             for p, pid in pids.items():
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]):
                     threads = _DeviceLines(self, p, pid).derive(threads)
@@ -213,6 +218,11 @@ class _Build:
         """owner (event row), int, uint, text_id of an event stat, one row per event that has it."""
         return self.f.stat_values("event", name)
 
+    def events_named(self, *names: str) -> np.ndarray:
+        """Rows of the events whose metadata name is one of `names` (one pass only when any exists)."""
+        flag = self.metadata_rows_named(names)
+        return np.flatnonzero(flag[self.ev_md]) if flag.any() else np.zeros(0, np.int64)
+
     def metadata_rows_named(self, names) -> np.ndarray:
         names = set(names)
         return np.array([n in names for n in self.r.em_name] + [False])
@@ -235,11 +245,10 @@ class _Build:
             if v is not None:
                 level[owner] = v
         for name, lv in MUTATOR_ROOTS.items():
-            for row in np.flatnonzero(self.md_name[self.ev_md] == name).tolist():
+            for row in self.events_named(name).tolist():
                 level[row] = lv
-        if "TraceContext" in r.em_name:
-            for row in np.flatnonzero(self.md_name[self.ev_md] == "TraceContext").tolist():
-                level.setdefault(row, 1)
+        for row in self.events_named("TraceContext").tolist():
+            level.setdefault(row, 1)
         level = {row: lv for row, lv in level.items() if lv > 0}
         if not level:
             return {}
@@ -298,7 +307,7 @@ class _Build:
         return keep
 
     def tf_data_step_ids(self) -> set[int]:
-        rows = np.flatnonzero(self.metadata_rows_named(TF_DATA_FUNCTIONS)[self.ev_md])
+        rows = self.events_named(*TF_DATA_FUNCTIONS)
         if not len(rows):
             return set()
         ids = self.event_stat("id")
@@ -307,7 +316,7 @@ class _Build:
 
     def tf_loop_defines_steps(self) -> bool:
         """ProcessTensorFlowLoop: executor events iterating (iter_num > 0) make the steps."""
-        rows = np.flatnonzero(self.md_name[self.ev_md] == "ExecutorState::Process")
+        rows = self.events_named("ExecutorState::Process")
         if not len(rows):
             return False
         st = self.f.stat_values("event", ["id", "iter_num"]).filter(pl.col("owner").is_in(rows.tolist()))
@@ -322,7 +331,7 @@ class _Build:
         return bool(per.filter((pl.col("n") > 1) | (pl.col("mx") != 0)).height)
 
     # --- threadpool regions --------------------------------------------------------------
-    def add_regions(self, ev_pid: np.ndarray, line_tid: np.ndarray, line_keeps_events: np.ndarray) -> None:
+    def add_regions(self, line_pid: np.ndarray, line_tid: np.ndarray, line_ok: np.ndarray) -> None:
         r = self.r
         is_start_md = self.metadata_rows_named([START_REGION])
         is_stop_md = self.metadata_rows_named([STOP_REGION])
@@ -343,10 +352,11 @@ class _Build:
         t0 = self.start[starts]
         ok = t0 != 0  # XProf treats a start at time 0 as "no start seen"
         stops, starts, t0 = stops[ok], starts[ok], t0[ok]
-        ok = (ev_pid[stops] >= 0) & line_keeps_events[r.event_line[stops]]
+        ok = line_ok[r.event_line[stops]]
         stops, starts, t0 = stops[ok], starts[ok], t0[ok]
         name = self.names.id(REGION)
-        self.chunks.append((ev_pid[stops], line_tid[r.event_line[stops]], t0, self.start[stops] - t0,
+        lines = r.event_line[stops]
+        self.chunks.append((line_pid[lines], line_tid[lines], t0, self.start[stops] - t0,
                             np.full(len(stops), name, np.int32), starts.astype(np.int64),
                             np.full(len(stops), KIND_REGION, np.uint8)))
 

@@ -1,0 +1,125 @@
+"""Trace-viewer events vs XProf's own trace_viewer output on every fixture profile.
+
+The oracle is `oracle/[<run>/]trace_viewer.digest.npz` (XProf 2.24's trace_viewer JSON reduced
+to pid, tid, ts and dur in ns, name and phase per X/i event) and `trace_viewer.summary.json`.
+Tolerance: none. Every event must match exactly: same pid and tid, same name, same phase,
+and ts / dur equal to the nanosecond after the same float rounding XProf's JSON went through.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tputui.analysis.stdsort import sort_order
+from tputui.analysis.trace_events import offload_name, parse_tf_op, trace_events
+from tputui.data.xspace import decode
+
+from conftest import FIXTURES, PROFILES
+
+RUNS = sorted({(f.relative_to(PROFILES).parts[0], f.parent.name) for f in PROFILES.rglob("*.xplane.pb")})
+
+
+def oracle_path(profile: str, run: str, name: str):
+    d = PROFILES / profile / "oracle"
+    return d / name if (d / name).exists() else d / run / name
+
+
+def digest_rows(ev) -> np.ndarray:
+    """Our events as the digest's rows (pid, tid, ts_ns, dur_ns, name, is_X), names as strings."""
+    # XProf writes ps / 1e6 as a float; the digest rounds that * 1000 (half to even).
+    ts = np.round(ev.start_ps / 1e6 * 1000).astype(np.int64)
+    dur = np.round(ev.duration_ps / 1e6 * 1000).astype(np.int64)
+    return ev.pid.astype(np.int64), ev.tid.astype(np.int64), ts, dur, np.asarray(ev.names, object)[ev.name], \
+        (ev.duration_ps != 0)
+
+
+def as_sorted_table(pid, tid, ts, dur, names, is_x) -> list[tuple]:
+    return sorted(zip(pid.tolist(), tid.tolist(), ts.tolist(), dur.tolist(), list(names), is_x.tolist()))
+
+
+@pytest.fixture(scope="module", params=RUNS, ids=["/".join(r) for r in RUNS])
+def case(request):
+    profile, run = request.param
+    xp = next(f for f in (PROFILES / profile).rglob("*.xplane.pb") if f.parent.name == run)
+    ev = trace_events(decode(xp.read_bytes()))
+    dg = np.load(oracle_path(profile, run, "trace_viewer.digest.npz"))
+    summary = json.loads(oracle_path(profile, run, "trace_viewer.summary.json").read_text())
+    return profile, ev, dg, summary
+
+
+def test_every_event_matches_xprof(case):
+    profile, ev, dg, _ = case
+    rows, names = dg["events"], dg["names"]
+    theirs = as_sorted_table(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], names[rows[:, 4]].astype(object),
+                             rows[:, 5].astype(bool))
+    ours = as_sorted_table(*digest_rows(ev))
+    assert len(ours) == len(theirs)
+    assert ours == theirs
+
+
+def test_complete_event_count_and_span_match_summary(case):
+    _, ev, _, summary = case
+    assert int(np.count_nonzero(ev.duration_ps)) == summary["complete_events"]
+    span = summary["time_span"]
+    x = ev.duration_ps != 0
+    assert ev.start_ps[x].min() / 1e6 == pytest.approx(span["first_ts_us"], abs=1e-6)
+    assert (ev.start_ps[x] + ev.duration_ps[x]).max() / 1e6 == pytest.approx(span["last_end_us"], abs=1e-6)
+
+
+def test_processes_and_threads_match_summary(case):
+    _, ev, _, summary = case
+    procs = dict(ev.processes.iter_rows())
+    assert {str(p): n for p, n in procs.items()} == {p: v["name"] for p, v in summary["processes"].items()}
+    threads = ev.threads.group_by("pid").len()
+    assert {str(p): n for p, n in threads.iter_rows()} == {p: v["threads"] for p, v in summary["processes"].items()}
+    for pid, v in summary["processes"].items():
+        assert int(np.count_nonzero(ev.duration_ps[ev.pid == int(pid)])) == v["complete_events"]
+
+
+def test_steps_are_named_like_xprof():
+    ev = trace_events(decode(next((PROFILES / "jax_mlp").rglob("*.xplane.pb")).read_bytes()))
+    names = [ev.names[i] for i in ev.name.tolist()]
+    steps = sorted((int(n.split()[1]), s) for n, s in zip(names, ev.start_ps.tolist()) if n.startswith("train "))
+    assert [k for k, _ in steps] == list(range(20))
+    assert [s for _, s in steps] == sorted(s for _, s in steps)  # step k starts before step k+1
+    assert "train" not in names
+
+
+def test_tpu_derived_lines():
+    ev = trace_events(decode(next((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb")).read_bytes()))
+    tpu0 = ev.threads.filter(ev.threads["pid"] == 3)["name"].to_list()
+    assert tpu0 == ["XLA Modules", "XLA Ops", "Async XLA Ops", "XLA TraceMe", "Framework Name Scope",
+                    "Framework Ops", "Source code"] + [f"Host Offload Ops row {i}" for i in range(4)]
+    # Async XLA Ops keeps its thread but none of its events; Overlay (empty) is gone.
+    assert not np.any((ev.pid == 3) & (ev.tid == 4))
+
+
+def test_parse_tf_op():
+    assert parse_tf_op("jit(f)/jit(main)/add:") == (["jit(f)", "jit(main)"], "add", True)
+    assert parse_tf_op("model/dense/MatMul:MatMul") == (["model", "dense"], "MatMul", True)
+    assert parse_tf_op("jit(f)/transpose[permutation=(1, 0)]:") == (["jit(f)"], "transpose", True)
+    assert parse_tf_op("a/b/reduce_sum_3:") == (["a", "b"], "reduce_sum", True)
+    assert parse_tf_op("Iterator::Root::Prefetch:") == ([], "Iterator::Prefetch:", False)
+    assert parse_tf_op("no colon here ") == ([], "no colon here", False)
+
+
+def test_offload_name():
+    assert offload_name("copy-start") == "offload-copy.0"
+    assert offload_name("copy-done.3") == "offload-copy.3"
+    assert offload_name("dynamic-slice-start.12") == "offload-dynamic-slice.12"
+
+
+def test_std_sort_order_matches_libstdcxx():
+    cases = json.loads((FIXTURES / "stdsort_cases.json").read_text())["cases"]
+    for c in cases:
+        keys = np.array(c["keys"])
+        assert sort_order(keys).tolist() == c["order"]
+
+
+def test_std_sort_order_without_ties_is_the_sorted_order():
+    keys = np.array([5, 1, 4, 2, 3])
+    assert sort_order(keys).tolist() == [1, 3, 4, 2, 0]
+    a, b = np.array([1, 1, 0, 0]), np.array([2, 1, 9, 8])
+    assert sort_order(a, b).tolist() == [3, 2, 1, 0]
