@@ -177,9 +177,11 @@ def _save(address: str, response, run_dir: str) -> HostCapture:
 
 # --- CLI -------------------------------------------------------------------------------------
 def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("targets", nargs="+", metavar="[ADDRESS[,ADDRESS...]] LOGDIR",
+    parser.usage = "%(prog)s (ADDRESS[,ADDRESS...] | --tpu NAME) LOGDIR [options]"
+    parser.add_argument("targets", nargs="+", metavar="ADDRESS LOGDIR",
                         help="profiler server(s) as host:port or grpc://host:port (comma-separated for "
-                             "several workers; omit with --tpu), then the logdir to write into")
+                             "several workers; omit with --tpu), then the logdir to write "
+                             "LOGDIR/plugins/profile/<run>/<host_port>.xplane.pb into")
     parser.add_argument("--duration-ms", type=int, default=2000, help="capture length (default 2000)")
     parser.add_argument("--num-tracing-attempts", type=int, default=3,
                         help="tries while the trace comes back empty (default 3)")

@@ -254,6 +254,7 @@ def plain_lines(s: Sample, level: int) -> list[str]:
 
 # --- CLI ------------------------------------------------------------------------------------
 def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = "%(prog)s (ADDRESS | --tpu NAME) [options]"
     parser.add_argument("address", nargs="?", metavar="ADDRESS",
                         help="profiler server as host:port or grpc://host:port (or use --tpu)")
     parser.add_argument("--duration-ms", type=int, default=1000, help="length of each sampled window (default 1000)")
@@ -262,7 +263,8 @@ def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-queries", type=int, default=None, metavar="N",
                         help="stop after N cycles (default: --plain 100, the pane runs until you quit)")
     parser.add_argument("--plain", action="store_true",
-                        help="print capture_tpu_profile-style lines instead of the live pane")
+                        help="print capture_tpu_profile-style lines instead of the live pane "
+                             "(the default when stdout is not a terminal)")
     parser.add_argument("--save-windows", metavar="LOGDIR",
                         help="also write every sampled window as a run in LOGDIR (opens with tputui LOGDIR)")
     add_tpu_arguments(parser)
@@ -310,7 +312,10 @@ def main(args: argparse.Namespace) -> int:
     session, addresses = session_from_args(args)
     if len(addresses) > 1:
         print(f"monitoring worker {addresses[0]} (1 of {len(addresses)})", file=sys.stderr)
-    if args.plain:
+    plain = args.plain or not sys.stdout.isatty()
+    if plain and not args.plain:
+        print("stdout is not a terminal: printing --plain lines", file=sys.stderr)
+    if plain:
         return run_plain(session, args.num_queries or 100, save_windows=args.save_windows)
     from tputui.screens.monitor import run_monitor_app  # Textual only for the pane
 
