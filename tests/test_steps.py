@@ -87,3 +87,22 @@ def test_multi_type_priority():
     assert bd[0, S._T["host_compute"]] == 20
     assert bd[0, S._T["host_wait_input"]] == 40
     assert bd[0, S._T["unknown"]] == 40
+
+
+def test_vectorized_sweep_equals_xprof_loop_on_random_steps():
+    # The one-type fast path must give what XProf's boundary sweep gives, zero-length quirk included.
+    rng = np.random.default_rng(0)
+    sb, se = np.array([0, 10, 20]), np.array([60, 40, 70])
+    for _ in range(2000):
+        m = int(rng.integers(1, 12))
+        g = rng.integers(0, 3, m)
+        s = rng.integers(0, 50, m)
+        e = s + np.where(rng.random(m) < 0.4, 0, rng.integers(1, 20, m))
+        ty = np.ones(m, np.int64)
+        fast = np.zeros((3, len(S.BREAKDOWN_TYPES)), np.int64)
+        exact = fast.copy()
+        fast_seen, exact_seen = np.zeros_like(fast, bool), np.zeros_like(fast, bool)
+        S._single_type_sweep(g, ty, s, e, sb, se, fast, fast_seen)
+        S._boundary_sweep(g, ty, s, e, sb, se, exact, exact_seen)
+        assert (fast[:, 1] == exact[:, 1]).all(), (g, s, e)
+        assert (fast_seen[:, 1] == exact_seen[:, 1]).all(), (g, s, e)

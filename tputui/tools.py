@@ -44,6 +44,10 @@ def _load(path: str):
 TOOLS: list[Tool] = [
     Tool("summary", "Profile summary", "tputui.analysis.summary:analyze",
          "tputui.screens.summary:SummaryScreen"),
+    Tool("overview_page", "Overview page", "tputui.analysis.overview:analyze",
+         None, has_data="tputui.analysis.overview:has_data"),
+    Tool("input_pipeline_analyzer", "Input pipeline analyzer", "tputui.analysis.input_pipeline:analyze",
+         None, has_data="tputui.analysis.input_pipeline:has_data"),
     Tool("trace_viewer", "Trace viewer", "tputui.analysis.trace_export:analyze",
          None),
     Tool("memory_profile", "Memory profile", "tputui.analysis.memory_profile:analyze",

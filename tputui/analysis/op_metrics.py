@@ -590,3 +590,27 @@ def combine(dbs: list[OpMetricsDb], update_num_cores: bool = True) -> OpMetricsD
         total_op_time_ps=sum(d.total_op_time_ps for d in dbs),
         busy_time_ps=sum(busy) if busy else None, idle_duty_ps=sum(idle) if idle else None,
     )
+
+
+def line_parents(frame: XSpaceFrame, plane: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Nesting parent (an event row, -1 for none) of every event row of a plane's lines
+    (`rows` = those rows, default all of the plane, grouped by line), per line as XProf nests."""
+    raw = frame.raw
+    if rows is None:
+        parts = [np.arange(frame.line_events(ln).start, frame.line_events(ln).stop, dtype=np.int64)
+                 for ln in frame.lines_of(plane)]
+        rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    start = frame.start_ps[rows].astype(np.int64)
+    end = start + raw.event_duration_ps[rows].astype(np.int64)
+    line = raw.event_line[rows]
+    out = np.full(len(rows), -1, np.int64)
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(line)) + 1, [len(rows)]])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        seg = np.arange(a, b)
+        s_, e_ = start[a:b], end[a:b]
+        ds = np.diff(s_)
+        if (ds < 0).any() or ((ds == 0) & (np.diff(e_) > 0)).any():
+            seg = seg[np.lexsort((-e_, s_))]
+        p = nest_parents(start[seg], end[seg])
+        out[seg] = np.where(p >= 0, rows[seg[np.clip(p, 0, None)]], -1)
+    return out

@@ -202,14 +202,28 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     line = raw.event_line[rows].astype(np.int64)
     n = len(rows)
     group = np.full(n, -1, np.int64)
-    name_arr = np.asarray(names, dtype=object)
+    name_index: dict[str, list[int]] = {}
+    for i, nm in enumerate(names):
+        name_index.setdefault(nm, []).append(i)
 
-    # Per-thread nesting (async events stay out of it), in (line, start, -end) order.
-    order = np.lexsort((-end, start, line))
+    def named(*wanted: str) -> np.ndarray:
+        idx = [i for w in wanted for i in name_index.get(w, [])]
+        if not idx:
+            return np.zeros(n, bool)
+        table = np.zeros(len(names), bool)
+        table[idx] = True
+        return table[md_i]
+
+    # Per-thread nesting (async events stay out of it), in (start, -end) order per line.
     parent = np.full(n, -1, np.int64)
     is_async = st["is_async"][0] & (st["is_async"][1] != 0)
-    bounds = np.flatnonzero(np.diff(line[order])) + 1
-    for seg in np.split(order, bounds):
+    line_bounds = np.concatenate([[0], np.flatnonzero(np.diff(line)) + 1, [n]])
+    for a, b in zip(line_bounds[:-1], line_bounds[1:]):
+        seg = np.arange(a, b)
+        s_, e_ = start[a:b], end[a:b]
+        ds = np.diff(s_)
+        if (ds < 0).any() or ((ds == 0) & (np.diff(e_) > 0)).any():  # files are usually sorted
+            seg = seg[np.lexsort((-e_, s_))]
         seg = seg[~is_async[seg]]
         if len(seg) == 0:
             continue
@@ -236,8 +250,8 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
 
     # Inter-thread: the last ExecutorState::Process with (id, iter_num) -> IteratorGetNext ops.
     links = []
-    is_exec = name_arr[md_i] == "ExecutorState::Process"
-    is_ign = np.isin(name_arr[md_i], list(_ITERATOR_GET_NEXT))
+    is_exec = named("ExecutorState::Process")
+    is_ign = named(*_ITERATOR_GET_NEXT)
     has_key = st["id"][0] & st["iter_num"][0]
     if (is_exec & has_key).any() and (is_ign & has_key).any():
         par = np.flatnonzero(is_exec & has_key)
@@ -252,7 +266,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
 
     # tf.data function runs mark step ids whose roots are skipped.
     tfdata_ids = set()
-    is_tfd = np.isin(name_arr[md_i], list(_TF_DATA_FUNCTION_RUNS)) & st["id"][0]
+    is_tfd = named(*_TF_DATA_FUNCTION_RUNS) & st["id"][0]
     if is_tfd.any():
         tfdata_ids = set(np.unique(st["id"][1][is_tfd]).tolist())
 
@@ -360,11 +374,11 @@ def _tf_loop_iterations(st: dict, is_exec: np.ndarray, tfdata_ids: set, start: n
 # --- host steps ---------------------------------------------------------------------------------
 def _event_types(names: list[str], name_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(is_explicit_marker, breakdown type or -1 when not real compute) per event."""
-    uniq, inv = np.unique(name_idx, return_inverse=True)
-    marker = np.zeros(len(uniq), bool)
-    typ = np.full(len(uniq), -1, np.int64)
-    for i, m in enumerate(uniq):
-        nm = names[m]
+    uniq = np.flatnonzero(np.bincount(name_idx, minlength=len(names)))
+    marker = np.zeros(len(names), bool)
+    typ = np.full(len(names), -1, np.int64)
+    for i in uniq.tolist():
+        nm = names[i]
         marker[i] = bool(_EXPLICIT_MARKER.match(nm))
         if marker[i] or nm.startswith(_NOT_REAL_COMPUTE):
             continue
@@ -377,7 +391,7 @@ def _event_types(names: list[str], name_idx: np.ndarray) -> tuple[np.ndarray, np
             typ[i] = _T["host_wait_input"]
         else:
             typ[i] = _T["host_compute"]
-    return marker[inv.ravel()], typ[inv.ravel()]
+    return marker[name_idx], typ[name_idx]
 
 
 def _breakdown(step_of: np.ndarray, ev_type: np.ndarray, ev_start: np.ndarray, ev_end: np.ndarray,
@@ -407,59 +421,115 @@ def _sweep_breakdown(step_of: np.ndarray, ev_type: np.ndarray, ev_start: np.ndar
                      step_begin: np.ndarray, step_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """XProf's ToNonOverlappedEvents + ConvertStepDetailsToStepInfo, exactly, per step.
 
-    Each step's event boundaries are swept in time order (ends before starts at equal times,
-    higher types first) with XProf's priority tracker; the span up to the next boundary gets the
-    tracker's current type. Quirk kept on purpose: a zero-length event ends before it starts, so
-    it raises the current type without holding it (its span lasts until the next end that brings
-    the count to zero). Returns (ps per step and type, whether each type occurs in the step)."""
+    XProf sweeps each step's event boundaries in time order (ends before starts at equal times,
+    higher types first) with a priority tracker; the span up to the next boundary gets the
+    tracker's current type; the step's time outside those spans is unknown. Quirk kept on
+    purpose: a zero-length event ends before it starts, so in a gap it raises its type without
+    holding it, and that type lasts until the next end that closes everything (i.e. up to the
+    next positive event, then through it). Returns (ps per step and type, types seen per step).
+    Steps with one event type (the usual case) take a vectorized path; others the exact loop."""
     nsteps = len(step_begin)
     ntypes = len(BREAKDOWN_TYPES)
     out = np.zeros((nsteps, ntypes), np.int64)
     seen = np.zeros((nsteps, ntypes), bool)
     if nsteps == 0:
         return out, seen
+    present = np.bincount(step_of * ntypes + ev_type, minlength=nsteps * ntypes).reshape(nsteps, ntypes) > 0
+    multi = present.sum(1) > 1
+    one = ~multi[step_of]
+    if one.any():
+        _single_type_sweep(step_of[one], ev_type[one], ev_start[one], ev_end[one], step_begin, step_end,
+                           out, seen)
+    if multi.any():
+        many = multi[step_of]
+        _boundary_sweep(step_of[many], ev_type[many], ev_start[many], ev_end[many], step_begin, step_end,
+                        out, seen)
+    known = out.sum(1) - out[:, 0]
+    out[:, 0] = (step_end - step_begin) - known
+    return out, seen
+
+
+def _single_type_sweep(g, ty, s, e, step_begin, step_end, out, seen) -> None:
+    """Coverage of one-type steps: the union of the events, where a zero-length event that is not
+    inside an open event stretches to the next positive event's start (XProf's quirk)."""
+    order = np.argsort(s, kind="stable")
+    order = order[np.argsort(g[order], kind="stable")]  # steps are nearly time-ordered: cheap
+    g, ty, s, e = g[order], ty[order], s[order], e[order]
+    n = len(s)
+    first = np.ones(n, bool)
+    first[1:] = g[1:] != g[:-1]
+    # Running max of ends before each event, per step (steps are separated by an offset).
+    base = np.minimum.reduceat(s, np.flatnonzero(first))[np.cumsum(first) - 1]
+    span = int((np.maximum.reduceat(e, np.flatnonzero(first)) -
+                np.minimum.reduceat(s, np.flatnonzero(first))).max()) + 1
+    k = np.cumsum(first) - 1  # step block index
+    if span * (int(k[-1]) + 2) > 2 ** 62:  # would overflow: fall back to the exact sweep
+        _boundary_sweep(g, ty, s, e, step_begin, step_end, out, seen)
+        return
+    shifted_end = (e - base) + k * span
+    reach = np.maximum.accumulate(shifted_end)
+    before = np.empty(n, np.int64)
+    before[0] = -1
+    before[1:] = reach[:-1]
+    before = np.where(first, -1, before - k * span + base)
+    zero = e == s
+    opener = zero & (s >= before)
+    # Next positive event's start within the step (else the step's last event time).
+    pos_start = np.where(zero, np.iinfo(np.int64).max, (s - base) + k * span)
+    nxt = np.minimum.accumulate(pos_start[::-1])[::-1]
+    nxt_after = np.empty(n, np.int64)
+    nxt_after[:-1] = nxt[1:]
+    nxt_after[-1] = np.iinfo(np.int64).max
+    last_time = np.maximum.reduceat(np.maximum(s, e), np.flatnonzero(first))[k]
+    has_next = nxt_after < (k + 1) * span
+    eff_end = np.where(opener, np.where(has_next, nxt_after - k * span + base, last_time), e)
+    # Union per step, clipped to the step.
+    sb, se = step_begin[g], step_end[g]
+    lo = np.clip(s, sb, se) - sb
+    hi = np.clip(eff_end, sb, se) - sb
+    cov = _union_per_group(g, lo, hi, int((step_end - step_begin).max()) + 1, len(step_begin))
+    t = np.zeros(len(step_begin), np.int64)
+    t[g] = ty
+    steps_here = np.unique(g)
+    out[steps_here, t[steps_here]] += cov[steps_here]
+    count = np.bincount(g, minlength=len(step_begin))
+    positive = np.bincount(g, weights=(e > s), minlength=len(step_begin)) > 0
+    ok = positive | (count >= 2)
+    seen[steps_here[ok[steps_here]], t[steps_here[ok[steps_here]]]] = True
+
+
+def _boundary_sweep(step_of, ev_type, ev_start, ev_end, step_begin, step_end, out, seen) -> None:
+    """XProf's boundary sweep with its priority tracker, step by step (exact, any types)."""
+    nsteps = len(step_begin)
+    ntypes = len(BREAKDOWN_TYPES)
     m = len(ev_start)
     t = np.concatenate([ev_start, ev_end])
     is_start = np.concatenate([np.ones(m, bool), np.zeros(m, bool)])
     ty = np.concatenate([ev_type, ev_type])
     st = np.concatenate([step_of, step_of])
-    order = np.lexsort((-ty, is_start, t, st))
+    # One sort key: time, then ends before starts, then higher types first (6 low bits).
+    t0 = t.min() if len(t) else 0
+    key = ((t - t0) << 6) | (is_start.astype(np.int64) << 5) | (31 - ty)
+    order = np.argsort(key, kind="stable")
+    order = order[np.argsort(st[order], kind="stable")]
     t, is_start, ty, st = t[order], is_start[order], ty[order], st[order]
     n = len(t)
     state = np.zeros(n, np.int64)  # current type after each boundary (0 = unknown)
     step_first = np.searchsorted(st, np.arange(nsteps), "left")
-    ntype = pl.DataFrame({"s": st, "t": ty}).group_by("s").agg(pl.col("t").n_unique())
-    multi = np.zeros(nsteps, bool)
-    multi[ntype.filter(pl.col("t") > 1)["s"].to_numpy()] = True
-    single = ~multi[st]
-    if single.any():
-        # One type T: the state is T after a start, and falls back to unknown after an end
-        # that brings the open count to exactly zero; other ends keep it.
-        idx = np.arange(n)
-        delta = np.where(is_start, 1, -1)
-        c = np.cumsum(delta)
-        c = c - (c[step_first[st]] - delta[step_first[st]])  # count within the step
-        last_start = np.maximum.accumulate(np.where(is_start, idx, -1))
-        reset = ~is_start & (c == 0)
-        last_reset = np.maximum.accumulate(np.where(reset, idx, -1))
-        on = (last_start > last_reset) & (last_start >= step_first[st])
-        state[single] = np.where(on, ty, 0)[single]
-    for k in np.flatnonzero(multi):
-        a = step_first[k]
-        b = step_first[k + 1] if k + 1 < nsteps else n
+    step_last = np.searchsorted(st, np.arange(nsteps), "right")
+    for k in np.unique(st).tolist():
+        a, b = step_first[k], step_last[k]
         state[a:b] = _priority_sweep(is_start[a:b], ty[a:b], ntypes)
     # Spans between consecutive boundaries of the same step, clipped to the step.
-    same = st[:-1] == st[1:]
-    ks = np.flatnonzero(same)
+    ks = np.flatnonzero(st[:-1] == st[1:])
     sb, se = step_begin[st[ks]], step_end[st[ks]]
     lo = np.maximum(t[ks], sb)
     hi = np.minimum(t[ks + 1], se)
     dur = np.maximum(hi - lo, 0)
-    np.add.at(out, (st[ks], state[ks]), dur)
-    seen[st[ks], state[ks]] = True
-    known = out.sum(1) - out[:, 0]
-    out[:, 0] = (step_end - step_begin) - known
-    return out, seen
+    cell = st[ks] * ntypes + state[ks]
+    out += np.bincount(cell, weights=dur, minlength=nsteps * ntypes).round().astype(np.int64).reshape(
+        nsteps, ntypes)
+    seen.reshape(-1)[cell] = True
 
 
 def _priority_sweep(is_start: np.ndarray, ty: np.ndarray, ntypes: int) -> np.ndarray:

@@ -1,0 +1,212 @@
+"""Overview page (XProf's `overview_page`): the first thing a user looks at.
+
+Performance summary (step time and its breakdown, device / host idle, device duty cycle, FLOPS and
+memory-bandwidth utilization, MXU utilization, 16/32-bit compute), the per-step graph, the top 10
+device ops, the run environment, XProf's recommendation (bottleneck statement and what to open next)
+and diagnostics. `analyze(run)` covers all hosts of the run together; `analyze(run, host)` one host.
+
+Facts from XProf (op_stats_to_overview_page.cc): idle / duty cycle / host idle are computed for TPUs
+only (XProf shows 0.0% otherwise); top ops are device ops rolled up to framework ops, ranked by self
+time as a share of all device op time, with flop rate = flops / time; the bottleneck statement comes
+from the input-pipeline analysis; tips name op_profile for TPUs and framework_op_stats otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tputui.analysis import input_pipeline as ip
+from tputui.analysis import op_metrics as om
+from tputui.data.run_data import RunData
+
+TOP_OPS = 10
+LOW_PRECISION_PERCENT = 10.0
+_INNER_OPS = {"call", "conditional", "while", "megacore fusion"}  # XProf's MayHaveInnerOps
+
+
+@dataclass
+class OverviewResult:
+    run: str
+    hosts: list[str]
+    stats: ip.HostStats
+    pipeline: ip.InputPipelineResult
+    top_ops: pl.DataFrame  # name, category, self_time_percent, cumulative_time_percent, flop_rate_gflops
+    device_idle_time_percent: float
+    host_idle_time_percent: float
+    device_duty_cycle_percent: float
+    idle_time_high_confidence_ps: int
+    flop_rate_utilization_percent: float
+    memory_bw_utilization_percent: float
+    device_compute_16bit_percent: float
+    device_compute_32bit_percent: float
+    host_tf_op_percent: float
+    device_tf_op_percent: float
+    precision_statement: str
+    tips: list[dict[str, str]] = field(default_factory=list)
+
+    # --- views the screen and export share ----------------------------------------------------
+    @property
+    def steps(self) -> pl.DataFrame:
+        return self.pipeline.step_table
+
+    @property
+    def has_steps(self) -> bool:
+        return self.pipeline.has_steps
+
+    @property
+    def bottleneck(self) -> ip.Bottleneck:
+        return self.pipeline.bottleneck
+
+    def run_environment(self) -> dict[str, Any]:
+        s = self.stats
+        return {"device_type": s.device_type, "device_core_count": s.device_core_count,
+                "host_count": len(s.hosts), "hosts": s.hosts, "task_count": len(s.hosts),
+                "is_training": s.is_training, "hardware_type": s.hardware_type}
+
+    def recommendation(self) -> dict[str, Any]:
+        b = self.bottleneck
+        next_tool = ("input_pipeline_analyzer" if b.input_classification in ("host", "both")
+                     else ("op_profile" if self.stats.hardware_type == "TPU" else "framework_op_stats")
+                     if b.input_classification == "device" else None)
+        return {
+            "bottleneck": b.input_classification, "statement": b.input_statement,
+            "next_tool": next_tool, "summary_next_step": self.pipeline.next_step,
+            "kernel_launch_bottleneck": b.kernel_launch_classification,
+            "kernel_launch_statement": b.kernel_launch_statement,
+            "all_other_bottleneck": b.all_other_classification, "all_other_statement": b.all_other_statement,
+            "device_collectives_bottleneck": b.device_collectives_classification,
+            "device_collectives_statement": b.device_collectives_statement,
+            "precision_statement": self.precision_statement, "tips": self.tips,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        summary = self.pipeline.step_time_summary()
+        step_time = None
+        if self.has_steps:
+            step_time = {"count": len(self.steps), **summary}
+        return {
+            "tool": "overview_page", "run": self.run, "hosts": self.hosts,
+            "device_idle_time_percent": self.device_idle_time_percent,
+            "host_idle_time_percent": self.host_idle_time_percent,
+            "device_duty_cycle_percent": self.device_duty_cycle_percent,
+            "idle_time_high_confidence_ps": self.idle_time_high_confidence_ps,
+            "flop_rate_utilization_relative_to_roofline_percent": self.flop_rate_utilization_percent,
+            "memory_bw_utilization_relative_to_hw_limit_percent": self.memory_bw_utilization_percent,
+            "mxu_utilization_percent": self.stats.mxu_utilization_percent,
+            "hbm_utilization_percent": self.stats.hbm_utilization_percent,
+            "device_compute_16bit_percent": self.device_compute_16bit_percent,
+            "device_compute_32bit_percent": self.device_compute_32bit_percent,
+            "host_tf_op_percent": self.host_tf_op_percent, "device_tf_op_percent": self.device_tf_op_percent,
+            "run_environment": self.run_environment(),
+            "step_time_ms": step_time,
+            "step_time_breakdown_ms": self.pipeline.breakdown_summary(),
+            "steps": [{"step": r["name"], "step_number": r["step"], "step_time_ms": r["step_time_ms"],
+                       **{c: r[c] for c in ip.GENERIC_COLUMNS}}
+                      for r in self.steps.iter_rows(named=True)],
+            "top_device_ops": self.top_ops.to_dicts(),
+            "bottleneck": self.bottleneck.input_classification,
+            "statement": self.bottleneck.input_statement,
+            "recommendation": self.recommendation(),
+            "diagnostics": self.pipeline.diagnostics,
+        }
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        return {"top_device_ops": self.top_ops, "steps": self.steps.drop("host_to_device_ms")}
+
+
+def top_device_ops(device_db: om.OpMetricsDb, n: int = TOP_OPS) -> pl.DataFrame:
+    """Framework ops of the device ranked by self time (XProf's top device ops)."""
+    tf = om.tf_op_metrics(device_db, with_idle=False)
+    total = tf.total_time_ps
+    ops = tf.ops.sort(["self_time_ps", "name"], descending=[True, False]).head(n)
+    frac = (ops["self_time_ps"] / total) if total else ops["self_time_ps"] * 0.0
+    return pl.DataFrame({
+        "name": ops["name"], "category": ops["category"],
+        "self_time_percent": frac * 100.0, "cumulative_time_percent": frac.cum_sum() * 100.0,
+        "flop_rate_gflops": pl.Series([f / (t / 1000) if t else 0.0 for f, t in
+                                       zip(ops["flops"].to_list(), ops["time_ps"].to_list())], dtype=pl.Float64),
+    }, schema={"name": pl.String, "category": pl.String, "self_time_percent": pl.Float64,
+               "cumulative_time_percent": pl.Float64, "flop_rate_gflops": pl.Float64})
+
+
+def _tips(hardware: str) -> list[dict[str, str]]:
+    device_name = hardware
+    timeline, op_tool = (("TPU core", "op_profile") if hardware == "TPU" else (device_name, "framework_op_stats"))
+    return [
+        {"type": "faq", "tip": "Refer to the TF2 Profiler FAQ", "description": "Tool troubleshooting / FAQ"},
+        {"type": "host", "tip": "input_pipeline_analyzer (especially Section 3 for the breakdown of input "
+                                "operations on the Host)", "description": "Next steps for reducing the Host time"},
+        {"type": "host", "tip": "trace_viewer (look at the activities on the timeline of each Host Thread near "
+                                "the bottom of the trace view)", "description": "Next steps for reducing the Host time"},
+        {"type": "device", "tip": f"{op_tool} (identify the time-consuming operations executed on the "
+                                  f"{device_name})", "description": "Next steps for reducing the Device time"},
+        {"type": "device", "tip": f"trace_viewer (look at the activities on the timeline of each {timeline} in "
+                                  "the trace view)", "description": "Next steps for reducing the Device time"},
+        {"type": "doc", "tip": "Analyze tf.data performance with the TF Profiler "
+                               "(https://www.tensorflow.org/guide/data_performance_analysis)",
+         "description": "Other useful resources"},
+        {"type": "doc", "tip": "Better performance with the tf.data API "
+                               "(https://www.tensorflow.org/guide/data_performance)",
+         "description": "Other useful resources"},
+    ]
+
+
+def _utilization(stats: ip.HostStats, steps: pl.DataFrame) -> tuple[float, float]:
+    """FLOPS vs roofline and HBM bandwidth vs peak, over the steps (TPU with steps only)."""
+    if stats.hardware_type != "TPU" or not len(steps) or not stats.peak_teraflops or not stats.peak_hbm_gbps:
+        return 0.0, 0.0
+    ops = stats.device_db.ops.filter(~pl.col("category").is_in(list(_INNER_OPS)) & (pl.col("occurrences") > 0))
+    flops = float(ops["flops"].sum())
+    nbytes = float(ops["bytes_accessed"].sum())
+    time_ns = float(stats.steps.steps["duration_ps"].sum()) / 1000.0
+    if time_ns <= 0:
+        return 0.0, 0.0
+    gflops, gbps = flops / time_ns, nbytes / time_ns
+    intensity = flops / nbytes if nbytes else 0.0
+    optimal = min(intensity * stats.peak_hbm_gbps, stats.peak_teraflops * 1000.0)
+    return (100.0 * gflops / optimal if optimal else 0.0), 100.0 * gbps / stats.peak_hbm_gbps
+
+
+def analyze_stats(run: RunData, stats: ip.HostStats) -> OverviewResult:
+    pipeline = ip.analyze_stats(run, stats)
+    dev, host = stats.device_db, stats.host_db
+    tpu = stats.hardware_type == "TPU"
+    device_idle = dev.idle_ratio * 100.0 if tpu else 0.0
+    host_idle = host.idle_ratio * 100.0 if tpu else 0.0
+    duty = 0.0
+    if tpu and dev.busy_time_ps is not None and (dev.busy_time_ps + dev.idle_duty_ps) > 0:
+        duty = 100.0 * dev.busy_time_ps / (dev.busy_time_ps + dev.idle_duty_ps)
+    tf_dev = om.tf_op_metrics(dev, with_idle=False)
+    n_host = int(host.ops["occurrences"].sum()) if len(host.ops) else 0
+    n_dev = int(tf_dev.ops["occurrences"].sum()) if len(tf_dev.ops) else 0
+    total_ops = n_host + n_dev
+    steps = stats.steps.per_step()
+    c16 = float(steps["device_compute_16_ps"].sum()) if len(steps) else 0.0
+    c32 = float(steps["device_compute_32_ps"].sum()) if len(steps) else 0.0
+    precision = ""
+    if c16 + c32 > 0 and 100.0 * c16 / (c16 + c32) < LOW_PRECISION_PERCENT:
+        precision = (f"Only {ip.one_digit(100.0 * c16 / (c16 + c32))}% of device computation is 16 bit. So you "
+                     "might want to replace more 32-bit Ops by 16-bit Ops to improve performance (if the "
+                     "reduced accuracy is acceptable).")
+    flop_util, bw_util = _utilization(stats, steps)
+    return OverviewResult(
+        run=run.name, hosts=stats.hosts, stats=stats, pipeline=pipeline, top_ops=top_device_ops(dev),
+        device_idle_time_percent=device_idle, host_idle_time_percent=host_idle, device_duty_cycle_percent=duty,
+        idle_time_high_confidence_ps=int(dev.idle_duty_ps or 0) if tpu else 0,
+        flop_rate_utilization_percent=flop_util, memory_bw_utilization_percent=bw_util,
+        device_compute_16bit_percent=100.0 * c16 / (c16 + c32) if c16 + c32 else 0.0,
+        device_compute_32bit_percent=100.0 * c32 / (c16 + c32) if c16 + c32 else 0.0,
+        host_tf_op_percent=100.0 * n_host / total_ops if total_ops else 0.0,
+        device_tf_op_percent=100.0 * n_dev / total_ops if total_ops else 0.0,
+        precision_statement=precision, tips=_tips(stats.hardware_type),
+    )
+
+
+def analyze(run: RunData, host: str | None = None, **options) -> OverviewResult:
+    return analyze_stats(run, ip.host_stats(run, host))
+
+
+def has_data(run: RunData) -> bool:
+    return bool(run.hosts)

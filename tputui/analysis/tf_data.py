@@ -1,0 +1,245 @@
+"""tf.data bottleneck analysis (XProf's tf_data_bottleneck_analysis, xplane_to_tf_data_stats.cc).
+
+For every host input pipeline (a root iterator, `Iterator::Root`, seen once per GetNext call):
+its call latencies (avg / min / max, calls over 50 us are slow), and for its slowest call the
+bottleneck iterator: the iterator on the blocking path (nested in the call, or produced for it by
+an asynchronous iterator while the call waited) with the largest self time. Pipelines are ranked by
+their slowest call; the first one decides whether the host is input-bound (> 50 us), and the
+bottleneck iterator's kind gives XProf's suggestion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tputui.analysis import op_metrics as om
+from tputui.data.xspace import XSpaceFrame
+
+SLOW_CALL_PS = 50 * 1_000_000  # 50 us, tensorflow.org/guide/data_performance_analysis
+_ASYNC = {"Prefetch", "ParallelInterleave", "ParallelMap", "ParseExample", "MapAndBatch", "DataService",
+          "LegacyParallelInterleave", "ParallelBatch"}
+_PRODUCE = ("PrefetchProduce", "ParallelInterleaveProduce", "ParallelMapProduce", "MapAndBatchProduce",
+            "ParseExampleProduce", "ParallelBatchProduce")
+_CONSUME = ("PrefetchConsume", "ParallelInterleaveConsume", "ParallelMapConsume", "MapAndBatchConsume",
+            "ParseExampleConsume", "ParallelBatchConsume")
+
+PLAYBOOK = "https://www.tensorflow.org/guide/data_performance_analysis"
+_SOURCES = {"TFRecord", "SSTable", "RecordIO", "Spanner", "TFColumn", "SleepwalkRemoteDataset", "TextLine",
+            "StitchedTimelineDataset", "DateKeyDataset", "CapacitorProto", "LMDB", "ExternalDataset",
+            "PearModel", "FixedLengthRecordV2", "FromTensor", "TensorSlice", "Generator", "SyntheticDatasetOp"}
+_REMOTE = {"GuzzlerDataGuzzlerRemoteDataset", "ReverbDataset", "DatasetSampleGame", "Courier",
+           "ReverbEpisodeDataset"}
+SUGGESTIONS = {
+    "source": ("1. Check the locality of a host and input data. Ideally, they should be in the same cell "
+               "(or very close, like the same region). 2. Parallelize reading from this dataset source. "
+               f"See {PLAYBOOK}#source_datasets and "
+               "https://www.tensorflow.org/guide/data_performance#parallelizing_data_extraction."),
+    "data_service": ("1. Fetching data from tf.data service took a while. Profile the tf.data service worker "
+                     "to analyze the issue further. 2. See "
+                     "https://www.tensorflow.org/api_docs/python/tf/data/experimental/service for more "
+                     f"details on tf.data service. 3. See {PLAYBOOK} for other suggestions."),
+    "remote": ("1. The remote data source is slow. Profile its host to analyze the issue further. "
+               f"2. See {PLAYBOOK} for other suggestions."),
+    "parallelizable": (
+        "1. Parallelize this transformation by setting num_parallel_calls=tf.data.experimental.AUTOTUNE. See "
+        "https://www.tensorflow.org/guide/data_performance#parallelizing_data_transformation. 2. Consider "
+        "adding cache after this transformation if your data fits into memory and it is appropriate (e.g., "
+        "there is no randomness in upstream transformations like shuffle). See "
+        f"https://www.tensorflow.org/guide/data_performance#caching. 3. Find more resources: {PLAYBOOK}"
+        "#transformation_datasets."),
+    "sequential": (
+        "1. This transformation is inherently sequential. Add outer parallelism by running multiple copies "
+        "of the input pipeline over sharded inputs and combining the results. See "
+        f"{PLAYBOOK}#transformation_datasets. 2. Consider adding cache after this transformation if your "
+        "data fits into memory and it is appropriate (e.g., there is no randomness in upstream "
+        "transformations like shuffle). See https://www.tensorflow.org/guide/data_performance#caching. "
+        f"3. Find more resources: {PLAYBOOK}#3_are_you_reaching_high_cpu_utilization."),
+    "other": f"See {PLAYBOOK} for suggestions.",
+}
+
+
+def bottleneck_kind(iterator_name: str) -> str:
+    if iterator_name in _SOURCES:
+        return "source"
+    if iterator_name == "DataService":
+        return "data_service"
+    if iterator_name in _REMOTE:
+        return "remote"
+    if iterator_name in ("Map", "Interleave"):
+        return "parallelizable"
+    if iterator_name in ("Filter", "Batch", "Unbatch"):
+        return "sequential"
+    return "other"
+
+
+@dataclass
+class PipelineStats:
+    host: str
+    name: str  # "Host:0"
+    root_id: int
+    calls: int
+    avg_latency_ps: int
+    min_latency_ps: int
+    max_latency_ps: int
+    slow_calls: int
+    bottleneck_iterator: str  # short name ("MapAndBatch")
+    bottleneck_long_name: str  # "Iterator::Root::Prefetch::MapAndBatch"
+    bottleneck_latency_ps: int
+    iterators: pl.DataFrame  # slowest call: iterator, long_name, is_async, calls, duration, self, blocking
+
+    @property
+    def suggestion(self) -> str:
+        return SUGGESTIONS[bottleneck_kind(self.bottleneck_iterator)]
+
+
+@dataclass
+class TfDataAnalysis:
+    pipelines: list[PipelineStats] = field(default_factory=list)  # slowest first
+
+    @property
+    def is_input_bound(self) -> bool:
+        return bool(self.pipelines) and self.pipelines[0].max_latency_ps > SLOW_CALL_PS
+
+    @property
+    def summary(self) -> str:
+        top = self.pipelines[0].max_latency_ps if self.pipelines else 0
+        if top > SLOW_CALL_PS:
+            return ("Your profile has a tf.data input pipeline slower than 50 us. For each slow input pipeline, "
+                    "below shows a bottleneck in the input pipeline and a suggestion on how to fix it.")
+        if top > 0:
+            return ("Your profile does not have any tf.data input pipeline slower than 50 us. Your job could "
+                    "be still input bound if this profile didn't capture all workers.")
+        return ("No tf.data activity captured in your profile. If your job uses tf.data, try to capture a "
+                "longer profile.")
+
+    def to_json(self) -> dict[str, Any]:
+        top = self.pipelines[0] if self.pipelines else None
+        return {
+            "is_input_bound": self.is_input_bound, "summary": self.summary,
+            "input_bound_host": top.host if top and self.is_input_bound else None,
+            "slowest_input_pipeline": top.name if top else None,
+            "pipelines": [{
+                "host": p.host, "input_pipeline": p.name, "calls": p.calls,
+                "avg_latency_us": p.avg_latency_ps / 1e6, "min_latency_us": p.min_latency_ps / 1e6,
+                "max_latency_us": p.max_latency_ps / 1e6, "slow_calls": p.slow_calls,
+                "bottleneck_iterator": p.bottleneck_iterator,
+                "bottleneck_iterator_long_name": p.bottleneck_long_name,
+                "bottleneck_iterator_latency_us": p.bottleneck_latency_ps / 1e6,
+                "suggestion": p.suggestion,
+            } for p in self.pipelines],
+        }
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        rows = self.to_json()["pipelines"]
+        return {"tf_data_pipelines": pl.DataFrame(rows) if rows else pl.DataFrame()}
+
+
+def analyze_frames(frames: dict[str, XSpaceFrame]) -> TfDataAnalysis:
+    pipes: list[PipelineStats] = []
+    for host, fr in frames.items():
+        pipes += _host_pipelines(host, fr)
+    pipes.sort(key=lambda p: -p.max_latency_ps)
+    return TfDataAnalysis(pipes)
+
+
+def _host_pipelines(host: str, fr: XSpaceFrame) -> list[PipelineStats]:
+    plane = fr.plane_index("/host:CPU")
+    if plane is None:
+        return []
+    raw = fr.raw
+    parts = [np.arange(fr.line_events(ln).start, fr.line_events(ln).stop, dtype=np.int64)
+             for ln in fr.lines_of(plane)]
+    if not parts:
+        return []
+    rows = np.concatenate(parts)
+    md = fr.events["metadata"].to_numpy()[rows].astype(np.int64)
+    names = raw.em_name
+    is_iter_name = np.array([om.parse_tf_op(n)[0] == om.CAT_TF_DATA for n in names] + [False])
+    md_i = np.where(md >= 0, md, len(names))
+    iter_mask = is_iter_name[md_i]
+    if not iter_mask.any():
+        return []
+    parent = om.line_parents(fr, plane, rows)
+    pos = {int(r): i for i, r in enumerate(rows)}  # row -> index (tf.data users only: modest sizes)
+    ids = _stat(fr, "id", rows)
+    parent_ids = _stat(fr, "parent_id", rows)
+    element = _stat(fr, "element_id", rows)
+    start = fr.start_ps[rows].astype(np.int64)
+    dur = raw.event_duration_ps[rows].astype(np.int64)
+
+    # Children of each event: tf.data events nested directly, plus produced iterators.
+    children: dict[int, list[int]] = {}
+    for i in np.flatnonzero(iter_mask & (parent >= 0)).tolist():
+        children.setdefault(pos[int(parent[i])], []).append(i)
+    name_of = lambda i: names[md_i[i]] if md_i[i] < len(names) else ""  # noqa: E731
+    produce_names = {k for k, n in enumerate(names) if n in _PRODUCE}
+    consume_names = {k for k, n in enumerate(names) if n in _CONSUME}
+    producers: dict[tuple[int, int], list[int]] = {}
+    direct: dict[int, list[int]] = {}
+    for i in np.flatnonzero(parent >= 0).tolist():
+        direct.setdefault(pos[int(parent[i])], []).append(i)
+    for i in np.flatnonzero(np.isin(md_i, list(produce_names)) & element[0]).tolist():
+        for c in sorted(direct.get(i, []), key=lambda k: start[k]):
+            if iter_mask[c]:
+                if parent_ids[0][c]:
+                    producers.setdefault((int(parent_ids[1][c]), int(element[1][i])), []).append(c)
+                break
+    for i in np.flatnonzero(np.isin(md_i, list(consume_names)) & element[0]).tolist():
+        if parent[i] < 0:
+            continue
+        it = pos[int(parent[i])]
+        if not iter_mask[it] or not ids[0][it]:
+            continue
+        for c in producers.get((int(ids[1][it]), int(element[1][i])), []):
+            children.setdefault(it, []).append(c)
+
+    # Root iterator calls (two-part names: `Iterator::Root`), grouped by iterator id.
+    roots: dict[int, list[int]] = {}
+    for i in np.flatnonzero(iter_mask & ids[0]).tolist():
+        if len(name_of(i).split("::")) == 2:
+            roots.setdefault(int(ids[1][i]), []).append(i)
+    out = []
+    for n_pipe, (root_id, calls) in enumerate(sorted(roots.items(), key=lambda kv: min(start[c] for c in kv[1]))):
+        calls.sort(key=lambda c: -dur[c])
+        lat = dur[calls]
+        stats: dict[int, dict[str, Any]] = {}
+        _walk(calls[0], True, 0, children, ids, start, dur, name_of, stats)
+        blocking = [(s["self_ps"], it) for it, s in stats.items() if s["blocking"]]
+        b_self, b_id = max(blocking, key=lambda x: x[0]) if blocking and max(blocking)[0] > 0 else (0, None)
+        b_long = stats[b_id]["long_name"] if b_id is not None else ""
+        iters = pl.DataFrame([{"iterator": s["long_name"].split("::")[-1], "long_name": s["long_name"],
+                               "is_async": s["long_name"].split("::")[-1] in _ASYNC, "calls": s["calls"],
+                               "duration_us": s["dur_ps"] / 1e6, "self_time_us": s["self_ps"] / 1e6,
+                               "blocking": s["blocking"]} for s in stats.values()])
+        out.append(PipelineStats(
+            host=host, name=f"Host:{n_pipe}", root_id=root_id, calls=len(calls),
+            avg_latency_ps=int(lat.sum() // len(lat)), min_latency_ps=int(lat.min()), max_latency_ps=int(lat.max()),
+            slow_calls=int((lat > SLOW_CALL_PS).sum()), bottleneck_iterator=b_long.split("::")[-1] if b_long else "",
+            bottleneck_long_name=b_long, bottleneck_latency_ps=int(b_self), iterators=iters,
+        ))
+    return out
+
+
+def _walk(i, blocking, level, children, ids, start, dur, name_of, stats) -> None:
+    """XProf's ProcessIteratorEvent: accumulate per-iterator time, self time and blocking."""
+    if level > 100 or not ids[0][i]:
+        return
+    it = int(ids[1][i])
+    s = stats.setdefault(it, {"long_name": name_of(i), "dur_ps": 0, "self_ps": 0, "calls": 0, "blocking": False})
+    s["dur_ps"] += int(dur[i])
+    self_ps = int(dur[i])
+    a, b = int(start[i]), int(start[i] + dur[i])
+    for c in children.get(i, []):
+        ov = max(0, min(b, int(start[c] + dur[c])) - max(a, int(start[c])))
+        _walk(c, blocking and ov > 0, level + 1, children, ids, start, dur, name_of, stats)
+        self_ps -= ov
+    s["self_ps"] += self_ps
+    s["blocking"] = s["blocking"] or blocking
+    s["calls"] += 1
+
+
+def _stat(fr: XSpaceFrame, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return om.event_stat(fr, name, rows)
