@@ -144,3 +144,22 @@ def test_sample_round_trips_through_json():
     s = monitor.sample_from_xspace(xplane("jax_live_capture").read_bytes(), "h:1", 1000, now=5.0)
     assert Sample.from_json(s.to_json()) == s
     assert s.top_ops and s.top_ops[0]["name"] == "ynn_fusion.1"
+
+
+def test_stop_cancels_the_capture_in_flight():
+    """Quitting the pane must not wait out a window: stop() cancels the running Profile call."""
+    import threading
+
+    fake = FakeProfiler([response_with(xplane("jax_mlp").read_bytes())], delay_s=5.0)
+    with fake_server(fake) as addr:
+        session = MonitorSession(addr, duration_ms=100)
+        got: list = []
+        t = threading.Thread(target=lambda: got.extend(session.samples(3)))
+        t.start()
+        for _ in range(100):  # wait until the request reached the server
+            if fake.requests:
+                break
+            threading.Event().wait(0.02)
+        session.stop()
+        t.join(timeout=3)
+        assert not t.is_alive() and got == []  # cancelled: no error sample, no more cycles

@@ -6,6 +6,7 @@ a user can act on. Facts about how real servers answer are in PROTOCOL.md.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 
 import grpc
@@ -29,6 +30,10 @@ class LiveError(ValueError):
 
 class ServerBusyError(LiveError):
     """The server is already running a profiling session (someone else is capturing)."""
+
+
+class CancelledError(LiveError):
+    """The call was cancelled from our side (the monitor is stopping)."""
 
 
 class UnimplementedError(LiveError):
@@ -125,6 +130,8 @@ class ProfilerClient:
     def __init__(self, address: str, connect_timeout: float = CONNECT_TIMEOUT_S):
         self.address = normalize_address(address)
         self.connect_timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._inflight = None
         self._channel = grpc.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
         self._stub = service_grpc.ProfilerServiceStub(self._channel)
         # Profile answers stay bytes: the XSpace inside is sliced out, never parsed and re-serialized
@@ -144,10 +151,26 @@ class ProfilerClient:
         self.close()
 
     def _call(self, method, request, what: str, timeout: float):
+        """A call another thread can cancel (`cancel()`), so stopping never waits out a capture."""
+        call = method.future(request, timeout=timeout)
+        with self._lock:
+            self._inflight = call
         try:
-            return method(request, timeout=timeout)
+            return call.result()
+        except grpc.FutureCancelledError:
+            raise CancelledError(f"{what} on {self.address} cancelled") from None
         except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.CANCELLED:
+                raise CancelledError(f"{what} on {self.address} cancelled") from None
             raise describe_rpc_error(e, self.address, what, timeout) from None
+        finally:
+            with self._lock:
+                self._inflight = None
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._inflight is not None:
+                self._inflight.cancel()
 
     def profile(self, request: service_pb2.ProfileRequest) -> "ProfileReply":
         """Run one capture; the deadline is its duration plus a grace for the server's work."""

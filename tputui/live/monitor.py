@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
 from tputui.live.client import (
-    LiveError, ProfilerClient, ServerBusyError, TracerOptions, UnimplementedError, profile_request,
+    CancelledError, LiveError, ProfilerClient, ServerBusyError, TracerOptions, UnimplementedError, profile_request,
     trace_is_empty,
 )
 from tputui.live.tpu_resolve import add_tpu_arguments, addresses_from
@@ -149,11 +149,16 @@ class MonitorSession:
         self.address, self.duration_ms, self.level, self.tracer = address, duration_ms, level, tracer
         self._use_monitor = use_monitor_rpc  # dropped after the first UNIMPLEMENTED
         self._stop = threading.Event()
+        self._client: ProfilerClient | None = None  # the connection of the cycle in flight
         self.last_xspace: bytes | None = None  # the last window, to open as a full profile
         self.last_xspace_time: float | None = None
 
     def stop(self) -> None:
+        """Stop sampling; an in-flight capture is cancelled rather than waited out."""
         self._stop.set()
+        client = self._client
+        if client is not None:
+            client.cancel()
 
     def restart(self) -> None:
         """Allow samples() again after stop() (the pane reopens after a full-profile visit)."""
@@ -166,12 +171,19 @@ class MonitorSession:
     def query(self) -> Sample:
         """One cycle; raises LiveError when the server cannot be reached or refuses."""
         with ProfilerClient(self.address) as c:
-            if self._use_monitor:
-                try:
-                    return sample_from_monitor(c.monitor(self.duration_ms, self.level), self.address, self.duration_ms)
-                except UnimplementedError:
-                    self._use_monitor = False
-            resp = c.profile(profile_request(self.address, self.duration_ms, self.tracer))
+            self._client = c  # stop() cancels through it
+            try:
+                if self.stopped:
+                    raise CancelledError("monitor stopped")
+                if self._use_monitor:
+                    try:
+                        return sample_from_monitor(c.monitor(self.duration_ms, self.level), self.address,
+                                                   self.duration_ms)
+                    except UnimplementedError:
+                        self._use_monitor = False
+                resp = c.profile(profile_request(self.address, self.duration_ms, self.tracer))
+            finally:
+                self._client = None
         if trace_is_empty(resp):
             return Sample(time=time.time(), address=self.address, window_ms=self.duration_ms, empty=True)
         data = resp.xspace
@@ -195,6 +207,8 @@ class MonitorSession:
                 failures, ever_ok = 0, True
                 yield s
                 continue
+            except CancelledError:
+                return
             except LiveError as e:
                 if fail_fast and not ever_ok and not isinstance(e, ServerBusyError):
                     raise
