@@ -2,6 +2,7 @@
 plus an in-process fake server for the behaviours a real one does not show on demand."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -45,11 +46,17 @@ def test_capture_writes_a_profile_whose_steps_we_find(server, tmp_path):
     assert f"Wrote {host.path}" in p.stdout
     frame = RunData(run).frame()
     assert "/host:CPU" in frame.raw.plane_name
+    # Our overview finds the steps (the live server runs one every few ms) ...
+    ov = tputui("export", str(logdir), "--tool", "overview_page")
+    assert ov.returncode == 0, ov.stderr
+    overview = json.loads(ov.stdout)
+    names = [s["step"] for s in overview["steps"]]
+    nums = [int(n.split()[-1]) for n in names]
+    assert len(names) > 10 and all(n.startswith("train ") for n in names) and nums == sorted(nums)
+    # ... and the monitor's figures of the same window are the same steps.
     w = window_figures(frame)
-    # The live server runs a step every few ms: a 1 s window holds many complete steps.
-    assert len(w.step_ms) > 10 and all(ms > 0 for ms in w.step_ms)
-    nums = [int(n.split()[-1]) for n in w.step_names]
-    assert all(n.startswith('train ') for n in w.step_names) and nums == sorted(nums)
+    assert w.step_names == names
+    assert w.step_ms == pytest.approx([s["step_time_ms"] for s in overview["steps"]], abs=1e-9)
 
 
 @pytest.mark.live
