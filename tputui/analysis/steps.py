@@ -134,38 +134,67 @@ class GroupedEvents:
     names: dict[int, str]  # group id -> name ("train 3")
     starter: dict[int, int]  # group id -> index (into the arrays) of the root that started it
     named_roots: np.ndarray  # bool: roots that named their group (non-implicit starters)
+    parent: np.ndarray  # nesting parent (index into the arrays), -1 for none
 
     @classmethod
     def empty(cls, event_names=None) -> "GroupedEvents":
         z = np.zeros(0, np.int64)
-        return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool))
+        return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool), z)
 
 
 _ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxProcessBatch": 2, "BatchingSessionRun": 1}
 
 
-def _stat_arrays(frame: XSpaceFrame, rows: np.ndarray, names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{name: (present, int value)} for event stats over `rows`; text values are text ids."""
+class _Sparse:
+    """One event stat over the grouped events, kept sparse: positions (sorted) and int values
+    (text values as text ids). Most stats sit on few events."""
+
+    def __init__(self, pos: np.ndarray, val: np.ndarray):
+        order = np.argsort(pos, kind="stable")
+        self.pos, self.val = pos[order], val[order]
+
+    def lookup(self, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(present, value) at positions `where`."""
+        where = np.asarray(where, np.int64)
+        if len(self.pos) == 0:
+            return np.zeros(len(where), bool), np.zeros(len(where), np.int64)
+        i = np.clip(np.searchsorted(self.pos, where), 0, len(self.pos) - 1)
+        has = self.pos[i] == where
+        return has, np.where(has, self.val[i], 0)
+
+    def get(self, where: int) -> int | None:
+        i = int(np.searchsorted(self.pos, where))
+        return int(self.val[i]) if i < len(self.pos) and self.pos[i] == where else None
+
+
+def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray, names: list[str]) -> dict[str, _Sparse]:
+    """{name: _Sparse} for event stats of the events `rows` (positions index `rows`)."""
     sv = frame.stat_values("event", names)
-    n = frame.num_events
-    pos = np.full(n, -1, np.int64)
-    pos[rows] = np.arange(len(rows))
+    contiguous = len(rows) and rows[-1] - rows[0] + 1 == len(rows)
     out = {}
     for name in names:
         s = sv.filter(pl.col("stat_name") == name)
-        present = np.zeros(len(rows), bool)
-        value = np.zeros(len(rows), np.int64)
-        if len(s):
-            own = s["owner"].to_numpy()
-            p = pos[own]
-            ok = p >= 0
-            iv = s["int"].fill_null(0).to_numpy()
-            tv = s["text_id"].to_numpy()
-            val = np.where(tv >= 0, tv, iv)
-            present[p[ok]] = True
-            value[p[ok]] = val[ok]
-        out[name] = (present, value)
+        own = s["owner"].to_numpy().astype(np.int64)
+        val = np.where(s["text_id"].to_numpy() >= 0, s["text_id"].to_numpy(), s["int"].fill_null(0).to_numpy())
+        if contiguous:
+            p = own - rows[0]
+            ok = (p >= 0) & (p < len(rows))
+        else:
+            i = np.clip(np.searchsorted(rows, own), 0, max(len(rows) - 1, 0))
+            ok = rows[i] == own if len(rows) else np.zeros(len(own), bool)
+            p = i
+        out[name] = _Sparse(p[ok].astype(np.int64), val[ok].astype(np.int64))
     return out
+
+
+def _sorted_longest_first(s: np.ndarray, e: np.ndarray) -> bool:
+    if len(s) < 2:
+        return True
+    ok = s[1:] >= s[:-1]
+    if not ok.all():
+        return False
+    tie = np.flatnonzero(s[1:] == s[:-1])
+    return not (e[tie + 1] > e[tie]).any()
 
 
 def _depths(parent: np.ndarray) -> np.ndarray:
@@ -194,51 +223,59 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         # XProf does not group TF graphs with loop ops (While/For) at all.
         g = GroupedEvents.empty(names)
         return g
-    md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
+    md = frame.events["metadata"].to_numpy()[rows]
     md_i = np.where(md >= 0, md, len(names) - 1)
-    st = _stat_arrays(frame, rows, _GROUP_STATS)
-    start = frame.start_ps[rows].astype(np.int64)
-    end = start + raw.event_duration_ps[rows].astype(np.int64)
-    line = raw.event_line[rows].astype(np.int64)
+    st = _sparse_stats(frame, rows, _GROUP_STATS)
+    if rows[-1] - rows[0] + 1 == len(rows):  # the plane's lines are one block: slice, don't copy
+        block = slice(int(rows[0]), int(rows[-1]) + 1)
+        start = frame.start_ps[block]
+        end = start + raw.event_duration_ps[block]
+        line = raw.event_line[block]
+    else:
+        start = frame.start_ps[rows]
+        end = start + raw.event_duration_ps[rows]
+        line = raw.event_line[rows]
     n = len(rows)
     group = np.full(n, -1, np.int64)
     name_index: dict[str, list[int]] = {}
     for i, nm in enumerate(names):
         name_index.setdefault(nm, []).append(i)
 
-    def named(*wanted: str) -> np.ndarray:
+    def named_at(where: np.ndarray, *wanted: str) -> np.ndarray:
         idx = [i for w in wanted for i in name_index.get(w, [])]
-        if not idx:
-            return np.zeros(n, bool)
         table = np.zeros(len(names), bool)
         table[idx] = True
-        return table[md_i]
+        return table[md_i[where]]
 
     # Per-thread nesting (async events stay out of it), in (start, -end) order per line.
     parent = np.full(n, -1, np.int64)
-    is_async = st["is_async"][0] & (st["is_async"][1] != 0)
-    line_bounds = np.concatenate([[0], np.flatnonzero(np.diff(line)) + 1, [n]])
-    for a, b in zip(line_bounds[:-1], line_bounds[1:]):
-        seg = np.arange(a, b)
+    async_pos = st["is_async"].pos[st["is_async"].val != 0]
+    is_async = np.zeros(n, bool)
+    is_async[async_pos] = True
+    line_bounds = np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1, [n]])
+    for a, b in zip(line_bounds[:-1].tolist(), line_bounds[1:].tolist()):
         s_, e_ = start[a:b], end[a:b]
-        ds = np.diff(s_)
-        if (ds < 0).any() or ((ds == 0) & (np.diff(e_) > 0)).any():  # files are usually sorted
-            seg = seg[np.lexsort((-e_, s_))]
-        seg = seg[~is_async[seg]]
-        if len(seg) == 0:
-            continue
-        p = nest_parents(start[seg], end[seg])
-        parent[seg] = np.where(p >= 0, seg[np.clip(p, 0, None)], -1)
+        seg = None
+        if not _sorted_longest_first(s_, e_):  # files are usually sorted already
+            seg = a + np.lexsort((-e_, s_))
+        if len(async_pos) and is_async[a:b].any():
+            seg = (np.arange(a, b) if seg is None else seg)
+            seg = seg[~is_async[seg]]
+        if seg is None:
+            p = nest_parents(s_, e_)
+            parent[a:b] = np.where(p >= 0, p + a, -1)
+        elif len(seg):
+            p = nest_parents(start[seg], end[seg])
+            parent[seg] = np.where(p >= 0, seg[np.clip(p, 0, None)], -1)
     depth = _depths(parent)
 
     # Flow edges: producer (type, id) -> consumers (type, id).
-    p_has = st["_p"][0] & st["_pt"][0]
-    c_has = st["_c"][0] & st["_ct"][0]
-    pk = np.stack([st["_pt"][1][p_has], st["_p"][1][p_has]], 1)
-    ck = np.stack([st["_ct"][1][c_has], st["_c"][1][c_has]], 1)
-    p_rows, c_rows = np.flatnonzero(p_has), np.flatnonzero(c_has)
     flow = None
+    p_rows = np.intersect1d(st["_p"].pos, st["_pt"].pos)
+    c_rows = np.intersect1d(st["_c"].pos, st["_ct"].pos)
     if len(p_rows) and len(c_rows):
+        pk = np.stack([st["_pt"].lookup(p_rows)[1], st["_p"].lookup(p_rows)[1]], 1)
+        ck = np.stack([st["_ct"].lookup(c_rows)[1], st["_c"].lookup(c_rows)[1]], 1)
         keys, inv = np.unique(np.concatenate([pk, ck]), axis=0, return_inverse=True)
         inv = inv.ravel()
         pcode, ccode = inv[:len(p_rows)], inv[len(p_rows):]
@@ -249,67 +286,71 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         flow = (p_rows[pm], pcode[pm], c_rows[cm], ccode[cm], len(keys))
 
     # Inter-thread: the last ExecutorState::Process with (id, iter_num) -> IteratorGetNext ops.
+    keyed = np.intersect1d(st["id"].pos, st["iter_num"].pos)
+    exec_rows = keyed[named_at(keyed, "ExecutorState::Process")]
+    ign_rows = keyed[named_at(keyed, *_ITERATOR_GET_NEXT)]
     links = []
-    is_exec = named("ExecutorState::Process")
-    is_ign = named(*_ITERATOR_GET_NEXT)
-    has_key = st["id"][0] & st["iter_num"][0]
-    if (is_exec & has_key).any() and (is_ign & has_key).any():
-        par = np.flatnonzero(is_exec & has_key)
+    if len(exec_rows) and len(ign_rows):
         pkeys = {}
-        for r in par:  # few thousand at most
-            pkeys[(int(st["id"][1][r]), int(st["iter_num"][1][r]))] = r
-        for r in np.flatnonzero(is_ign & has_key):
-            src = pkeys.get((int(st["id"][1][r]), int(st["iter_num"][1][r])))
+        for r in exec_rows.tolist():  # file order: the last one with a key wins, as in XProf
+            pkeys[(st["id"].get(r), st["iter_num"].get(r))] = r
+        for r in ign_rows.tolist():
+            src = pkeys.get((st["id"].get(r), st["iter_num"].get(r)))
             if src is not None:
                 links.append((src, r))
     links_arr = np.array(links, np.int64).reshape(-1, 2)
 
     # tf.data function runs mark step ids whose roots are skipped.
-    tfdata_ids = set()
-    is_tfd = named(*_TF_DATA_FUNCTION_RUNS) & st["id"][0]
-    if is_tfd.any():
-        tfdata_ids = set(np.unique(st["id"][1][is_tfd]).tolist())
+    tfd = st["id"].pos[named_at(st["id"].pos, *_TF_DATA_FUNCTION_RUNS)]
+    tfdata_ids = set(st["id"].lookup(tfd)[1].tolist())
 
-    # Roots: TF loop iterations if any, else `_r` events (and legacy TraceContext).
-    label = np.full(n, np.iinfo(np.int64).max, np.int64)
+    # Roots: TF loop iterations if any, else `_r` events (and legacy TraceContext, ...).
+    big = np.iinfo(np.int64).max
+    label = np.full(n, big, np.int64)
     root_rows: list[int] = []
-    loop_first = _tf_loop_iterations(st, is_exec, tfdata_ids, start)
+    loop_first = _tf_loop_iterations(st, exec_rows, tfdata_ids, start)
     if loop_first:
         for rank, (first, members) in enumerate(loop_first):
             label[members] = rank
             root_rows.append(first)
     else:
         by_name = np.zeros(len(names), np.int64)
-        for nm, lvl in _ROOT_LEVEL_BY_NAME.items():
-            by_name[[i for i, x in enumerate(names) if x == nm]] = lvl
-        by_name[[i for i, x in enumerate(names) if x == "TraceContext"]] = 1
-        r_has = st["_r"][0] | (by_name[md_i] > 0)
-        level = np.where(by_name[md_i] > 0, by_name[md_i], st["_r"][1])
-        cand = np.flatnonzero(r_has)
+        for nm, lvl in list(_ROOT_LEVEL_BY_NAME.items()) + [("TraceContext", 1)]:
+            by_name[name_index.get(nm, [])] = lvl
+        named_roots = np.flatnonzero(by_name[md_i] > 0) if by_name.any() else np.zeros(0, np.int64)
+        cand = np.union1d(st["_r"].pos, named_roots)
+        level = np.where(by_name[md_i[cand]] > 0, by_name[md_i[cand]], st["_r"].lookup(cand)[1])
         if tfdata_ids and len(cand):
-            skip = st["id"][0][cand] & np.isin(st["id"][1][cand], list(tfdata_ids))
-            cand = cand[~skip]
-        cand = cand[np.lexsort((cand, start[cand], -level[cand]))]
+            has_id, ids = st["id"].lookup(cand)
+            skip = has_id & np.isin(ids, list(tfdata_ids))
+            cand, level = cand[~skip], level[~skip]
+        order = np.lexsort((cand, start[cand], -level))
+        cand = cand[order]
         label[cand] = np.arange(len(cand))
         root_rows = cand.tolist()
 
-    # Spread labels (min wins = the earliest-processed root reaching an event) to a fixed point.
+    # Spread labels (min wins = the earliest-processed root reaching an event) to a fixed point:
+    # down the nesting (level by level), along flows and links.
     by_depth = np.argsort(depth, kind="stable")
     dcounts = np.bincount(depth)
     dstarts = np.concatenate([[0], np.cumsum(dcounts)])
     for _ in range(100):
-        before = label.copy()
         for d in range(1, len(dcounts)):
             idx = by_depth[dstarts[d]:dstarts[d + 1]]
             label[idx] = np.minimum(label[idx], label[parent[idx]])
+        changed = False
         if flow is not None:
             prow, pcode, crow, ccode, nk = flow
-            kmin = np.full(nk, np.iinfo(np.int64).max, np.int64)
+            kmin = np.full(nk, big, np.int64)
             np.minimum.at(kmin, pcode, label[prow])
-            label[crow] = np.minimum(label[crow], kmin[ccode])
+            new = np.minimum(label[crow], kmin[ccode])
+            changed |= bool((new != label[crow]).any())
+            label[crow] = new
         if len(links_arr):
+            new = np.minimum(label[links_arr[:, 1]], label[links_arr[:, 0]])
+            changed |= bool((new != label[links_arr[:, 1]]).any())
             np.minimum.at(label, links_arr[:, 1], label[links_arr[:, 0]])
-        if np.array_equal(before, label):
+        if not changed:
             break
 
     # Group ids: roots that kept their own label start groups, numbered in processing order.
@@ -327,8 +368,9 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         nm = names[md_i[r]]
         implicit = nm in _IMPLICIT_ROOTS
         prefix = ""
-        if st["graph_type"][0][r]:
-            prefix = frame.text(int(st["graph_type"][1][r])) + " "
+        graph = st["graph_type"].get(r)
+        if graph is not None:
+            prefix = frame.text(graph) + " "
         elif not implicit:
             prefix = nm + " "
         num = _context_step_num(r, st, parent)
@@ -336,7 +378,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         starter[gid] = int(r)
         if not implicit and not loop_first:
             named[r] = True
-    return GroupedEvents(rows, start, end, md_i, names, group, group_names, starter, named)
+    return GroupedEvents(rows, start, end, md_i, names, group, group_names, starter, named, parent)
 
 
 def _context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
@@ -344,19 +386,19 @@ def _context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
     for key in ("iter_num", "step_num"):
         a = r
         while a >= 0:
-            if st[key][0][a]:
-                return int(st[key][1][a])
-            a = parent[a]
+            v = st[key].get(a)
+            if v is not None:
+                return v
+            a = int(parent[a])
     return None
 
 
-def _tf_loop_iterations(st: dict, is_exec: np.ndarray, tfdata_ids: set, start: np.ndarray):
+def _tf_loop_iterations(st: dict, exec_rows: np.ndarray, tfdata_ids: set, start: np.ndarray):
     """XProf's TF while-loop steps: ExecutorState::Process by (id, iter_num); loops only."""
-    has = is_exec & st["id"][0] & st["iter_num"][0]
-    if not has.any():
+    if not len(exec_rows):
         return []
-    rows = np.flatnonzero(has)
-    df = pl.DataFrame({"row": rows, "sid": st["id"][1][rows], "it": st["iter_num"][1][rows],
+    rows = exec_rows
+    df = pl.DataFrame({"row": rows, "sid": st["id"].lookup(rows)[1], "it": st["iter_num"].lookup(rows)[1],
                        "t": start[rows]})
     if tfdata_ids:
         df = df.filter(~pl.col("sid").is_in(list(tfdata_ids)))
@@ -575,10 +617,11 @@ def host_steps(frame: XSpaceFrame, host: str = "", drop_incomplete: bool = True)
     grouped = group_events(frame)
     if not grouped.names:
         return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+    marker_all, typ_all = _event_types(grouped.event_names, grouped.name_idx)
     sel = grouped.group >= 0
     group = grouped.group[sel]
-    marker, typ = _event_types(grouped.event_names, grouped.name_idx[sel])
-    marker |= grouped.named_roots[sel]
+    marker = marker_all[sel] | grouped.named_roots[sel]
+    typ = typ_all[sel]
     start, end = grouped.start[sel], grouped.end[sel]
     # Step time per group = its longest marker.
     mk = pl.DataFrame({"g": group[marker], "s": start[marker], "d": end[marker] - start[marker]})
@@ -591,7 +634,14 @@ def host_steps(frame: XSpaceFrame, host: str = "", drop_incomplete: bool = True)
     dur = longest["d"].to_numpy()
     index_of = np.full(len(grouped.names) + 1, -1, np.int64)
     index_of[gids] = np.arange(len(gids))
-    evsel = (typ >= 0) & (index_of[group] >= 0)
+    # An event nested in a parent of the same group and type cannot change the sweep's result
+    # (except a zero-length one at the parent's very end): leave those out, most events are.
+    par = grouped.parent[sel]
+    has_par = par >= 0
+    pp = np.where(has_par, par, 0)
+    redundant = has_par & (grouped.group[pp] == group) & (typ_all[pp] == typ) & ~(
+        (start == end) & (start == grouped.end[pp]))
+    evsel = (typ >= 0) & (index_of[group] >= 0) & ~redundant
     bd, seen = _sweep_breakdown(index_of[group[evsel]], typ[evsel], start[evsel], end[evsel], begin,
                                 begin + dur)
     # Well-formed steps have host compute.
