@@ -91,3 +91,14 @@ def test_reply_slices_the_xspace_bytes_unparsed():
     assert r.xspace == resp.xspace.SerializeToString() and not r.empty_trace and r.has_events()
     with pytest.raises(LiveError, match="not a readable ProfileResponse"):
         ProfileReply.from_bytes(resp.SerializeToString()[:-10])
+
+
+def test_live_core_imports_without_textual():
+    """tputui.live is the headless core of capture / monitor: it must not pull Textual in."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import tputui.live.client, tputui.live.capture, tputui.live.monitor, "
+            "tputui.live.tpu_resolve, tputui.live.figures; print('textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
