@@ -152,3 +152,30 @@ def test_usage_errors_are_one_line(tmp_path):
     p = tputui("capture", "nohost", str(tmp_path))
     assert p.returncode == 2 and p.stderr.strip() == (
         "tputui: error: bad address 'nohost': expected host:port or grpc://host:port")
+
+
+def test_gs_logdir_goes_through_the_gcs_module(monkeypatch):
+    """gs:// captures are written by tputui.data.gcs.write_bytes (stand-in module here)."""
+    import types
+
+    written = {}
+    fake_gcs = types.SimpleNamespace(write_bytes=lambda url, data: written.setdefault(url, data))
+    monkeypatch.setitem(sys.modules, "tputui.data.gcs", fake_gcs)
+    monkeypatch.setattr("tputui.data.gcs", fake_gcs, raising=False)
+    data = xplane("jax_mlp").read_bytes()
+    fake = FakeProfiler([response_with(data)])
+    with fake_server(fake) as addr:
+        r = capture([addr], "gs://bucket/logs", duration_ms=100, attempts=1)
+    url = f"gs://bucket/logs/plugins/profile/{r.run}/{addr.replace(':', '_')}.xplane.pb"
+    assert list(written) == [url] and r.hosts[0].path == url
+    assert fake.requests[0].repository_root == "gs://bucket/logs/plugins/profile"
+
+
+def test_gs_logdir_without_gcs_support_is_one_clear_line(monkeypatch):
+    import tputui.data
+
+    monkeypatch.setitem(sys.modules, "tputui.data.gcs", None)  # import fails
+    monkeypatch.delattr(tputui.data, "gcs", raising=False)
+    with fake_server(FakeProfiler([response_with(xplane("jax_mlp").read_bytes())])) as addr:
+        with pytest.raises(LiveError, match=r"^cannot write gs://b/l/plugins/profile/.*: capturing into remote logdirs"):
+            capture([addr], "gs://b/l", duration_ms=100, attempts=1)
