@@ -219,10 +219,10 @@ class _Ticker:
         self._stop = threading.Event()
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._active = stream.isatty()
+        self.active = stream.isatty()
 
     def __enter__(self):
-        if self._active:
+        if self.active:
             self._thread.start()
         return self
 
@@ -238,7 +238,7 @@ class _Ticker:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
-        if self._active:
+        if self.active:
             self._thread.join()
             self.stream.write("\r" + " " * 60 + "\r")
             self.stream.flush()
@@ -250,7 +250,7 @@ def main(args: argparse.Namespace) -> int:
     err = sys.stderr
     with _Ticker(err, args.duration_ms) as ticker:
         def say(msg: str) -> None:
-            if ticker._active:
+            if ticker.active:
                 err.write("\r" + " " * 60 + "\r")
             print(msg, file=err, flush=True)
             ticker.restart()
