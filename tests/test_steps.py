@@ -20,7 +20,7 @@ US_IN_MS = 1e-3
 
 
 def _runs():
-    for profile in ALL_PROFILES:
+    for profile in ALL_PROFILES + ["jax_named_steps"]:  # + a profile whose step marker is named "step"
         for run in open_logdir(str(PROFILES / profile)).runs:
             yield pytest.param(profile, run, id=f"{profile}:{run.name}")
 

@@ -618,9 +618,12 @@ def host_steps(frame: XSpaceFrame, host: str = "", drop_incomplete: bool = True)
     if not grouped.names:
         return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
     marker_all, typ_all = _event_types(grouped.event_names, grouped.name_idx)
+    # A root that named its group is a step marker, not an event of the step.
+    marker_all = marker_all | grouped.named_roots
+    typ_all = np.where(grouped.named_roots, -1, typ_all)
     sel = grouped.group >= 0
     group = grouped.group[sel]
-    marker = marker_all[sel] | grouped.named_roots[sel]
+    marker = marker_all[sel]
     typ = typ_all[sel]
     start, end = grouped.start[sel], grouped.end[sel]
     # Step time per group = its longest marker.
