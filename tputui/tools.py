@@ -49,7 +49,7 @@ TOOLS: list[Tool] = [
     Tool("input_pipeline_analyzer", "Input pipeline analyzer", "tputui.analysis.input_pipeline:analyze",
          None, has_data="tputui.analysis.input_pipeline:has_data"),
     Tool("trace_viewer", "Trace viewer", "tputui.analysis.trace_export:analyze",
-         None),
+         "tputui.screens.trace_viewer:TraceViewerScreen"),
     Tool("memory_profile", "Memory profile", "tputui.analysis.memory_profile:analyze",
          "tputui.screens.memory_profile:MemoryProfileScreen", has_data="tputui.analysis.memory_profile:has_data"),
     Tool("memory_viewer", "Memory viewer", "tputui.analysis.memory_viewer:analyze",

@@ -1,0 +1,410 @@
+"""TraceIndex: the trace viewer's events arranged for drawing at any zoom, without an event cap.
+
+Layout: sections (one per process: each TPU/GPU device, then "Host Threads") hold tracks (one
+per thread / device line); a track holds rows, one per nesting depth. Every event belongs to
+exactly one row. Events are stored once, sorted by (row, start): row r is the slice
+`[row_first[r], row_first[r] + row_count[r])` of the arrays `start`, `end`, `name`, `source`.
+
+Level of detail: for each zoom level k >= 1 the pyramid holds, per row, the merged intervals
+("blocks") of level k-1 whose gaps are shorter than `gap[k] = BASE_GAP * 4**(k-1)` ps, each
+with its event count, its first event, and a representative (its longest event, which names
+and colours it). A frame at `c` ps per column uses the coarsest level whose gap is <= c: a gap
+shorter than a column can never empty a whole column, so the picture is exact, and blocks
+there are >= c/4 apart, so a row costs O(columns), whatever the number of events.
+
+Search is a substring match on the distinct names (a few thousand), then one vectorized pass
+over the events' name ids.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from tputui.analysis.trace_events import HOST_PID, TraceEvents
+
+BASE_GAP = 1000  # ps: level 1 merges gaps under 1 ns
+GAP_FACTOR = 4
+HOST_SECTION = "Host Threads"
+
+
+@dataclass
+class Track:
+    pid: int
+    tid: int
+    name: str
+    section: int
+    first_row: int
+    num_rows: int
+
+
+@dataclass
+class Section:
+    pid: int
+    name: str
+    tracks: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Level:
+    """Blocks of one zoom level, stored by (row, start); row r is [first[r], first[r] + count[r])."""
+
+    gap: int
+    start: np.ndarray
+    end: np.ndarray
+    rep: np.ndarray  # event index (level-0 position) that names / colours the block
+    first_event: np.ndarray  # level-0 position of the block's first event
+    events: np.ndarray  # number of events merged into the block
+    row_first: np.ndarray
+    row_count: np.ndarray
+
+
+class TraceIndex:
+    """Rows of events plus their level-of-detail pyramid (see module docstring)."""
+
+    def __init__(self, ev: TraceEvents, progress: Callable[[str], None] | None = None) -> None:
+        self.names = ev.names
+        self.frame = ev.frame
+        self.processes = dict(ev.processes.iter_rows())
+        report = progress or (lambda msg: None)
+        report(f"arranging {len(ev):,} events into tracks")
+        self._arrange(ev)
+        self.levels: list[Level] = [self._level0()]
+        self._match_cache: dict = {}
+        self.search_ids: np.ndarray | None = None
+        self.pyramid_ready = False
+        self._pyramid_lock = threading.Lock()
+
+    # --- building ------------------------------------------------------------------------
+    def _arrange(self, ev: TraceEvents) -> None:
+        threads = ev.threads
+        known = set(zip(threads["pid"].to_list(), threads["tid"].to_list()))
+        pairs = pl.DataFrame({"pid": ev.pid, "tid": ev.tid}).unique()
+        keys = set(zip(pairs["pid"].to_list(), pairs["tid"].to_list()))
+        extra = [(p, t, f"thread {t}") for p, t in sorted(keys - known)]
+        rows = [(p, t, n) for p, t, n in threads.iter_rows()] + extra
+        pids = sorted({p for p, _, _ in rows})
+        # Devices first (in pid order, as XProf), host threads last, each sorted like XProf's
+        # sort index (tid); host threads by name, which reads better than hashed thread ids.
+        pids.sort(key=lambda p: (p == HOST_PID, p))
+        self.sections: list[Section] = []
+        self.tracks: list[Track] = []
+        track_of: dict[tuple[int, int], int] = {}
+        for p in pids:
+            name = HOST_SECTION if p == HOST_PID else self.processes.get(p, f"process {p}")
+            sec = Section(p, name)
+            mine = [(t, n) for pp, t, n in rows if pp == p]
+            mine.sort(key=(lambda x: (x[1], x[0])) if p == HOST_PID else (lambda x: x[0]))
+            for t, n in mine:
+                track_of[(p, t)] = len(self.tracks)
+                sec.tracks.append(len(self.tracks))
+                self.tracks.append(Track(p, t, n, len(self.sections), 0, 1))
+            self.sections.append(sec)
+
+        n = len(ev)
+        # Track id per event via a (pid, tid) -> track join.
+        lut = pl.DataFrame({"pid": [k[0] for k in track_of], "tid": [k[1] for k in track_of],
+                            "track": list(track_of.values())},
+                           schema={"pid": pl.UInt32, "tid": pl.UInt32, "track": pl.Int32})
+        df = pl.DataFrame({"pid": ev.pid, "tid": ev.tid, "start": ev.start_ps, "dur": ev.duration_ps,
+                           "i": np.arange(n, dtype=np.int64)})
+        df = df.join(lut, on=["pid", "tid"], how="left").sort(["track", "start", "dur"],
+                                                              descending=[False, False, True])
+        order = df["i"].to_numpy()
+        track = df["track"].to_numpy().astype(np.int64)
+        start = ev.start_ps[order]
+        end = start + ev.duration_ps[order]
+        depth = _nesting_depth(track, start, end, len(self.tracks))
+        # Rows: each track gets max depth + 1 rows (at least one, even when empty).
+        ntr = len(self.tracks)
+        max_depth = np.full(ntr, -1, np.int64)
+        if n:
+            np.maximum.at(max_depth, track, depth)
+        num_rows = np.maximum(max_depth + 1, 1)
+        first_row = np.concatenate(([0], np.cumsum(num_rows)[:-1])) if ntr else np.zeros(0, np.int64)
+        for k, t in enumerate(self.tracks):
+            t.first_row, t.num_rows = int(first_row[k]), int(num_rows[k])
+        self.num_rows = int(num_rows.sum())
+        self.row_track = np.repeat(np.arange(ntr), num_rows) if ntr else np.zeros(0, np.int64)
+        self.row_depth = (np.arange(self.num_rows) - first_row[self.row_track]) if ntr else np.zeros(0, np.int64)
+        row = first_row[track] + depth if n else np.zeros(0, np.int64)
+        # Already by (track, start, longest first): a stable sort on the row keeps that order.
+        small = row.astype(np.uint16) if self.num_rows < 65536 else row  # radix sort
+        by_row = np.argsort(small, kind="stable") if n else np.zeros(0, np.int64)
+        self.start = start[by_row]
+        self.end = end[by_row]
+        src = order[by_row]
+        self.ev_row = src  # row in the TraceEvents
+        self.name = ev.name[src]
+        self.source = ev.source[src]
+        self.kind = ev.kind[src]
+        self.event_row = row[by_row]
+        self.row_count = np.bincount(self.event_row, minlength=self.num_rows).astype(np.int64)
+        self.row_first = np.concatenate(([0], np.cumsum(self.row_count)[:-1])).astype(np.int64)
+        self.num_events = n
+        self.t_min = int(self.start.min()) if n else 0
+        self.t_max = int(self.end.max()) if n else 1
+        if self.t_max <= self.t_min:
+            self.t_max = self.t_min + 1
+
+    def _level0(self) -> Level:
+        n = self.num_events
+        cover = self.end.copy()
+        # Events of a row may overlap when they are not properly nested: per row, a running
+        # max of ends tells whether anything started earlier still covers a time.
+        same = np.zeros(n, bool)
+        if n > 1:
+            same[1:] = self.event_row[1:] == self.event_row[:-1]
+        bad = np.flatnonzero(same[1:] & (cover[1:] < cover[:-1])) + 1 if n > 1 else np.zeros(0, np.int64)
+        for r in np.unique(self.event_row[bad]).tolist():  # rows with overlaps only
+            a, c = int(self.row_first[r]), int(self.row_count[r])
+            cover[a:a + c] = np.maximum.accumulate(cover[a:a + c])
+        self.cover = cover
+        idx = np.arange(n, dtype=np.int64)
+        return Level(0, self.start, cover, idx, idx, np.ones(n, np.int64), self.row_first, self.row_count)
+
+    def build_pyramid(self, progress: Callable[[str], None] | None = None) -> None:
+        """Merge levels until one more merge would not shrink the blocks (or covers the span).
+
+        Safe to call from a worker while frames are drawn: levels are only appended, and until
+        a level exists frames use the finest one (exact, just slower to draw when zoomed out).
+        """
+        with self._pyramid_lock:
+            if not self.pyramid_ready:
+                self._build_pyramid(progress)
+                self.pyramid_ready = True
+
+    def _build_pyramid(self, progress: Callable[[str], None] | None) -> None:
+        report = progress or (lambda msg: None)
+        span = self.t_max - self.t_min
+        dur = self.end - self.start
+        gap = BASE_GAP
+        while gap <= span * GAP_FACTOR:
+            prev = self.levels[-1]
+            # Merging with a larger gap straight from a finer level gives the same blocks, so a
+            # level that would barely shrink is skipped (it would only cost memory).
+            if _merged_count(prev, gap) <= 0.7 * len(prev.start) or gap * GAP_FACTOR > span * GAP_FACTOR:
+                report(f"level of detail {len(self.levels)}: {len(prev.start):,} -> blocks over {_ps_text(gap)} gaps")
+                self.levels.append(_merge(prev, gap, dur))
+            gap *= GAP_FACTOR
+        report("ready")
+
+    # --- frame queries -----------------------------------------------------------------
+    def level_for(self, ps_per_col: float) -> Level:
+        """The coarsest built level whose merged gaps are shorter than a column."""
+        best = self.levels[0]
+        for lv in self.levels[1:]:
+            if lv.gap <= ps_per_col:
+                best = lv
+            else:
+                break
+        return best
+
+    def row_columns(self, row: int, edges: np.ndarray, level: Level) -> np.ndarray:
+        """Per column (edges[i], edges[i+1]): the block index of `level` drawn there, -1 if none."""
+        a, c = int(level.row_first[row]), int(level.row_count[row])
+        if c == 0:
+            return np.full(len(edges) - 1, -1, np.int64)
+        bs = level.start[a:a + c]
+        be = level.end[a:a + c]
+        j = np.searchsorted(bs, edges[1:], "left") - 1
+        jc = np.maximum(j, 0)
+        hit = (j >= 0) & ((bs[jc] >= edges[:-1]) | (be[jc] > edges[:-1]))
+        return np.where(hit, a + jc, -1)
+
+    # --- events ------------------------------------------------------------------------
+    def row_events(self, row: int) -> slice:
+        a = int(self.row_first[row])
+        return slice(a, a + int(self.row_count[row]))
+
+    def event_name(self, i: int) -> str:
+        return self.names[int(self.name[i])]
+
+    def event_at(self, row: int, t: int) -> int:
+        """The event of `row` at time t, else the nearest one; -1 when the row is empty."""
+        sl = self.row_events(row)
+        if sl.stop == sl.start:
+            return -1
+        s, e = self.start[sl], self.cover[sl]
+        j = int(np.searchsorted(s, t, "right")) - 1
+        if j >= 0 and e[j] >= t:
+            # The covering event may have started earlier than j when events overlap.
+            k = j
+            while k >= 0 and self.end[sl.start + k] < t:
+                k -= 1
+            return sl.start + (k if k >= 0 else j)
+        cands = [x for x in (j, j + 1) if 0 <= x < len(s)]
+        dist = [min(abs(int(s[x]) - t), abs(int(self.end[sl.start + x]) - t)) for x in cands]
+        return sl.start + cands[int(np.argmin(dist))]
+
+    def neighbour(self, i: int, step: int) -> int:
+        """The next (step=1) / previous (-1) event on i's row, or i at the row's end."""
+        r = int(self.event_row[i])
+        sl = self.row_events(r)
+        j = i + step
+        return j if sl.start <= j < sl.stop else i
+
+    # --- search -------------------------------------------------------------------------
+    def search(self, text: str) -> np.ndarray:
+        """Event indices whose name contains `text` (case-insensitive), in time order."""
+        ids = self.matching_names(text)
+        self.search_ids = ids
+        self._match_cache.clear()
+        if not len(ids):
+            return np.zeros(0, np.int64)
+        hits = np.flatnonzero(self.match_mask())
+        return hits[np.lexsort((self.event_row[hits], self.start[hits]))]
+
+    def matching_names(self, text: str) -> np.ndarray:
+        needle = text.lower()
+        if not needle:
+            return np.zeros(0, np.int32)
+        return np.array([i for i, n in enumerate(self.names) if needle in n.lower()], np.int32)
+
+    def match_mask(self) -> np.ndarray:
+        m = self._match_cache.get("events")
+        if m is None:
+            ids = self.search_ids if self.search_ids is not None else np.zeros(0, np.int32)
+            flag = np.zeros(len(self.names) + 1, bool)
+            flag[ids] = True
+            m = self._match_cache["events"] = flag[self.name] if len(ids) else np.zeros(self.num_events, bool)
+        return m
+
+    def block_matches(self, level: Level) -> np.ndarray:
+        """Per block of `level`: does it contain a search match?"""
+        key = ("blocks", level.gap)
+        m = self._match_cache.get(key)
+        if m is None:
+            mask = self.match_mask()
+            if level.gap == 0:
+                m = mask
+            elif not mask.any() or not len(level.start):
+                m = np.zeros(len(level.start), bool)
+            else:
+                csum = np.concatenate(([0], np.cumsum(mask)))
+                m = csum[level.first_event + level.events] - csum[level.first_event] > 0
+            self._match_cache[key] = m
+        return m
+
+    # --- details --------------------------------------------------------------------------
+    def stats(self, i: int) -> dict[str, object]:
+        """Every stat of the event's source (op metadata first, then the event's own)."""
+        src = int(self.source[i])
+        if self.frame is None or src < 0:
+            return {}
+        md = int(self.frame.events["metadata"][src])
+        out: dict[str, object] = {}
+        if md >= 0:
+            out.update(self.frame.metadata_stat_map(md))
+        out.update(self.frame.stat_map("event", src))
+        return out
+
+    def metadata_name(self, i: int) -> str:
+        """The source event's full metadata name (e.g. an op's HLO text) when it differs."""
+        src = int(self.source[i])
+        if self.frame is None or src < 0:
+            return ""
+        md = int(self.frame.events["metadata"][src])
+        return self.frame.raw.em_name[md] if md >= 0 else ""
+
+
+def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntracks: int) -> np.ndarray:
+    """Depth of each event within its track (events sorted by track, start, longest first).
+
+    depth = events of the track already started (non-instant) - those already ended by its start.
+    """
+    n = len(start)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    opener = end > start
+    started = np.cumsum(opener) - opener  # openers strictly before i (global)
+    bounds = np.searchsorted(track, np.arange(ntracks + 1))
+    depth = np.empty(n, np.int64)
+    for k in range(ntracks):  # per track, not per event
+        a, b = int(bounds[k]), int(bounds[k + 1])
+        if a == b:
+            continue
+        op = opener[a:b]
+        ends = np.sort(end[a:b][op])
+        closed = np.searchsorted(ends, start[a:b], "right")
+        depth[a:b] = started[a:b] - started[a] - closed
+    return np.maximum(depth, 0)
+
+
+def _ps_text(ps: int) -> str:
+    for unit, size in (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3)):
+        if ps >= size:
+            return f"{ps / size:g} {unit}"
+    return f"{ps} ps"
+
+
+def _breaks(prev: Level, gap: int) -> np.ndarray:
+    """Where a new block starts when merging `prev` with `gap`.
+
+    Neighbours merge when the gap between them is under `gap`, unless both are themselves at
+    least `gap` long: long events keep their own blocks (and names) at every zoom, while runs
+    of events too small to see become one block. Either way a column of width >= gap meets
+    only a few blocks.
+    """
+    n = len(prev.start)
+    rows = np.repeat(np.arange(len(prev.row_count)), prev.row_count)
+    length = prev.end - prev.start
+    new = np.ones(n, bool)
+    long_ = length >= gap
+    new[1:] = ((rows[1:] != rows[:-1]) | (prev.start[1:] - prev.end[:-1] >= gap)
+               | (long_[1:] & long_[:-1]))
+    return new
+
+
+def _merged_count(prev: Level, gap: int) -> int:
+    """How many blocks merging `prev` with `gap` would leave."""
+    return int(np.count_nonzero(_breaks(prev, gap))) if len(prev.start) else 0
+
+
+def _merge(prev: Level, gap: int, dur: np.ndarray) -> Level:
+    """Blocks of `prev` joined as `_breaks` says."""
+    n = len(prev.start)
+    if n == 0:
+        return Level(gap, prev.start, prev.end, prev.rep, prev.first_event, prev.events,
+                     prev.row_first, prev.row_count)
+    rows = np.repeat(np.arange(len(prev.row_count)), prev.row_count)
+    new = _breaks(prev, gap)
+    first = np.flatnonzero(new)
+    start = prev.start[first]
+    end = np.maximum.reduceat(prev.end, first)
+    events = np.add.reduceat(prev.events, first)
+    # Representative: the longest event among the merged blocks' representatives (first on ties).
+    rep_dur = dur[prev.rep]
+    block = np.cumsum(new) - 1
+    is_max = rep_dur == np.maximum.reduceat(rep_dur, first)[block]
+    pos = np.flatnonzero(is_max)
+    bp = block[pos]
+    take = np.flatnonzero(np.concatenate(([True], bp[1:] != bp[:-1])))
+    rep = prev.rep[pos[take]]
+    row_count = np.bincount(rows[first], minlength=len(prev.row_count)).astype(np.int64)
+    row_first = np.concatenate(([0], np.cumsum(row_count)[:-1])).astype(np.int64)
+    return Level(gap, start, end, rep, prev.first_event[first], events, row_first, row_count)
+
+
+
+_INDEXES: "weakref.WeakKeyDictionary[object, TraceIndex]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def index_for(frame, progress: Callable[[str], None] | None = None) -> TraceIndex:
+    """The TraceIndex of a decoded frame, built once and kept as long as the frame is."""
+    from tputui.analysis.trace_events import trace_events
+
+    with _LOCK:
+        ix = _INDEXES.get(frame)
+    if ix is None:
+        if progress:
+            progress(f"building the trace viewer's events ({frame.num_events:,} events)")
+        ix = TraceIndex(trace_events(frame), progress)
+        with _LOCK:
+            ix = _INDEXES.setdefault(frame, ix)
+    return ix

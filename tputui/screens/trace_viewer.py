@@ -1,0 +1,358 @@
+"""The trace viewer screen: XProf's timeline in the terminal, for any number of events.
+
+Keys (XProf's browser keys kept): w/s zoom in/out around the cursor, a/d pan, f zoom to the
+selection, m mark the selection's interval, arrows move the selection (←/→ previous/next event
+on the track, ↑/↓ next track), Enter expands/collapses a section, / search names (n/N next/previous
+match), * select every match, g go to a time, 1-4 selection / pan / zoom / timing modes
+(timing: ←/→ move the time cursor, space sets a mark; two marks measure the interval).
+
+"Show in trace viewer" from other screens (the API other tools call):
+
+    from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
+    show_in_trace_viewer(self.app, TraceFocus(names=("fusion.3",)))          # an op's events
+    show_in_trace_viewer(self.app, TraceFocus(frame_rows=rows))             # rows of frame.events
+    show_in_trace_viewer(self.app, TraceFocus(start_ps=a, end_ps=b))        # a step's time range
+    show_in_trace_viewer(self.app, TraceFocus(search="all-reduce"))         # highlight a name
+
+`frame_rows` are rows of the host's `XSpaceFrame.events` table (what analyses hold); `names` are
+exact event names as the trace viewer shows them (e.g. "train 5", an HLO op name); the matching
+events are selected and the view zooms to them (or to `start_ps`..`end_ps`, times from the
+profile start, when given). It opens the trace viewer for the app's current run and host.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from tputui.analysis.trace import TraceIndex, index_for
+from tputui.screens.base import ToolScreen
+from tputui.widgets.timeline import Timeline, fmt_ps, parse_time
+
+
+@dataclass(frozen=True)
+class TraceFocus:
+    """What another screen wants the trace viewer to show (see the module docstring)."""
+
+    frame_rows: tuple[int, ...] = ()
+    names: tuple[str, ...] = ()
+    search: str | None = None
+    start_ps: int | None = None
+    end_ps: int | None = None
+
+
+def show_in_trace_viewer(app, focus: TraceFocus) -> None:
+    """Open the trace viewer (current run and host) with `focus` selected and in view."""
+    app.open_tool("trace_viewer", focus=focus)
+
+
+MAX_STATS = 40
+
+
+class TraceViewerScreen(ToolScreen):
+    DEFAULT_CSS = """
+    TraceViewerScreen #status { height: 1; background: $boost; padding: 0 1; }
+    TraceViewerScreen #details { height: 10; border-top: solid $panel; padding: 0 1; overflow-y: auto; }
+    TraceViewerScreen #prompt { dock: bottom; display: none; }
+    TraceViewerScreen #prompt.visible { display: block; }
+    """
+
+    BINDINGS = [
+        Binding("w", "zoom(0.5)", "Zoom in", id="trace.zoom_in"),
+        Binding("s", "zoom(2.0)", "Zoom out", id="trace.zoom_out"),
+        Binding("a", "pan(-0.25)", "Pan left", id="trace.pan_left"),
+        Binding("d", "pan(0.25)", "Pan right", id="trace.pan_right"),
+        Binding("f", "fit", "Zoom to selection", id="trace.fit"),
+        Binding("m", "mark", "Mark selection interval", id="trace.mark"),
+        Binding("left", "arrow('left')", "Previous event / pan", show=False, id="trace.left"),
+        Binding("right", "arrow('right')", "Next event / pan", show=False, id="trace.right"),
+        Binding("up", "arrow('up')", "Previous track", show=False, id="trace.up"),
+        Binding("down", "arrow('down')", "Next track", show=False, id="trace.down"),
+        Binding("enter", "toggle", "Expand / collapse section", id="trace.toggle"),
+        Binding("space", "timing_mark", "Set a timing mark", show=False, id="trace.timing_mark"),
+        Binding("slash", "prompt('search')", "Search names", id="trace.search"),
+        Binding("n", "next_match(1)", "Next match", id="trace.next"),
+        Binding("N", "next_match(-1)", "Previous match", id="trace.prev"),
+        Binding("asterisk", "select_matches", "Select all matches", show=False, id="trace.select_matches"),
+        Binding("g", "prompt('goto')", "Go to time", id="trace.goto"),
+        Binding("1", "mode('select')", "Selection mode", show=False, id="trace.mode_select"),
+        Binding("2", "mode('pan')", "Pan mode", show=False, id="trace.mode_pan"),
+        Binding("3", "mode('zoom')", "Zoom mode", show=False, id="trace.mode_zoom"),
+        Binding("4", "mode('timing')", "Timing mode", show=False, id="trace.mode_timing"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="trace.page_up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="trace.page_down"),
+        Binding("escape", "clear", "Clear selection / prompt", show=False, id="trace.clear"),
+    ]
+
+    def __init__(self, run, host, tool, **options: Any) -> None:
+        self.focus_request: TraceFocus | None = options.pop("focus", None)
+        super().__init__(run, host, tool, **options)
+        self.index: TraceIndex | None = None
+        self.timeline: Timeline | None = None
+        self.lod_note = ""
+        self._prompt_kind = ""
+
+    # --- loading ----------------------------------------------------------------------------
+    def analyze(self) -> TraceIndex:
+        frame = self.run_data.frame(self.host)
+        report = self.run_data.progress
+        return index_for(frame, report)
+
+    def show(self, index: TraceIndex) -> None:
+        self.index = index
+        self.timeline = Timeline(index, id="timeline")
+        self.body.mount(Vertical(
+            self.timeline,
+            Static("", id="status"),
+            Static(Text("Select an event: arrows, click, / to search, n / N for matches.", style="dim"),
+                   id="details"),
+            id="trace"))
+        self.body.mount(Input(placeholder="", id="prompt"))
+        self.timeline.focus()
+        if self.focus_request is not None:
+            self.apply_focus(self.focus_request)
+        self.update_status()
+        if not index.pyramid_ready:
+            self.lod_note = "building level of detail…"
+            self.build_lod()
+
+    @work(thread=True, exclusive=True, group="trace-lod", description="level of detail")
+    def build_lod(self) -> None:
+        ix = self.index
+
+        def report(msg: str) -> None:
+            self.app.call_from_thread(self._lod_progress, msg)
+
+        ix.build_pyramid(report)
+        self.app.call_from_thread(self._lod_done)
+
+    def _lod_progress(self, msg: str) -> None:
+        self.lod_note = msg
+        self.update_status()
+
+    def _lod_done(self) -> None:
+        self.lod_note = ""
+        if self.timeline is not None:
+            self.timeline.invalidate()
+        self.update_status()
+
+    # --- focus from other screens ----------------------------------------------------------
+    def apply_focus(self, f: TraceFocus) -> None:
+        ix, tl = self.index, self.timeline
+        picked = np.zeros(0, np.int64)
+        if f.frame_rows:
+            picked = np.flatnonzero(np.isin(ix.source, np.asarray(f.frame_rows, np.int64)))
+        if f.names:
+            ids = [i for i, n in enumerate(ix.names) if n in set(f.names)]
+            picked = np.union1d(picked, np.flatnonzero(np.isin(ix.name, ids)))
+        if f.search:
+            tl.set_search(f.search)
+            if not len(picked):
+                picked = tl.matches
+        if len(picked):
+            first = int(picked[np.argmin(ix.start[picked])])
+            tl.select(picked, current=first)
+        if f.start_ps is not None and f.end_ps is not None:
+            tl.set_window(ix.t_min + f.start_ps, ix.t_min + f.end_ps)
+        elif len(picked):
+            tl.zoom_to_selection()
+
+    # --- actions -----------------------------------------------------------------------------
+    def _ready(self) -> bool:
+        return self.timeline is not None and not self.query_one("#prompt", Input).has_focus
+
+    def action_zoom(self, factor: float) -> None:
+        if self._ready():
+            self.timeline.zoom(float(factor))
+
+    def action_pan(self, fraction: float) -> None:
+        if self._ready():
+            self.timeline.pan(float(fraction))
+
+    def action_fit(self) -> None:
+        if self._ready():
+            self.timeline.zoom_to_selection()
+
+    def action_mark(self) -> None:
+        if self._ready():
+            self.timeline.mark_selection()
+
+    def action_arrow(self, key: str) -> None:
+        if not self._ready():
+            return
+        tl = self.timeline
+        mode = tl.mode
+        if mode == "select":
+            {"left": lambda: tl.step_event(-1), "right": lambda: tl.step_event(1),
+             "up": lambda: tl.step_line(-1), "down": lambda: tl.step_line(1)}[key]()
+        elif mode == "pan":
+            {"left": lambda: tl.pan(-0.1), "right": lambda: tl.pan(0.1),
+             "up": lambda: tl.scroll_lines(-1), "down": lambda: tl.scroll_lines(1)}[key]()
+        elif mode == "zoom":
+            {"left": lambda: tl.pan(-0.1), "right": lambda: tl.pan(0.1),
+             "up": lambda: tl.zoom(0.8), "down": lambda: tl.zoom(1.25)}[key]()
+        else:  # timing
+            {"left": lambda: tl.timing_move(-1), "right": lambda: tl.timing_move(1),
+             "up": lambda: tl.step_line(-1), "down": lambda: tl.step_line(1)}[key]()
+
+    def action_toggle(self) -> None:
+        if not self._ready():
+            return
+        if self.timeline.mode == "timing":
+            self.timeline.timing_mark()
+        else:
+            self.timeline.toggle_section()
+
+    def action_timing_mark(self) -> None:
+        if self._ready():
+            self.timeline.timing_mark()
+
+    def action_next_match(self, step: int) -> None:
+        if self._ready():
+            self.timeline.next_match(int(step))
+
+    def action_select_matches(self) -> None:
+        if self._ready():
+            self.timeline.select_all_matches()
+
+    def action_mode(self, mode: str) -> None:
+        if self._ready():
+            self.timeline.mode = mode
+            if mode == "timing" and self.timeline.time_cursor is None:
+                self.timeline.time_cursor = int(self.timeline.zoom_anchor())
+            self.timeline.view_changed()
+
+    def action_page(self, step: int) -> None:
+        if self._ready():
+            self.timeline.scroll_lines(int(step) * max(self.timeline.body_height - 1, 1))
+
+    def action_clear(self) -> None:
+        prompt = self.query("#prompt")
+        if prompt and prompt.first().has_focus:
+            self.hide_prompt()
+        elif self.timeline is not None:
+            self.timeline.select([])
+
+    def action_prompt(self, kind: str) -> None:
+        if self.timeline is None:
+            return
+        prompt = self.query_one("#prompt", Input)
+        self._prompt_kind = kind
+        if kind == "search":
+            prompt.placeholder = "search event names (substring; Enter to search, Esc to cancel)"
+            prompt.value = self.timeline.search_text
+        else:
+            prompt.placeholder = "go to time from the profile start, e.g. 12.5ms, 300us, 2s (Enter, Esc)"
+            prompt.value = ""
+        prompt.add_class("visible")
+        prompt.focus()
+
+    def hide_prompt(self) -> None:
+        prompt = self.query_one("#prompt", Input)
+        prompt.remove_class("visible")
+        if self.timeline is not None:
+            self.timeline.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "prompt" or self.timeline is None:
+            return
+        text = event.value
+        self.hide_prompt()
+        if self._prompt_kind == "search":
+            n = self.timeline.set_search(text)
+            if text:
+                self.notify(f"{n:,} event(s) match {text!r}" + ("  (n / N to step through)" if n else ""),
+                            timeout=3)
+                if n:
+                    self.timeline.next_match(1)
+        else:
+            t = parse_time(text)
+            if t is None:
+                self.notify(f"not a time: {text!r} (try 12.5ms, 300us, 2s)", severity="warning")
+            else:
+                self.timeline.go_to(t)
+
+    # --- status and details -----------------------------------------------------------------
+    def on_timeline_view_changed(self, _: Timeline.ViewChanged) -> None:
+        self.update_status()
+
+    def on_timeline_selection_changed(self, _: Timeline.SelectionChanged) -> None:
+        self.update_details()
+
+    def update_status(self) -> None:
+        tl = self.timeline
+        if tl is None:
+            return
+        ix = tl.ix
+        parts = [f"{fmt_ps(tl.t0 - ix.t_min)} – {fmt_ps(tl.t1 - ix.t_min)} ({fmt_ps(tl.span)})",
+                 f"{ix.num_events:,} events"]
+        if tl.mark is not None:
+            parts.append(f"mark {fmt_ps(tl.mark.end - tl.mark.start)}")
+        if tl.mode == "timing":
+            cur = tl.time_cursor
+            parts.append(f"cursor {fmt_ps(cur - ix.t_min) if cur is not None else '-'}"
+                         f" · marks {len(tl.timing)}/2 (space)")
+        if tl.search_text:
+            pos = f"{tl.match_pos + 1}/" if tl.match_pos >= 0 else ""
+            parts.append(f"/{tl.search_text}: {pos}{len(tl.matches):,}")
+        if self.lod_note:
+            parts.append(self.lod_note)
+        status = self.query("#status")
+        if status:
+            status.first().update(Text("  ·  ".join(parts), no_wrap=True, overflow="ellipsis"))
+
+    def update_details(self) -> None:
+        tl = self.timeline
+        details = self.query("#details")
+        if tl is None or not details:
+            return
+        details.first().update(self.details_renderable())
+
+    def details_renderable(self):
+        tl = self.timeline
+        ix = tl.ix
+        sel = tl.selection
+        if not len(sel):
+            return Text("Nothing selected.", style="dim")
+        if len(sel) > 1:
+            dur = ix.end[sel] - ix.start[sel]
+            names = np.unique(ix.name[sel], return_counts=True)
+            top = sorted(zip(names[1].tolist(), names[0].tolist()), reverse=True)[:5]
+            t = Table.grid(padding=(0, 2))
+            t.add_column(style="bold")
+            t.add_column()
+            a, b = tl.selection_span()
+            t.add_row("Selected", f"{len(sel):,} events")
+            t.add_row("Total duration", fmt_ps(int(dur.sum())))
+            t.add_row("Average", fmt_ps(float(dur.mean())))
+            t.add_row("Span", f"{fmt_ps(a - ix.t_min)} – {fmt_ps(b - ix.t_min)} ({fmt_ps(b - a)})")
+            t.add_row("Names", ", ".join(f"{ix.names[n]} ×{c}" for c, n in top))
+            return t
+        i = int(tl.current if tl.current in set(sel.tolist()) else sel[0])
+        track = ix.tracks[int(ix.row_track[int(ix.event_row[i])])]
+        sec = ix.sections[track.section]
+        s, e = int(ix.start[i]), int(ix.end[i])
+        t = Table.grid(padding=(0, 2))
+        t.add_column(style="bold", no_wrap=True)
+        t.add_column(overflow="fold")
+        t.add_row("Name", ix.event_name(i))
+        t.add_row("Where", f"{sec.name} › {track.name} (depth {int(ix.row_depth[int(ix.event_row[i])])})")
+        t.add_row("Start", fmt_ps(s - ix.t_min, 6))
+        t.add_row("Duration", fmt_ps(e - s, 6) if e > s else "instant")
+        long_name = ix.metadata_name(i)
+        if long_name and long_name != ix.event_name(i):
+            t.add_row("Full name", long_name)
+        if int(ix.kind[i]) != 0:
+            t.add_row("Derived", "synthesized by XProf's rules (from the op / region it covers)")
+        for k, v in list(ix.stats(i).items())[:MAX_STATS]:
+            if isinstance(v, bytes):
+                v = f"<{len(v):,} bytes>"
+            t.add_row(k, str(v))
+        return t

@@ -1,0 +1,593 @@
+"""Timeline: a Line-API widget drawing a TraceIndex as a zoomable, keyboard-driven timeline.
+
+Lines: two axis lines (time labels relative to the profile start, ticks and the marked
+interval), then one line per visible row: section headers ("▼ /device:TPU:0"), and per track
+one line per nesting depth with the track name in a left gutter. Events are coloured blocks
+(colour by name, as XProf does) labelled with their names where they fit; zero-duration
+events are ticks. A frame is computed once per view change (numpy, O(rows x columns) via the
+index's level-of-detail pyramid) and render_line only hands out the cached strips.
+
+The widget holds the view state (time window, first row, selection, marks, search) and
+exposes small methods the screen binds keys to; it never computes analyses.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.events import Click, MouseScrollDown, MouseScrollUp
+from textual.geometry import Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from tputui.analysis.trace import Level, TraceIndex
+
+AXIS_LINES = 2
+PALETTE = ["#31688e", "#8e4b31", "#3f7f3f", "#7d3f7d", "#7d7a2f", "#2f7d7a", "#a06a2a", "#5a5aa8",
+           "#a84f72", "#4f8f6e", "#6e6e6e", "#8f4a4a", "#3a5f9e", "#9e7d3a", "#5d8f2f", "#8f2f5d"]
+MATCH_BG = "#e0c000"
+UNITS = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1))
+
+
+def fmt_ps(ps: float, digits: int = 3) -> str:
+    """A duration / time in ps as readable text: 1234567 -> "1.23 us"."""
+    a = abs(ps)
+    for unit, size in UNITS:
+        if a >= size or size == 1:
+            v = ps / size
+            text = f"{v:.{digits}g}" if abs(v) < 10 ** digits else f"{v:.0f}"
+            return f"{text} {unit}"
+    return f"{ps} ps"
+
+
+def parse_time(text: str) -> int | None:
+    """ "12.5ms", "300 us", "1.2s", "42" (ms) -> picoseconds; None if unreadable."""
+    t = text.strip().lower().replace(" ", "").replace("µs", "us")
+    for unit, size in (("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1), ("s", 10**12)):
+        if t.endswith(unit):
+            num = t[: -len(unit)]
+            break
+    else:
+        num, size = t, 10**9
+    try:
+        return int(round(float(num) * size))
+    except ValueError:
+        return None
+
+
+def nice_step(ps: float) -> int:
+    """A 1/2/5 x 10^k ps step >= ps."""
+    if ps <= 1:
+        return 1
+    k = 10 ** math.floor(math.log10(ps))
+    for m in (1, 2, 5, 10):
+        if m * k >= ps:
+            return int(m * k)
+    return int(10 * k)
+
+
+@dataclass
+class Mark:
+    start: int
+    end: int
+
+
+class Timeline(Widget, can_focus=True):
+    """The trace timeline. Keys are bound by the screen; see TraceViewerScreen."""
+
+    DEFAULT_CSS = """
+    Timeline { height: 1fr; }
+    """
+
+    class SelectionChanged(Message):
+        """The selected event(s) changed (the details pane listens)."""
+
+    class ViewChanged(Message):
+        """The visible window, mode or marks changed (the status line listens)."""
+
+    def __init__(self, index: TraceIndex, *, name: str | None = None, id: str | None = None) -> None:
+        super().__init__(name=name, id=id)
+        self.ix = index
+        span = index.t_max - index.t_min
+        pad = max(span // 50, 1)
+        self.t0 = float(index.t_min - pad)
+        self.t1 = float(index.t_max + pad)
+        self.top = 0  # first visible display line (below the axis)
+        self.collapsed: set[int] = set()
+        self.selection: np.ndarray = np.zeros(0, np.int64)  # event indices
+        self.current = -1  # the event arrows move from
+        self.focus_line = 0
+        self.mark: Mark | None = None
+        self.timing: list[int] = []  # marks set in timing mode
+        self.time_cursor: int | None = None
+        self.mode = "select"
+        self.matches: np.ndarray = np.zeros(0, np.int64)
+        self.match_pos = -1
+        self.search_text = ""
+        self.label_width = 24
+        self._lines: list[tuple[str, int]] = []
+        self._frame: list[Strip] | None = None
+        self._frame_key = None
+        self._styles: dict = {}
+        self.rebuild_lines()
+
+    # --- layout ---------------------------------------------------------------------------
+    def rebuild_lines(self) -> None:
+        lines: list[tuple[str, int]] = []
+        for s, sec in enumerate(self.ix.sections):
+            lines.append(("section", s))
+            if s in self.collapsed:
+                continue
+            for k in sec.tracks:
+                t = self.ix.tracks[k]
+                lines.extend(("row", t.first_row + d) for d in range(t.num_rows))
+        self._lines = lines
+        self.focus_line = min(self.focus_line, max(len(lines) - 1, 0))
+        self.invalidate()
+
+    @property
+    def body_height(self) -> int:
+        return max(self.size.height - AXIS_LINES, 1)
+
+    @property
+    def plot_width(self) -> int:
+        return max(self.size.width - self.label_width - 1, 10)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return container.height
+
+    def invalidate(self) -> None:
+        self._frame = None
+        self.refresh()
+
+    def line_of_row(self, row: int) -> int:
+        for i, (kind, v) in enumerate(self._lines):
+            if kind == "row" and v == row:
+                return i
+        return -1
+
+    def section_of_line(self, line: int) -> int:
+        kind, v = self._lines[line]
+        if kind == "section":
+            return v
+        return self.ix.tracks[int(self.ix.row_track[v])].section
+
+    def ensure_line_visible(self, line: int) -> None:
+        if line < 0:
+            return
+        h = self.body_height
+        if line < self.top:
+            self.top = line
+        elif line >= self.top + h:
+            self.top = line - h + 1
+        self.top = max(0, min(self.top, max(len(self._lines) - 1, 0)))
+
+    # --- frame ----------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        frame = self.frame()
+        return frame[y] if y < len(frame) else Strip.blank(self.size.width)
+
+    def frame(self) -> list[Strip]:
+        key = (self.size.width, self.size.height)
+        if self._frame is None or self._frame_key != key:
+            self._frame = self.compute_frame()
+            self._frame_key = key
+        return self._frame
+
+    def edges(self) -> np.ndarray:
+        return np.linspace(self.t0, self.t1, self.plot_width + 1).round().astype(np.int64)
+
+    def compute_frame(self) -> list[Strip]:
+        """Every line of the widget for the current view (the only costly step of a redraw)."""
+        width, height = self.size.width, self.size.height
+        if width <= 0 or height <= 0:
+            return []
+        self.label_width = max(12, min(28, width // 5))
+        w = self.plot_width
+        edges = self.edges()
+        level = self.ix.level_for((self.t1 - self.t0) / w)
+        out = self.axis_lines(edges)
+        sel_blocks = self.selected_blocks(level)
+        matches = self.ix.block_matches(level) if len(self.matches) else None
+        for y in range(height - AXIS_LINES):
+            i = self.top + y
+            if i >= len(self._lines):
+                out.append(Strip.blank(width))
+                continue
+            kind, v = self._lines[i]
+            if kind == "section":
+                out.append(self.section_line(v, i, width))
+            else:
+                out.append(self.row_line(v, i, edges, level, sel_blocks, matches))
+        return out
+
+    def style(self, key) -> Style:
+        st = self._styles.get(key)
+        if st is None:
+            kind = key[0]
+            if kind == "block":
+                _, color, selected, matched = key
+                bg = MATCH_BG if matched else PALETTE[color]
+                st = Style(bgcolor=bg, color="black" if matched else "white", bold=selected, reverse=selected)
+            elif kind == "tick":
+                _, color, selected, matched = key
+                st = Style(color=MATCH_BG if matched else PALETTE[color], bold=True, reverse=selected)
+            elif kind == "gutter":
+                st = Style(color="bright_white", bold=True, reverse=key[1]) if key[1] else Style(dim=True)
+            elif kind == "section":
+                st = Style(bold=True, color="bright_white", bgcolor="grey23", reverse=key[1])
+            elif kind == "axis":
+                st = Style(dim=True)
+            elif kind == "axis_label":
+                st = Style(color="bright_white")
+            elif kind == "mark":
+                st = Style(color="black", bgcolor="cyan", bold=True)
+            elif kind == "cursor":
+                st = Style(color="bright_yellow", bold=True)
+            else:
+                st = Style()
+            self._styles[key] = st
+        return st
+
+    def axis_lines(self, edges: np.ndarray) -> list[Strip]:
+        w, g = self.plot_width, self.label_width
+        span = self.t1 - self.t0
+        step = nice_step(span / max(w / 14, 1))
+        labels = [" "] * w
+        ticks = ["─"] * w
+        first = math.ceil((self.t0 - self.ix.t_min) / step)
+        t = self.ix.t_min + first * step
+        while t <= self.t1:
+            col = int((t - self.t0) / span * w)
+            if 0 <= col < w:
+                ticks[col] = "┬"
+                text = fmt_ps(t - self.ix.t_min)
+                if col + len(text) <= w and all(c == " " for c in labels[col:col + len(text) + 1]):
+                    labels[col:col + len(text)] = list(text)
+            t += step
+        mark_seg = None
+        m = self.mark
+        if m is not None:
+            a = int(np.clip((m.start - self.t0) / span * w, 0, w - 1))
+            b = int(np.clip((m.end - self.t0) / span * w, 0, w - 1))
+            if m.end >= self.t0 and m.start <= self.t1:
+                text = f" {fmt_ps(m.end - m.start)} "
+                inner = max(b - a + 1, 1)
+                bar = list("├" + "─" * max(inner - 2, 0) + "┤") if inner >= 2 else ["│"]
+                if len(text) <= inner - 2:
+                    mid = a + (inner - len(text)) // 2 - a
+                    bar[mid:mid + len(text)] = list(text)
+                mark_seg = (a, "".join(bar[:inner]))
+        head = f"{fmt_ps(span / w)}/col"[: g].ljust(g) + "│"
+        label_strip = Strip([Segment(head, self.style(("axis",))), Segment("".join(labels), self.style(("axis_label",)))])
+        tick_text = "".join(ticks)
+        cursor = self.time_cursor
+        segs = [Segment((self.mode_label()[: g]).ljust(g) + "┼", self.style(("axis",)))]
+        if mark_seg is not None:
+            a, bar = mark_seg
+            segs += [Segment(tick_text[:a], self.style(("axis",))), Segment(bar, self.style(("mark",))),
+                     Segment(tick_text[a + len(bar):], self.style(("axis",)))]
+        else:
+            segs.append(Segment(tick_text, self.style(("axis",))))
+        tick_strip = Strip(segs)
+        if cursor is not None and self.t0 <= cursor <= self.t1:
+            col = g + 1 + int((cursor - self.t0) / span * w)
+            tick_strip = _overlay(tick_strip, col, "▼", self.style(("cursor",)))
+        return [label_strip.crop_extend(0, self.size.width, None), tick_strip.crop_extend(0, self.size.width, None)]
+
+    def mode_label(self) -> str:
+        return {"select": "1 select", "pan": "2 pan", "zoom": "3 zoom", "timing": "4 timing"}[self.mode]
+
+    def section_line(self, s: int, line: int, width: int) -> Strip:
+        sec = self.ix.sections[s]
+        arrow = "▶" if s in self.collapsed else "▼"
+        n = len(sec.tracks)
+        text = f" {arrow} {sec.name}  ({n} track{'s' if n != 1 else ''})"
+        return Strip([Segment(text[:width].ljust(width), self.style(("section", line == self.focus_line)))])
+
+    def selected_blocks(self, level: Level) -> np.ndarray:
+        """Block indices of `level` that contain a selected event (sorted)."""
+        sel = self.selection
+        if not len(sel):
+            return np.zeros(0, np.int64)
+        if level.gap == 0:
+            return np.sort(sel)
+        # Blocks cover contiguous event ranges [first_event, first_event + events).
+        b = np.searchsorted(level.first_event, sel, "right") - 1
+        return np.unique(b)
+
+    def row_line(self, row: int, line: int, edges: np.ndarray, level: Level, sel_blocks: np.ndarray,
+                 matches: np.ndarray | None) -> Strip:
+        ix = self.ix
+        g = self.label_width
+        track = ix.tracks[int(ix.row_track[row])]
+        depth = int(ix.row_depth[row])
+        label = track.name if depth == 0 else ""
+        focused = line == self.focus_line
+        segs = [Segment(_fit(label, g).ljust(g), self.style(("gutter", focused))), Segment("│", self.style(("axis",)))]
+        cols = ix.row_columns(row, edges, level)
+        if not (cols >= 0).any():
+            segs.append(Segment(" " * len(cols)))
+            return Strip(segs)
+        # Runs of equal block index.
+        change = np.flatnonzero(np.diff(cols)) + 1
+        starts = np.concatenate(([0], change))
+        ends = np.concatenate((change, [len(cols)]))
+        blocks = cols[starts]
+        reps = np.where(blocks >= 0, level.rep[np.maximum(blocks, 0)], -1)
+        names = ix.name[np.maximum(reps, 0)]
+        durs = ix.end[np.maximum(reps, 0)] - ix.start[np.maximum(reps, 0)]
+        sel = np.isin(blocks, sel_blocks) if len(sel_blocks) else np.zeros(len(blocks), bool)
+        mat = matches[np.maximum(blocks, 0)] & (blocks >= 0) if matches is not None else np.zeros(len(blocks), bool)
+        for a, b, blk, nm, du, s, m in zip(starts.tolist(), ends.tolist(), blocks.tolist(), names.tolist(),
+                                           durs.tolist(), sel.tolist(), mat.tolist()):
+            n = b - a
+            if blk < 0:
+                segs.append(Segment(" " * n))
+                continue
+            color = nm % len(PALETTE)
+            if du == 0 and n == 1:
+                segs.append(Segment("╽", self.style(("tick", color, s, m))))
+                continue
+            text = _fit(ix.names[nm], n) if n >= 3 else ""
+            segs.append(Segment(text.ljust(n), self.style(("block", color, s, m))))
+        return Strip(segs)
+
+    # --- navigation (the screen binds keys to these) -----------------------------------
+    @property
+    def span(self) -> float:
+        return self.t1 - self.t0
+
+    def zoom_anchor(self) -> float:
+        """The time zoom keeps in place: the time cursor / selection if visible, else the centre."""
+        for t in (self.time_cursor, self.selection_center()):
+            if t is not None and self.t0 <= t <= self.t1:
+                return float(t)
+        return (self.t0 + self.t1) / 2
+
+    def selection_center(self) -> float | None:
+        if not len(self.selection):
+            return None
+        a, b = self.selection_span()
+        return (a + b) / 2
+
+    def selection_span(self) -> tuple[int, int]:
+        sel = self.selection
+        return int(self.ix.start[sel].min()), int(self.ix.end[sel].max())
+
+    def zoom(self, factor: float, at: float | None = None) -> None:
+        at = self.zoom_anchor() if at is None else at
+        w = self.plot_width
+        new_span = max(self.span * factor, w * 10.0)  # at least 10 ps per column
+        frac = (at - self.t0) / self.span if self.span else 0.5
+        self.t0 = at - frac * new_span
+        self.t1 = self.t0 + new_span
+        self.view_changed()
+
+    def pan(self, fraction: float) -> None:
+        d = self.span * fraction
+        self.t0 += d
+        self.t1 += d
+        self.view_changed()
+
+    def set_window(self, t0: float, t1: float) -> None:
+        if t1 - t0 < self.plot_width * 10:
+            c = (t0 + t1) / 2
+            t0, t1 = c - self.plot_width * 5, c + self.plot_width * 5
+        self.t0, self.t1 = float(t0), float(t1)
+        self.view_changed()
+
+    def go_to(self, t_from_start: int) -> None:
+        t = self.ix.t_min + t_from_start
+        self.time_cursor = t
+        half = self.span / 2
+        self.set_window(t - half, t + half)
+
+    def scroll_lines(self, d: int) -> None:
+        self.top = max(0, min(self.top + d, max(len(self._lines) - 1, 0)))
+        self.view_changed()
+
+    def view_changed(self) -> None:
+        self.invalidate()
+        self.post_message(self.ViewChanged())
+
+    def select(self, events, current: int | None = None, reveal: bool = True) -> None:
+        ev = np.unique(np.asarray(events, dtype=np.int64))
+        self.selection = ev
+        self.current = int(current if current is not None else (ev[0] if len(ev) else -1))
+        if self.current >= 0:
+            line = self.line_of_row(int(self.ix.event_row[self.current]))
+            if line < 0:  # in a collapsed section: open it
+                s = self.ix.tracks[int(self.ix.row_track[int(self.ix.event_row[self.current])])].section
+                self.collapsed.discard(s)
+                self.rebuild_lines()
+                line = self.line_of_row(int(self.ix.event_row[self.current]))
+            self.focus_line = line
+            if reveal:
+                self.ensure_line_visible(line)
+                self.reveal_event(self.current)
+        self.invalidate()
+        self.post_message(self.SelectionChanged())
+        self.post_message(self.ViewChanged())
+
+    def reveal_event(self, i: int) -> None:
+        """Pan (never zoom) so event i is in view."""
+        s, e = int(self.ix.start[i]), int(self.ix.end[i])
+        if e < self.t0 or s > self.t1:
+            c = (s + e) / 2
+            half = self.span / 2
+            self.t0, self.t1 = c - half, c + half
+
+    def step_event(self, step: int) -> None:
+        """Left/right: the previous/next event on the current track row."""
+        if self.current < 0:
+            self.select_at_line(self.focus_line)
+            return
+        j = self.ix.neighbour(self.current, step)
+        self.select([j])
+
+    def step_line(self, step: int) -> None:
+        """Up/down: the next display line; on a track row select the event at the same time."""
+        if not self._lines:
+            return
+        self.focus_line = max(0, min(self.focus_line + step, len(self._lines) - 1))
+        self.ensure_line_visible(self.focus_line)
+        kind, _ = self._lines[self.focus_line]
+        if kind == "row":
+            self.select_at_line(self.focus_line, keep_line=True)
+        else:
+            self.invalidate()
+            self.post_message(self.ViewChanged())
+
+    def select_at_line(self, line: int, t: float | None = None, keep_line: bool = False) -> None:
+        if not (0 <= line < len(self._lines)):
+            return
+        kind, row = self._lines[line]
+        if kind != "row":
+            self.focus_line = line
+            self.invalidate()
+            return
+        if t is None:
+            t = self.selection_center() if len(self.selection) else (self.t0 + self.t1) / 2
+        i = self.ix.event_at(row, int(t))
+        if i < 0:
+            self.focus_line = line
+            self.invalidate()
+            self.post_message(self.ViewChanged())
+            return
+        self.select([i])
+        if keep_line:
+            self.focus_line = line
+
+    def toggle_section(self) -> None:
+        if not self._lines:
+            return
+        s = self.section_of_line(self.focus_line)
+        if s in self.collapsed:
+            self.collapsed.discard(s)
+        else:
+            self.collapsed.add(s)
+        self.rebuild_lines()
+        self.focus_line = next(i for i, (k, v) in enumerate(self._lines) if k == "section" and v == s)
+        self.ensure_line_visible(self.focus_line)
+        self.post_message(self.ViewChanged())
+
+    def zoom_to_selection(self) -> None:
+        if not len(self.selection):
+            return
+        a, b = self.selection_span()
+        pad = max((b - a) * 0.05, 1000)
+        self.set_window(a - pad, b + pad)
+
+    def mark_selection(self) -> None:
+        if len(self.selection):
+            a, b = self.selection_span()
+            self.mark = Mark(a, b)
+            self.view_changed()
+
+    def set_search(self, text: str) -> int:
+        self.search_text = text
+        self.matches = self.ix.search(text) if text else np.zeros(0, np.int64)
+        self.match_pos = -1
+        self.invalidate()
+        self.post_message(self.ViewChanged())
+        return len(self.matches)
+
+    def next_match(self, step: int) -> None:
+        m = self.matches
+        if not len(m):
+            return
+        if self.match_pos < 0:
+            # From the current time: the first match at/after it (or before it, going back).
+            t = self.selection_center() if len(self.selection) else self.t0
+            starts = self.ix.start[m]
+            pos = int(np.searchsorted(starts, t, "left" if step > 0 else "right"))
+            self.match_pos = pos % len(m) if step > 0 else (pos - 1) % len(m)
+        else:
+            self.match_pos = (self.match_pos + step) % len(m)
+        self.select([int(m[self.match_pos])])
+
+    def select_all_matches(self) -> None:
+        if len(self.matches):
+            self.select(self.matches, current=int(self.matches[0]))
+
+    def timing_move(self, cols: int) -> None:
+        t = self.time_cursor if self.time_cursor is not None else (self.t0 + self.t1) / 2
+        t += cols * self.span / self.plot_width
+        self.time_cursor = int(t)
+        if not (self.t0 <= t <= self.t1):
+            self.reveal_time(t)
+        self.view_changed()
+
+    def reveal_time(self, t: float) -> None:
+        half = self.span / 2
+        self.t0, self.t1 = t - half, t + half
+
+    def timing_mark(self) -> None:
+        """Timing mode: set a mark at the time cursor; two marks make the measured interval."""
+        t = self.time_cursor if self.time_cursor is not None else int((self.t0 + self.t1) / 2)
+        self.timing = (self.timing + [int(t)])[-2:]
+        if len(self.timing) == 2:
+            a, b = sorted(self.timing)
+            self.mark = Mark(a, b)
+        self.view_changed()
+
+    # --- mouse ------------------------------------------------------------------------------
+    def time_at_x(self, x: int) -> float | None:
+        col = x - self.label_width - 1
+        if not (0 <= col < self.plot_width):
+            return None
+        return self.t0 + (col + 0.5) * self.span / self.plot_width
+
+    def on_click(self, event: Click) -> None:
+        self.focus()
+        y = event.y - AXIS_LINES
+        if y < 0:
+            return
+        line = self.top + y
+        if line >= len(self._lines):
+            return
+        self.focus_line = line
+        kind, _ = self._lines[line]
+        t = self.time_at_x(event.x)
+        if kind == "section" or t is None:
+            if kind == "section" and event.x < self.label_width:
+                self.toggle_section()
+            self.invalidate()
+            return
+        self.select_at_line(line, t, keep_line=True)
+
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        if event.ctrl or event.shift:
+            self.pan(-0.1)
+        else:
+            self.zoom(0.8, self.time_at_x(event.x))
+        event.stop()
+
+    def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
+        if event.ctrl or event.shift:
+            self.pan(0.1)
+        else:
+            self.zoom(1.25, self.time_at_x(event.x))
+        event.stop()
+
+    def on_resize(self) -> None:
+        self.invalidate()
+
+
+def _fit(text: str, n: int) -> str:
+    if len(text) <= n:
+        return text
+    return text[: max(n - 1, 0)] + "…" if n > 0 else ""
+
+
+def _overlay(strip: Strip, col: int, char: str, style: Style) -> Strip:
+    if col < 0 or col >= strip.cell_length:
+        return strip
+    left = strip.crop(0, col)
+    right = strip.crop(col + 1, strip.cell_length)
+    return Strip(list(left) + [Segment(char, style)] + list(right))
