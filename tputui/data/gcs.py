@@ -1,0 +1,369 @@
+"""gs:// logdirs through gcsfs: one flat listing, parallel ranged downloads into a local cache.
+
+Discovery lists the prefix once, without a delimiter (GCS pages hold up to 1000 objects), and
+groups the listing with the same code as local logdirs; the object generation stands in for
+the mtime. A read fetches only the requested host file, in parallel byte ranges pinned to that
+generation, into `$XDG_CACHE_HOME/tputui/gcs/<bucket>/<object hash>/<generation>`, so a second
+open downloads nothing. Nothing is written to the bucket except by `write_bytes` (capture), and
+every failure becomes one `LogdirError` line.
+
+Credentials: the usual chain (application default credentials, GOOGLE_APPLICATION_CREDENTIALS,
+the metadata server); with STORAGE_EMULATOR_HOST set we talk to the emulator anonymously.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import hashlib
+import os
+import posixpath
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from tputui.data.logdir import (EXPECTED, RIEGELI_SUFFIX, XPLANE_SUFFIX, HostFile, Logdir, LogdirError,
+                                runs_from_listing)
+
+NEEDS_EXTRA = "gs:// needs the gcs extra: pip install 'tputui[gcs]'"
+NO_CREDENTIALS = ("no Google Cloud credentials (run `gcloud auth application-default login`, "
+                  "set GOOGLE_APPLICATION_CREDENTIALS, or run on a GCP VM)")
+
+PARALLEL = 8  # ranged GETs in flight per file
+MIN_PART = 1 << 20  # a part is size/32, clamped to [1 MiB, 16 MiB]: ~32 progress steps
+MAX_PART = 16 << 20
+PROGRESS_EVERY = 0.25  # seconds between progress messages
+CONNECT_TIMEOUT = 20.0  # seconds; gcsfs retries failed requests with back-off on top of this
+READ_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class GcsObject:
+    """What a listing says about one object; `generation` is kept exact (a float is not)."""
+
+    bucket: str
+    name: str
+    size: int
+    generation: str
+    md5: str | None = None  # base64, as GCS reports it; absent for composite objects
+    content_encoding: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"gs://{self.bucket}/{self.name}"
+
+
+# Objects seen by the last listings, by URL: read_bytes needs the exact generation and md5.
+_seen: dict[str, GcsObject] = {}
+_seen_lock = threading.Lock()
+_fs_cache: dict[tuple, object] = {}
+_fs_lock = threading.Lock()
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """gs://bucket/some/prefix -> ("bucket", "some/prefix")."""
+    if not url.startswith("gs://"):
+        raise LogdirError(f"{url}: not a gs:// URL")
+    bucket, _, key = url[len("gs://"):].partition("/")
+    if not bucket:
+        raise LogdirError(f"{url}: a gs:// URL needs a bucket (gs://BUCKET/PATH)")
+    return bucket, key.strip("/")
+
+
+# --- the client ---------------------------------------------------------------------------
+
+def _emulator() -> str:
+    host = os.environ.get("STORAGE_EMULATOR_HOST", "")
+    return "" if host in ("", "default") else host
+
+
+def filesystem():
+    """One gcsfs client per process (per emulator / credentials file), made on first use."""
+    try:
+        import aiohttp
+        # The plain JSON-API client: gcsfs's default class also asks the Storage Control API
+        # for each bucket's layout, which only zonal/HNS writes need (and emulators lack).
+        from gcsfs.core import GCSFileSystem
+    except ImportError:
+        raise LogdirError(NEEDS_EXTRA) from None
+    creds_file = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS", "")
+    key = (_emulator(), creds_file)
+    with _fs_lock:
+        fs = _fs_cache.get(key)
+        if fs is None:
+            if creds_file and not _emulator() and not os.path.isfile(creds_file):
+                raise LogdirError(f"GOOGLE_APPLICATION_CREDENTIALS={creds_file}: no such file")
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+            fs = GCSFileSystem(
+                token="anon" if _emulator() else None,  # None: ADC, then the metadata server
+                skip_instance_cache=True, use_listings_cache=False,
+                session_kwargs={"timeout": timeout})
+            _fs_cache[key] = fs
+    return fs
+
+
+def _endpoint(fs) -> str:
+    try:
+        return urlsplit(fs._location).netloc or "storage.googleapis.com"
+    except Exception:
+        return _emulator() or "storage.googleapis.com"
+
+
+def _anonymous(fs) -> bool:
+    creds = getattr(fs, "credentials", None)
+    return creds is None or getattr(creds, "credentials", None) is None
+
+
+def _reason(e: BaseException) -> str:
+    """GCS's own message for an error, on one short line."""
+    text = getattr(e, "message", None) or str(e)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    if lines and lines[0].startswith(("Forbidden:", "Bad Request:")):
+        lines = lines[1:] or [lines[0]]  # gcsfs puts the request path first, GCS's words after
+    out = " ".join(lines) or type(e).__name__
+    return out if len(out) <= 200 else out[:197] + "..."
+
+
+def describe_error(url: str, e: BaseException, fs=None, missing: str = "object") -> str:
+    """The one line a user sees for an exception raised while talking to GCS about URL."""
+    import aiohttp
+    import google.auth.exceptions as gauth
+    import requests
+    from fsspec.exceptions import FSTimeoutError
+    from gcsfs.retry import ChecksumError, HttpError
+
+    where = _endpoint(fs) if fs is not None else (_emulator() or "storage.googleapis.com")
+    code = getattr(e, "code", None)
+    if isinstance(e, FileNotFoundError):
+        if missing == "bucket":
+            return f"{url}: bucket {split_url(url)[0]!r} not found"
+        return f"{url}: object not found (deleted or replaced since it was listed; open the logdir again)"
+    if isinstance(e, FileExistsError):
+        return f"{url}: already exists in the bucket (not overwriting it)"
+    if isinstance(e, PermissionError) or (type(e) is OSError and str(e).startswith("Forbidden")) or code == 403:
+        return f"{url}: permission denied ({_reason(e)})"
+    if code == 401 or isinstance(e, gauth.DefaultCredentialsError):
+        if isinstance(e, gauth.DefaultCredentialsError) or (fs is not None and _anonymous(fs)):
+            return f"{url}: {NO_CREDENTIALS}"
+        return f"{url}: credentials rejected ({_reason(e)})"
+    if isinstance(e, gauth.RefreshError):
+        return f"{url}: cannot refresh Google Cloud credentials ({_reason(e)})"
+    if isinstance(e, (aiohttp.ClientError, asyncio.TimeoutError, TimeoutError, FSTimeoutError,
+                      requests.exceptions.RequestException, gauth.TransportError, ConnectionError)):
+        return f"{url}: network failure talking to {where} ({_reason(e) if str(e) else type(e).__name__})"
+    if isinstance(e, ChecksumError):
+        return f"{url}: download corrupted (checksum mismatch); try again"
+    if isinstance(e, ValueError) and str(e).startswith("Bad Request"):
+        return f"{url}: rejected by GCS ({_reason(e)})"
+    if isinstance(e, HttpError):
+        return f"{url}: GCS error {code} ({_reason(e)})"
+    return f"{url}: GCS request failed ({type(e).__name__}: {_reason(e)})"
+
+
+@contextmanager
+def _gcs_errors(url: str, fs=None, missing: str = "object"):
+    try:
+        yield
+    except LogdirError:
+        raise
+    except Exception as e:  # every storage failure is one line for the user, never a traceback
+        raise LogdirError(describe_error(url, e, fs, missing)) from None
+
+
+# --- discovery ----------------------------------------------------------------------------
+
+def _object(bucket: str, info: dict) -> GcsObject:
+    name = info["name"]
+    if name.startswith(bucket + "/"):  # gcsfs prefixes names with the bucket
+        name = name[len(bucket) + 1:]
+    return GcsObject(bucket=bucket, name=name, size=int(info.get("size") or 0),
+                     generation=str(info.get("generation") or "0"), md5=info.get("md5Hash"),
+                     content_encoding=info.get("contentEncoding"))
+
+
+def list_objects(url: str) -> list[GcsObject]:
+    """Every object under URL (or URL itself when it names an object), in one flat listing."""
+    bucket, key = split_url(url)
+    fs = filesystem()
+    with _gcs_errors(url.rstrip("/"), fs, missing="bucket"):
+        found = fs.find(f"{bucket}/{key}" if key else bucket, detail=True)
+    objects = [_object(bucket, info) for info in found.values() if info.get("type", "file") == "file"]
+    with _seen_lock:
+        for o in objects:
+            _seen[o.url] = o
+    return objects
+
+
+def open_logdir(url: str) -> Logdir:
+    """Discover the runs and hosts under a gs:// URL with one flat listing."""
+    bucket, key = split_url(url)
+    root = f"gs://{bucket}/{key}" if key else f"gs://{bucket}"
+    objects = list_objects(url)
+    if not objects:
+        if key:
+            raise LogdirError(f"{root}: no such prefix (no objects under it in bucket {bucket!r})")
+        raise LogdirError(f"{root}: the bucket is empty")
+    files = [(o.url, o.size, float(o.generation)) for o in objects]
+    if key and len(objects) == 1 and objects[0].name == key:  # URL names a single object
+        if not key.endswith((XPLANE_SUFFIX, RIEGELI_SUFFIX)):
+            raise LogdirError(f"{root}: not an XProf profile (expected a <host>{XPLANE_SUFFIX} file)")
+        runs = runs_from_listing(posixpath.dirname(root), files, sep="/")
+    else:
+        runs = runs_from_listing(root, files, sep="/")
+    if not runs:
+        raise LogdirError(f"no profiles under {root}: expected {EXPECTED}")
+    return Logdir(root=url, runs=runs)
+
+
+# --- reads --------------------------------------------------------------------------------
+
+def cache_dir() -> str:
+    from tputui.data.cache import cache_root
+
+    return os.path.join(cache_root(), "gcs")
+
+
+def cache_path(obj: GcsObject) -> str:
+    """Where a downloaded object lives locally: bucket / hash of the name / generation."""
+    digest = hashlib.sha256(obj.name.encode()).hexdigest()[:32]
+    return os.path.join(cache_dir(), obj.bucket, digest, obj.generation)
+
+
+def _current_object(hf: HostFile, fs) -> GcsObject:
+    with _seen_lock:
+        obj = _seen.get(hf.path)
+    if obj is not None and obj.size == hf.size and float(obj.generation) == hf.mtime:
+        return obj
+    bucket, key = split_url(hf.path)  # not listed by this process: one metadata GET
+    with _gcs_errors(hf.path, fs):  # (fs.info would also list the name as a folder)
+        info = fs.call("GET", "b/{}/o/{}", bucket, key, json_out=True)
+    obj = _object(bucket, info)
+    with _seen_lock:
+        _seen[obj.url] = obj
+    return obj
+
+
+def _read_cached(path: str, size: int) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return data if len(data) == size else None
+
+
+def _store(obj: GcsObject, data: bytes) -> None:
+    """Write the download into the cache atomically and drop older generations of the object."""
+    path = cache_path(obj)
+    folder = os.path.dirname(path)
+    tmp = f"{path}.part-{os.getpid()}-{threading.get_ident()}"
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        for name in os.listdir(folder):
+            if name != obj.generation and ".part-" not in name:
+                os.unlink(os.path.join(folder, name))
+    except OSError:  # a read-only or full cache dir must not stop the user from reading
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def parts(size: int) -> list[tuple[int, int]]:
+    """[start, end) byte ranges for the parallel download of `size` bytes."""
+    step = min(max(-(-size // 32), MIN_PART), MAX_PART)
+    return [(s, min(s + step, size)) for s in range(0, size, step)]
+
+
+async def _fetch_parts(fs, obj: GcsObject, buf: bytearray, done: list[int]) -> None:
+    path = f"{obj.bucket}/{obj.name}"
+    gate = asyncio.Semaphore(PARALLEL)
+
+    async def one(start: int, end: int) -> None:
+        async with gate:
+            data = await fs._cat_file(path, start=start, end=end, generation=obj.generation)
+        if len(data) != end - start:
+            raise ConnectionError(f"short read: bytes {start}-{end} gave {len(data)}")
+        buf[start:end] = data
+        done[0] += len(data)
+
+    tasks = [asyncio.ensure_future(one(s, e)) for s, e in parts(obj.size)]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def _fetch_whole(fs, obj: GcsObject, buf: bytearray, done: list[int]) -> None:
+    # gzip-encoded objects are served decompressed: byte ranges and sizes do not apply.
+    data = await fs._cat_file(f"{obj.bucket}/{obj.name}", generation=obj.generation)
+    buf[:] = data
+    done[0] = len(data)
+
+
+def _say_progress(progress, label: str, done: int, total: int, started: float) -> None:
+    rate = done / max(time.monotonic() - started, 1e-6)
+    progress(f"downloading {label}: {done / 1e6:.1f} / {total / 1e6:.1f} MB ({rate / 1e6:.1f} MB/s)")
+
+
+def download(fs, obj: GcsObject, progress=None, label: str | None = None) -> bytes:
+    """The object's bytes by parallel ranged GETs, reporting bytes done / total and rate."""
+    label = label or posixpath.basename(obj.name)
+    buf = bytearray(obj.size)
+    done = [0]
+    whole = (obj.content_encoding or "").lower() == "gzip"
+    started = time.monotonic()
+    job = _fetch_whole(fs, obj, buf, done) if whole else _fetch_parts(fs, obj, buf, done)
+    future = asyncio.run_coroutine_threadsafe(job, fs.loop)
+    try:
+        # Progress is reported from the caller's thread, never from the I/O loop.
+        while not concurrent.futures.wait([future], timeout=PROGRESS_EVERY).done:
+            if progress:
+                _say_progress(progress, label, done[0], obj.size, started)
+        future.result()
+    except BaseException:
+        future.cancel()
+        raise
+    if progress:
+        _say_progress(progress, label, len(buf), len(buf), started)
+    data = bytes(buf)
+    if obj.md5 and not whole and base64.b64encode(hashlib.md5(data).digest()).decode() != obj.md5:
+        from gcsfs.retry import ChecksumError
+
+        raise ChecksumError(obj.url)
+    return data
+
+
+def read_bytes(hf: HostFile, progress=None) -> bytes:
+    """One host file's bytes: from the local download cache, else downloaded (and cached)."""
+    fs = filesystem()
+    obj = _current_object(hf, fs)
+    data = _read_cached(cache_path(obj), obj.size)
+    if data is not None:
+        return data
+    with _gcs_errors(hf.path, fs):
+        data = download(fs, obj, progress, label=hf.host)
+    _store(obj, data)
+    return data
+
+
+# --- writes (capture only) ----------------------------------------------------------------
+
+def write_bytes(url: str, data: bytes) -> None:
+    """Create one new object (a captured host file); never overwrites an existing object."""
+    bucket, key = split_url(url)
+    if not key:
+        raise LogdirError(f"{url}: needs an object path inside the bucket")
+    fs = filesystem()
+    with _gcs_errors(url, fs, missing="bucket"):
+        fs.pipe_file(f"{bucket}/{key}", data, mode="create")
