@@ -135,3 +135,17 @@ def test_help_snapshot(snap_compare):
         await pilot.pause()
 
     assert snap_compare(make_app("jax_mlp"), terminal_size=SIZE, run_before=helped)
+
+
+async def test_capture_key_opens_the_capture_dialog():
+    from tputui.screens.capture_dialog import CaptureDialog
+
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("C")
+        await pilot.pause()
+        assert isinstance(app.screen, CaptureDialog)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, SummaryScreen)

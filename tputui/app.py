@@ -129,6 +129,7 @@ class TputuiApp(App):
         Binding("t", "pick_tool", "Tool", id="app.tool"),
         Binding("r", "pick_run", "Run", id="app.run"),
         Binding("h", "pick_host", "Host", id="app.host"),
+        Binding("C", "capture", "Capture", id="app.capture"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
@@ -203,6 +204,12 @@ class TputuiApp(App):
         self.call_from_thread(
             self.push_screen, PickerScreen("Tool", choices, self.tool_name, note),
             lambda pick: pick and self.open_tool(pick))
+
+    def action_capture(self) -> None:
+        """TensorBoard's "Capture profile": grab a profile from a live server into a logdir."""
+        from tputui.screens.capture_dialog import open_capture_dialog
+
+        open_capture_dialog(self)
 
     def action_help(self) -> None:
         lines: list[tuple[str, str]] = []
