@@ -1,0 +1,149 @@
+"""Overview and input pipeline screens from the keyboard: step cursor, tables, next-tool keys."""
+from __future__ import annotations
+
+import os
+
+from conftest import PROFILES
+from tputui.app import TputuiApp
+from tputui.data.logdir import open_logdir
+from tputui.screens.input_pipeline import InputPipelineScreen
+from tputui.screens.overview import OverviewScreen
+from tputui.widgets.charts import StackedColumns
+from tputui.widgets.table import FrameTable
+
+SIZE = (120, 40)
+
+
+async def settle(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def make_app(profile: str, tool: str = "overview_page") -> TputuiApp:
+    return TputuiApp(open_logdir(str(PROFILES / profile)), tool=tool, use_cache=False)
+
+
+def text_of(screen, selector: str) -> str:
+    """The plain text a Static shows (rich tables included)."""
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    console.print(screen.query_one(selector).content)
+    return console.export_text()
+
+
+async def test_overview_step_cursor_reads_each_step():
+    app = make_app("tf_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen) and screen.error is None
+        chart = screen.query_one(StackedColumns)
+        assert chart.has_focus and len(chart.values) == 18
+        card = lambda: text_of(screen, "#ov-steps .card")  # noqa: E731
+        assert card().startswith("Step train 1: 1.294 ms")
+        await pilot.press("right", "right")
+        assert chart.cursor == 2
+        assert card().startswith("Step train 3: 23.201 ms") and "Input 21.178 (91.3%)" in card()
+        await pilot.press("end")
+        assert card().startswith("Step train 18")
+        summary = text_of(screen, "#ov-summary")
+        assert "20.010 ms" in summary and "n/a on CPU/GPU" in summary
+        rec = text_of(screen, "#ov-rec")
+        assert "HIGHLY input-bound because 90.7%" in rec and "input_pipeline_analyzer" in rec
+        # n: open the tool XProf recommends next (input-bound -> input pipeline analyzer).
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, InputPipelineScreen)
+
+
+async def test_overview_tpu_top_ops_and_idle():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        summary = text_of(screen, "#ov-summary")
+        assert "13.4%" in summary and "86.5%" in summary  # device idle, duty cycle
+        assert "No step-time graph" in text_of(screen, "#ov-no-steps")
+        table = screen.query_one("#ov-ops", FrameTable)
+        assert table.has_focus and table.row_count == 10
+        assert table.row(0)["operation"] == "copy-done.4"
+        await pilot.press("slash", *"jit", "enter")
+        assert table.row_count == 3 and table.row(0)["operation"] == "jit(f)/jit(main)/add"
+        # No steps, so nothing to recommend.
+        await pilot.press("n")
+        assert isinstance(app.screen, OverviewScreen)
+        assert "No step marker observed" in text_of(screen, "#ov-diag")
+
+
+async def test_overview_csv_export(tmp_path, monkeypatch):
+    monkeypatch.setenv("TPUTUI_EXPORT_DIR", str(tmp_path))
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        await pilot.pause()
+    (csv,) = list(tmp_path.iterdir())
+    assert os.path.basename(csv).startswith("overview_page-")
+    header, first = csv.read_text().splitlines()[:2]
+    assert header == "time %,cumulative %,category,operation,GFLOP/s"
+    assert first.startswith("24.68") and ",Unknown,copy-done.4," in first
+
+
+async def test_input_pipeline_screen_sections():
+    app = make_app("tf_loop", "input_pipeline_analyzer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, InputPipelineScreen) and screen.error is None
+        assert "HIGHLY input-bound" in text_of(screen, "#ip-verdict")
+        device = text_of(screen, "#ip-device")
+        assert "20.010" in device and "81.5" in device
+        tfd = text_of(screen, "#ip-tfdata")
+        assert "MapAndBatch" in tfd and "18 slow" in tfd
+        chart = screen.query_one(StackedColumns)
+        assert chart.has_focus
+        await pilot.press("right")
+        assert text_of(screen, "#ip-steps .card").startswith("Step train 2")
+        await pilot.press("tab")
+        ops = screen.query_one("#ip-ops", FrameTable)
+        assert ops.has_focus and ops.row_count == 5
+        assert ops.row(0)["name"] == "Iterator::Root::Prefetch::MapAndBatch"
+        await pilot.press("right", "s")  # sort by count, descending
+        assert ops.row(0)["count"] == 547
+        await pilot.press("o")
+        await settle(pilot)
+        assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_input_pipeline_without_steps_or_tf_data():
+    app = make_app("jax_mlp", "input_pipeline_analyzer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert "POTENTIALLY input-bound" in text_of(screen, "#ip-verdict")
+        assert "No tf.data input pipeline" in text_of(screen, "#ip-tfdata")
+        assert screen.query_one("#ip-ops", FrameTable).row_count == 0
+
+
+def test_overview_snapshot(snap_compare):
+    async def loaded(pilot):
+        await settle(pilot)
+        await pilot.press("right", "right")
+
+    assert snap_compare(make_app("tf_loop"), terminal_size=SIZE, run_before=loaded)
+
+
+def test_overview_tpu_snapshot(snap_compare):
+    async def loaded(pilot):
+        await settle(pilot)
+
+    assert snap_compare(make_app("tpu_v6e_inference"), terminal_size=SIZE, run_before=loaded)
+
+
+def test_input_pipeline_snapshot(snap_compare):
+    async def loaded(pilot):
+        await settle(pilot)
+
+    assert snap_compare(make_app("tf_loop", "input_pipeline_analyzer"), terminal_size=SIZE, run_before=loaded)

@@ -1,0 +1,147 @@
+"""Input pipeline analyzer: am I input-bound, and where does the input time go?
+
+Sections as XProf has them: (1) the verdict; (2) device side: step-time and input-% statistics,
+the per-step graph (and the range across cores on TPUs); (3) host side: input time by kind and the
+input-op table; then the tf.data bottleneck analysis and XProf's recommendations.
+
+Keys: ←/→ Home/End move the step cursor on the graph; Tab moves to the input-op table (`s` sort,
+`/` filter, `x` CSV); `o` opens the overview page; PgUp/PgDn scroll the page.
+"""
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Static
+
+from tputui.analysis.input_pipeline import RECOMMENDATIONS, InputPipelineResult
+from tputui.analysis.tf_data import SLOW_CALL_PS
+from tputui.screens.base import ToolScreen
+from tputui.screens.op_tables import CsvExportMixin
+from tputui.widgets.charts import HBarChart
+from tputui.widgets.step_chart import StepChart
+from tputui.widgets.table import FrameTable
+
+HOST_LABELS = [
+    ("enqueue", "Enqueuing data to the device"),
+    ("preprocessing", "Data preprocessing"),
+    ("advanced_file_read", "Reading data from files in advance"),
+    ("demanded_file_read", "Reading data from files on demand"),
+    ("unclassified_non_enqueue", "Other data reading or processing"),
+]
+
+
+def _verdict(r: InputPipelineResult) -> Text:
+    t = Text()
+    b = r.bottleneck
+    style = {"host": "bold red", "both": "bold yellow", "device": "bold green"}.get(b.input_classification, "bold")
+    t.append(b.input_statement + "\n", style=style)
+    if r.has_steps:
+        ip = r.input_percent_summary()
+        t.append(f"Input: {ip['avg']:.1f}% of step time on average (σ {ip['stddev']:.1f}, "
+                 f"min {ip['min']:.1f}%, max {ip['max']:.1f}%)\n")
+    if b.output_statement:
+        t.append(b.output_statement + "\n")
+    for s in (b.all_other_statement, b.kernel_launch_statement, b.device_collectives_statement):
+        if s:
+            t.append(s + "\n", style="italic")
+    t.append(r.next_step, style="dim")
+    return t
+
+
+def _device_stats(r: InputPipelineResult) -> Table:
+    t = Table(box=None, padding=(0, 1), show_edge=False)
+    for col in ("", "avg", "σ", "min", "max"):
+        t.add_column(col, justify="right" if col else "left", no_wrap=True)
+    st, ip = r.step_time_summary(), r.input_percent_summary()
+    t.add_row("Step time (ms)", *(f"{st[k]:,.3f}" for k in ("avg", "stddev", "min", "max")))
+    t.add_row("Input (% of step)", *(f"{ip[k]:.1f}" for k in ("avg", "stddev", "min", "max")))
+    if r.core_ranges is not None and len(r.core_ranges):
+        cr = r.core_ranges
+        t.add_row("Step range across cores (ms)", "", "", f"{cr['step_time_min_ms'].min():,.3f}",
+                  f"{cr['step_time_max_ms'].max():,.3f}")
+    return t
+
+
+def _tf_data(r: InputPipelineResult) -> Text:
+    t = Text()
+    tfd = r.tf_data
+    if tfd is None:
+        t.append("No tf.data input pipeline in this profile.", style="dim")
+        return t
+    t.append(tfd.summary + "\n", style="bold red" if tfd.is_input_bound else "")
+    for p in tfd.pipelines:
+        t.append(f"\n{p.host} · {p.name}", style="bold")
+        t.append(f"  {p.calls} calls, latency avg {p.avg_latency_ps / 1e6:,.1f} µs, min "
+                 f"{p.min_latency_ps / 1e6:,.1f}, max {p.max_latency_ps / 1e6:,.1f}; "
+                 f"{p.slow_calls} slow (> {SLOW_CALL_PS // 1_000_000} µs)\n")
+        if p.bottleneck_iterator:
+            t.append("  Bottleneck: ", style="bold")
+            t.append(f"{p.bottleneck_iterator}", style="bold yellow")
+            t.append(f"  {p.bottleneck_long_name}  ({p.bottleneck_latency_ps / 1e6:,.1f} µs self time in the "
+                     "slowest call)\n")
+            t.append(f"  Suggestion: {p.suggestion}\n", style="italic")
+    return t
+
+
+class InputPipelineScreen(CsvExportMixin, ToolScreen):
+    BINDINGS = [
+        Binding("o", "overview", "Overview", id="input_pipeline.overview"),
+        Binding("x", "export_csv", "CSV", id="input_pipeline.csv"),
+    ]
+    DEFAULT_CSS = """
+    InputPipelineScreen #ip-scroll { height: 1fr; }
+    InputPipelineScreen #ip-verdict { height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-sides { height: auto; }
+    InputPipelineScreen #ip-device { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-host { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-no-steps { height: auto; padding: 0 1; color: $text-muted; }
+    InputPipelineScreen #ip-ops { height: 12; border: round $panel; }
+    InputPipelineScreen #ip-tfdata { height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-recs { height: auto; padding: 0 1; color: $text-muted; }
+    """
+
+    def show(self, result: InputPipelineResult) -> None:
+        scroll = VerticalScroll(id="ip-scroll")
+        self.body.mount(scroll)
+        verdict = Static(_verdict(result), id="ip-verdict")
+        verdict.border_title = "Summary"
+        scroll.mount(verdict)
+        sides = Horizontal(id="ip-sides")
+        scroll.mount(sides)
+        device = Static(_device_stats(result) if result.has_steps else
+                        Text("No step time measured: no device-side analysis.", style="dim"), id="ip-device")
+        device.border_title = "Device side"
+        hb = result.host_breakdown
+        host = HBarChart([(label, hb[key]) for key, label in HOST_LABELS], unit=" ms", bar_width=12,
+                         label_width=30, id="ip-host")
+        host.border_title = "Host side: input time by kind"
+        sides.mount(device, host)
+        if result.has_steps:
+            scroll.mount(StepChart(result.step_table, title="Step time and input (ms)", id="ip-steps"))
+        for d in result.diagnostics:
+            scroll.mount(Static(Text(f"{d['severity']}: {d['message']}"), id="ip-no-steps"))
+        ops = FrameTable(result.input_ops, id="ip-ops", sort=("self_ms", True), formats={
+            "total_percent": lambda v: f"{v:.2f}%", "self_percent": lambda v: f"{v:.2f}%"})
+        ops.border_title = (f"Input ops on the host: {len(result.input_ops)} · s sort · / filter · x CSV"
+                            if len(result.input_ops) else
+                            "Input ops on the host: none (no tf.data or infeed activity)")
+        scroll.mount(ops)
+        tfd = Static(_tf_data(result), id="ip-tfdata")
+        tfd.border_title = "tf.data bottleneck analysis"
+        scroll.mount(tfd)
+        recs = Static(Text("Recommendations:\n" + "\n".join(f"• {r}" for r in RECOMMENDATIONS)), id="ip-recs")
+        scroll.mount(recs)
+        self.call_after_refresh(self._focus_first)
+
+    def _focus_first(self) -> None:
+        charts = self.query("StackedColumns")
+        (charts.first() if charts else self.query_one("#ip-ops")).focus()
+
+    def export_frame(self):
+        tables = self.query("#ip-ops")
+        return tables.first().frame if tables else None
+
+    def action_overview(self) -> None:
+        self.app.open_tool("overview_page")

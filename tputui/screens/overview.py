@@ -1,0 +1,156 @@
+"""Overview page: performance summary, step-time graph, top device ops, run environment,
+recommendation and diagnostics (all hosts together, or the host picked with `h`).
+
+Keys: ←/→ Home/End move the step cursor on the graph (its breakdown reads under it); Tab moves
+to the top-ops table (`s` sort, `/` filter); `n` opens the tool XProf recommends next,
+`i` the input pipeline analyzer; `x` writes the top ops as CSV; PgUp/PgDn scroll the page.
+"""
+from __future__ import annotations
+
+import polars as pl
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Static
+
+from tputui.analysis.overview import OverviewResult
+from tputui.screens.base import ToolScreen
+from tputui.screens.op_tables import CsvExportMixin
+from tputui.widgets.step_chart import BREAKDOWN, StepChart
+from tputui.widgets.table import FrameTable
+
+
+def pct(v: float) -> str:
+    return f"{v:.1f}%"
+
+
+def _summary(r: OverviewResult) -> Table:
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold", no_wrap=True, min_width=18)
+    t.add_column()
+    st = r.to_json()["step_time_ms"]
+    if st:
+        t.add_row("Average step time", f"{st['avg']:,.3f} ms  (σ {st['stddev']:,.3f}, "
+                                       f"min {st['min']:,.3f}, max {st['max']:,.3f}, {st['count']} steps)")
+        avg = r.pipeline.breakdown_summary()
+        parts = sorted(((avg[c]["avg"], label) for c, label in BREAKDOWN if avg[c]["avg"] > 0), reverse=True)
+        t.add_row("  of which", ", ".join(f"{label} {v:,.3f} ms" for v, label in parts) or "-")
+    else:
+        t.add_row("Average step time", Text("unknown (no step marker)", style="dim"))
+    tpu = r.stats.hardware_type == "TPU"
+    dash = Text("n/a on CPU/GPU", style="dim")
+    t.add_row("Device idle time", pct(r.device_idle_time_percent) if tpu else dash)
+    t.add_row("Host idle time", pct(r.host_idle_time_percent) if tpu else dash)
+    t.add_row("Device duty cycle", pct(r.device_duty_cycle_percent) if tpu else dash)
+    t.add_row("FLOPS utilization", pct(r.flop_rate_utilization_percent) + " of roofline")
+    t.add_row("Memory bandwidth", pct(r.memory_bw_utilization_percent) + " of HBM peak")
+    t.add_row("MXU utilization", pct(r.stats.mxu_utilization_percent) if r.stats.mxu_utilization_percent
+              else Text("no counters", style="dim"))
+    t.add_row("16/32-bit compute", f"{r.device_compute_16bit_percent:.1f}% / {r.device_compute_32bit_percent:.1f}%")
+    t.add_row("Framework ops", f"host {r.host_tf_op_percent:.1f}% · device {r.device_tf_op_percent:.1f}%")
+    return t
+
+
+def _recommendation(r: OverviewResult) -> Text:
+    rec = r.recommendation()
+    t = Text()
+    t.append(f"Bottleneck: {rec['bottleneck']}\n", style="bold")
+    t.append(rec["statement"] + "\n")
+    for key in ("all_other_statement", "kernel_launch_statement", "device_collectives_statement",
+                "precision_statement"):
+        if rec[key]:
+            t.append(rec[key] + "\n", style="italic")
+    t.append(rec["summary_next_step"] + "\n", style="dim")
+    if rec["next_tool"]:
+        t.append("Next: ", style="bold")
+        t.append(f"{rec['next_tool']}  (n to open)")
+    return t
+
+
+def _environment(r: OverviewResult) -> Text:
+    env = r.run_environment()
+    t = Text()
+    for label, value in (("Hosts", f"{env['host_count']} ({', '.join(env['hosts'])})"),
+                         ("Device type", env["device_type"]), ("Device cores", str(env["device_core_count"])),
+                         ("Training", "yes" if env["is_training"] else "no")):
+        t.append(f"{label}: ", style="bold")
+        t.append(value + "   ")
+    return t
+
+
+def _diagnostics(r: OverviewResult) -> Text:
+    if not r.pipeline.diagnostics:
+        return Text("No diagnostics.", style="dim")
+    t = Text()
+    for d in r.pipeline.diagnostics:
+        t.append(f"{d['severity']}: ", style="bold yellow" if d["severity"] == "WARNING" else "bold red")
+        t.append(d["message"] + "\n")
+    return t
+
+
+class OverviewScreen(CsvExportMixin, ToolScreen):
+    BINDINGS = [
+        Binding("n", "next_tool", "Next tool", id="overview.next"),
+        Binding("i", "open('input_pipeline_analyzer')", "Input pipeline", id="overview.input_pipeline"),
+        Binding("x", "export_csv", "CSV", id="overview.csv"),
+    ]
+    DEFAULT_CSS = """
+    OverviewScreen #ov-scroll { height: 1fr; }
+    OverviewScreen #ov-top { height: auto; }
+    OverviewScreen #ov-summary { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
+    OverviewScreen #ov-rec { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
+    OverviewScreen #ov-no-steps { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
+    OverviewScreen #ov-ops { height: 14; border: round $panel; }
+    OverviewScreen #ov-env { height: auto; padding: 0 1; }
+    OverviewScreen #ov-diag { height: auto; padding: 0 1; }
+    """
+
+    def show(self, result: OverviewResult) -> None:
+        scroll = VerticalScroll(id="ov-scroll")
+        self.body.mount(scroll)
+        top = Horizontal(id="ov-top")
+        scroll.mount(top)
+        summary = Static(_summary(result), id="ov-summary")
+        summary.border_title = "Performance summary"
+        rec = Static(_recommendation(result), id="ov-rec")
+        rec.border_title = "Recommendation for next step"
+        top.mount(summary, rec)
+        if result.has_steps:
+            scroll.mount(StepChart(result.steps, id="ov-steps"))
+        else:
+            note = Static("No step-time graph: " + result.pipeline.bottleneck.input_statement, id="ov-no-steps")
+            note.border_title = "Step-time graph"
+            scroll.mount(note)
+        shown = result.top_ops.select(
+            pl.col("self_time_percent").alias("time %"), pl.col("cumulative_time_percent").alias("cumulative %"),
+            "category", pl.col("name").alias("operation"), pl.col("flop_rate_gflops").alias("GFLOP/s"))
+        ops = FrameTable(shown, id="ov-ops", formats={
+            "time %": lambda v: f"{v:.2f}%", "cumulative %": lambda v: f"{v:.2f}%", "GFLOP/s": lambda v: f"{v:,.1f}"})
+        ops.border_title = (f"Top {len(result.top_ops)} device ops by self time · s sort · / filter · x CSV"
+                            if len(result.top_ops) else "Top device ops: none (no TPU/GPU device in this profile)")
+        scroll.mount(ops)
+        env = Static(_environment(result), id="ov-env")
+        scroll.mount(env)
+        scroll.mount(Static(_diagnostics(result), id="ov-diag"))
+        self.call_after_refresh(self._focus_first)
+
+    def _focus_first(self) -> None:
+        charts = self.query("StackedColumns")
+        (charts.first() if charts else self.query_one("#ov-ops")).focus()
+
+    def export_frame(self):
+        tables = self.query("#ov-ops")
+        return tables.first().frame if tables else None
+
+    def action_next_tool(self) -> None:
+        if self.result is None:
+            return
+        nxt = self.result.recommendation()["next_tool"]
+        if nxt is None:
+            self.notify("no step time measured: nothing to recommend", severity="warning")
+            return
+        self.action_open(nxt)
+
+    def action_open(self, tool: str) -> None:
+        self.app.open_tool(tool)
