@@ -32,7 +32,9 @@ NO_CREDENTIALS = ("no Google Cloud credentials (run `gcloud auth application-def
                   "set GOOGLE_APPLICATION_CREDENTIALS, or run on a GCP VM)")
 
 PARALLEL = 8  # ranged GETs in flight per file
-MIN_PART = 1 << 20  # a part is size/32, clamped to [1 MiB, 16 MiB]: ~32 progress steps
+# A part is size/PARALLEL, clamped to [1 MiB, 16 MiB]: files up to 128 MiB go in one wave of
+# requests (per-request latency, not bandwidth, dominates GCS reads of this size).
+MIN_PART = 1 << 20
 MAX_PART = 16 << 20
 PROGRESS_EVERY = 0.25  # seconds between progress messages
 CONNECT_TIMEOUT = 20.0  # seconds; gcsfs retries failed requests with back-off on top of this
@@ -278,7 +280,7 @@ def _store(obj: GcsObject, data: bytes) -> None:
 
 def parts(size: int) -> list[tuple[int, int]]:
     """[start, end) byte ranges for the parallel download of `size` bytes."""
-    step = min(max(-(-size // 32), MIN_PART), MAX_PART)
+    step = min(max(-(-size // PARALLEL), MIN_PART), MAX_PART)
     return [(s, min(s + step, size)) for s in range(0, size, step)]
 
 
