@@ -18,7 +18,14 @@ from tputui.data.xspace import decode
 
 from conftest import FIXTURES, PROFILES
 
-RUNS = sorted({(f.relative_to(PROFILES).parts[0], f.parent.name) for f in PROFILES.rglob("*.xplane.pb")})
+def _has_trace_oracle(profile: str, run: str) -> bool:
+    d = PROFILES / profile / "oracle"
+    return (d / "trace_viewer.digest.npz").exists() or (d / run / "trace_viewer.digest.npz").exists()
+
+
+# Every fixture run that has XProf's trace_viewer output.
+RUNS = sorted(r for r in {(f.relative_to(PROFILES).parts[0], f.parent.name) for f in PROFILES.rglob("*.xplane.pb")}
+              if _has_trace_oracle(*r))
 
 
 def oracle_path(profile: str, run: str, name: str):

@@ -20,7 +20,14 @@ from tputui.export import export_text
 
 from conftest import PROFILES
 
-RUNS = sorted({(f.relative_to(PROFILES).parts[0], f.parent.name) for f in PROFILES.rglob("*.xplane.pb")})
+def _has_trace_oracle(profile: str, run: str) -> bool:
+    d = PROFILES / profile / "oracle"
+    return (d / "trace_viewer.digest.npz").exists() or (d / run / "trace_viewer.digest.npz").exists()
+
+
+# Every fixture run that has XProf's trace_viewer output.
+RUNS = sorted(r for r in {(f.relative_to(PROFILES).parts[0], f.parent.name) for f in PROFILES.rglob("*.xplane.pb")}
+              if _has_trace_oracle(*r))
 
 
 def run_data(profile: str, run: str) -> RunData:

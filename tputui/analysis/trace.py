@@ -138,11 +138,11 @@ class TraceIndex:
         self.start = start[by_row]
         self.end = end[by_row]
         src = order[by_row]
-        self.ev_row = src  # row in the TraceEvents
         self.name = ev.name[src]
-        self.source = ev.source[src]
+        source = ev.source[src]
+        self.source = source.astype(np.int32) if n == 0 or source.max() < 2**31 else source
         self.kind = ev.kind[src]
-        self.event_row = row[by_row]
+        self.event_row = row[by_row].astype(np.int32)
         self.row_count = np.bincount(self.event_row, minlength=self.num_rows).astype(np.int64)
         self.row_first = np.concatenate(([0], np.cumsum(self.row_count)[:-1])).astype(np.int64)
         self.num_events = n
@@ -153,19 +153,21 @@ class TraceIndex:
 
     def _level0(self) -> Level:
         n = self.num_events
-        cover = self.end.copy()
         # Events of a row may overlap when they are not properly nested: per row, a running
         # max of ends tells whether anything started earlier still covers a time.
+        cover = self.end
         same = np.zeros(n, bool)
         if n > 1:
             same[1:] = self.event_row[1:] == self.event_row[:-1]
         bad = np.flatnonzero(same[1:] & (cover[1:] < cover[:-1])) + 1 if n > 1 else np.zeros(0, np.int64)
-        for r in np.unique(self.event_row[bad]).tolist():  # rows with overlaps only
-            a, c = int(self.row_first[r]), int(self.row_count[r])
-            cover[a:a + c] = np.maximum.accumulate(cover[a:a + c])
+        if len(bad):
+            cover = cover.copy()
+            for r in np.unique(self.event_row[bad]).tolist():  # rows with overlaps only
+                a, c = int(self.row_first[r]), int(self.row_count[r])
+                cover[a:a + c] = np.maximum.accumulate(cover[a:a + c])
         self.cover = cover
-        idx = np.arange(n, dtype=np.int64)
-        return Level(0, self.start, cover, idx, idx, np.ones(n, np.int64), self.row_first, self.row_count)
+        idx = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+        return Level(0, self.start, cover, idx, idx, np.ones(n, np.int32), self.row_first, self.row_count)
 
     def build_pyramid(self, progress: Callable[[str], None] | None = None) -> None:
         """Merge levels until one more merge would not shrink the blocks (or covers the span).

@@ -36,6 +36,8 @@ UNITS = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1))
 def fmt_ps(ps: float, digits: int = 3) -> str:
     """A duration / time in ps as readable text: 1234567 -> "1.23 us"."""
     a = abs(ps)
+    if a == 0:
+        return "0"
     for unit, size in UNITS:
         if a >= size or size == 1:
             v = ps / size
