@@ -105,21 +105,26 @@ def test_listing_matches_local_with_one_list_request(gcs_env, profile):
     remote = open_logdir(url(profile))
     assert shape(remote) == shape(open_logdir(str(PROFILES / profile)))
     assert len(proxy.lists()) == 1 and len(proxy.log) == 1  # one flat list, no per-object GETs
-    assert proxy.lists()[0].query.get("delimiter", "") == ""  # flat: never directory by directory
+    query = proxy.lists()[0].query
+    assert query.get("delimiter", "") == ""  # flat: never directory by directory
+    assert query["matchGlob"] == "**.xplane.{pb,riegeli}"  # GCS leaves out checkpoints and events
     assert all(h.mtime == float(gcs._seen[h.path].generation) for r in remote.runs for h in r.hosts)
 
 
 def test_run_folder_single_file_and_trailing_slash_urls(gcs_env):
+    _, proxy = gcs_env
     local = open_logdir(str(PROFILES / "jax_two_runs"))
     run = local.runs[0]
     remote_run_dir = f"{url('jax_two_runs')}/plugins/profile/{run.name}"
     assert shape(open_logdir(remote_run_dir)) == [shape(local)[0]]
+    proxy.reset()
     assert shape(open_logdir(remote_run_dir + "/vm.xplane.pb")) == [shape(local)[0]]
+    assert [(r.object, r.is_list) for r in proxy.log] == [(gcs.split_url(remote_run_dir)[1] + "/vm.xplane.pb", False)]
     assert shape(open_logdir(url("jax_two_runs") + "/")) == shape(local)
 
 
 def test_many_runs_list_in_two_pages(gcs_env):
-    """200 runs x 8 hosts (+ TensorBoard event files) = 1800 objects: 2 list pages, nothing else."""
+    """200 runs x 8 hosts (+ 200 TensorBoard event files, filtered out by GCS): 2 list pages, nothing else."""
     emu, proxy = gcs_env
     emu.create_bucket("many")
     for r in range(200):
@@ -131,7 +136,7 @@ def test_many_runs_list_in_two_pages(gcs_env):
     assert len(logdir.runs) == 200 and all(len(r.hosts) == 8 for r in logdir.runs)
     assert logdir.runs[0].name == "2026_01_01_00_03_19"  # newest first
     assert [h.size for h in logdir.runs[0].hosts] == list(range(1, 9))
-    assert len(proxy.lists()) == 2 == len(proxy.log)  # 1800 objects / 1000 per page
+    assert len(proxy.lists()) == 2 == len(proxy.log)  # 1600 profile files / 1000 per page
     assert proxy.lists()[1].query.get("pageToken")
 
 
@@ -295,6 +300,16 @@ def test_missing_extra_is_one_clear_line(monkeypatch):
     with pytest.raises(LogdirError) as e:
         open_logdir("gs://bucket/logs")
     assert one_line_error(e) == "gs:// needs the gcs extra: pip install 'tputui[gcs]'"
+
+
+def test_missing_extra_in_the_cli(monkeypatch, capsys):
+    from tputui.cli import main
+
+    fresh_process()
+    for mod in ("gcsfs", "gcsfs.core"):
+        monkeypatch.setitem(sys.modules, mod, None)
+    assert main(["export", "gs://bucket/logs", "--tool", "summary"]) == 2
+    assert capsys.readouterr().err == "tputui: error: gs:// needs the gcs extra: pip install 'tputui[gcs]'\n"
 
 
 def test_empty_bucket_no_profiles_and_not_a_profile(gcs_env):

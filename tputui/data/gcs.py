@@ -179,40 +179,76 @@ def _gcs_errors(url: str, fs=None, missing: str = "object"):
 # --- discovery ----------------------------------------------------------------------------
 
 def _object(bucket: str, info: dict) -> GcsObject:
-    name = info["name"]
-    if name.startswith(bucket + "/"):  # gcsfs prefixes names with the bucket
-        name = name[len(bucket) + 1:]
-    return GcsObject(bucket=bucket, name=name, size=int(info.get("size") or 0),
+    return GcsObject(bucket=bucket, name=info["name"], size=int(info.get("size") or 0),
                      generation=str(info.get("generation") or "0"), md5=info.get("md5Hash"),
                      content_encoding=info.get("contentEncoding"))
 
 
-def list_objects(url: str) -> list[GcsObject]:
-    """Every object under URL (or URL itself when it names an object), in one flat listing."""
-    bucket, key = split_url(url)
-    fs = filesystem()
-    with _gcs_errors(url.rstrip("/"), fs, missing="bucket"):
-        found = fs.find(f"{bucket}/{key}" if key else bucket, detail=True)
-    objects = [_object(bucket, info) for info in found.values() if info.get("type", "file") == "file"]
+# Only profile files come back from a listing: a job's prefix often holds thousands of checkpoint
+# shards and event files, which GCS then filters out server-side instead of paging them to us.
+PROFILE_GLOB = "**.xplane.{pb,riegeli}"
+LIST_FIELDS = "items(name,size,generation,md5Hash,contentEncoding),nextPageToken"
+PAGE = 1000  # GCS's largest page
+
+
+def _list(fs, bucket: str, prefix: str | None, glob: str | None = PROFILE_GLOB,
+          limit: int | None = None) -> list[dict]:
+    """objects.list, flat (no delimiter), following pages; `limit` stops after one short page."""
+    items: list[dict] = []
+    token = None
+    while True:
+        page = fs.call("GET", "b/{}/o", bucket, json_out=True, prefix=prefix or None, matchGlob=glob,
+                       fields=LIST_FIELDS, maxResults=limit or PAGE, pageToken=token)
+        items += page.get("items") or []
+        token = page.get("nextPageToken")
+        if not token or limit:
+            return items
+
+
+def _remember(objects: list[GcsObject]) -> list[GcsObject]:
     with _seen_lock:
         for o in objects:
             _seen[o.url] = o
     return objects
 
 
+def list_profiles(url: str) -> list[GcsObject]:
+    """The profile files under URL (or URL itself when it names one), in one flat listing."""
+    bucket, key = split_url(url)
+    fs = filesystem()
+    where = url.rstrip("/")
+    with _gcs_errors(where, fs, missing="bucket"):
+        if key.endswith((XPLANE_SUFFIX, RIEGELI_SUFFIX)):  # probably one file: one metadata GET
+            try:
+                return _remember([_object(bucket, fs.call("GET", "b/{}/o/{}", bucket, key, json_out=True))])
+            except FileNotFoundError:
+                pass  # not an object (or no bucket): list it as a prefix, which says which
+        items = _list(fs, bucket, f"{key}/" if key else None)
+    return _remember([_object(bucket, info) for info in items])
+
+
+def _nothing_found(fs, bucket: str, key: str, root: str) -> LogdirError:
+    """Why a listing found no profiles (costs a request or two, on this error path only)."""
+    with _gcs_errors(root, fs, missing="bucket"):
+        first = _list(fs, bucket, key, glob=None, limit=1) if key else []
+        if first and first[0]["name"] == key:  # the exact name sorts before anything longer
+            return LogdirError(f"{root}: not an XProf profile (expected a <host>{XPLANE_SUFFIX} file)")
+        if _list(fs, bucket, f"{key}/" if key else None, glob=None, limit=1):
+            return LogdirError(f"no profiles under {root}: expected {EXPECTED}")
+    if key:
+        return LogdirError(f"{root}: no such prefix (no objects under it in bucket {bucket!r})")
+    return LogdirError(f"{root}: the bucket is empty")
+
+
 def open_logdir(url: str) -> Logdir:
     """Discover the runs and hosts under a gs:// URL with one flat listing."""
     bucket, key = split_url(url)
     root = f"gs://{bucket}/{key}" if key else f"gs://{bucket}"
-    objects = list_objects(url)
+    objects = list_profiles(url)
     if not objects:
-        if key:
-            raise LogdirError(f"{root}: no such prefix (no objects under it in bucket {bucket!r})")
-        raise LogdirError(f"{root}: the bucket is empty")
+        raise _nothing_found(filesystem(), bucket, key, root)
     files = [(o.url, o.size, float(o.generation)) for o in objects]
-    if key and len(objects) == 1 and objects[0].name == key:  # URL names a single object
-        if not key.endswith((XPLANE_SUFFIX, RIEGELI_SUFFIX)):
-            raise LogdirError(f"{root}: not an XProf profile (expected a <host>{XPLANE_SUFFIX} file)")
+    if key and len(objects) == 1 and objects[0].name == key:  # URL names a single profile file
         runs = runs_from_listing(posixpath.dirname(root), files, sep="/")
     else:
         runs = runs_from_listing(root, files, sep="/")
