@@ -276,6 +276,21 @@ def test_cli_errors_are_one_line_exit_2(gcs_env, capsys, target, fault, expect):
     assert len(err) == 1 and err[0].startswith("tputui: error: ") and expect in err[0], err
 
 
+def test_cli_error_in_a_real_process_prints_one_line_and_no_library_traceback(gcs_env, tmp_path):
+    """gcsfs logs failed requests with tracebacks; with no logging set up Python would print them."""
+    import os
+    import subprocess
+
+    _, proxy = gcs_env
+    proxy.fault = lambda r: (401, ANON_401)
+    env = dict(os.environ, STORAGE_EMULATOR_HOST=proxy.url, XDG_CACHE_HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "tputui.cli", "export", url("jax_mlp"), "--list"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == f"tputui: error: {url('jax_mlp')}: {gcs.NO_CREDENTIALS}\n"
+    assert proxy.log  # the request really reached the (faulting) server
+
+
 async def test_app_shows_a_download_error_as_a_notification(gcs_env):
     from tputui.app import TputuiApp
 

@@ -16,6 +16,7 @@ import asyncio
 import base64
 import concurrent.futures
 import hashlib
+import logging
 import os
 import posixpath
 import threading
@@ -81,6 +82,18 @@ def _emulator() -> str:
     return "" if host in ("", "default") else host
 
 
+def _quiet_library_logs() -> None:
+    """gcsfs logs every failed request with its traceback; our one-line error says it instead.
+
+    With no handler anywhere, Python prints such records to stderr; a NullHandler stops that and
+    still lets records reach any handler the embedding program configured on the root logger.
+    """
+    for name in ("gcsfs", "fsspec", "google.auth"):
+        log = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
+            log.addHandler(logging.NullHandler())
+
+
 def filesystem():
     """One gcsfs client per process (per emulator / credentials file), made on first use."""
     try:
@@ -90,6 +103,7 @@ def filesystem():
         from gcsfs.core import GCSFileSystem
     except ImportError:
         raise LogdirError(NEEDS_EXTRA) from None
+    _quiet_library_logs()
     creds_file = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS", "")
     key = (_emulator(), creds_file)
     with _fs_lock:
