@@ -99,6 +99,7 @@ class HostStats:
     peak_hbm_gbps: float = 0.0
     mxu_utilization_percent: float = 0.0
     hbm_utilization_percent: float = 0.0
+    tpu_steps: pl.DataFrame | None = None  # TPU: XProf's per-step details across cores (tpu_step_table)
 
 
 def host_stats(run: RunData, host: str | None = None) -> HostStats:
@@ -135,11 +136,13 @@ def host_stats(run: RunData, host: str | None = None) -> HostStats:
             hbm = max(hbm, float(ps.get("hbm_utilization_percent") or 0.0))
         training = training or _is_training(fr)
     steps = st.run_steps(run, host)
+    tpu_steps = tpu_step_table({h: run.frame(h) for h in hosts}) if hardware == "TPU" else None
     return HostStats(
         hosts=hosts, hardware_type=hardware, device_type=device_type, device_core_count=cores,
         steps=steps, host_db=om.combine(host_dbs, update_num_cores=False), device_db=om.combine(device_dbs),
         is_training=training, errors=errors, warnings=warnings, peak_teraflops=peak_tf,
         peak_hbm_gbps=peak_bw, mxu_utilization_percent=mxu / len(hosts), hbm_utilization_percent=hbm,
+        tpu_steps=tpu_steps,
     )
 
 
@@ -177,6 +180,171 @@ def _is_training(frame) -> bool:
 
 
 # --- step breakdown -------------------------------------------------------------------------------
+# --- TPU: XProf's per-step details across cores -------------------------------------------------------
+TPU_COLUMNS = {
+    "tc_compute_ms": "TensorCore compute", "scv0_compute_ms": "SparseCoreV0 compute",
+    "scv0_infeed_ms": "SparseCoreV0 input", "tc_infeed_ms": "TensorCore input",
+    "tc_outfeed_ms": "TensorCore output", "tc_idle_ms": "TensorCore idle", "host_transfer_ms": "Host transfer",
+}
+
+
+def _tpu_fields(cats: dict[str, int], step_ps: int) -> dict[str, int]:
+    """XProf's TpuStepBreakdown of one core's step from its op self time per HLO category."""
+    t = {c: v for c, v in cats.items() if c != "IDLE"}
+    total = sum(t.values())
+    g = lambda *names: sum(t.get(n, 0) for n in names)  # noqa: E731
+    sc_in, sc_out = g("sparsecorev0 infeed"), g("sparsecorev0 outfeed")
+    transform = min(sc_in, sc_out)
+    return {"infeed": g("infeed"), "outfeed": g("outfeed"), "idle": max(step_ps, total) - total,
+            "host_send": g("host send", "host send-done"), "host_recv": g("host recv", "host recv-done"),
+            "wait_scv0": sc_in - transform, "scv0_transform": transform}
+
+
+def _all_reduce_events(frame) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per TensorCore (plane id): device (start, end) and unique id of its all-reduce ops."""
+    out = {}
+    for p in om.tensor_core_planes(frame):
+        parts = [np.arange(frame.line_events(ln).start, frame.line_events(ln).stop, dtype=np.int64)
+                 for ln in frame.lines_of(p) if frame.raw.line_name[ln] == "XLA Ops"]
+        if not parts:
+            continue
+        rows = np.concatenate(parts)
+        has, uid = om.event_stat(frame, "all_reduce_unique_id", rows)
+        if has.any():
+            s, e = om.device_spans(frame, rows[has])
+            out[int(frame.raw.plane_id[p])] = (s, e, uid[has])
+    return out
+
+
+def _step_sources(hosts) -> list[dict[int, tuple]]:
+    """For each step XProf keeps (pod_viewer.combine_hosts), each host's own step (begin, dur)."""
+    from tputui.analysis import pod_viewer as pv  # noqa: PLC0415 (pod_viewer imports steps)
+
+    if len(hosts) == 1:
+        return [{0: (b, d)} for _, b, d, _ in hosts[0].steps]
+    any_device = any(h.has_device for h in hosts)
+    workers = [(i, h) for i, h in enumerate(hosts) if h.has_device or not any_device]
+    spans = {i: [pv._step_span(x) for x in h.steps] for i, h in workers}
+    chief, best = None, None
+    for i, _ in workers:
+        lo = min((a for a, _ in spans[i]), default=None)
+        hi = max((b for _, b in spans[i]), default=0)
+        dur = (hi - lo) if (lo is not None and lo < hi) else 0
+        if best is None or dur < best:
+            chief, best = i, dur
+    if chief is None:
+        return []
+    align = {i: ((0, 0, len(h.steps)) if i == chief else pv._align(spans[i], spans[chief])) for i, h in workers}
+    begin = max(a[1] for a in align.values())
+    end = min(a[1] + a[2] for a in align.values())
+    out = []
+    for k in range(max(0, end - begin)):
+        src = {}
+        for i, h in workers:
+            bs, bc, _ = align[i]
+            _, b, d, _ = h.steps[bs + (begin - bc) + k]
+            src[i] = (b, d)
+        out.append(src)
+    return out
+
+
+def tpu_step_table(frames: dict) -> pl.DataFrame | None:
+    """XProf's PerTpuStepDetails per step (ComputeTpuPerStepDataAcrossCores), in ms / %: TensorCore
+    compute = the least step time minus waiting for the host over cores; input = the most infeed;
+    output = mean outfeed; idle = the shortest step minus all that; input % avg/min/max over cores;
+    all-reduce compute / sync from the all-reduce ops shared across cores (the core with the most)."""
+    from tputui.analysis import pod_viewer as pv  # noqa: PLC0415 (pod_viewer imports steps)
+
+    hosts = [pv.host_step_db(fr, h) for h, fr in frames.items()]
+    combined, cores, _ = pv.combine_hosts(hosts)
+    if not combined:
+        return None
+    sources = _step_sources(hosts)
+    allreduce = [_all_reduce_events(fr) for fr in frames.values()]
+    multi = len(hosts) > 1
+    rows = []
+    for k, (step, per_core) in enumerate(combined):
+        opt, infeed, outfeed, sends, durs, pct = [], [], [], [], [], []
+        for core, (d, cats, generic) in per_core.items():
+            if core not in cores or generic:
+                continue
+            f = _tpu_fields(cats, d)
+            durs.append(d)
+            infeed.append(f["infeed"])
+            outfeed.append(f["outfeed"])
+            sends.append(f["host_send"] + f["host_recv"])
+            wait = f["infeed"] + f["outfeed"] + f["host_send"] + f["host_recv"] + f["idle"] + f["wait_scv0"]
+            opt.append(d - wait)
+            pct.append(100.0 * (f["infeed"] + f["wait_scv0"]) / d if d else 0.0)
+        if not durs:
+            continue
+        # All-reduce: per unique id the fastest core's time is compute, the rest is waiting (sync).
+        per_core_ar: dict[tuple[int, int], list] = {}
+        fastest: dict[int, int] = {}
+        for hid, (b, d) in (sources[k].items() if k < len(sources) else []):
+            for plane, (s, e, uid) in allreduce[hid].items():
+                sel = (s >= b) & (e <= b + d)
+                dd, uu = (e - s)[sel], uid[sel]
+                per_core_ar[(hid, plane)] = list(zip(dd.tolist(), uu.tolist()))
+                for x, u in zip(dd.tolist(), uu.tolist()):
+                    fastest[u] = min(fastest.get(u, x), x)
+        ar_compute = ar_sync = 0
+        for events in per_core_ar.values():
+            c = sum(fastest[u] for _, u in events)
+            sync = sum(x for x, _ in events) - c
+            if c + sync > ar_compute + ar_sync:
+                ar_compute, ar_sync = c, sync
+        compute = min(opt) / 1e9
+        tc_infeed, tc_outfeed = max(infeed) / 1e9, float(np.mean(outfeed)) / 1e9
+        host_transfer = max(sends) / 1e9
+        idle = max(0.0, min(durs) / 1e9 - (compute + tc_infeed + tc_outfeed))
+        rows.append({
+            "step": int(step), "name": str(step), "step_time_ms": max(durs) / 1e9, "min_step_time_ms": min(durs) / 1e9,
+            "tc_compute_ms": compute, "scv0_compute_ms": 0.0, "scv0_infeed_ms": 0.0, "tc_infeed_ms": tc_infeed,
+            "tc_outfeed_ms": tc_outfeed, "tc_idle_ms": idle, "host_transfer_ms": host_transfer,
+            "all_reduce_compute_ms": ar_compute / 1e9, "all_reduce_sync_ms": ar_sync / 1e9,
+            "infeed_percent_avg": float(np.mean(pct)), "infeed_percent_min": min(pct),
+            "infeed_percent_max": max(pct), "cores": len(durs),
+        })
+    return pl.DataFrame(rows) if rows else None
+
+
+def tpu_generic_table(tpu: pl.DataFrame) -> pl.DataFrame:
+    """The TPU step details in the generic step-table columns (compute / input / output / idle)."""
+    return tpu.select(
+        "step", "name", "step_time_ms",
+        device_compute_ms=pl.col("tc_compute_ms") + pl.col("scv0_compute_ms"), device_to_device_ms=pl.lit(0.0),
+        device_collectives_ms=pl.lit(0.0), host_compute_ms=pl.lit(0.0), kernel_launch_ms=pl.lit(0.0),
+        input_ms=pl.col("tc_infeed_ms") + pl.col("scv0_infeed_ms"), output_ms="tc_outfeed_ms",
+        compile_ms=pl.lit(0.0), other_ms="tc_idle_ms", host_to_device_ms=pl.lit(0.0),
+        input_percent="infeed_percent_max",
+        **{c: c for c in TPU_COLUMNS if c not in ("tc_outfeed_ms",)},
+        tc_outfeed_ms_=pl.col("tc_outfeed_ms"), infeed_percent_avg="infeed_percent_avg",
+        infeed_percent_min="infeed_percent_min", infeed_percent_max="infeed_percent_max",
+    ).rename({"tc_outfeed_ms_": "tc_outfeed_ms"})
+
+
+def tpu_bottleneck(tpu: pl.DataFrame | None) -> Bottleneck:
+    """XProf's TpuBottleneckAnalysis: input % of the summed step time (compute + input + all-reduce
+    + output + idle), HIGHLY / MODERATELY / NOT input-bound as for generic hardware."""
+    if tpu is None or not len(tpu):
+        return Bottleneck()
+    step = (tpu["tc_compute_ms"] + tpu["scv0_compute_ms"] + tpu["tc_infeed_ms"] + tpu["scv0_infeed_ms"] +
+            tpu["all_reduce_compute_ms"] + tpu["all_reduce_sync_ms"] + tpu["tc_outfeed_ms"] + tpu["tc_idle_ms"])
+    total = float(step.sum())
+    if total == 0:
+        return Bottleneck()
+    input_p = 100.0 * float((tpu["tc_infeed_ms"] + tpu["scv0_infeed_ms"]).sum()) / total
+    output_p = 100.0 * float(tpu["tc_outfeed_ms"].sum()) / total
+    idle_p = 100.0 * float(tpu["tc_idle_ms"].sum()) / total
+    b = Bottleneck(input_percent=input_p, output_percent=output_p, idle_percent=idle_p,
+                   compute_percent=max(0.0, 100.0 - input_p - output_p - idle_p))
+    _input_analysis(input_p, 0.0, b)
+    b.output_statement = _output_statement(output_p)
+    b.kernel_launch_classification = b.all_other_classification = b.device_collectives_classification = ""
+    return b
+
+
 def generic_step_table(steps: st.StepDb) -> pl.DataFrame:
     """One row per step in ms: XProf's generic step-time graph columns, step time and input %."""
     df = steps.per_step()
@@ -462,11 +630,12 @@ def diagnostics_of(stats_: HostStats) -> list[dict[str, str]]:
 def analyze_stats(run: RunData, stats_: HostStats) -> InputPipelineResult:
     from tputui.analysis import tf_data  # noqa: PLC0415
 
-    table = generic_step_table(stats_.steps)
+    tpu = stats_.tpu_steps
+    table = tpu_generic_table(tpu) if tpu is not None else generic_step_table(stats_.steps)
     ops = input_op_table(stats_.host_db)
     breakdown = host_breakdown_ms(ops, table)
     used = tf_data_in_use(breakdown)
-    bott = bottleneck_analysis(table, used)
+    bott = tpu_bottleneck(tpu) if stats_.hardware_type == "TPU" else bottleneck_analysis(table, used)
     tfd = tf_data.analyze_frames({h: run.frame(h) for h in stats_.hosts}) if used else None
     return InputPipelineResult(
         run=run.name, hosts=stats_.hosts, hardware_type=stats_.hardware_type, step_table=table,

@@ -25,7 +25,8 @@ Facts from XProf (xplane_to_op_metrics_db.cc, op_metrics_db_utils.cc): device op
 hlo_category, tf_op, flops, model_flops, bytes_accessed, deduplicated_name) sit on the event
 metadata; events without program_id/symbol_id still nest but are not counted; flops and bytes are
 per occurrence in the metadata and multiplied out; a plane's total time runs from its first to
-its last op or step; IDLE = total time - sum of self times.
+its last op or step (a step marker by its own span, an op by its device span); IDLE = total
+time - sum of self times.
 """
 from __future__ import annotations
 
@@ -225,7 +226,10 @@ def device_plane_op_metrics(frame: XSpaceFrame, plane: int) -> OpMetricsDb:
         parts.append((rows, e - s, selft))
     for rows in step_rows:
         if len(rows):
-            s, e = device_spans(frame, rows)
+            # Step markers count with their own (host-clock) span here: what XProf 2.24's device
+            # idle figures agree with (ops use their device span).
+            s = frame.start_ps[rows]
+            e = s + raw.event_duration_ps[rows]
             first = s.min() if first is None else min(first, s.min())
             last = e.max() if last is None else max(last, e.max())
     total = int(last - first) if first is not None else 0

@@ -57,7 +57,16 @@ class OverviewResult:
 
     @property
     def bottleneck(self) -> ip.Bottleneck:
+        """XProf's overview bottleneck: the generic analysis, which comes out empty for TPU steps
+        (XProf cannot read TPU step details there); the input pipeline's verdict is `input_conclusion`."""
+        if self.stats.hardware_type == "TPU" and self.has_steps:
+            return ip.Bottleneck(input_classification="", input_statement="", kernel_launch_classification="",
+                                 all_other_classification="", device_collectives_classification="")
         return self.pipeline.bottleneck
+
+    @property
+    def input_conclusion(self) -> str:
+        return self.pipeline.bottleneck.input_statement
 
     def run_environment(self) -> dict[str, Any]:
         s = self.stats
@@ -67,12 +76,13 @@ class OverviewResult:
 
     def recommendation(self) -> dict[str, Any]:
         b = self.bottleneck
-        next_tool = ("input_pipeline_analyzer" if b.input_classification in ("host", "both")
+        verdict = self.pipeline.bottleneck.input_classification
+        next_tool = ("input_pipeline_analyzer" if verdict in ("host", "both")
                      else ("op_profile" if self.stats.hardware_type == "TPU" else "framework_op_stats")
-                     if b.input_classification == "device" else None)
+                     if verdict == "device" else None)
         return {
             "bottleneck": b.input_classification, "statement": b.input_statement,
-            "next_tool": next_tool, "summary_next_step": self.pipeline.next_step,
+            "input_conclusion": self.input_conclusion, "next_tool": next_tool, "summary_next_step": self.pipeline.next_step,
             "kernel_launch_bottleneck": b.kernel_launch_classification,
             "kernel_launch_statement": b.kernel_launch_statement,
             "all_other_bottleneck": b.all_other_classification, "all_other_statement": b.all_other_statement,
@@ -108,6 +118,7 @@ class OverviewResult:
             "top_device_ops": self.top_ops.to_dicts(),
             "bottleneck": self.bottleneck.input_classification,
             "statement": self.bottleneck.input_statement,
+            "input_conclusion": self.input_conclusion,
             "recommendation": self.recommendation(),
             "diagnostics": self.pipeline.diagnostics,
         }

@@ -7,7 +7,7 @@ Used by the overview, input pipeline, pod viewer and the live monitor. API (stab
                             `has_steps`, `step_times_ms()` and `summary_ms()` (count/avg/min/max/stddev)
     host_steps(frame)       steps of a CPU-only host: root events (`_r`, e.g. StepTraceAnnotation /
                             tf.profiler Trace with step_num) grouped like XProf's event forest
-    device_steps(frame)     steps of TPU TensorCores from their `Steps` lines, intersected across cores
+    device_steps(frame)     TPU steps per TensorCore as XProf groups them (via pod_viewer), per-core breakdown
     steps(frame)            what XProf uses for one host: device steps when the host has TPU planes,
                             else host steps (GPU: host steps)
     run_steps(run, host)    the same for one host or all hosts of a run (steps intersected by number)
@@ -37,7 +37,7 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.op_metrics import (
-    OP_LINE_NAMES, device_spans, metadata_stats_table, nest_parents, parse_tf_op, tensor_core_planes,
+    nest_parents, parse_tf_op, tensor_core_planes,
 )
 from tputui.data.xspace import XSpaceFrame
 
@@ -436,29 +436,6 @@ def _event_types(names: list[str], name_idx: np.ndarray) -> tuple[np.ndarray, np
     return marker[name_idx], typ[name_idx]
 
 
-def _breakdown(step_of: np.ndarray, ev_type: np.ndarray, ev_start: np.ndarray, ev_end: np.ndarray,
-               step_begin: np.ndarray, step_end: np.ndarray) -> np.ndarray:
-    """ps per (step, type): events clipped to their step, overlaps given to the higher type,
-    and the rest of the step as unknown. step_of indexes step_begin/step_end."""
-    nsteps = len(step_begin)
-    out = np.zeros((nsteps, len(BREAKDOWN_TYPES)), np.int64)
-    if nsteps == 0:
-        return out
-    s = np.maximum(ev_start, step_begin[step_of]) - step_begin[step_of]
-    e = np.minimum(ev_end, step_end[step_of]) - step_begin[step_of]
-    keep = e > s
-    s, e, st, ty = s[keep], e[keep], step_of[keep], ev_type[keep]
-    span = int((step_end - step_begin).max()) + 1
-    covered_above = np.zeros(nsteps, np.int64)
-    for t in sorted(set(ty.tolist()), reverse=True):
-        sel = ty >= t
-        cov = _union_per_group(st[sel], s[sel], e[sel], span, nsteps)
-        out[:, t] = cov - covered_above
-        covered_above = cov
-    out[:, _T["unknown"]] = (step_end - step_begin) - covered_above
-    return out
-
-
 def _sweep_breakdown(step_of: np.ndarray, ev_type: np.ndarray, ev_start: np.ndarray, ev_end: np.ndarray,
                      step_begin: np.ndarray, step_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """XProf's ToNonOverlappedEvents + ConvertStepDetailsToStepInfo, exactly, per step.
@@ -664,83 +641,37 @@ def host_steps(frame: XSpaceFrame, host: str = "", drop_incomplete: bool = True)
 
 
 # --- device (TPU) steps -------------------------------------------------------------------------
-_INFEED_CATS = {"infeed"}
-_OUTFEED_CATS = {"outfeed"}
-_COLLECTIVE_CATS = {"all-reduce", "all-gather", "all-to-all", "reduce-scatter", "collective-permute",
-                    "all-reduce fusion", "send", "recv", "send-done", "recv-done"}
+def _tpu_rows(per_step, host: str) -> pl.DataFrame:
+    """[(step, begin, dur, {core: category ps})] -> STEP_COLUMNS rows, one per (step, core)."""
+    from tputui.analysis.pod_viewer import tpu_breakdown  # noqa: PLC0415 (pod_viewer imports steps)
+
+    rows = []
+    for step, begin, dur, per_core in per_step:
+        for core, cats in sorted(per_core.items()):
+            bd = tpu_breakdown(cats, dur)
+            t = dict.fromkeys(BREAKDOWN_TYPES, 0)
+            t.update(device_compute_32=bd["device_compute"], device_to_device=bd["device_to_device"],
+                     device_collectives=bd["device_collectives"], device_wait_host=bd["input"],
+                     device_to_host=bd["output"], unknown=bd["all_others"])
+            rows.append({"step": int(step), "name": str(step), "core": int(core), "host": host,
+                         "begin_ps": int(begin), "end_ps": int(begin + dur), "duration_ps": int(dur),
+                         **{f"{k}_ps": int(v) for k, v in t.items()}})
+    return pl.DataFrame(rows, schema=STEP_COLUMNS) if rows else empty_steps()
 
 
 def device_steps(frame: XSpaceFrame, host: str = "") -> StepDb:
-    """TPU steps: each TensorCore's `Steps` line gives its steps (by their order / step number);
-    XProf keeps the steps seen on every core. Per core, the step's XLA ops (self time) split into
-    input (infeed), output (outfeed), collectives and compute; the rest of the step is idle."""
-    raw = frame.raw
-    cores = tensor_core_planes(frame)
-    per_core = []
-    for p in cores:
-        step_line = next((ln for ln in frame.lines_of(p) if raw.line_name[ln] == "Steps"), None)
-        if step_line is None:
-            continue
-        sl = frame.line_events(step_line)
-        rows = np.arange(sl.start, sl.stop, dtype=np.int64)
-        if not len(rows):
-            continue
-        s, e = device_spans(frame, rows)
-        order = np.argsort(s, kind="stable")
-        rows, s, e = rows[order], s[order], e[order]
-        names = [raw.em_name[m] if m >= 0 else "" for m in frame.events["metadata"].to_numpy()[rows]]
-        nums = []
-        for i, nm in enumerate(names):
-            m = re.search(r"(\d+)$", nm)
-            nums.append(int(m.group(1)) if m else i)
-        per_core.append((p, rows, s, e, np.asarray(nums, np.int64), names))
-    if not per_core:
-        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
-    common = set(per_core[0][4].tolist())
-    for c in per_core[1:]:
-        common &= set(c[4].tolist())
-    if not common:
-        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
-    frames = []
-    for p, rows, s, e, nums, names in per_core:
-        keep = np.isin(nums, list(common))
-        s, e, nums = s[keep], e[keep], nums[keep]
-        nm = [n for n, k in zip(names, keep) if k]
-        bd = _device_breakdown(frame, p, s, e)
-        frames.append(pl.DataFrame({
-            "step": nums, "name": nm, "core": np.full(len(nums), int(raw.plane_id[p]), np.int64),
-            "host": [host] * len(nums), "begin_ps": s, "end_ps": e, "duration_ps": e - s,
-            **{f"{t}_ps": bd[:, i] for i, t in enumerate(BREAKDOWN_TYPES)},
-        }, schema=STEP_COLUMNS))
-    return StepDb(steps=pl.concat(frames).sort("step", "core"), kind="device")
+    """TPU steps as XProf builds them (see tputui.analysis.pod_viewer): each TensorCore's `Steps`
+    events take the group of the XLA module they overlap; a step is a group seen on every core,
+    lasting as long as its longest marker; per core its op self time by HLO category gives the
+    breakdown (input = infeed / host recv, output = outfeed / host send, collectives, device to
+    device, all others = idle, compute = the rest). Steps are not dropped (the device already did)."""
+    from tputui.analysis.pod_viewer import host_step_db  # noqa: PLC0415 (pod_viewer imports steps)
 
-
-def _device_breakdown(frame: XSpaceFrame, plane: int, sb: np.ndarray, se: np.ndarray) -> np.ndarray:
-    raw = frame.raw
-    out = np.zeros((len(sb), len(BREAKDOWN_TYPES)), np.int64)
-    parts = []
-    for ln in frame.lines_of(plane):
-        if raw.line_name[ln] not in OP_LINE_NAMES:
-            continue
-        sl = frame.line_events(ln)
-        rows = np.arange(sl.start, sl.stop, dtype=np.int64)
-        if len(rows):
-            parts.append(rows)
-    if not parts:
-        out[:, _T["unknown"]] = se - sb
-        return out
-    rows = np.concatenate(parts)
-    s, e = device_spans(frame, rows)
-    md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
-    cat = metadata_stats_table(frame, ["hlo_category"], md)["hlo_category.text"]
-    cats = np.array([frame.text(int(t)) for t in cat], dtype=object)
-    typ = np.full(len(rows), _T["device_compute_32"], np.int64)
-    typ[np.isin(cats, list(_INFEED_CATS))] = _T["device_wait_host"]
-    typ[np.isin(cats, list(_OUTFEED_CATS))] = _T["device_to_host"]
-    typ[np.isin(cats, list(_COLLECTIVE_CATS))] = _T["device_collectives"]
-    step_of = np.searchsorted(sb, s, "right") - 1
-    ok = (step_of >= 0) & (s < se[np.clip(step_of, 0, None)])
-    return _breakdown(step_of[ok], typ[ok], s[ok], e[ok], sb, se)
+    db = host_step_db(frame, host)
+    steps_ = [(n, b, d, pc) for n, b, d, pc in db.steps if pc and d > 0]
+    if not steps_:
+        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+    return StepDb(steps=_tpu_rows(steps_, host), kind="device")
 
 
 # --- entry points -------------------------------------------------------------------------------
@@ -752,30 +683,41 @@ def steps(frame: XSpaceFrame, host: str = "") -> StepDb:
 
 
 def run_steps(run, host: str | None = None) -> StepDb:
-    """Steps of one host (`host`) or of every host of a run, kept where all hosts have them."""
+    """Steps of one host (`host`) or of every host of a run. Several TPU hosts: XProf's step
+    intersection (pod_viewer.combine_hosts: hosts aligned by step timespans, steps renumbered 0..n-1,
+    cores keyed host index * 1000 + core). Several CPU hosts: steps aligned by position, the
+    slowest host's step kept."""
     hosts = [host] if host else run.hosts
-    dbs = [steps(run.frame(h), h) for h in hosts]
-    if len(dbs) == 1:
-        return dbs[0]
+    if len(hosts) == 1:
+        return steps(run.frame(hosts[0]), hosts[0])
+    frames = {h: run.frame(h) for h in hosts}
+    if any(tensor_core_planes(f) for f in frames.values()):
+        from tputui.analysis.pod_viewer import combine_hosts, host_step_db  # noqa: PLC0415
+
+        dbs = [host_step_db(f, h) for h, f in frames.items()]
+        combined, _, _ = combine_hosts(dbs)
+        per_step = []
+        for k, (step, per_core) in enumerate(combined):
+            cats = {c: v[1] for c, v in per_core.items() if not v[2]}
+            dur = max((v[0] for v in per_core.values()), default=0)
+            if cats and dur > 0:
+                per_step.append((step, 0, dur, cats))
+        if not per_step:
+            return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
+        out = _tpu_rows(per_step, "")
+        # Per-host durations differ: each core keeps its own host's step time.
+        dur_of = {(step, c): v[0] for step, pc in combined for c, v in pc.items()}
+        out = out.with_columns(duration_ps=pl.Series([dur_of.get((s_, c), d) for s_, c, d in zip(
+            out["step"].to_list(), out["core"].to_list(), out["duration_ps"].to_list())], dtype=pl.Int64))
+        return StepDb(steps=out.with_columns(end_ps=pl.col("begin_ps") + pl.col("duration_ps")), kind="device")
+    dbs = [steps(f, h) for h, f in frames.items()]
     found = [d for d in dbs if d.has_steps]
-    if not found:
+    if len(found) < len(dbs) or not found:
         return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
-    if len(found) < len(dbs):
-        return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
-    # Align hosts by position (XProf's step intersection aligns step sequences), keep the overlap.
-    n = min(len(d.per_step()) for d in found)
-    frames = []
-    for d in found:
-        ps = d.steps
-        keep = d.per_step()["step"].head(n)
-        frames.append(ps.filter(pl.col("step").is_in(keep.implode())))
-    kind = found[0].kind
-    if kind == "host":
-        # One row per step: the slowest host's duration and breakdown.
-        allh = pl.concat([f.with_columns(pos=pl.int_range(pl.len())) for f in frames])
-        best = allh.sort("duration_ps", descending=True).group_by("pos").first().sort("pos").drop("pos")
-        return StepDb(steps=best.select(list(STEP_COLUMNS)), kind=kind)
-    return StepDb(steps=pl.concat(frames), kind=kind)
+    n = min(len(d.steps) for d in found)
+    allh = pl.concat([d.steps.head(n).with_columns(pos=pl.int_range(pl.len())) for d in found])
+    best = allh.sort("duration_ps", descending=True).group_by("pos").first().sort("pos").drop("pos")
+    return StepDb(steps=best.select(list(STEP_COLUMNS)), kind="host")
 
 
 def stats_ms(values) -> dict[str, float]:
