@@ -112,8 +112,8 @@ class OverviewResult:
             "run_environment": self.run_environment(),
             "step_time_ms": step_time,
             "step_time_breakdown_ms": self.pipeline.breakdown_summary(),
-            "steps": [{"step": r["name"], "step_number": r["step"], "step_time_ms": r["step_time_ms"],
-                       **{c: r[c] for c in ip.GENERIC_COLUMNS}}
+            "steps": [{"step": r["name"], "step_number": r["step"],
+                       **{k: v for k, v in r.items() if k not in ("name", "step", "host_to_device_ms")}}
                       for r in self.steps.iter_rows(named=True)],
             "top_device_ops": self.top_ops.to_dicts(),
             "bottleneck": self.bottleneck.input_classification,
