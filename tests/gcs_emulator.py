@@ -8,6 +8,7 @@ The emulator (`gcp_storage_emulator start --in-memory`, see `_LAUNCH`) serves th
 - pages object listings at 1000 items like GCS does (the emulator returns everything at once);
 - answers `ifGenerationMatch=0` uploads of existing objects with 412, as GCS does (the emulator
   ignores preconditions);
+- serves objects stored with Content-Encoding: gzip the way GCS does (whole, Range ignored);
 - injects faults on request: an HTTP error with a GCS-style JSON body (403, 401, ...) or a dropped
   connection, because the emulator itself never refuses anyone.
 
@@ -75,6 +76,10 @@ class Request:
     def object(self) -> str | None:
         """The object name a request is about (unquoted), if any."""
         return urllib.parse.unquote(self.path.split("/o/", 1)[1]) if "/o/" in self.path else None
+
+    @property
+    def bucket(self) -> str | None:
+        return self.path.split("/b/", 1)[1].split("/", 1)[0] if "/b/" in self.path else None
 
     @property
     def is_list(self) -> bool:
@@ -164,6 +169,23 @@ class Emulator:
         return {o["name"]: (o.get("generation"), o.get("metageneration"), str(o.get("size")), o.get("md5Hash"))
                 for o in items}
 
+    def patch(self, bucket: str, name: str, fields: dict) -> dict:
+        return self._call("PATCH", f"/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}",
+                          json.dumps(fields).encode())
+
+    def metadata(self, bucket: str, name: str) -> dict | None:
+        try:
+            return self._call("GET", f"/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}")
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def stored_bytes(self, bucket: str, name: str) -> bytes:
+        q = urllib.parse.quote(name, safe="")
+        with urllib.request.urlopen(f"{self.url}/download/storage/v1/b/{bucket}/o/{q}?alt=media", timeout=60) as r:
+            return r.read()
+
     def exists(self, bucket: str, name: str) -> bool:
         try:
             self._call("GET", f"/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}")
@@ -241,6 +263,8 @@ class RecordingProxy:
                         self._reply(412, gcs_error(412, "At least one of the pre-conditions you specified did not hold.",
                                                    "conditionNotMet"), [("Content-Type", "application/json")])
                         return
+                    if req.is_download and self._served_gzipped(req):
+                        return
                     status, headers, data = self._forward(req, body)
                     if req.is_list and status == 200:
                         data = self._paged(req, data)
@@ -260,6 +284,18 @@ class RecordingProxy:
                         name = json.loads(line).get("name")
                         break
                 return bool(name) and proxy.emulator.exists(bucket, name)
+
+            def _served_gzipped(self, req: Request) -> bool:
+                """GCS serves objects stored with Content-Encoding: gzip whole (Range ignored) and,
+                to clients that accept gzip, compressed with that header; the emulator does neither."""
+                meta = proxy.emulator.metadata(req.bucket, req.object)
+                if not meta or (meta.get("contentEncoding") or "").lower() != "gzip":
+                    return False
+                req.status = 200
+                self._reply(200, proxy.emulator.stored_bytes(req.bucket, req.object),
+                            [("Content-Type", meta.get("contentType") or "application/octet-stream"),
+                             ("Content-Encoding", "gzip")])
+                return True
 
             def _forward(self, req: Request, body: bytes):
                 path = self.path

@@ -192,6 +192,24 @@ def test_only_the_requested_host_is_fetched(gcs_env):
     assert {r.object for r in proxy.downloads()} == {"plugins/profile/2026_02_02_00_00_00/w1.xplane.pb"}
 
 
+def test_gzip_encoded_object_is_fetched_whole_and_cached(gcs_env):
+    import gzip
+
+    emu, proxy = gcs_env
+    raw = (PROFILES / "jax_mlp").rglob("vm.xplane.pb").__next__().read_bytes()
+    emu.create_bucket("gz")
+    name = "plugins/profile/2026_06_06_00_00_00/vm.xplane.pb"
+    emu.upload("gz", name, gzip.compress(raw))  # as `gsutil cp -Z` stores it
+    emu.patch("gz", name, {"contentEncoding": "gzip"})
+    hf = open_logdir("gs://gz").runs[0].hosts[0]
+    proxy.reset()
+    assert read_bytes(hf) == raw
+    assert len(proxy.downloads()) == 1 and "range" not in proxy.downloads()[0].headers
+    fresh_process()
+    proxy.reset()
+    assert read_bytes(open_logdir("gs://gz").runs[0].hosts[0]) == raw and not proxy.downloads()
+
+
 def test_frames_equal_local(gcs_env):
     for profile in ("tpu_v6e_inference", "tf_keras"):
         remote = RunData(open_logdir(url(profile)).runs[0])

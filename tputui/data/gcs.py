@@ -1,8 +1,8 @@
 """gs:// logdirs through gcsfs: one flat listing, parallel ranged downloads into a local cache.
 
-Discovery lists the prefix once, without a delimiter (GCS pages hold up to 1000 objects), and
-groups the listing with the same code as local logdirs; the object generation stands in for
-the mtime. A read fetches only the requested host file, in parallel byte ranges pinned to that
+Discovery lists the prefix once, flat (no delimiter), asking GCS for profile files only
+(matchGlob; pages of up to 1000), and groups the listing with the same code as local logdirs;
+the object generation stands in for the mtime. A read fetches only the requested host file, in parallel byte ranges pinned to that
 generation, into `$XDG_CACHE_HOME/tputui/gcs/<bucket>/<object hash>/<generation>`, so a second
 open downloads nothing. Nothing is written to the bucket except by `write_bytes` (capture), and
 every failure becomes one `LogdirError` line.
@@ -56,6 +56,11 @@ class GcsObject:
     @property
     def url(self) -> str:
         return f"gs://{self.bucket}/{self.name}"
+
+    @property
+    def gzipped(self) -> bool:
+        """Stored gzip-compressed: GCS serves it whole and decompressed, so no ranges or sizes."""
+        return (self.content_encoding or "").lower() == "gzip"
 
 
 # Objects seen by the last listings, by URL: read_bytes needs the exact generation and md5.
@@ -299,13 +304,13 @@ def _current_object(hf: HostFile, fs) -> GcsObject:
     return obj
 
 
-def _read_cached(path: str, size: int) -> bytes | None:
+def _read_cached(obj: GcsObject) -> bytes | None:
     try:
-        with open(path, "rb") as f:
+        with open(cache_path(obj), "rb") as f:
             data = f.read()
     except OSError:
         return None
-    return data if len(data) == size else None
+    return data if obj.gzipped or len(data) == obj.size else None
 
 
 def _store(obj: GcsObject, data: bytes) -> None:
@@ -357,7 +362,6 @@ async def _fetch_parts(fs, obj: GcsObject, buf: bytearray, done: list[int]) -> N
 
 
 async def _fetch_whole(fs, obj: GcsObject, buf: bytearray, done: list[int]) -> None:
-    # gzip-encoded objects are served decompressed: byte ranges and sizes do not apply.
     data = await fs._cat_file(f"{obj.bucket}/{obj.name}", generation=obj.generation)
     buf[:] = data
     done[0] = len(data)
@@ -373,7 +377,7 @@ def download(fs, obj: GcsObject, progress=None, label: str | None = None) -> byt
     label = label or posixpath.basename(obj.name)
     buf = bytearray(obj.size)
     done = [0]
-    whole = (obj.content_encoding or "").lower() == "gzip"
+    whole = obj.gzipped
     started = time.monotonic()
     job = _fetch_whole(fs, obj, buf, done) if whole else _fetch_parts(fs, obj, buf, done)
     future = asyncio.run_coroutine_threadsafe(job, fs.loop)
@@ -400,7 +404,7 @@ def read_bytes(hf: HostFile, progress=None) -> bytes:
     """One host file's bytes: from the local download cache, else downloaded (and cached)."""
     fs = filesystem()
     obj = _current_object(hf, fs)
-    data = _read_cached(cache_path(obj), obj.size)
+    data = _read_cached(obj)
     if data is not None:
         return data
     with _gcs_errors(hf.path, fs):
