@@ -5,12 +5,11 @@ import json
 
 import numpy as np
 import pytest
+from conftest import PROFILES, oracle_dir
 
 from tputui.analysis import op_metrics as om
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
-
-from conftest import PROFILES, oracle_dir
 
 
 def _frame(profile: str):

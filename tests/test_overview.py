@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import ALL_PROFILES, PROFILES, oracle_dir
 
 from tputui.analysis.input_pipeline import html_to_text
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.export import export_text
-
-from conftest import ALL_PROFILES, PROFILES, oracle_dir
 
 
 def _runs():

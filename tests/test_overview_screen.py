@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from conftest import PROFILES
+
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.screens.input_pipeline import InputPipelineScreen
@@ -41,7 +42,7 @@ async def test_overview_step_cursor_reads_each_step():
         assert isinstance(screen, OverviewScreen) and screen.error is None
         chart = screen.query_one(StackedColumns)
         assert chart.has_focus and len(chart.values) == 18
-        card = lambda: text_of(screen, "#ov-steps .card")  # noqa: E731
+        card = lambda: text_of(screen, "#ov-steps .card")
         assert card().startswith("Step train 1: 1.294 ms")
         await pilot.press("right", "right")
         assert chart.cursor == 2

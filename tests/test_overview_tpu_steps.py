@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import FIXTURES
 
 from tputui.analysis.input_pipeline import html_to_text
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.export import export_text
-
-from conftest import FIXTURES
 
 POD = ["pod_v5e_single", "pod_v4_32", "dcn_2slices"]
 
@@ -84,7 +83,7 @@ def test_overview_summary(name, exported):
     assert got["statement"] == ora[3]["p"]["statement"] == ""
     assert got["input_conclusion"] == ora[1]["p"]["input_conclusion"]
     for g, w in zip(got["top_device_ops"], ora[0]["rows"]):
-        frac, cum, cat, name_, rate = (c["v"] for c in w["c"])
+        frac, _, cat, name_, rate = (c["v"] for c in w["c"])
         assert (g["name"], g["category"]) == (name_, cat)
         assert g["self_time_percent"] == pytest.approx(frac * 100, rel=1e-9)
         assert g["flop_rate_gflops"] == pytest.approx(rate, rel=1e-9)

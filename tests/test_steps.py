@@ -9,12 +9,11 @@ import json
 
 import numpy as np
 import pytest
+from conftest import ALL_PROFILES, PROFILES, oracle_dir
 
 from tputui.analysis import steps as S
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
-
-from conftest import ALL_PROFILES, PROFILES, oracle_dir
 
 US_IN_MS = 1e-3
 
@@ -42,7 +41,7 @@ def test_steps_match_xprof(profile, run):
         assert db.diagnostics == [S.NO_STEP_MARKER]
         return
     assert got["name"].to_list() == [w["stepnum"] for w in want]
-    ms = lambda col: got[col].to_numpy() / 1e9  # noqa: E731
+    ms = lambda col: got[col].to_numpy() / 1e9
     np.testing.assert_allclose(ms("duration_ps"), [w["stepTimeMs"] for w in want], atol=US_IN_MS)
     columns = {
         "hostComputeTimeMs": ms("host_compute_ps"),

@@ -58,15 +58,15 @@ _DATASET = "https://www.tensorflow.org/api_docs/python/tf/data/Dataset#"
 _TFRECORD = "https://www.tensorflow.org/api_docs/python/tf/data/TFRecordDataset#class_tfrecorddataset"
 RECOMMENDATIONS = [  # XProf's text, links written as "text (url)"
     "Enqueuing data: you may want to combine small input data chunks into fewer but larger chunks.",
-    f"Data preprocessing: you may increase num_parallel_calls in Dataset map() ({_DATASET}map) or "
-    "preprocess the data OFFLINE.",
-    "Reading data from files in advance: you may tune parameters in the following tf.data API "
-    f"(prefetch size ({_DATASET}prefetch), interleave cycle_length ({_DATASET}interleave), reader "
-    f"buffer_size ({_TFRECORD}))",
-    "Reading data from files on demand: you should read data IN ADVANCE using the following tf.data API "
-    f"(prefetch ({_DATASET}prefetch), interleave ({_DATASET}interleave), reader buffer ({_TFRECORD}))",
-    "Other data reading or processing: you may consider using the tf.data API "
-    "(https://www.tensorflow.org/programmers_guide/datasets) (if you are not using it now)",
+    (f"Data preprocessing: you may increase num_parallel_calls in Dataset map() ({_DATASET}map) or "
+     "preprocess the data OFFLINE."),
+    ("Reading data from files in advance: you may tune parameters in the following tf.data API "
+     f"(prefetch size ({_DATASET}prefetch), interleave cycle_length ({_DATASET}interleave), reader "
+     f"buffer_size ({_TFRECORD}))"),
+    ("Reading data from files on demand: you should read data IN ADVANCE using the following tf.data API "
+     f"(prefetch ({_DATASET}prefetch), interleave ({_DATASET}interleave), reader buffer ({_TFRECORD}))"),
+    ("Other data reading or processing: you may consider using the tf.data API "
+     "(https://www.tensorflow.org/programmers_guide/datasets) (if you are not using it now)"),
 ]
 
 
@@ -152,7 +152,7 @@ def _is_training(frame) -> bool:
     p = frame.plane_index("/host:metadata")
     if p is None:
         return False
-    from tputui.proto import hlo_pb2  # noqa: PLC0415 (only profiles with HLO protos)
+    from tputui.proto import hlo_pb2
 
     owners = frame.stat_values("metadata", "Hlo Proto")["owner"].to_list()
     for owner in owners:
@@ -164,7 +164,7 @@ def _is_training(frame) -> bool:
         proto = hlo_pb2.HloProto()
         try:
             proto.ParseFromString(data)
-        except Exception:  # noqa: BLE001 (a broken proto only loses this hint)
+        except Exception:  # noqa: BLE001,S112 (a broken proto only loses this hint)
             continue
         for comp in proto.hlo_module.computations:
             for ins in comp.instructions:
@@ -192,7 +192,7 @@ def _tpu_fields(cats: dict[str, int], step_ps: int) -> dict[str, int]:
     """XProf's TpuStepBreakdown of one core's step from its op self time per HLO category."""
     t = {c: v for c, v in cats.items() if c != "IDLE"}
     total = sum(t.values())
-    g = lambda *names: sum(t.get(n, 0) for n in names)  # noqa: E731
+    g = lambda *names: sum(t.get(n, 0) for n in names)
     sc_in, sc_out = g("sparsecorev0 infeed"), g("sparsecorev0 outfeed")
     transform = min(sc_in, sc_out)
     return {"infeed": g("infeed"), "outfeed": g("outfeed"), "idle": max(step_ps, total) - total,
@@ -218,7 +218,7 @@ def _all_reduce_events(frame) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndar
 
 def _step_sources(hosts) -> list[dict[int, tuple]]:
     """For each step XProf keeps (pod_viewer.combine_hosts), each host's own step (begin, dur)."""
-    from tputui.analysis import pod_viewer as pv  # noqa: PLC0415 (pod_viewer imports steps)
+    from tputui.analysis import pod_viewer as pv
 
     if len(hosts) == 1:
         return [{0: (b, d)} for _, b, d, _ in hosts[0].steps]
@@ -253,7 +253,7 @@ def tpu_step_table(frames: dict) -> pl.DataFrame | None:
     compute = the least step time minus waiting for the host over cores; input = the most infeed;
     output = mean outfeed; idle = the shortest step minus all that; input % avg/min/max over cores;
     all-reduce compute / sync from the all-reduce ops shared across cores (the core with the most)."""
-    from tputui.analysis import pod_viewer as pv  # noqa: PLC0415 (pod_viewer imports steps)
+    from tputui.analysis import pod_viewer as pv
 
     hosts = [pv.host_step_db(fr, h) for h, fr in frames.items()]
     combined, cores, _ = pv.combine_hosts(hosts)
@@ -261,7 +261,6 @@ def tpu_step_table(frames: dict) -> pl.DataFrame | None:
         return None
     sources = _step_sources(hosts)
     allreduce = [_all_reduce_events(fr) for fr in frames.values()]
-    multi = len(hosts) > 1
     rows = []
     for k, (step, per_core) in enumerate(combined):
         opt, infeed, outfeed, sends, durs, pct = [], [], [], [], [], []
@@ -352,7 +351,7 @@ def generic_step_table(steps: st.StepDb) -> pl.DataFrame:
         return pl.DataFrame(schema={"step": pl.Int64, "name": pl.String, "step_time_ms": pl.Float64,
                                     **{c: pl.Float64 for c in GENERIC_COLUMNS}, "host_to_device_ms": pl.Float64,
                                     "input_percent": pl.Float64})
-    ms = lambda *cols: sum(pl.col(f"{c}_ps") for c in cols) / 1e9  # noqa: E731
+    ms = lambda *cols: sum(pl.col(f"{c}_ps") for c in cols) / 1e9
     if steps.kind == "device":
         # TPU: compute / input (infeed) / output (outfeed) / collectives / idle of the slowest core.
         out = df.select(
@@ -418,7 +417,7 @@ def bottleneck_analysis(table: pl.DataFrame, tf_data_used: bool) -> Bottleneck:
     total = float(table["step_time_ms"].sum()) if len(table) else 0.0
     if total == 0:
         return Bottleneck()
-    pct = lambda col: 100.0 * float(table[col].sum()) / total  # noqa: E731
+    pct = lambda col: 100.0 * float(table[col].sum()) / total
     input_p, output_p = pct("input_ms"), pct("output_ms")
     compute_p, coll_p = pct("device_compute_ms"), pct("device_collectives_ms")
     idle_p = max(0.0, 100.0 - input_p - output_p - compute_p - coll_p)
@@ -628,7 +627,7 @@ def diagnostics_of(stats_: HostStats) -> list[dict[str, str]]:
 
 
 def analyze_stats(run: RunData, stats_: HostStats) -> InputPipelineResult:
-    from tputui.analysis import tf_data  # noqa: PLC0415
+    from tputui.analysis import tf_data
 
     tpu = stats_.tpu_steps
     table = tpu_generic_table(tpu) if tpu is not None else generic_step_table(stats_.steps)

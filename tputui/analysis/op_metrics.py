@@ -31,6 +31,7 @@ time - sum of self times.
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -294,7 +295,7 @@ def gpu_plane_op_metrics(frame: XSpaceFrame, plane: int) -> OpMetricsDb:
         return OpMetricsDb(total_time_ps=total)
     rows = np.concatenate(rows_all)
     has_op, op_text = event_stat(frame, "hlo_op", rows, kind="text")
-    has_prog, prog = event_stat(frame, "program_id", rows)
+    _, prog = event_stat(frame, "program_id", rows)
     dur = raw.event_duration_ps[rows]
     ev = pl.DataFrame({"op": op_text, "program_id": prog.astype(np.uint64), "dur": dur}).filter(
         pl.Series(has_op))
@@ -439,7 +440,7 @@ def duty_cycle(frame: XSpaceFrame, planes: list[int]) -> tuple[int, int]:
 # --- framework (TF) ops ----------------------------------------------------------------------
 _TF_OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*\Z")
 _TF_OP_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*\Z")
-_JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?\Z", re.S)
+_JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?\Z", re.DOTALL)
 
 CAT_UNKNOWN, CAT_TENSORFLOW, CAT_JAX, CAT_TF_DATA, CAT_MEMCPY = "unknown", "tensorflow", "jax", "tf.data", "memcpy"
 
@@ -609,7 +610,7 @@ def line_parents(frame: XSpaceFrame, plane: int, rows: np.ndarray | None = None)
     line = raw.event_line[rows]
     out = np.full(len(rows), -1, np.int64)
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(line)) + 1, [len(rows)]])
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in pairwise(bounds.tolist()):
         seg = np.arange(a, b)
         s_, e_ = start[a:b], end[a:b]
         ds = np.diff(s_)

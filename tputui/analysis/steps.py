@@ -37,7 +37,9 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.op_metrics import (
-    nest_parents, parse_tf_op, tensor_core_planes,
+    nest_parents,
+    parse_tf_op,
+    tensor_core_planes,
 )
 from tputui.data.xspace import XSpaceFrame
 
@@ -102,7 +104,7 @@ class StepDb:
         t = self.step_times_ms()
         if len(t) == 0:
             return None
-        return {"count": int(len(t)), "avg": float(t.mean()), "min": float(t.min()), "max": float(t.max()),
+        return {"count": len(t), "avg": float(t.mean()), "min": float(t.min()), "max": float(t.max()),
                 "stddev": float(t.std(ddof=1)) if len(t) > 1 else 0.0}
 
 
@@ -137,7 +139,7 @@ class GroupedEvents:
     parent: np.ndarray  # nesting parent (index into the arrays), -1 for none
 
     @classmethod
-    def empty(cls, event_names=None) -> "GroupedEvents":
+    def empty(cls, event_names=None) -> GroupedEvents:
         z = np.zeros(0, np.int64)
         return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool), z)
 
@@ -424,7 +426,7 @@ def _event_types(names: list[str], name_idx: np.ndarray) -> tuple[np.ndarray, np
         marker[i] = bool(_EXPLICIT_MARKER.match(nm))
         if marker[i] or nm.startswith(_NOT_REAL_COMPUTE):
             continue
-        cat, _, t = parse_tf_op(nm)
+        _, _, t = parse_tf_op(nm)
         if t.startswith("InfeedEnqueue") or t == "MemcpyHToD":
             typ[i] = _T["host_to_device"]
         elif t == "MemcpyHToH":
@@ -559,8 +561,7 @@ def _priority_sweep(is_start: np.ndarray, ty: np.ndarray, ntypes: int) -> np.nda
     for i, (s, k) in enumerate(zip(is_start.tolist(), ty.tolist())):
         if s:
             count[k] += 1
-            if k > cur:
-                cur = k
+            cur = max(cur, k)
         else:
             count[k] -= 1
             if k == cur and count[k] == 0:
@@ -643,7 +644,7 @@ def host_steps(frame: XSpaceFrame, host: str = "", drop_incomplete: bool = True)
 # --- device (TPU) steps -------------------------------------------------------------------------
 def _tpu_rows(per_step, host: str) -> pl.DataFrame:
     """[(step, begin, dur, {core: category ps})] -> STEP_COLUMNS rows, one per (step, core)."""
-    from tputui.analysis.pod_viewer import tpu_breakdown  # noqa: PLC0415 (pod_viewer imports steps)
+    from tputui.analysis.pod_viewer import tpu_breakdown
 
     rows = []
     for step, begin, dur, per_core in per_step:
@@ -665,7 +666,7 @@ def device_steps(frame: XSpaceFrame, host: str = "") -> StepDb:
     lasting as long as its longest marker; per core its op self time by HLO category gives the
     breakdown (input = infeed / host recv, output = outfeed / host send, collectives, device to
     device, all others = idle, compute = the rest). Steps are not dropped (the device already did)."""
-    from tputui.analysis.pod_viewer import host_step_db  # noqa: PLC0415 (pod_viewer imports steps)
+    from tputui.analysis.pod_viewer import host_step_db
 
     db = host_step_db(frame, host)
     steps_ = [(n, b, d, pc) for n, b, d, pc in db.steps if pc and d > 0]
@@ -692,7 +693,7 @@ def run_steps(run, host: str | None = None) -> StepDb:
         return steps(run.frame(hosts[0]), hosts[0])
     frames = {h: run.frame(h) for h in hosts}
     if any(tensor_core_planes(f) for f in frames.values()):
-        from tputui.analysis.pod_viewer import combine_hosts, host_step_db  # noqa: PLC0415
+        from tputui.analysis.pod_viewer import combine_hosts, host_step_db
 
         dbs = [host_step_db(f, h) for h, f in frames.items()]
         combined, _, _ = combine_hosts(dbs)

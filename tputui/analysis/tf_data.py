@@ -174,7 +174,7 @@ def _host_pipelines(host: str, fr: XSpaceFrame) -> list[PipelineStats]:
     children: dict[int, list[int]] = {}
     for i in np.flatnonzero(iter_mask & (parent >= 0)).tolist():
         children.setdefault(pos[int(parent[i])], []).append(i)
-    name_of = lambda i: names[md_i[i]] if md_i[i] < len(names) else ""  # noqa: E731
+    name_of = lambda i: names[md_i[i]] if md_i[i] < len(names) else ""
     produce_names = {k for k, n in enumerate(names) if n in _PRODUCE}
     consume_names = {k for k, n in enumerate(names) if n in _CONSUME}
     producers: dict[tuple[int, int], list[int]] = {}
