@@ -31,9 +31,9 @@ time - sum of self times.
 from __future__ import annotations
 
 import re
-from itertools import pairwise
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 
 import numpy as np
 import polars as pl
