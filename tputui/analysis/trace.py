@@ -315,26 +315,38 @@ class TraceIndex:
 
 
 def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntracks: int) -> np.ndarray:
-    """Depth of each event within its track (events sorted by track, start, longest first).
+    """Depth of each event in its track's nesting tree (events sorted by track, start, longest first).
 
-    depth = events of the track already started (non-instant) - those already ended by its start.
+    An event's parent is the nearest earlier event of its track that lasts at least as long
+    (so it contains it); depth = number of ancestors. Found by pointer jumping, not a loop
+    per event: each candidate parent that ends too early is replaced by its own candidate
+    (everything between them ends earlier still), and depths are summed by pointer doubling.
+    Unlike "how many events are open", this keeps a step above its ops when the step starts
+    while an unrelated event (e.g. a Python-tracer frame) is still open.
     """
     n = len(start)
     if n == 0:
         return np.zeros(0, np.int64)
-    opener = end > start
-    started = np.cumsum(opener) - opener  # openers strictly before i (global)
-    bounds = np.searchsorted(track, np.arange(ntracks + 1))
-    depth = np.empty(n, np.int64)
-    for k in range(ntracks):  # per track, not per event
-        a, b = int(bounds[k]), int(bounds[k + 1])
-        if a == b:
-            continue
-        op = opener[a:b]
-        ends = np.sort(end[a:b][op])
-        closed = np.searchsorted(ends, start[a:b], "right")
-        depth[a:b] = started[a:b] - started[a] - closed
-    return np.maximum(depth, 0)
+    first = np.ones(n, bool)
+    first[1:] = track[1:] != track[:-1]
+    parent = np.where(first, -1, np.arange(n) - 1)
+    todo = np.flatnonzero(parent >= 0)
+    while len(todo):
+        todo = todo[end[parent[todo]] < end[todo]]  # candidate ends too early: try its parent
+        parent[todo] = parent[parent[todo]]
+        todo = todo[parent[todo] >= 0]
+    # Pointer doubling: depth[i] counts the edges from i to anc[i], until anc[i] is past the root.
+    depth = (parent >= 0).astype(np.int64)
+    anc = parent
+    act = np.flatnonzero(anc >= 0)
+    while len(act):
+        a = anc[act]
+        new_depth = depth[act] + depth[a]
+        new_anc = anc[a]
+        depth[act] = new_depth
+        anc[act] = new_anc
+        act = act[new_anc >= 0]
+    return depth
 
 
 def _ps_text(ps: int) -> str:

@@ -16,8 +16,8 @@ match), * select every match, g go to a time, 1-4 selection / pan / zoom / timin
 
 `frame_rows` are rows of the host's `XSpaceFrame.events` table (what analyses hold); `names` are
 exact event names as the trace viewer shows them (e.g. "train 5", an HLO op name); the matching
-events are selected and the view zooms to them (or to `start_ps`..`end_ps`, times from the
-profile start, when given). It opens the trace viewer for the app's current run and host.
+events are selected and the view zooms to them (or to `start_ps`..`end_ps` when given). Times
+are picoseconds from the profile start, like `XSpaceFrame.events.start_ps`. It opens the trace viewer for the app's current run and host.
 """
 from __future__ import annotations
 
@@ -157,7 +157,8 @@ class TraceViewerScreen(ToolScreen):
         ix, tl = self.index, self.timeline
         picked = np.zeros(0, np.int64)
         if f.frame_rows:
-            picked = np.flatnonzero(np.isin(ix.source, np.asarray(f.frame_rows, np.int64)))
+            raw = ix.kind == 0  # the events themselves, not lines XProf derives from them
+            picked = np.flatnonzero(raw & np.isin(ix.source, np.asarray(f.frame_rows, np.int64)))
         if f.names:
             ids = [i for i, n in enumerate(ix.names) if n in set(f.names)]
             picked = np.union1d(picked, np.flatnonzero(np.isin(ix.name, ids)))
@@ -169,7 +170,7 @@ class TraceViewerScreen(ToolScreen):
             first = int(picked[np.argmin(ix.start[picked])])
             tl.select(picked, current=first)
         if f.start_ps is not None and f.end_ps is not None:
-            tl.set_window(ix.t_min + f.start_ps, ix.t_min + f.end_ps)
+            tl.set_window(f.start_ps, f.end_ps)
         elif len(picked):
             tl.zoom_to_selection()
 
@@ -300,13 +301,13 @@ class TraceViewerScreen(ToolScreen):
         if tl is None:
             return
         ix = tl.ix
-        parts = [f"{fmt_ps(tl.t0 - ix.t_min)} – {fmt_ps(tl.t1 - ix.t_min)} ({fmt_ps(tl.span)})",
+        parts = [f"{fmt_ps(tl.t0)} – {fmt_ps(tl.t1)} ({fmt_ps(tl.span)})",
                  f"{ix.num_events:,} events"]
         if tl.mark is not None:
             parts.append(f"mark {fmt_ps(tl.mark.end - tl.mark.start)}")
         if tl.mode == "timing":
             cur = tl.time_cursor
-            parts.append(f"cursor {fmt_ps(cur - ix.t_min) if cur is not None else '-'}"
+            parts.append(f"cursor {fmt_ps(cur) if cur is not None else '-'}"
                          f" · marks {len(tl.timing)}/2 (space)")
         if tl.search_text:
             pos = f"{tl.match_pos + 1}/" if tl.match_pos >= 0 else ""
@@ -341,7 +342,7 @@ class TraceViewerScreen(ToolScreen):
             t.add_row("Selected", f"{len(sel):,} events")
             t.add_row("Total duration", fmt_ps(int(dur.sum())))
             t.add_row("Average", fmt_ps(float(dur.mean())))
-            t.add_row("Span", f"{fmt_ps(a - ix.t_min)} – {fmt_ps(b - ix.t_min)} ({fmt_ps(b - a)})")
+            t.add_row("Span", f"{fmt_ps(a)} – {fmt_ps(b)} ({fmt_ps(b - a)})")
             t.add_row("Names", ", ".join(f"{ix.names[n]} ×{c}" for c, n in top))
             return t
         i = int(tl.current if tl.current in set(sel.tolist()) else sel[0])
@@ -353,10 +354,10 @@ class TraceViewerScreen(ToolScreen):
         t.add_column(overflow="fold")
         t.add_row("Name", ix.event_name(i))
         t.add_row("Where", f"{sec.name} › {track.name} (depth {int(ix.row_depth[int(ix.event_row[i])])})")
-        t.add_row("Start", fmt_ps(s - ix.t_min, 6))
+        t.add_row("Start", fmt_ps(s, 6) + " from the profile start")
         t.add_row("Duration", fmt_ps(e - s, 6) if e > s else "instant")
         long_name = ix.metadata_name(i)
-        if long_name and long_name != ix.event_name(i):
+        if len(long_name) > len(ix.event_name(i)):  # e.g. an XLA op's full HLO text
             t.add_row("Full name", long_name)
         if int(ix.kind[i]) != 0:
             t.add_row("Derived", "synthesized by XProf's rules (from the op / region it covers)")

@@ -241,13 +241,13 @@ class Timeline(Widget, can_focus=True):
         step = nice_step(span / max(w / 14, 1))
         labels = [" "] * w
         ticks = ["─"] * w
-        first = math.ceil((self.t0 - self.ix.t_min) / step)
-        t = self.ix.t_min + first * step
+        first = math.ceil(self.t0 / step)  # times are ps from the profile start
+        t = first * step
         while t <= self.t1:
             col = int((t - self.t0) / span * w)
             if 0 <= col < w:
                 ticks[col] = "┬"
-                text = fmt_ps(t - self.ix.t_min)
+                text = fmt_ps(t)
                 if col + len(text) <= w and all(c == " " for c in labels[col:col + len(text) + 1]):
                     labels[col:col + len(text)] = list(text)
             t += step
@@ -384,7 +384,7 @@ class Timeline(Widget, can_focus=True):
         self.view_changed()
 
     def go_to(self, t_from_start: int) -> None:
-        t = self.ix.t_min + t_from_start
+        t = t_from_start
         self.time_cursor = t
         half = self.span / 2
         self.set_window(t - half, t + half)

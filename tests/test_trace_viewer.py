@@ -1,0 +1,250 @@
+"""The trace viewer screen driven from the keyboard on real fixtures, plus snapshots at a few zooms.
+
+Each test checks what is selected and what is visible after the keys (zoom, pan, select, f, m,
+search and n / N, sections, go to time, timing marks, focus from other screens).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tputui.app import TputuiApp
+from tputui.data.logdir import open_logdir
+from tputui.screens.trace_viewer import TraceFocus, TraceViewerScreen, show_in_trace_viewer
+from tputui.widgets.timeline import Timeline, fmt_ps, parse_time
+
+from conftest import PROFILES
+
+SIZE = (120, 36)
+
+
+def make_app(profile: str = "jax_mlp", **kw) -> TputuiApp:
+    return TputuiApp(open_logdir(str(PROFILES / profile)), tool="trace_viewer", **kw)
+
+
+async def loaded(pilot) -> Timeline:
+    """Wait for the index and its level-of-detail pyramid, then for a redraw."""
+    app = pilot.app
+    for _ in range(200):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        if app.screen.query("#timeline") and app.screen.index.pyramid_ready:
+            break
+    await pilot.pause()
+    return app.screen.query_one("#timeline", Timeline)
+
+
+def visible_text(tl: Timeline) -> str:
+    return "\n".join(s.text for s in tl.frame())
+
+
+def details_text(screen) -> str:
+    from rich.console import Console
+
+    console = Console(width=200)
+    with console.capture() as cap:
+        console.print(screen.details_renderable())
+    return cap.get()
+
+
+def selected_names(tl: Timeline) -> list[str]:
+    return [tl.ix.event_name(int(i)) for i in tl.selection]
+
+
+async def test_opens_with_the_whole_profile_in_view():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        assert isinstance(app.screen, TraceViewerScreen) and app.screen.error is None
+        ix = tl.ix
+        assert tl.t0 <= ix.t_min and tl.t1 >= ix.t_max
+        text = visible_text(tl)
+        assert "Host Threads" in text and "python" in text
+        assert "trai" in text  # the 20 steps are labelled on the python track
+        assert "ms" in text.splitlines()[0]  # time axis with units
+
+
+async def test_zoom_and_pan_keys():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        span = tl.span
+        await pilot.press("w")
+        assert tl.span == pytest.approx(span / 2)
+        await pilot.press("s", "s")
+        assert tl.span == pytest.approx(span * 2)
+        t0 = tl.t0
+        await pilot.press("d")
+        assert tl.t0 == pytest.approx(t0 + tl.span / 4)
+        await pilot.press("a", "a")
+        assert tl.t0 == pytest.approx(t0 - tl.span / 4)
+
+
+async def test_arrows_select_events_and_f_zooms_to_them():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        await pilot.press("down", "down")  # section header, python depth 0, python depth 1
+        await pilot.press("down")
+        assert len(tl.selection) == 1
+        first = int(tl.selection[0])
+        row = int(tl.ix.event_row[first])
+        assert tl.ix.tracks[int(tl.ix.row_track[row])].name == "python"
+        await pilot.press("right")
+        second = int(tl.selection[0])
+        assert tl.ix.event_row[second] == row and tl.ix.start[second] >= tl.ix.start[first]
+        assert second == tl.ix.neighbour(first, 1)
+        await pilot.press("left")
+        assert int(tl.selection[0]) == first
+        await pilot.press("f")
+        s, e = int(tl.ix.start[first]), int(tl.ix.end[first])
+        assert tl.t0 <= s and tl.t1 >= e and tl.span <= (e - s) * 1.2 + tl.plot_width * 10
+        # The details pane names the selection.
+        assert tl.ix.event_name(first) in details_text(app.screen)
+
+
+async def test_mark_shows_the_interval_on_the_axis():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        tl.select([int(np.flatnonzero(tl.ix.name == tl.ix.names.index("train 4"))[0])])
+        await pilot.press("f", "m")
+        assert tl.mark is not None
+        a, b = tl.selection_span()
+        assert (tl.mark.start, tl.mark.end) == (a, b)
+        assert fmt_ps(b - a) in tl.frame()[1].text  # the axis shows the marked length
+
+
+async def test_search_highlights_and_n_N_step_through_matches():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        await pilot.press("slash")
+        await pilot.press(*"train")
+        await pilot.press("enter")
+        # 20 steps ("train N") and 40 dispatches ("PjitFunction(train_step)").
+        expected = int(sum(c for n, c in zip(*np.unique(tl.ix.name, return_counts=True))
+                           if "train" in tl.ix.names[n].lower()))
+        assert len(tl.matches) == expected == 60
+        assert "train" in selected_names(tl)[0]
+        first = int(tl.selection[0])
+        await pilot.press("n")
+        nxt = int(tl.selection[0])
+        assert tl.ix.start[nxt] >= tl.ix.start[first] and nxt != first and "train" in tl.ix.event_name(nxt)
+        await pilot.press("N")
+        assert int(tl.selection[0]) == first
+        await pilot.press("asterisk")
+        assert len(tl.selection) == 60
+        assert "60 events" in details_text(app.screen)
+        # Matches are drawn highlighted: some visible block carries the match style.
+        from tputui.widgets.timeline import MATCH_BG
+
+        assert any(seg.style is not None and seg.style.bgcolor is not None and seg.style.bgcolor.name == MATCH_BG.lower()
+                   for strip in tl.frame() for seg in strip)
+
+
+async def test_enter_collapses_and_expands_a_section():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        before = len(tl._lines)
+        assert tl._lines[0] == ("section", 0)
+        await pilot.press("enter")
+        assert 0 in tl.collapsed and len(tl._lines) < before
+        assert "▶ /device:TPU:0" in visible_text(tl)
+        await pilot.press("enter")
+        assert not tl.collapsed and len(tl._lines) == before
+
+
+async def test_go_to_time_and_timing_marks():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        await pilot.press("w", "w", "w")
+        await pilot.press("g", *"10ms", "enter")
+        assert (tl.t0 + tl.t1) / 2 == pytest.approx(10 * 10**9, abs=tl.span / tl.plot_width)
+        await pilot.press("4")
+        assert tl.mode == "timing"
+        start = tl.time_cursor
+        await pilot.press("space")
+        for _ in range(10):
+            await pilot.press("right")
+        await pilot.press("space")
+        assert tl.mark is not None
+        assert tl.mark.end - tl.mark.start == pytest.approx(10 * tl.span / tl.plot_width, rel=0.01)
+        assert tl.mark.start == pytest.approx(start, abs=2)
+        assert "4 timing" in tl.frame()[1].text
+        await pilot.press("1")
+        assert tl.mode == "select"
+
+
+async def test_mouse_click_selects_the_event_under_it():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        line = tl.line_of_row(tl.ix.tracks[0].first_row + 1)  # python, depth 1: the steps
+        x = tl.label_width + 1 + tl.plot_width // 2
+        await pilot.click("#timeline", offset=(x, 2 + line - tl.top))
+        assert len(tl.selection) == 1
+        assert tl.ix.event_row[int(tl.selection[0])] == tl.ix.tracks[0].first_row + 1
+
+
+async def test_show_in_trace_viewer_selects_and_zooms():
+    app = TputuiApp(open_logdir(str(PROFILES / "jax_mlp")))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        show_in_trace_viewer(app, TraceFocus(names=("train 3",)))
+        tl = await loaded(pilot)
+        assert selected_names(tl) == ["train 3"]
+        a, b = tl.selection_span()
+        assert tl.t0 <= a and b <= tl.t1 and tl.span < (b - a) * 1.5
+        assert "train 3" in visible_text(tl)
+
+
+async def test_show_in_trace_viewer_by_frame_rows_and_window():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        frame = app.run_data.frame()
+        md = frame.events["metadata"].to_numpy()
+        rows = tuple(np.flatnonzero(np.array(frame.raw.em_display_name + [""], object)[md] == "all-reduce").tolist())
+        show_in_trace_viewer(app, TraceFocus(frame_rows=rows, start_ps=0, end_ps=20 * 10**12))
+        tl = await loaded(pilot)
+        assert len(tl.selection) == len(rows) == 12
+        assert set(selected_names(tl)) == {"all-reduce"}
+        assert tl.t0 == pytest.approx(0) and tl.t1 == pytest.approx(20 * 10**12)
+
+
+def test_parse_time():
+    assert parse_time("12.5ms") == 12_500_000_000
+    assert parse_time("300 us") == 300_000_000
+    assert parse_time("2s") == 2 * 10**12
+    assert parse_time("7") == 7 * 10**9  # bare numbers are milliseconds
+    assert parse_time("soon") is None
+
+
+# --- snapshots -------------------------------------------------------------------------------
+def test_snapshot_whole_profile(snap_compare):
+    assert snap_compare(make_app("tpu_v6e_inference"), terminal_size=SIZE, run_before=loaded)
+
+
+def test_snapshot_zoomed_in_with_selection(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("g", *"48.5s", "enter")
+        await pilot.press("w", "w", "w", "w", "w", "w")
+        await pilot.press("down", "down", "down")
+        await pilot.pause()
+
+    assert snap_compare(make_app("tpu_v6e_inference"), terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_search_and_mark(snap_compare):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("slash", *"train", "enter")
+        await pilot.press("f", "m", "s", "s")
+        await pilot.pause()
+
+    assert snap_compare(make_app("jax_mlp"), terminal_size=SIZE, run_before=run_before)
