@@ -485,6 +485,15 @@ def test_write_errors(gcs_env):
     with pytest.raises(LogdirError, match=r"permission denied \(ci-reader@.*storage.objects.create"):
         gcs.write_bytes("gs://locked/b.xplane.pb", b"2")
     assert emu.objects("locked").keys() == {"a/plugins/profile/r/x.xplane.pb"}
+    # Through capture: the same one line, naming the object once.
+    from tputui.live.capture import write_remote
+    from tputui.live.client import LiveError
+
+    proxy.fault = None
+    with pytest.raises(LiveError) as err:
+        write_remote("gs://locked/a/plugins/profile/r/x.xplane.pb", b"2")
+    assert str(err.value).count("gs://locked/a/plugins/profile/r/x.xplane.pb") == 1
+    assert "already exists" in str(err.value)
 
 
 def test_capture_writes_through_gcs(gcs_env):

@@ -105,11 +105,15 @@ def write_remote(url: str, data: bytes) -> None:
     except (ImportError, AttributeError):
         raise LiveError(f"cannot write {url}: capturing into remote logdirs is not supported in this "
                         f"build; capture to a local logdir and copy it") from None
+    from tputui.data.logdir import LogdirError
+
     try:
         write(url, data)
     except LiveError:
         raise
-    except Exception as e:  # the storage layer's own errors (auth, permissions, network)
+    except LogdirError as e:  # already one line that names the object
+        raise LiveError(str(e)) from None
+    except Exception as e:  # anything else from the storage layer (auth, permissions, network)
         raise LiveError(f"cannot write {url}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 
