@@ -130,3 +130,11 @@ def test_csv_export_gives_the_top_ops_table():
     header, first = csv.splitlines()[:2]
     assert header == "name,category,self_time_percent,cumulative_time_percent,flop_rate_gflops"
     assert first.startswith("copy-done.4,Unknown,24.68")
+
+
+def test_one_host_of_a_run_equals_the_run_for_a_single_host_profile():
+    run = RunData(open_logdir(str(PROFILES / "tf_loop")).runs[0])
+    every = json.loads(export_text(run, "overview_page", "json"))
+    one = json.loads(export_text(run, "overview_page", "json", host="vm"))
+    assert one["hosts"] == every["hosts"] == ["vm"]
+    assert one["steps"] == every["steps"] and one["statement"] == every["statement"]

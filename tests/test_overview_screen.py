@@ -148,3 +148,15 @@ def test_input_pipeline_snapshot(snap_compare):
         await settle(pilot)
 
     assert snap_compare(make_app("tf_loop", "input_pipeline_analyzer"), terminal_size=SIZE, run_before=loaded)
+
+
+async def test_input_pipeline_tpu_steps_use_tensorcore_categories():
+    app = TputuiApp(open_logdir(str(PROFILES.parent / "pod" / "pod_v5e_single")), tool="input_pipeline_analyzer",
+                    use_cache=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert "MODERATELY input-bound because 6.5%" in text_of(screen, "#ip-verdict")
+        card = text_of(screen, "#ip-steps .card")
+        assert card.startswith("Step 0: 2.860 ms") and "TensorCore compute 2.600" in card
+        assert "Input (infeed) 0.203" in card

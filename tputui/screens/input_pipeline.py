@@ -20,7 +20,12 @@ from tputui.analysis.tf_data import SLOW_CALL_PS
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin
 from tputui.widgets.charts import HBarChart
-from tputui.widgets.step_chart import StepChart
+from tputui.widgets.step_chart import BREAKDOWN, StepChart
+
+# TPU steps: XProf's TensorCore breakdown (idle = waiting for the host, not for input).
+TPU_BREAKDOWN = [("device_compute_ms", "TensorCore compute"), ("input_ms", "Input (infeed)"),
+                 ("output_ms", "Output (outfeed)"), ("host_transfer_ms", "Host transfer"),
+                 ("other_ms", "TensorCore idle")]
 from tputui.widgets.table import FrameTable
 
 HOST_LABELS = [
@@ -119,7 +124,9 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
         host.border_title = "Host side: input time by kind"
         sides.mount(device, host)
         if result.has_steps:
-            scroll.mount(StepChart(result.step_table, title="Step time and input (ms)", id="ip-steps"))
+            categories = TPU_BREAKDOWN if result.hardware_type == "TPU" else BREAKDOWN
+            scroll.mount(StepChart(result.step_table, title="Step time and input (ms)", categories=categories,
+                                   id="ip-steps"))
         for d in result.diagnostics:
             scroll.mount(Static(Text(f"{d['severity']}: {d['message']}"), id="ip-no-steps"))
         ops = FrameTable(result.input_ops, id="ip-ops", sort=("self_ms", True), formats={
