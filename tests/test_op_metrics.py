@@ -87,3 +87,21 @@ def test_host_tf_ops_of_tf_profile():
     assert (db.ops["self_time_ps"] <= db.ops["time_ps"]).all()
     assert db.total_op_time_ps == db.ops["self_time_ps"].sum()
     assert 0 <= db.idle_ratio <= 1
+
+
+def test_nest_parents_equals_xprof_ancestor_stack_on_random_intervals():
+    """The vectorized parents equal a plain AncestorStack walk (partial overlaps included)."""
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        m = int(rng.integers(1, 40))
+        s = np.sort(rng.integers(0, 100, m))
+        e = s + rng.integers(0, 30, m)
+        order = np.lexsort((-e, s))
+        s, e = s[order], e[order]
+        stack, want = [], []
+        for i in range(m):
+            while stack and e[stack[-1]] < e[i]:  # the top does not include i: pop it
+                stack.pop()
+            want.append(stack[-1] if stack else -1)
+            stack.append(i)
+        assert om.nest_parents(s, e).tolist() == want
