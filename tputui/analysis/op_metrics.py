@@ -528,17 +528,24 @@ def host_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
     # Classify event metadata once (names are few); events then look their metadata up.
     md_names = raw.em_name
     md_cat = np.array([parse_tf_op(n)[0] != CAT_UNKNOWN if n else False for n in md_names] + [False])
-    has_tfop_stat, tfop_text = event_stat(frame, "tf_op", kind="text")
+    tfop = frame.stat_values("event", "tf_op").filter(pl.col("text_id") >= 0)
+    if not md_cat.any() and not len(tfop):
+        return OpMetricsDb()  # no framework op on this host (e.g. JAX): skip the events entirely
+    tfop_rows = tfop["owner"].to_numpy().astype(np.int64)
+    tfop_ids = tfop["text_id"].to_numpy().astype(np.int64)
+    has_tfop_stat = np.zeros(frame.num_events, bool)
+    tfop_text = np.full(frame.num_events, -1, np.int64)
+    has_tfop_stat[tfop_rows] = True
+    tfop_text[tfop_rows] = tfop_ids
     dbs = []
-    md_all = frame.events["metadata"].to_numpy().astype(np.int64)
+    md_all = frame.events["metadata"].to_numpy()
     for ln in frame.lines_of(plane):
         sl = frame.line_events(ln)
         if sl.stop == sl.start:
             continue
-        rows = np.arange(sl.start, sl.stop, dtype=np.int64)
-        md = md_all[rows]
-        is_op = md_cat[np.where(md >= 0, md, len(md_names))] | (has_tfop_stat[rows] & (tfop_text[rows] >= 0))
-        rows = rows[is_op]
+        md = md_all[sl]
+        is_op = md_cat[np.where(md >= 0, md, len(md_names))] | has_tfop_stat[sl]
+        rows = np.flatnonzero(is_op) + sl.start
         if len(rows) == 0:
             continue
         s = frame.start_ps[rows]
