@@ -126,7 +126,7 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
         if result.has_steps:
             categories = TPU_BREAKDOWN if result.hardware_type == "TPU" else BREAKDOWN
             scroll.mount(StepChart(result.step_table, title="Step time and input (ms)", categories=categories,
-                                   id="ip-steps"))
+                                   autofocus=True, id="ip-steps"))
         for d in result.diagnostics:
             scroll.mount(Static(Text(f"{d['severity']}: {d['message']}"), id="ip-no-steps"))
         ops = FrameTable(result.input_ops, id="ip-ops", sort=("self_ms", True), formats={
@@ -140,11 +140,8 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
         scroll.mount(tfd)
         recs = Static(Text("Recommendations:\n" + "\n".join(f"• {r}" for r in RECOMMENDATIONS)), id="ip-recs")
         scroll.mount(recs)
-        self.call_after_refresh(self._focus_first)
-
-    def _focus_first(self) -> None:
-        charts = self.query("StackedColumns")
-        (charts.first() if charts else self.query_one("#ip-ops")).focus()
+        if not result.has_steps:
+            self.query_one("#ip-ops").focus()
 
     def export_frame(self):
         tables = self.query("#ip-ops")

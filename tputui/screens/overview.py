@@ -117,7 +117,7 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
         rec.border_title = "Recommendation for next step"
         top.mount(summary, rec)
         if result.has_steps:
-            scroll.mount(StepChart(result.steps, id="ov-steps"))
+            scroll.mount(StepChart(result.steps, autofocus=True, id="ov-steps"))
         else:
             note = Static("No step-time graph: " + result.pipeline.bottleneck.input_statement, id="ov-no-steps")
             note.border_title = "Step-time graph"
@@ -133,11 +133,8 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
         env = Static(_environment(result), id="ov-env")
         scroll.mount(env)
         scroll.mount(Static(_diagnostics(result), id="ov-diag"))
-        self.call_after_refresh(self._focus_first)
-
-    def _focus_first(self) -> None:
-        charts = self.query("StackedColumns")
-        (charts.first() if charts else self.query_one("#ov-ops")).focus()
+        if not result.has_steps:
+            self.query_one("#ov-ops").focus()
 
     def export_frame(self):
         tables = self.query("#ov-ops")

@@ -56,8 +56,10 @@ class StepChart(Vertical):
     """
 
     def __init__(self, steps: pl.DataFrame, *, title: str = "Step-time graph (ms)",
-                 categories: Sequence[tuple[str, str]] = BREAKDOWN, id: str | None = None) -> None:
+                 categories: Sequence[tuple[str, str]] = BREAKDOWN, autofocus: bool = False,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
+        self.autofocus = autofocus
         self.steps = steps
         # Only the categories some step has (XProf's graph stacks all nine, mostly zero).
         self.categories = [(c, label) for c, label in categories
@@ -78,6 +80,8 @@ class StepChart(Vertical):
 
     def on_mount(self) -> None:
         self._show(0)
+        if self.autofocus:
+            self.chart.focus()
 
     def on_stacked_columns_cursor_moved(self, event: StackedColumns.CursorMoved) -> None:
         self._show(event.index)
