@@ -20,6 +20,7 @@ import polars as pl
 
 from tputui.analysis import op_metrics
 from tputui.analysis.result import NoDataError
+from tputui.data import pbwire
 from tputui.data.raw import KIND_BYTES
 from tputui.data.xspace import XSpaceFrame
 
@@ -125,42 +126,16 @@ def perf_env(frames: list[XSpaceFrame]) -> PerfEnv:
     return env
 
 
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    out = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        out |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return out, i
-
-
 def parse_memory_breakdown(blob: bytes) -> list[tuple[int, int, int]]:
     """`MemoryAccessBreakdown` bytes -> [(operation_type, memory_space, bytes)]."""
-    out, i = [], 0
+    out = []
     try:
-        while i < len(blob):
-            key, i = _varint(blob, i)
-            if key & 7 == 2:
-                n, i = _varint(blob, i)
-                sub, j, end = [0, 0, 0], i, i + n
-                while j < end:
-                    k, j = _varint(blob, j)
-                    if k & 7 != 0:  # only varint fields in MemoryAccessed
-                        break
-                    v, j = _varint(blob, j)
-                    if 1 <= k >> 3 <= 3:
-                        sub[(k >> 3) - 1] = v
-                i = end
-                if key >> 3 == 1:
-                    out.append((sub[0], sub[1], sub[2]))
-            elif key & 7 == 0:
-                _, i = _varint(blob, i)
-            else:
-                break
-    except IndexError:
-        pass
+        for number, wire, value in pbwire.fields(blob):
+            if number == 1 and wire == 2:  # repeated MemoryAccessed (varint fields 1-3)
+                f = pbwire.varint_fields(value)
+                out.append((f.get(1, 0), f.get(2, 0), f.get(3, 0)))
+    except pbwire.WireError:
+        pass  # keep what was readable
     return out
 
 

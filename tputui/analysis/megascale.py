@@ -30,6 +30,7 @@ import polars as pl
 
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
 from tputui.analysis.result import NoDataError
+from tputui.data import pbwire
 from tputui.data.xspace import XSpaceFrame
 
 INT_MAX = 2147483647
@@ -84,36 +85,8 @@ class MegascaleResult:
 
 # --- minimal protobuf reading (xla.HloProto and DcnCollectiveInfoProto) ------------------------
 def _fields(buf: bytes):
-    i, n = 0, len(buf)
-    while i < n:
-        key, i = _varint(buf, i)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = _varint(buf, i)
-            yield num, v
-        elif wt == 2:
-            ln, i = _varint(buf, i)
-            yield num, buf[i:i + ln]
-            i += ln
-        elif wt == 1:
-            yield num, buf[i:i + 8]
-            i += 8
-        elif wt == 5:
-            yield num, buf[i:i + 4]
-            i += 4
-        else:
-            return
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
+    """(field number, value) of a serialized message."""
+    return ((number, value) for number, _, value in pbwire.fields(buf))
 
 
 def _shape_bytes(shape: bytes) -> int:
@@ -126,7 +99,7 @@ def _shape_bytes(shape: bytes) -> int:
             if isinstance(v, (bytes, bytearray)):
                 j = 0
                 while j < len(v):
-                    d, j = _varint(v, j)
+                    d, j = pbwire.varint(v, j)
                     dims.append(d)
             else:
                 dims.append(v)

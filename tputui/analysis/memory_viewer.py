@@ -24,6 +24,7 @@ import polars as pl
 
 from tputui.analysis.hlo_shape import shape_text, subshape, unpadded_bytes
 from tputui.analysis.result import NoDataError
+from tputui.data import pbwire
 from tputui.data.run_data import RunData
 from tputui.proto import hlo_pb2
 
@@ -99,47 +100,11 @@ def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
 
 def _module_name(data: bytes) -> str:
     """HloProto.hlo_module (field 1).name (field 1), read from the wire without a full parse."""
-    module = _wire_field(data, 1)
-    name = _wire_field(module, 1) if module is not None else None
+    module = pbwire.first_bytes_field(data, 1)
+    name = pbwire.first_bytes_field(module, 1) if module is not None else None
     if name is None:
         return _parse_hlo(data).hlo_module.name  # unusual layout: let protobuf sort it out
     return name.decode("utf-8", "replace")
-
-
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, i
-        shift += 7
-
-
-def _wire_field(buf: bytes, number: int) -> bytes | None:
-    """The first length-delimited field `number` of a serialized message (None if absent)."""
-    i, n = 0, len(buf)
-    try:
-        while i < n:
-            key, i = _varint(buf, i)
-            field, wire = key >> 3, key & 7
-            if wire == 0:
-                _, i = _varint(buf, i)
-            elif wire == 1:
-                i += 8
-            elif wire == 5:
-                i += 4
-            elif wire == 2:
-                length, i = _varint(buf, i)
-                if field == number:
-                    return buf[i:i + length]
-                i += length
-            else:
-                return None
-    except IndexError:
-        return None
-    return None
 
 
 def has_data(run: RunData) -> bool:

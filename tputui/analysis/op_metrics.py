@@ -38,6 +38,7 @@ from itertools import pairwise
 import numpy as np
 import polars as pl
 
+from tputui.data import pbwire
 from tputui.data.xspace import XSpaceFrame
 
 IDLE = "IDLE"
@@ -358,35 +359,10 @@ def _chip_of(frame: XSpaceFrame, plane: int) -> int | None:
     blob = frame.plane_stat_map(plane).get("core_details")
     if not isinstance(blob, (bytes, bytearray)):
         return None
-    i, n = 0, len(blob)
-    fields: dict[int, int] = {}
-    while i < n:
-        key, i = _varint(blob, i)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = _varint(blob, i)
-            fields[num] = v
-        elif wt == 2:
-            ln, i = _varint(blob, i)
-            i += ln
-        elif wt == 1:
-            i += 8
-        elif wt == 5:
-            i += 4
-        else:
-            return None
-    return fields.get(4, 0)
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    shift = v = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        if c < 0x80:
-            return v, i
-        shift += 7
+    try:
+        return pbwire.varint_fields(blob).get(4, 0)
+    except pbwire.WireError:
+        return None
 
 
 def duty_cycle(frame: XSpaceFrame, planes: list[int]) -> tuple[int, int]:

@@ -39,10 +39,16 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.op_metrics import (
-    device_spans, event_stat, metadata_stats_table, nest_parents, self_times, tensor_core_planes,
+    device_spans,
+    event_stat,
+    metadata_stats_table,
+    nest_parents,
+    self_times,
+    tensor_core_planes,
 )
 from tputui.analysis.result import NoDataError
 from tputui.analysis.steps import NO_STEP_MARKER, group_events, host_steps
+from tputui.data import pbwire
 from tputui.data.xspace import XSpaceFrame
 
 # XProf's GenericEventType ids and names (the pod viewer's step_breakdown_events).
@@ -155,33 +161,10 @@ class HostSteps:
 
 def _parse_core_details(blob: bytes) -> dict[int, int]:
     """Varint fields of a CoreDetails message (hostname is field 1, taken from the XSpace)."""
-    out, i = {}, 0
-    while i < len(blob):
-        key, i = _varint(blob, i)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            out[num], i = _varint(blob, i)
-        elif wt == 2:
-            ln, i = _varint(blob, i)
-            i += ln
-        elif wt == 1:
-            i += 8
-        elif wt == 5:
-            i += 4
-        else:
-            break
-    return out
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
+    try:
+        return pbwire.varint_fields(blob)
+    except pbwire.WireError:
+        return {}
 
 
 def _line(frame: XSpaceFrame, plane: int, name: str) -> np.ndarray:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from tputui.data import pbwire
 from tputui.proto import profiler_service_pb2 as service_pb2
 from tputui.proto import profiler_service_pb2_grpc as service_grpc
 
@@ -188,17 +189,6 @@ _EMPTY_TRACE, _XSPACE = 7, 8
 _SMALL_XSPACE = 64 * 1024
 
 
-def _varint(b, i: int) -> tuple[int, int]:
-    shift = v = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        if c < 0x80:
-            return v, i
-        shift += 7
-
-
 @dataclass
 class ProfileReply:
     """A ProfileResponse read from its wire bytes: the flag and the serialized XSpace (or None)."""
@@ -209,31 +199,14 @@ class ProfileReply:
     @classmethod
     def from_bytes(cls, data: bytes) -> "ProfileReply":
         """Walk the top-level fields only (a handful); the XSpace is a zero-parse slice."""
-        view = memoryview(data)
         out = cls()
-        i, n = 0, len(data)
         try:
-            while i < n:
-                key, i = _varint(view, i)
-                field_no, wire = key >> 3, key & 7
-                if wire == 0:
-                    v, i = _varint(view, i)
-                    if field_no == _EMPTY_TRACE:
-                        out.empty_trace = bool(v)
-                elif wire == 2:
-                    ln, i = _varint(view, i)
-                    if field_no == _XSPACE:  # a repeated message field would merge; servers send one
-                        out.xspace = bytes(view[i:i + ln]) if out.xspace is None else out.xspace + bytes(view[i:i + ln])
-                    i += ln
-                elif wire == 1:
-                    i += 8
-                elif wire == 5:
-                    i += 4
-                else:
-                    raise ValueError(f"wire type {wire}")
-                if i > n:
-                    raise ValueError("truncated")
-        except (IndexError, ValueError) as e:
+            for number, wire, value in pbwire.fields(memoryview(data)):
+                if number == _EMPTY_TRACE and wire == 0:
+                    out.empty_trace = bool(value)
+                elif number == _XSPACE and wire == 2:  # a repeated message field would merge; servers send one
+                    out.xspace = bytes(value) if out.xspace is None else out.xspace + bytes(value)
+        except pbwire.WireError as e:
             raise LiveError(f"the server's Profile answer is not a readable ProfileResponse ({e})") from None
         return out
 

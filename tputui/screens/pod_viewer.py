@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from tputui.analysis.pod_viewer import CATEGORIES, CATEGORY_KEYS, CATEGORY_NAMES, PodViewerResult
+from tputui.analysis.pod_viewer import CATEGORY_KEYS, CATEGORY_NAMES, PodViewerResult
 from tputui.screens.base import ToolScreen
 from tputui.widgets.charts import StackedColumns
 from tputui.widgets.heatmap import Cell, Heatmap
