@@ -28,7 +28,7 @@ async def loaded(pilot) -> Timeline:
     for _ in range(200):
         await pilot.pause()
         await app.workers.wait_for_complete()
-        if app.screen.query("#timeline") and app.screen.index.pyramid_ready:
+        if app.screen.query("#timeline") and app.screen.index.pyramid_ready and app.screen.index.exact:
             break
     await pilot.pause()
     return app.screen.query_one("#timeline", Timeline)

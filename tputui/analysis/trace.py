@@ -66,13 +66,17 @@ class Level:
 class TraceIndex:
     """Rows of events plus their level-of-detail pyramid (see module docstring)."""
 
-    def __init__(self, ev: TraceEvents, progress: Callable[[str], None] | None = None) -> None:
+    def __init__(self, ev: TraceEvents, progress: Callable[[str], None] | None = None, exact: bool = True) -> None:
+        """exact=False: nest improperly nested tracks by open-event count for now (fast, a few
+        events may share a row with an overlapping one); `refined()` later gives the exact index."""
         self.names = ev.names
         self.frame = ev.frame
         self.processes = dict(ev.processes.iter_rows())
         report = progress or (lambda msg: None)
         report(f"arranging {len(ev):,} events into tracks")
-        self._arrange(ev)
+        self.exact = True
+        self._arrange(ev, exact)
+        self._events = None if self.exact else ev  # kept only until refined
         self.levels: list[Level] = [self._level0()]
         self._match_cache: dict = {}
         self.search_ids: np.ndarray | None = None
@@ -80,7 +84,7 @@ class TraceIndex:
         self._pyramid_lock = threading.Lock()
 
     # --- building ------------------------------------------------------------------------
-    def _arrange(self, ev: TraceEvents) -> None:
+    def _arrange(self, ev: TraceEvents, exact: bool) -> None:
         threads = ev.threads
         known = set(zip(threads["pid"].to_list(), threads["tid"].to_list()))
         # Events come in runs of one thread (a line at a time): map runs, not events.
@@ -115,7 +119,8 @@ class TraceIndex:
         track = ev_track[order]
         start = ev.start_ps[order]
         end = start + ev.duration_ps[order]
-        depth = _nesting_depth(track, start, end, len(self.tracks))
+        depth, improper = _nesting_depth(track, start, end, len(self.tracks), exact)
+        self.exact = exact or not improper
         # Rows: each track gets max depth + 1 rows (at least one, even when empty).
         ntr = len(self.tracks)
         max_depth = np.full(ntr, -1, np.int64)
@@ -135,6 +140,7 @@ class TraceIndex:
         self.start = start[by_row]
         self.end = end[by_row]
         src = order[by_row]
+        self.ev_row = src.astype(np.int32) if n < 2**31 else src  # row in the TraceEvents (identity)
         self.name = ev.name[src]
         source = ev.source[src]
         self.source = source.astype(np.int32) if n == 0 or source.max() < 2**31 else source
@@ -191,6 +197,20 @@ class TraceIndex:
                 self.levels.append(_merge(prev, gap, dur))
             gap *= GAP_FACTOR
         report("ready")
+
+    def refined(self, progress: Callable[[str], None] | None = None) -> "TraceIndex":
+        """The exact index (see `exact`); self when already exact."""
+        if self.exact or self._events is None:
+            return self
+        if progress:
+            progress("nesting overlapping events exactly")
+        return TraceIndex(self._events, progress, exact=True)
+
+    def positions_of(self, other: "TraceIndex", events: np.ndarray) -> np.ndarray:
+        """Positions in self of `other`'s events (both built from the same TraceEvents)."""
+        inv = np.empty(len(self.ev_row), np.int64)
+        inv[self.ev_row] = np.arange(len(self.ev_row))
+        return inv[other.ev_row[np.asarray(events, np.int64)]]
 
     # --- frame queries -----------------------------------------------------------------
     def level_for(self, ps_per_col: float) -> Level:
@@ -337,18 +357,21 @@ def _track_time_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray, ntr
     return order
 
 
-def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntracks: int) -> np.ndarray:
+def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntracks: int,
+                   exact: bool = True) -> tuple[np.ndarray, bool]:
     """Depth of each event in its track's nesting tree (events sorted by track, start, longest first).
 
     An event's parent is the nearest earlier event of its track that lasts at least as long (so
     contains it); depth = number of ancestors. When a track is properly nested that is simply the
     number of events still open at the event's start, which costs one sort of the ends per track.
     Tracks where that count puts an event under a parent that does not contain it (a step that
-    starts while a Python-tracer frame is still open, say) get the exact tree (`_tree_depth`).
+    starts while a Python-tracer frame is still open, say) get the exact tree (`_tree_depth`),
+    unless `exact` is False. Returns (depth, whether some track was improperly nested).
     """
     n = len(start)
+    improper = False
     if n == 0:
-        return np.zeros(0, np.int64)
+        return np.zeros(0, np.int64), improper
     opener = end > start
     started = np.cumsum(opener) - opener  # openers strictly before i
     bounds = np.searchsorted(track, np.arange(ntracks + 1))
@@ -363,8 +386,10 @@ def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntrack
                           np.searchsorted(ends, start[a:b], "left"))
         depth[a:b] = started[a:b] - started[a] - closed
         if not _contained_by_parents(start[a:b], end[a:b], depth[a:b]):
-            depth[a:b] = _tree_depth(start[a:b], end[a:b])
-    return depth
+            improper = True
+            if exact:
+                depth[a:b] = _tree_depth(start[a:b], end[a:b])
+    return depth, improper
 
 
 def _contained_by_parents(start: np.ndarray, end: np.ndarray, depth: np.ndarray) -> bool:
@@ -470,8 +495,17 @@ _INDEXES: "weakref.WeakKeyDictionary[object, TraceIndex]" = weakref.WeakKeyDicti
 _LOCK = threading.Lock()
 
 
-def index_for(frame, progress: Callable[[str], None] | None = None) -> TraceIndex:
-    """The TraceIndex of a decoded frame, built once and kept as long as the frame is."""
+def remember_index(frame, ix: TraceIndex) -> None:
+    """Keep a better (refined) index for the frame than the one index_for built."""
+    with _LOCK:
+        _INDEXES[frame] = ix
+
+
+def index_for(frame, progress: Callable[[str], None] | None = None, exact: bool = True) -> TraceIndex:
+    """The TraceIndex of a decoded frame, built once and kept as long as the frame is.
+
+    exact=False builds the quick index first (see TraceIndex); its `refined()` is the final one.
+    """
     from tputui.analysis.trace_events import trace_events
 
     with _LOCK:
@@ -479,7 +513,7 @@ def index_for(frame, progress: Callable[[str], None] | None = None) -> TraceInde
     if ix is None:
         if progress:
             progress(f"building the trace viewer's events ({frame.num_events:,} events)")
-        ix = TraceIndex(trace_events(frame), progress)
+        ix = TraceIndex(trace_events(frame), progress, exact=exact)
         with _LOCK:
             ix = _INDEXES.setdefault(frame, ix)
     return ix

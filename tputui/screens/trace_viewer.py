@@ -32,7 +32,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, Input, Static
 
-from tputui.analysis.trace import TraceIndex, index_for
+from tputui.analysis.trace import TraceIndex, index_for, remember_index
 from tputui.screens.base import ContextBar, ToolScreen
 from tputui.widgets.timeline import Timeline, fmt_ps, parse_time
 
@@ -54,6 +54,7 @@ def show_in_trace_viewer(app, focus: TraceFocus) -> None:
 
 
 MAX_STATS = 40
+HINT = "Select an event: arrows, click, / to search, n / N for matches."
 
 
 class TraceViewerScreen(ToolScreen):
@@ -112,7 +113,8 @@ class TraceViewerScreen(ToolScreen):
     def analyze(self) -> TraceIndex:
         frame = self.run_data.frame(self.host)
         report = self.run_data.progress
-        return index_for(frame, report)
+        # The quick index first (drawn at once); build_lod refines and swaps it.
+        return index_for(frame, report, exact=False)
 
     def show(self, index: TraceIndex) -> None:
         self.index = index
@@ -120,15 +122,14 @@ class TraceViewerScreen(ToolScreen):
         self.body.mount(Vertical(
             self.timeline,
             Static("", id="status"),
-            Static(Text("Select an event: arrows, click, / to search, n / N for matches.", style="dim"),
-                   id="details"),
+            Static(Text(HINT, style="dim"), id="details"),
             id="trace"))
         self.body.mount(Input(placeholder="", id="prompt"))
         self.timeline.focus()
         if self.focus_request is not None:
             self.apply_focus(self.focus_request)
         self.update_status()
-        if not index.pyramid_ready:
+        if not index.pyramid_ready or not index.exact:
             self.lod_note = "building level of detail…"
             self.build_lod()
 
@@ -139,8 +140,17 @@ class TraceViewerScreen(ToolScreen):
         def report(msg: str) -> None:
             self.app.call_from_thread(self._lod_progress, msg)
 
-        ix.build_pyramid(report)
+        exact = ix.refined(report)
+        exact.build_pyramid(report)
+        if exact is not ix:
+            remember_index(self.run_data.frame(self.host), exact)
+            self.app.call_from_thread(self._swap_index, exact)
         self.app.call_from_thread(self._lod_done)
+
+    def _swap_index(self, index: TraceIndex) -> None:
+        self.index = index
+        if self.timeline is not None:
+            self.timeline.set_index(index)
 
     def _lod_progress(self, msg: str) -> None:
         self.lod_note = msg
@@ -330,7 +340,7 @@ class TraceViewerScreen(ToolScreen):
         ix = tl.ix
         sel = tl.selection
         if not len(sel):
-            return Text("Nothing selected.", style="dim")
+            return Text(HINT, style="dim")
         if len(sel) > 1:
             dur = ix.end[sel] - ix.start[sel]
             names = np.unique(ix.name[sel], return_counts=True)

@@ -117,6 +117,24 @@ class Timeline(Widget, can_focus=True):
         self._styles: dict = {}
         self.rebuild_lines()
 
+    def set_index(self, index: TraceIndex) -> None:
+        """Swap in a rebuilt index of the same events (the exact nesting), keeping the view."""
+        old = self.ix
+        sel = index.positions_of(old, self.selection) if len(self.selection) else self.selection
+        cur = int(index.positions_of(old, [self.current])[0]) if self.current >= 0 else -1
+        self.ix = index
+        self.rebuild_lines()
+        if self.search_text:
+            self.matches = index.search(self.search_text)
+            self.match_pos = -1
+        self.selection, self.current = sel, cur
+        if cur >= 0:
+            self.focus_line = max(self.line_of_row(int(index.event_row[cur])), 0)
+            self.ensure_line_visible(self.focus_line)
+        self.invalidate()
+        self.post_message(self.SelectionChanged())
+        self.post_message(self.ViewChanged())
+
     # --- layout ---------------------------------------------------------------------------
     def rebuild_lines(self) -> None:
         lines: list[tuple[str, int]] = []
