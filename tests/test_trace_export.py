@@ -84,7 +84,7 @@ def test_complete_events_and_metadata_match_summary(exported):
 def test_timestamps_are_exact_picosecond_decimals():
     text = export_text(run_data("tpu_v6e_inference", "2025_12_10_run"), "trace_viewer", "json")
     # XLA Modules' first event on TPU:0 starts at 5353251593250 ps and lasts 961328 ps.
-    assert '{"pid":3,"tid":2,"ts":5353251.593250,"dur":0.961328,"ph":"X","name":"jit_convert_element_type(' in text
+    assert '{"pid":3,"tid":2,"ts":5353251.59325,"dur":0.961328,"ph":"X","name":"jit_convert_element_type(' in text
 
 
 def test_args_option_adds_stats():
@@ -103,6 +103,18 @@ def test_csv_table():
     assert csv[0] == "pid,process,tid,thread,ts_us,dur_us,ph,name"
     assert len(csv) - 1 == 2958
     assert any(",python,181.52,4042.183,X,train 0" in line for line in csv)
+
+
+def test_fixed_decimals_beyond_float_precision():
+    from tputui.analysis.trace_export import event_lines, micros
+    import polars as pl
+
+    df = pl.DataFrame({"pid": [1, 1], "tid": [2, 2], "start_ps": [2 * 10**15 + 1, 10**16 + 123456789],
+                       "duration_ps": [5, 10**6], "name": [0, 0]})
+    lines = event_lines(df, pl.Series(['"n"'])).to_list()
+    assert lines[0] == '{"pid":1,"tid":2,"ts":2000000000.000001,"dur":0.000005,"ph":"X","name":"n"},'
+    assert lines[1].startswith('{"pid":1,"tid":2,"ts":10000000123.456789,"dur":1.000000,')
+    assert pl.DataFrame({"x": [-1_500_000]}).select(micros("x", signed=True)).item() == "-1.500000"
 
 
 def test_cli_writes_the_document(tmp_path, capsys):

@@ -3,8 +3,9 @@
 The document has XProf's shape: `{"displayTimeUnit": "ns", "metadata": {...}, "traceEvents": [...]}`
 with `process_name` / `process_sort_index` / `thread_name` / `thread_sort_index` metadata
 (`ph: "M"`) events, complete events (`ph: "X"`, with `dur`) and zero-duration instant events
-(`ph: "i"`, `s: "t"`). `ts` and `dur` are microseconds from the profile start, written as exact
-decimals of the picosecond integers (six decimals at most). It opens in Perfetto and
+(`ph: "i"`, `s: "t"`). `ts` and `dur` are microseconds from the profile start: the exact decimal
+of the picosecond integers (the shortest float text, as XProf writes, up to 1000 s; six fixed
+decimals beyond). It opens in Perfetto and
 chrome://tracing. The events are those of `trace_events.trace_events` (the same events,
 names, pids and tids as XProf's trace viewer).
 
@@ -30,6 +31,7 @@ from tputui.analysis.trace_events import TraceEvents, trace_events
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
 CHUNK_ROWS = 500_000
+FLOAT_EXACT_PS = 10**15  # below this, float text of ps / 1e6 is exact (<= 15 significant digits)
 
 
 def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> "TraceExport":
@@ -195,12 +197,21 @@ def event_lines(df: pl.DataFrame, names: pl.Series, args: pl.Series | None = Non
     if args is not None:
         d = d.with_columns(_args=args)
     complete = bool(df["duration_ps"][0] != 0)
-    kind = ([pl.lit(',"dur":'), micros("duration_ps", signed=bool(df["duration_ps"].min() < 0)),
-             pl.lit(',"ph":"X","name":')] if complete else [pl.lit(',"ph":"i","s":"t","name":')])
+    start, dur = df["start_ps"].to_numpy(), df["duration_ps"].to_numpy()
+    if max(int(np.abs(start).max()), int(np.abs(dur).max())) < FLOAT_EXACT_PS:
+        # Shortest float text of ps / 1e6 is the exact decimal below 1e15 ps (15 digits), and
+        # is what XProf writes; numpy's division is correctly rounded (Polars' may not be).
+        d = d.with_columns(_ts=pl.Series(start / 1e6), _dur=pl.Series(dur / 1e6))
+        ts, du = pl.col("_ts").cast(pl.String), pl.col("_dur").cast(pl.String)
+    else:
+        ts = micros("start_ps", signed=bool(start.min() < 0))
+        du = micros("duration_ps", signed=bool(dur.min() < 0))
+    kind = ([pl.lit(',"dur":'), du, pl.lit(',"ph":"X","name":')] if complete
+            else [pl.lit(',"ph":"i","s":"t","name":')])
     expr = pl.concat_str([
         pl.lit('{"pid":'), pl.col("pid").cast(pl.String),
         pl.lit(',"tid":'), pl.col("tid").cast(pl.String),
-        pl.lit(',"ts":'), micros("start_ps", signed=bool(df["start_ps"].min() < 0)),
+        pl.lit(',"ts":'), ts,
         *kind, pl.col("_name"), *([pl.col("_args")] if args is not None else []), pl.lit("},"),
     ])
     return d.select(expr.alias("line")).to_series()
