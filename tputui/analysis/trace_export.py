@@ -99,13 +99,20 @@ class TraceExport:
         n_complete = int(np.count_nonzero(self.events.duration_ps))
         bounds = [(a, min(a + CHUNK_ROWS, n_complete)) for a in range(0, n_complete, CHUNK_ROWS)]
         bounds += [(a, min(a + CHUNK_ROWS, len(df))) for a in range(n_complete, len(df), CHUNK_ROWS)]
+        tails = None
         for a, b in bounds:
-            lines = event_lines(df.slice(a, b - a), names, None if args is None else args.slice(a, b - a)).to_frame()
+            chunk = df.slice(a, b - a)
+            if args is None and _float_exact(chunk):
+                # Polars' CSV writer formats the numbers itself; a space separator is JSON whitespace.
+                tails = tails or (_tails(self.events.names, True), _tails(self.events.names, False))
+                cols, sep = event_columns(chunk, *tails), " "
+            else:
+                cols, sep = event_lines(chunk, names, None if args is None else args.slice(a, b - a)).to_frame(), ","
             # One line per event with its trailing comma; the CSV writer adds the newlines.
             if binary is not None:
-                lines.write_csv(binary, include_header=False, quote_style="never")
+                cols.write_csv(binary, include_header=False, quote_style="never", separator=sep)
             else:
-                out.write(lines.write_csv(include_header=False, quote_style="never"))
+                out.write(cols.write_csv(include_header=False, quote_style="never", separator=sep))
         if binary is not None:
             binary.flush()
         out.write("{}]}\n")  # XProf ends with an empty event too: no trailing-comma special case
@@ -184,6 +191,33 @@ def micros(col: str, signed: bool = False) -> pl.Expr:
     text = pl.concat_str([(ps // 1_000_000).cast(pl.String), pl.lit("."),
                           ((ps % 1_000_000) + 1_000_000).cast(pl.String).str.slice(1)])
     return pl.when(pl.col(col) < 0).then(pl.lit("-") + text).otherwise(text) if signed else text
+
+
+def _float_exact(df: pl.DataFrame) -> bool:
+    return len(df) > 0 and max(int(df["start_ps"].abs().max()), int(df["duration_ps"].abs().max())) < FLOAT_EXACT_PS
+
+
+def _tails(names: list[str], complete: bool) -> pl.Series:
+    """Per name id, the end of an event's JSON line: phase, name, closing brace and comma."""
+    head = ',"ph":"X","name":' if complete else ',"ph":"i","s":"t","name":'
+    return pl.Series([head + json.dumps(n, ensure_ascii=False) + "}," for n in names], dtype=pl.String)
+
+
+def event_columns(df: pl.DataFrame, tails_x: pl.Series, tails_i: pl.Series) -> pl.DataFrame:
+    """The JSON lines of df's events as CSV columns to write with a space separator.
+
+    `{"pid": 701 ,"tid": 5 ,"ts": 9.614 ,"dur": 54.261 ,"ph":"X","name":"..."},` (the spaces are
+    JSON whitespace): numbers stay numbers, so Polars' writer formats them, with no string
+    building per event. Needs |ps| < FLOAT_EXACT_PS (see _float_exact) and one phase per frame.
+    """
+    complete = bool(df["duration_ps"][0] != 0)
+    ts = pl.Series("ts", df["start_ps"].to_numpy() / 1e6)  # numpy: correctly rounded division
+    cols = [pl.lit('{"pid":').alias("a"), "pid", pl.lit(',"tid":').alias("b"), "tid", pl.lit(',"ts":').alias("c"), ts]
+    if complete:
+        cols += [pl.lit(',"dur":').alias("d"), pl.Series("dur", df["duration_ps"].to_numpy() / 1e6)]
+    tails = tails_x if complete else tails_i
+    cols.append(pl.lit(tails).gather(pl.col("name").cast(pl.UInt32)).alias("n"))
+    return df.select(cols)
 
 
 def event_lines(df: pl.DataFrame, names: pl.Series, args: pl.Series | None = None) -> pl.Series:
