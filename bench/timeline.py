@@ -83,14 +83,16 @@ async def main():
 
 async def keys(pilot, out):
     seq = ["d", "a", "w", "s"] * (NKEYS // 4)
-    redraw, roundtrip = [], []
+    redraw, roundtrip, cpu = [], [], []
     for k in seq:
         n = len(frame_times)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         await pilot.press(k)
         await pilot.pause()
         roundtrip.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
         redraw.extend(frame_times[n:])
+    out["cpu_ms"] = [1000 * statistics.median(cpu), 1000 * sorted(cpu)[int(0.95 * (len(cpu) - 1))]]
     out["redraw_ms"] = [1000 * statistics.median(redraw), 1000 * sorted(redraw)[int(0.95 * (len(redraw) - 1))]]
     out["roundtrip_ms"] = [1000 * statistics.median(roundtrip), 1000 * sorted(roundtrip)[int(0.95 * (len(roundtrip) - 1))]]
 
@@ -186,19 +188,20 @@ async def main():
         tl.set_window(c - 5e9, c + 5e9)
         await pilot.pause()
         acts = {"d": lambda: tl.pan(0.25), "a": lambda: tl.pan(-0.25), "w": lambda: tl.zoom(0.5), "s": lambda: tl.zoom(2.0)}
-        redraw, roundtrip = [], []
+        redraw, roundtrip, cpu = [], [], []
         for name in ["d", "a", "w", "s"] * (NKEYS // 4):
             n = len(frame_times)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             acts[name]()
             await pilot.pause()
             roundtrip.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
             redraw.extend(frame_times[n:])
         # And the whole trace in view (the coarsest level).
         tl.set_window(ix.t_min, ix.t_max); await pilot.pause()
         marks["full_view_ms"] = 1000 * frame_times[-1]
     q = lambda xs: [1000 * statistics.median(xs), 1000 * sorted(xs)[int(0.95 * (len(xs) - 1))]]
-    marks["redraw_ms"], marks["roundtrip_ms"] = q(redraw), q(roundtrip)
+    marks["redraw_ms"], marks["roundtrip_ms"], marks["cpu_ms"] = q(redraw), q(roundtrip), q(cpu)
     marks["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(marks))
 
@@ -282,10 +285,14 @@ def main() -> None:
          f"{o['pyramid']:.2f} s", "", ""),
         ("pan/zoom redraw, 2M events (median / p95)", f"{o_keys['redraw_ms'][0]:.1f} / {o_keys['redraw_ms'][1]:.1f} ms",
          "<= 30 ms", ""),
+        ("pan/zoom keypress, all CPU of the app (ours + Textual's compositor), 2M (median / p95)",
+         f"{o_keys['cpu_ms'][0]:.1f} / {o_keys['cpu_ms'][1]:.1f} ms", "<= 30 ms", ""),
         ("pan/zoom keypress round trip via the pilot, 2M (median / p95)",
          f"{o_keys['roundtrip_ms'][0]:.1f} / {o_keys['roundtrip_ms'][1]:.1f} ms", "", ""),
         (f"pan/zoom redraw, synthetic {s['events'] / 1e6:.0f}M events (median / p95)",
          f"{s['redraw_ms'][0]:.1f} / {s['redraw_ms'][1]:.1f} ms", "<= 30 ms", ""),
+        (f"pan/zoom keypress, all CPU (widget alone in an app), {s['events'] / 1e6:.0f}M (median / p95)",
+         f"{s['cpu_ms'][0]:.1f} / {s['cpu_ms'][1]:.1f} ms", "<= 30 ms", ""),
         (f"pan/zoom keypress round trip via the pilot, {s['events'] / 1e6:.0f}M (median / p95)",
          f"{s['roundtrip_ms'][0]:.1f} / {s['roundtrip_ms'][1]:.1f} ms", "", ""),
         (f"whole {s['events'] / 1e6:.0f}M trace in view (coarsest level)", f"{s['full_view_ms']:.1f} ms", "", ""),
@@ -308,7 +315,8 @@ def write_results(xp: pathlib.Path, o: dict, rows, repeat: int, load: float) -> 
              f"Profile: big_trace.py ({xp.stat().st_size / 1e6:.1f} MB, {o['events']:,} events) and a synthetic "
              f"10M-event trace; {SIZE[0]}x{SIZE[1]} headless, 2 shared cores (load average {load:.1f} at the end), "
              f"best of {repeat} alternating runs. Redraw = the widget's frame computation each key triggers; "
-             "round trip = key press to settled screen through Textual's pilot (harness included).", "",
+             "all CPU = process CPU time per key (our redraw, Textual's compositor, the pilot); round trip = "
+             "key press to settled screen through Textual's pilot, which mostly waits on its timers.", "",
              "| | measured | target | ratio to XProf trace_viewer@ |", "|---|---:|---|---:|"]
     lines += [f"| {n} | {v} | {t} | {r} |" for n, v, t, r in rows]
     section = "\n".join(lines) + "\n"
