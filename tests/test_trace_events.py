@@ -85,6 +85,27 @@ def test_processes_and_threads_match_summary(case):
         assert int(np.count_nonzero(ev.duration_ps[ev.pid == int(pid)])) == v["complete_events"]
 
 
+POD = FIXTURES / "pod"
+POD_HOSTS = sorted(str(f.relative_to(POD)) for f in POD.rglob("*.xplane.pb")
+                   if (f.parents[3] / "oracle" / "trace_viewer" / (f.name[:-len(".xplane.pb")] + ".digest.npz")).exists())
+
+
+@pytest.mark.parametrize("rel", POD_HOSTS)
+def test_tpu_training_steps_match_xprof(rel):
+    """Synthetic pod hosts (tests/fixtures/pod): device Steps named after the host step that
+    launched their modules, ops grouped by step, as XProf's trace_viewer shows them."""
+    xp = POD / rel
+    host = xp.name[:-len(".xplane.pb")]
+    ev = trace_events(decode(xp.read_bytes()))
+    dg = np.load(xp.parents[3] / "oracle" / "trace_viewer" / f"{host}.digest.npz")
+    rows, names = dg["events"], dg["names"]
+    theirs = as_sorted_table(rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], names[rows[:, 4]].astype(object),
+                             rows[:, 5].astype(bool))
+    assert as_sorted_table(*digest_rows(ev)) == theirs
+    steps = [ev.names[n] for n, t in zip(ev.name.tolist(), ev.tid.tolist()) if t == 1]
+    assert steps and all(n.startswith("train ") for n in steps)
+
+
 def test_steps_are_named_like_xprof():
     ev = trace_events(decode(next((PROFILES / "jax_mlp").rglob("*.xplane.pb")).read_bytes()))
     names = [ev.names[i] for i in ev.name.tolist()]

@@ -183,12 +183,30 @@ class _Build:
         rows = np.arange(r.num_events) if keep.all() else np.flatnonzero(keep)
         ev_line = r.event_line[rows]
         names = self.md_shown[self.ev_md[rows]]
+        dur = self.dur[rows]
+        self.device_steps: dict[int, _DeviceSteps] = {}
         if not grouped:
-            for row, name in self.step_names().items():
+            groups = self._groups = self.host_groups()
+            renamed = dict(groups.renamed)
+            for p, pid in pids.items():
+                if TPU_CORE_PLANE.fullmatch(r.plane_name[p]) and groups.enabled:
+                    self.device_steps[p] = _DeviceSteps.of(self, p, groups)
+            if self.device_steps:
+                steps = _DeviceSteps.finish(list(self.device_steps.values()), groups)
+                drop = np.array(sorted(steps.dropped), np.int64)
+                if len(drop):
+                    keep_pos = ~np.isin(rows, drop)
+                    rows, ev_line, names, dur = rows[keep_pos], ev_line[keep_pos], names[keep_pos], dur[keep_pos]
+                for row, (end, name) in steps.changed.items():
+                    pos = np.searchsorted(rows, row)
+                    dur[pos] = end - self.start[row]
+                    if name is not None:
+                        renamed[row] = name
+            for row, name in renamed.items():
                 pos = np.searchsorted(rows, row)
                 if pos < len(rows) and rows[pos] == row:
                     names[pos] = self.names.id(name)
-        self.chunks.append((line_pid[ev_line], line_tid[ev_line], self.start[rows], self.dur[rows],
+        self.chunks.append((line_pid[ev_line], line_tid[ev_line], self.start[rows], dur,
                             names, rows, np.full(len(rows), KIND_RAW, np.uint8)))
 
         threads = [(int(plane_pid[r.line_plane[li]]), int(line_tid[li]), line_shown_name[li])
@@ -232,13 +250,16 @@ class _Build:
         return "group_id" in self.r.sm_name
 
     # --- steps ---------------------------------------------------------------------------
-    def step_names(self) -> dict[int, str]:
-        """Event row -> step name for the root events XProf renames."""
+    def host_groups(self) -> "_Groups":
+        """Root events (steps) with their group ids and names, as XProf's event forest numbers them."""
         r = self.r
+        g = _Groups()
         if any(n in LOOP_OPS for n in r.em_name):  # CheckLoopOp: no grouping at all
-            return {}
+            g.enabled = False
+            return g
         if self.tf_loop_defines_steps():
-            return {}
+            g.enabled = False  # executor loop iterations are the (implicit, unnamed) roots
+            return g
         level = {}
         st = self.event_stat("_r")
         for owner, v in zip(st["owner"].to_list(), st["int"].to_list()):
@@ -251,7 +272,7 @@ class _Build:
             level.setdefault(row, 1)
         level = {row: lv for row, lv in level.items() if lv > 0}
         if not level:
-            return {}
+            return g
         skip = self.tf_data_step_ids()
         if skip:
             ids = self.event_stat("id")
@@ -264,19 +285,98 @@ class _Build:
         roots, lv = roots[needs], lv[needs]
         # Group ids in XProf's order: higher root level first, then by time.
         order = np.lexsort((self.start[roots], -lv))
-        group_of = {int(roots[i]): g for g, i in enumerate(order.tolist())}
         step = self.own_int_stats(["iter_num", "step_num", "graph_type"])
         line_names = r.line_name
-        out = {}
-        for row, gid in group_of.items():
+        for gid, i in enumerate(order.tolist()):
+            row = int(roots[i])
             name = str(self.md_name[self.ev_md[row]])
-            line = line_names[r.event_line[row]]
-            if name in IMPLICIT_ROOTS or line in TPU_PARENT_LINES:
+            implicit = name in IMPLICIT_ROOTS or line_names[r.event_line[row]] in TPU_PARENT_LINES
+            st_ = step.get(row, {})
+            prefix = st_.get("graph_type") or ("" if implicit else name)
+            num = st_.get("iter_num", st_.get("step_num", gid))
+            g.root_group[row] = gid
+            g.name[gid] = f"{prefix} {num}" if prefix else str(num)
+            if not implicit:
+                g.renamed[row] = g.name[gid]
+        g.count = len(order)
+        return g
+
+    def launch_groups(self) -> dict[tuple, int]:
+        """(device ordinal, queue id, run id, core type) -> host group of the launches with it.
+
+        A launch (DoEnqueueProgram) belongs to the step (root event) around it on its thread;
+        XProf hashes these four stats to tie it to the XLA module it started on the device.
+        """
+        cached = getattr(self, "_launches", None)
+        if cached is not None:
+            return cached
+        self._launches = out = {}
+        groups = self._groups
+        rows = self.events_named(LAUNCH)
+        if not len(rows) or not groups.root_group:
+            return out
+        r = self.r
+        planes = set(r.line_plane[r.event_line[rows]].tolist())
+        need = {"device_ordinal", "queue_id", "run_id"}
+        if not all(need <= {n for n, pp in zip(r.sm_name, r.sm_plane.tolist()) if pp == p} for p in planes):
+            return out
+        stats = self.own_int_stats(["device_ordinal", "queue_id", "run_id", "core_type", "_c", "_ct"])
+        roots = np.array(sorted(groups.root_group), np.int64)
+        root_line = r.event_line[roots]
+
+        def enclosing_group(row: int) -> int | None:
+            """The step around `row` on its own thread (or `row` itself when it is one)."""
+            s, e = self.start[row], self.start[row] + self.dur[row]
+            mine = roots[(root_line == r.event_line[row]) & (self.start[roots] <= s)
+                         & (self.start[roots] + self.dur[roots] >= e)]
+            return min(groups.root_group[int(x)] for x in mine.tolist()) if len(mine) else None
+
+        # A launch on another thread than its step is tied to it by a flow: the launch consumes
+        # (_ct, _c) what an event inside the step produced (_pt, _p). One hop is followed.
+        wanted = {(st["_ct"], st["_c"]) for st in (stats.get(x, {}) for x in rows.tolist()) if "_c" in st and "_ct" in st}
+        producers: dict[tuple, list[int]] = {}
+        if wanted:
+            pst = self.own_int_stats(["_p", "_pt"])
+            for row, st in pst.items():
+                k = (st.get("_pt"), st.get("_p"))
+                if k in wanted:
+                    producers.setdefault(k, []).append(row)
+        for row in rows.tolist():  # per launch
+            st = stats.get(row, {})
+            if not need <= st.keys():
                 continue
-            s = step.get(row, {})
-            prefix = s.get("graph_type") or name
-            num = s.get("iter_num", s.get("step_num", gid))
-            out[row] = f"{prefix} {num}"
+            key = (st["device_ordinal"] & U64, st["queue_id"] & U64, st["run_id"] & RUN_ID_MASK,
+                   st.get("core_type", 0) & U64)
+            cands = [enclosing_group(row)]
+            cands += [enclosing_group(p) for p in producers.get((st.get("_ct"), st.get("_c")), [])]
+            cands = [g for g in cands if g is not None]
+            if cands:
+                g = min(cands)
+                out[key] = min(g, out.get(key, g))
+        return out
+
+    def module_keys(self, plane: int) -> list[tuple[int, int, tuple]]:
+        """(start, end, launch key) of each XLA module run on a TPU core (TpuModuleLineMutator)."""
+        r = self.r
+        m = TPU_CORE_PLANE.fullmatch(r.plane_name[plane])
+        if not m or not m.group(1):
+            return []
+        names = {n for n, pp in zip(r.sm_name, r.sm_plane.tolist()) if pp == plane}
+        if not {"queue_id", "run_id"} <= names:
+            return []
+        ordinal = int(m.group(1))
+        line = next((li for li in range(len(r.line_id)) if r.line_plane[li] == plane
+                     and r.line_name[li] == "XLA Modules"), None)
+        if line is None:
+            return []
+        sl = self.f.line_events(line)
+        stats = self.own_int_stats(["queue_id", "run_id", "core_type"])
+        out = []
+        for row in range(sl.start, sl.stop):  # per module run
+            st = stats.get(row, {})
+            if "queue_id" in st and "run_id" in st:
+                out.append((int(self.start[row]), int(self.start[row] + self.dur[row]),
+                            (ordinal, st["queue_id"] & U64, st["run_id"] & U64, st.get("core_type", 0) & U64)))
         return out
 
     def own_int_stats(self, names: list[str]) -> dict[int, dict[str, object]]:
@@ -371,35 +471,28 @@ class _DeviceLines:
         self.new_events: dict[int, list] = {}  # tid -> list of [start, end, name_id, source]
 
     def groups(self, rows: np.ndarray) -> np.ndarray:
-        """Group id per event row: the Steps (or else XLA Modules) event it overlaps, -1 if none."""
+        """Group label per event row: the (merged) Steps event, or else the XLA Modules event, it
+        overlaps; -1 if none (GroupLine)."""
         r, b = self.b.r, self.b
-        by_name = {r.line_name[li]: li for li in self.lines}
-        grouping = None
-        for name in ("Steps", "XLA Modules"):
-            li = by_name.get(name)
-            if li is not None and r.line_num_events[li]:
-                grouping = li
-                break
-        if grouping is None:
+        steps = b.device_steps.get(self.plane)
+        if steps is not None and steps.spans is not None:
+            gs, ge = steps.spans
+        else:
+            li = next((li for li in self.lines if r.line_name[li] == "XLA Modules" and r.line_num_events[li]), None)
+            if li is None:
+                return np.full(len(rows), -1, np.int64)
+            sl = b.f.line_events(li)
+            gs = np.sort(b.start[sl])
+            ge = gs + b.dur[sl][np.argsort(b.start[sl], kind="stable")]
+        if not len(gs):
             return np.full(len(rows), -1, np.int64)
-        sl = self.b.f.line_events(grouping)
-        gs = b.start[sl]
-        ge = gs + b.dur[sl]
-        order = np.argsort(gs, kind="stable")
-        gs, ge = gs[order], ge[order]
         s = b.start[rows]
         e = s + b.dur[rows]
         # Closed-interval overlap with the last group event starting at or before the event's end.
         j = np.searchsorted(gs, e, "right") - 1
         jc = np.clip(j, 0, len(gs) - 1)
         hit = (j >= 0) & (ge[jc] >= s)
-        g = np.where(hit, jc, -1)
-        own = np.flatnonzero(r.event_line[rows] == grouping)
-        if len(own):
-            inv = np.empty(len(order), np.int64)
-            inv[order] = np.arange(len(order))
-            g[own] = inv[rows[own] - sl.start]
-        return g
+        return np.where(hit, jc, -1)
 
     def derive(self, threads: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
         b, r, f = self.b, self.b.r, self.b.f
@@ -514,6 +607,108 @@ class _DeviceLines:
             if HOST_MEMORY_LABEL in n and any(k in shown for k in OFFLOAD_KEYWORDS):
                 flag[m] = True
         return flag[md]
+
+
+@dataclass
+class _Groups:
+    """Host root events (steps): row -> group id, group id -> name, rows XProf renames."""
+
+    enabled: bool = True
+    root_group: dict = field(default_factory=dict)
+    name: dict = field(default_factory=dict)
+    renamed: dict = field(default_factory=dict)
+    count: int = 0
+
+
+LAUNCH = "DoEnqueueProgram"
+RUN_ID_MASK = (1 << 27) - 1  # HostRunIdMutator keeps the run id's low bits on host launches
+U64 = (1 << 64) - 1
+
+
+@dataclass
+class _DeviceSteps:
+    """The "Steps" line of one TPU core, grouped the way GroupTpuXPlaneEvents does.
+
+    A device step joins the host step whose launch (DoEnqueueProgram, matched on device
+    ordinal, queue id, run id and core type) started one of the XLA modules inside it. Steps
+    that joined a host step are named after it; consecutive steps of one group merge and
+    steps with no group are dropped. When no step of any core joined a host step, each core's
+    steps are numbered as groups of their own instead.
+    """
+
+    plane: int
+    rows: np.ndarray  # Steps events, by start
+    group: np.ndarray  # host group id per step, -1 when none
+    starts: np.ndarray | None = None
+    ends: np.ndarray | None = None
+    step_nums: dict = field(default_factory=dict)  # row -> own iter_num / step_num stat
+    own_groups: bool = False  # numbered as groups of their own (no host step joined)
+    spans: tuple | None = None  # (starts, ends) of the steps left after merging
+
+    @classmethod
+    def of(cls, b: "_Build", plane: int, groups: _Groups) -> "_DeviceSteps":
+        r, f = b.r, b.f
+        line = next((li for li in range(len(r.line_id)) if r.line_plane[li] == plane and r.line_name[li] == "Steps"),
+                    None)
+        if line is None or not r.line_num_events[line]:
+            return cls(plane, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        sl = f.line_events(line)
+        rows = np.arange(sl.start, sl.stop)[np.argsort(b.start[sl], kind="stable")]
+        group = np.full(len(rows), -1, np.int64)
+        nums = b.own_int_stats(["iter_num", "step_num"])
+        step_nums = {int(x): nums[int(x)].get("iter_num", nums[int(x)].get("step_num"))
+                     for x in rows.tolist() if int(x) in nums}
+        launches = b.launch_groups()
+        modules = b.module_keys(plane)
+        if launches and modules:
+            s, e = b.start[rows], b.start[rows] + b.dur[rows]
+            for m_start, m_end, key in modules:  # one per XLA module run
+                k = int(np.searchsorted(e, m_start, "right"))  # first step ending after it starts
+                if k < len(rows) and s[k] <= m_start and m_end <= e[k]:
+                    g = launches.get(key)
+                    if g is not None and (group[k] < 0 or g < group[k]):
+                        group[k] = g
+        return cls(plane, rows, group, b.start[rows], b.start[rows] + b.dur[rows], step_nums)
+
+    @staticmethod
+    def finish(cores: list["_DeviceSteps"], groups: _Groups) -> "_StepEdits":
+        """Rows to drop and (end, name) changes for the Steps events of every core."""
+        edits = _StepEdits()
+        if not any((c.group >= 0).any() for c in cores if len(c.rows)):
+            # tpu_needs_grouping: each core's steps become groups of their own, numbered after
+            # the host's (the same numbers on every core); a step is named by its step number
+            # stat, else its group id.
+            for c in cores:
+                c.group = groups.count + np.arange(len(c.rows))
+                c.own_groups = True
+        for c in cores:  # per step, not per event
+            if not len(c.rows):
+                continue
+            keep: list[list[int]] = []
+            prev = None
+            for i, row in enumerate(c.rows.tolist()):
+                g, end = int(c.group[i]), int(c.ends[i])
+                if g < 0:
+                    edits.dropped.add(row)  # ungrouped device steps are discarded
+                    prev = None
+                elif prev is not None and g == prev[1]:
+                    edits.dropped.add(row)  # a multi-module step: extend the first event
+                    edits.changed[prev[0]] = (end, edits.changed[prev[0]][1])
+                    keep[-1][1] = end
+                else:
+                    num = c.step_nums.get(row) if c.own_groups else None
+                    name = (str(num if num is not None else g)) if c.own_groups else groups.name.get(g)
+                    edits.changed[row] = (end, name)
+                    keep.append([int(c.starts[i]), end])
+                    prev = (row, g)
+            c.spans = (np.array([k[0] for k in keep], np.int64), np.array([k[1] for k in keep], np.int64))
+        return edits
+
+
+@dataclass
+class _StepEdits:
+    dropped: set = field(default_factory=set)
+    changed: dict = field(default_factory=dict)  # row -> (end_ps, new name or None)
 
 
 class _DerivedLine:
