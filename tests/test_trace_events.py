@@ -151,3 +151,76 @@ def test_std_sort_order_without_ties_is_the_sorted_order():
     assert sort_order(keys).tolist() == [1, 3, 4, 2, 0]
     a, b = np.array([1, 1, 0, 0]), np.array([2, 1, 9, 8])
     assert sort_order(a, b).tolist() == [3, 2, 1, 0]
+
+
+DEVICE_CASES = [PROFILES / "tpu_v6e_inference"] + sorted(POD.rglob("*.xplane.pb"))
+
+
+@pytest.mark.parametrize("path", DEVICE_CASES, ids=lambda p: p.name)
+def test_derived_lines_column_path_equals_op_by_op(path, monkeypatch):
+    from tputui.analysis import trace_events as te
+
+    xp = path if path.suffix == ".pb" else next(path.rglob("*.xplane.pb"))
+    frame = decode(xp.read_bytes())
+    fast = as_sorted_table(*digest_rows(trace_events(frame)))
+    monkeypatch.setattr(te, "DERIVE_COLUMNS", False)
+    slow = as_sorted_table(*digest_rows(trace_events(frame)))
+    assert fast == slow
+
+
+def synthetic_tpu_xspace(seed: int) -> bytes:
+    """One TPU core: modules (the groups) holding ops whose tf_op scopes, sources and spans vary."""
+    from tputui.proto import xplane_pb2
+
+    rng = np.random.default_rng(seed)
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(id=0, name="/device:TPU:0")
+    stat_ids = {"tf_op": 1, "source": 2}
+    for name, i in stat_ids.items():
+        plane.stat_metadata[i].id = i
+        plane.stat_metadata[i].name = name
+    scopes = ["jit(f)", "jit(main)", "while", "body", "cond", "jvp(g)", "transpose"]
+    ops = ["add", "mul", "dot_general", "reduce_sum", "MatMul:MatMul", "Relu:Relu"]
+    n_md = 40
+    for m in range(1, n_md + 1):
+        md = plane.event_metadata[m]
+        md.id, md.name = m, f"%op.{m} = f32[] op()"
+        md.display_name = f"op.{m}"
+        if rng.random() < 0.85:
+            depth = int(rng.integers(0, 5))
+            path = "/".join(rng.choice(scopes[:4] if m % 3 else scopes, depth).tolist() + [str(rng.choice(ops))])
+            if ":" not in path:
+                path += ":"
+            md.stats.add(metadata_id=1, str_value=path)
+        if rng.random() < 0.6:
+            md.stats.add(metadata_id=2, str_value=f"model.py:{int(rng.integers(1, 6))}")
+    plane.event_metadata[n_md + 1].id = n_md + 1
+    plane.event_metadata[n_md + 1].name = "module"
+    modules = plane.lines.add(id=2, name="XLA Modules", timestamp_ns=0)
+    oline = plane.lines.add(id=3, name="XLA Ops", timestamp_ns=0)
+    t = 1000
+    for _ in range(int(rng.integers(3, 8))):
+        start = t
+        for _ in range(int(rng.integers(10, 60))):
+            d = int(rng.choice([0, 1000, 2000, 5000, 100000]))
+            md = int(rng.integers(1, 11)) if rng.random() < 0.7 else int(rng.integers(1, n_md + 1))
+            oline.events.add(metadata_id=md, offset_ps=t, duration_ps=d)
+            t += d + int(rng.choice([0, 0, 500, 3000]))
+        modules.events.add(metadata_id=n_md + 1, offset_ps=start, duration_ps=t - start)
+        t += int(rng.integers(1000, 20000))
+    return space.SerializeToString()
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_derived_lines_column_path_on_random_ops(seed, monkeypatch):
+    from tputui.analysis import trace_events as te
+
+    frame = decode(synthetic_tpu_xspace(seed))
+    fast = trace_events(frame)
+    assert int(np.count_nonzero(fast.kind == 2)) > 0
+    monkeypatch.setattr(te, "DERIVE_COLUMNS", False)
+    slow = trace_events(frame)
+    # Exact: same derived events, names and ps spans.
+    key = lambda ev: sorted(zip(ev.tid.tolist(), ev.start_ps.tolist(), ev.duration_ps.tolist(),
+                                [ev.names[i] for i in ev.name.tolist()]))
+    assert key(fast) == key(slow)

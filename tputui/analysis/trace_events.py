@@ -77,6 +77,11 @@ OFFLOAD_KEYWORDS = ("copy-start", "copy-done", "dynamic-slice-start", "dynamic-s
                     "dynamic-update-slice-start", "dynamic-update-slice-done")
 HOST_MEMORY_LABEL = "S(5)"
 
+# Derive TPU lines with array operations when every op has a group (tests switch it off to
+# compare with the op-by-op reference).
+DERIVE_COLUMNS = True
+STD_SORT_MAX = 400_000  # events of one TPU core up to which std::sort's tie order is replayed
+
 # Where an event comes from (TraceEvents.kind).
 KIND_RAW, KIND_REGION, KIND_DERIVED = 0, 1, 2
 
@@ -469,6 +474,7 @@ class _DeviceLines:
         r = b.r
         self.lines = [li for li in range(len(r.line_id)) if r.line_plane[li] == plane]
         self.new_events: dict[int, list] = {}  # tid -> list of [start, end, name_id, source]
+        self.arrays: dict[int, list] = {}  # tid -> list of (starts, ends, name_ids, sources) arrays
 
     def groups(self, rows: np.ndarray) -> np.ndarray:
         """Group label per event row: the (merged) Steps event, or else the XLA Modules event, it
@@ -499,8 +505,6 @@ class _DeviceLines:
         rows = np.concatenate([np.arange(f.line_events(li).start, f.line_events(li).stop) for li in self.lines]
                               + [np.zeros(0, np.int64)]).astype(np.int64)
         if len(rows):
-            # GetSortedEvents: by start, then shorter first, with std::sort's order for ties.
-            rows = rows[sort_order(b.start[rows], b.dur[rows])]
             self.derive_from(rows)
         # RemoveEmptyLines: this plane keeps only lines with events.
         counts = {}
@@ -509,84 +513,200 @@ class _DeviceLines:
             counts[tid] = counts.get(tid, 0) + int(r.line_num_events[li])
         out = [t for t in threads if t[0] != self.pid or counts.get(t[1], 0) > 0]
         names = {TID_NAME_SCOPE: "Framework Name Scope", TID_TF_OP: "Framework Ops", TID_SOURCE: "Source code"}
-        for tid in sorted(self.new_events):
-            evs = self.new_events[tid]
-            if not evs:
+        for tid, evs in self.new_events.items():  # events built one by one (sequential path, offload rows)
+            if evs:
+                a = np.array([e[:2] + [e[3]] for e in evs], np.int64).reshape(-1, 3)
+                self.arrays.setdefault(tid, []).append((a[:, 0], a[:, 1], np.array([e[2] for e in evs], np.int32),
+                                                        a[:, 2]))
+        for tid in sorted(self.arrays):
+            s, e, nm, src = (np.concatenate(c) for c in zip(*self.arrays[tid]))
+            if not len(s):
                 continue
-            name = names.get(tid) or f"Host Offload Ops row {tid - TID_OFFLOAD_FIRST}"
-            out.append((self.pid, tid, name))
-            a = np.array([e[:2] + [e[3]] for e in evs], np.int64).reshape(-1, 3)
-            b.chunks.append((np.full(len(evs), self.pid, np.int64), np.full(len(evs), tid, np.int64), a[:, 0],
-                             a[:, 1] - a[:, 0], np.array([e[2] for e in evs], np.int32), a[:, 2],
-                             np.full(len(evs), KIND_DERIVED, np.uint8)))
+            out.append((self.pid, tid, names.get(tid) or f"Host Offload Ops row {tid - TID_OFFLOAD_FIRST}"))
+            b.chunks.append((np.full(len(s), self.pid, np.int64), np.full(len(s), tid, np.int64), s, e - s,
+                             nm.astype(np.int32), src.astype(np.int64), np.full(len(s), KIND_DERIVED, np.uint8)))
         return out
 
-    def op_stats(self, rows: np.ndarray) -> tuple[list, list, np.ndarray]:
-        """tf_op and source text per row (event stat over metadata stat), and is_async."""
+    def op_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: text id of its tf_op and source (event stat over op-metadata stat; -1 when
+        absent or empty) and whether it is async (`_a`)."""
         b, f = self.b, self.b.f
+        n_md = len(b.r.em_name) + 1
+        out = []
+        for owner, pick in (("metadata", None), ("event", rows)):
+            vals = f.stat_values(owner, ["tf_op", "source", "_a"])
+            if pick is not None:
+                vals = vals.filter(pl.col("owner").is_in(pick))
+            out.append(vals)
+        md_vals, ev_vals = out
+        tf_md, src_md, asy_md = (np.full(n_md, -1, np.int64), np.full(n_md, -1, np.int64), np.zeros(n_md, bool))
+        _scatter_stats(md_vals, tf_md, src_md, asy_md, md_vals["owner"].to_numpy())
         md = b.ev_md[rows]
-        tf_op = np.full(len(rows), -1, np.int64)
-        src = np.full(len(rows), -1, np.int64)
-        asy = np.zeros(len(rows), bool)
-        md_vals = f.stat_values("metadata", ["tf_op", "source", "_a"])
-        ev_vals = f.stat_values("event", ["tf_op", "source", "_a"]).filter(pl.col("owner").is_in(rows.tolist()))
-        pos_of_row = {int(x): i for i, x in enumerate(rows.tolist())}
-        md_pos: dict[int, list[int]] = {}
-        for i, m in enumerate(md.tolist()):
-            md_pos.setdefault(m, []).append(i)
-        for vals, locate in ((md_vals, lambda o: md_pos.get(o, [])), (ev_vals, lambda o: [pos_of_row[o]])):
-            for o, sname, iv, uv, tid in zip(vals["owner"].to_list(), vals["stat_name"].to_list(),
-                                             vals["int"].to_list(), vals["uint"].to_list(), vals["text_id"].to_list()):
-                where = locate(o)
-                if not where:
-                    continue
-                if sname == "tf_op":
-                    tf_op[where] = tid
-                elif sname == "source":
-                    src[where] = tid
-                else:
-                    asy[where] = bool(iv if iv is not None else uv)
-        texts = f.texts
-        return ([texts[t] if t >= 0 else "" for t in tf_op.tolist()],
-                [texts[t] if t >= 0 else "" for t in src.tolist()], asy)
+        tf, src, asy = tf_md[md], src_md[md], asy_md[md]
+        if ev_vals.height:
+            order = np.argsort(rows, kind="stable")
+            pos = order[np.searchsorted(rows[order], ev_vals["owner"].to_numpy())]
+            _scatter_stats(ev_vals, tf, src, asy, pos)
+        empty = np.array([t == "" for t in f.texts] + [True])  # text id -1 picks the trailing True
+        tf[empty[tf]] = -1
+        src[empty[src]] = -1
+        return tf, src, asy
 
     def derive_from(self, rows: np.ndarray) -> None:
+        """rows: every event of the plane, in line order (GetSortedEvents' input)."""
         b = self.b
-        tf_ops, sources, asy = self.op_stats(rows)
+        tf, src, asy = self.op_stats(rows)
         offload = self.offload_candidates(rows)
-        has_op = np.array([bool(t) or bool(s) for t, s in zip(tf_ops, sources)], bool)
-        interesting = np.flatnonzero(~asy & (has_op | offload))
-        if not len(interesting):
+        wanted = ~asy & ((tf >= 0) | (src >= 0) | offload)
+        if not wanted.any():
             return
-        groups = self.groups(rows[interesting])
+        # GetSortedEvents: by start, then shorter first. Only the ops with op stats matter, and
+        # their order is fixed unless two of them tie; then std::sort's order for ties, which
+        # depends on every event of the plane, is replayed (up to STD_SORT_MAX events).
+        w = np.flatnonzero(wanted)
+        order = np.lexsort((b.dur[rows[w]], b.start[rows[w]]))
+        s_, d_ = b.start[rows[w]][order], b.dur[rows[w]][order]
+        if len(w) > 1 and ((s_[1:] == s_[:-1]) & (d_[1:] == d_[:-1])).any() and len(rows) <= STD_SORT_MAX:
+            full = sort_order(b.start[rows], b.dur[rows])
+            interesting = full[wanted[full]]
+        else:
+            interesting = w[order]
+        rows_i = rows[interesting]
+        groups = self.groups(rows_i)
+        tf_i, src_i = tf[interesting], src[interesting]
+        if DERIVE_COLUMNS and (groups[(tf_i >= 0) | (src_i >= 0)] >= 0).all():
+            self.derive_columns(rows_i, tf_i, src_i, groups)  # every op is in a step / module
+        else:
+            self.derive_sequential(rows_i, tf_i, src_i, groups)
+        offload_rows = _OffloadRows(self)
+        for row in rows_i[offload[interesting]].tolist():  # copy start/done pairs only
+            offload_rows.add(row)
+
+    def derive_sequential(self, rows: np.ndarray, tf: np.ndarray, src: np.ndarray, groups: np.ndarray) -> None:
+        """DeriveLinesFromStats event by event (the reference; used when some op has no group)."""
+        b, texts = self.b, self.b.f.texts
         scope_line = _DerivedLine(self, TID_NAME_SCOPE)
         op_line = _DerivedLine(self, TID_TF_OP)
         scope_line.dependents = [op_line]
         src_line = _DerivedLine(self, TID_SOURCE)
-        offload_rows = _OffloadRows(self)
         parsed: dict[str, tuple[list[str], str, bool]] = {}
-        for k, i in enumerate(interesting.tolist()):  # ops with op stats only (see module doc)
-            row = int(rows[i])
+        for k, row in enumerate(rows.tolist()):
             s = int(b.start[row])
             e = s + int(b.dur[row])
             g = int(groups[k])
             g = None if g < 0 else g
-            tf_op = tf_ops[i]
-            if tf_op:
+            if tf[k] >= 0:
+                tf_op = texts[tf[k]]
                 p = parsed.get(tf_op)
                 if p is None:
                     p = parsed[tf_op] = parse_tf_op(tf_op)
                 scopes, op_name, framework = p
                 if framework and scopes:
                     scope_line.expand_or_add_levels([b.names.id(x) for x in scopes], s, e, g, row)
-                op_line.expand_or_add(b.names.id(self.metadata_display(tf_op, op_name)), 0, s, e, g, row)
-            if sources[i]:
-                src_line.expand_or_add(b.names.id(sources[i]), 0, s, e, g, row)
-            if offload[i]:
-                offload_rows.add(row)
+                op_line.expand_or_add(b.names.id(self.metadata_display(tf_op, op_name)), 0, s, e, g, row, key=tf_op)
+            if src[k] >= 0:
+                src_line.expand_or_add(b.names.id(texts[src[k]]), 0, s, e, g, row)
         scope_line.reset(0)
-        for line in (scope_line, op_line, src_line):
-            line.flush()
+
+    def derive_columns(self, rows: np.ndarray, tf: np.ndarray, src: np.ndarray, groups: np.ndarray) -> None:
+        """DeriveLinesFromStats as array operations, for when every op has a group (then an
+        op continues the line's last event iff it has the same name and group: no gap rule).
+
+        Same events as derive_sequential (tests compare them), but one pass per nesting level
+        instead of one per op.
+        """
+        b, texts = self.b, self.b.f.texts
+        starts = b.start[rows]
+        ends = starts + b.dur[rows]
+        # Source code: a new event when the source or the group changes.
+        o = np.flatnonzero(src >= 0)
+        if len(o):
+            key = _string_keys(src[o], texts)
+            self.emit_runs(TID_SOURCE, o, key, groups[o], starts, ends, rows,
+                           lambda first: np.array([b.names.id(texts[t]) for t in src[o][first].tolist()], np.int32))
+        o = np.flatnonzero(tf >= 0)
+        if not len(o):
+            return
+        uniq, inv = np.unique(_string_keys(tf[o], texts), return_inverse=True)
+        first_tid = np.zeros(len(uniq), np.int64)
+        first_tid[inv] = tf[o]  # any text id of each distinct tf_op string
+        parsed = [parse_tf_op(texts[t]) for t in first_tid.tolist()]
+        op_name = np.array([b.names.id(self.metadata_display(texts[t], p[1])) for t, p in zip(first_tid.tolist(), parsed)],
+                           np.int32)
+        scoped_u = np.array([p[2] and len(p[0]) > 0 for p in parsed], bool)
+        depth = max((len(p[0]) for p in parsed), default=0)
+        table = np.full((len(uniq), max(depth, 1)), -1, np.int64)
+        for u, p in enumerate(parsed):  # per distinct tf_op, not per op
+            if p[2]:
+                table[u, :len(p[0])] = [b.names.id(x) for x in p[0]]
+        in_q = scoped_u[inv]
+        q = o[in_q]  # ops with name scopes, in time order
+        reset0 = np.zeros(len(o), bool)
+        if len(q):
+            common = self.emit_scopes(q, table[inv[in_q]], groups[q], starts, ends, rows)
+            reset0[in_q] = common == 0  # the scope line restarted: so does Framework Ops
+        self.emit_runs(TID_TF_OP, o, inv, groups[o], starts, ends, rows, lambda first: op_name[inv[first]],
+                       extra_breaks=reset0)
+
+    def emit_runs(self, tid: int, o: np.ndarray, key: np.ndarray, g: np.ndarray, starts, ends, rows, name_of,
+                  extra_breaks: np.ndarray | None = None) -> None:
+        """One derived event per run of consecutive ops with the same key and group."""
+        new = np.ones(len(o), bool)
+        new[1:] = (key[1:] != key[:-1]) | (g[1:] != g[:-1])
+        if extra_breaks is not None:
+            new |= extra_breaks
+        first = np.flatnonzero(new)
+        end = np.maximum.reduceat(ends[o], first)
+        self.arrays.setdefault(tid, []).append((starts[o[first]], end, name_of(first), rows[o[first]]))
+
+    def emit_scopes(self, q: np.ndarray, m: np.ndarray, g: np.ndarray, starts, ends, rows) -> np.ndarray:
+        """Framework Name Scope: nested scope events, level by level; returns each op's common
+        prefix with the previous scoped op (0 where the line restarted)."""
+        n, depth = m.shape
+        length = (m >= 0).sum(1)
+        common = np.zeros(n, np.int64)
+        if n > 1:
+            same = (m[1:] == m[:-1]) & (m[1:] >= 0)
+            common[1:] = np.cumprod(same, axis=1).sum(1)
+            common[1:][g[1:] != g[:-1]] = 0
+        block_of = np.full((n, depth), -1, np.int64)
+        b_start, b_end, b_name, b_src = [], [], [], []
+        count = 0
+        for level in range(depth):  # per nesting level
+            member = np.flatnonzero(length > level)
+            if not len(member):
+                break
+            new = level >= common[member]
+            first = member[new]
+            bid = np.cumsum(new) - 1 + count
+            block_of[member, level] = bid
+            cut = np.flatnonzero(new)
+            b_start.append(starts[q[first]])
+            b_end.append(np.maximum.reduceat(ends[q[member]], cut))
+            b_name.append(m[first, level])
+            b_src.append(rows[q[first]])
+            count += len(first)
+        bs, be = np.concatenate(b_start), np.concatenate(b_end)
+        # AdjustDurationForTraceViewer: when a stack of levels ends together, each level with
+        # the same span as the one above it is shortened by one more ns (at most to 1 ns on top).
+        lo = np.zeros(n, np.int64)
+        lo[:-1] = common[1:]  # the restart level after each op; 0 after the last
+        top = length - 1
+        lv = np.arange(depth)
+        valid = (lv[None, :] >= lo[:, None]) & (lv[None, :] <= top[:, None])
+        blk = np.where(valid, block_of, 0)
+        s_, e_ = bs[blk], be[blk]
+        eq = np.zeros((n, depth), bool)
+        eq[:, 1:] = valid[:, 1:] & valid[:, :-1] & (s_[:, 1:] == s_[:, :-1]) & (e_[:, 1:] == e_[:, :-1])
+        shrink = np.cumsum(eq, axis=1)
+        top_blk = block_of[np.arange(n), np.maximum(top, 0)]
+        cap = np.maximum((be[top_blk] - bs[top_blk]) // 1000 - 1, 0)
+        shrink = np.minimum(shrink, cap[:, None])
+        hit = valid & (shrink > 0)
+        be[block_of[hit]] -= 1000 * shrink[hit]
+        self.arrays.setdefault(TID_NAME_SCOPE, []).append(
+            (bs, be, np.concatenate(b_name).astype(np.int32), np.concatenate(b_src)))
+        return common
 
     def metadata_display(self, name: str, default: str) -> str:
         """GetOrCreateEventMetadata(name): an existing metadata keeps its display name."""
@@ -720,19 +840,22 @@ class _DerivedLine:
         self.last: list[tuple[list, int | None] | None] = []  # per level: (event, group)
         self.dependents: list[_DerivedLine] = []
 
-    def expand_or_add(self, name: int, level: int, s: int, e: int, g: int | None, source: int) -> None:
+    def expand_or_add(self, name: int, level: int, s: int, e: int, g: int | None, source: int,
+                      key: object = None) -> None:
+        """key: the event's metadata identity (its full tf_op for Framework Ops), else its name."""
+        key = name if key is None else key
         while len(self.last) <= level:
             self.last.append(None)
         cur = self.last[level]
         if cur is not None:
-            ev, cg = cur
-            if ev[2] == name and cg == g and (g is not None or ev[1] + 2 * (ev[1] - ev[0]) >= s):
+            ev, cg, ck = cur
+            if ck == key and cg == g and (g is not None or ev[1] + 2 * (ev[1] - ev[0]) >= s):
                 ev[0], ev[1] = min(ev[0], s), max(ev[1], e)
                 return
         self.reset(level)
         ev = [s, e, name, source]
         self.events.append(ev)
-        self.last[level] = (ev, g)
+        self.last[level] = (ev, g, key)
 
     def expand_or_add_levels(self, names: list[int], s: int, e: int, g: int | None, source: int) -> None:
         for level, name in enumerate(names):
@@ -807,6 +930,24 @@ class _OffloadRows:
         self.frontier[pick] = max(self.frontier[pick], e)
         tid = TID_OFFLOAD_FIRST + pick
         self.dev.new_events.setdefault(tid, []).append([s, e, b.names.id(label), first])
+
+
+def _scatter_stats(vals: pl.DataFrame, tf: np.ndarray, src: np.ndarray, asy: np.ndarray, pos: np.ndarray) -> None:
+    """Write tf_op / source text ids and the async flag of long-form stats `vals` at `pos`."""
+    name = vals["stat_name"].to_numpy()
+    tid = vals["text_id"].to_numpy()
+    flag = vals["int"].fill_null(vals["uint"].cast(pl.Int64, strict=False)).fill_null(0).to_numpy() != 0
+    for stat, target, value in (("tf_op", tf, tid), ("source", src, tid), ("_a", asy, flag)):
+        sel = name == stat
+        target[pos[sel]] = value[sel]
+
+
+def _string_keys(text_ids: np.ndarray, texts: list[str]) -> np.ndarray:
+    """Text ids -> ids that are equal exactly when the strings are (a text may repeat)."""
+    uniq, inv = np.unique(text_ids, return_inverse=True)
+    index: dict[str, int] = {}
+    canon = np.array([index.setdefault(texts[t], len(index)) for t in uniq.tolist()], np.int64)
+    return canon[inv]
 
 
 def offload_name(op: str) -> str:
