@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -70,6 +71,8 @@ class TraceIndex:
         """exact=False: nest improperly nested tracks by open-event count for now (fast, a few
         events may share a row with an overlapping one); `refined()` later gives the exact index."""
         self.names = ev.names
+        # A stable hue per name (not per intern order): the same op keeps its colour everywhere.
+        self.name_hash = np.array([zlib.crc32(n.encode()) for n in ev.names], np.uint32)
         self.frame = ev.frame
         self.processes = dict(ev.processes.iter_rows())
         report = progress or (lambda msg: None)

@@ -349,7 +349,7 @@ class Timeline(Widget, can_focus=True):
             if blk < 0:
                 segs.append(Segment(" " * n))
                 continue
-            color = nm % len(PALETTE)
+            color = int(ix.name_hash[nm]) % len(PALETTE)
             if du == 0 and n == 1:
                 segs.append(Segment("╽", self.style(("tick", color, s, m))))
                 continue
