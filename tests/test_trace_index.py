@@ -25,7 +25,7 @@ def tree_depth_reference(track, start, end):
         for j in range(i - 1, -1, -1):
             if track[j] != track[i]:
                 break
-            if end[j] >= end[i]:
+            if end[j] >= end[i] and end[j] > start[j]:  # instants hold nothing
                 p = j
                 break
         depth.append(0 if p < 0 else depth[p] + 1)

@@ -364,8 +364,8 @@ def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntrack
                    exact: bool = True) -> tuple[np.ndarray, bool]:
     """Depth of each event in its track's nesting tree (events sorted by track, start, longest first).
 
-    An event's parent is the nearest earlier event of its track that lasts at least as long (so
-    contains it); depth = number of ancestors. When a track is properly nested that is simply the
+    An event's parent is the nearest earlier event of its track (not an instant) that lasts at
+    least as long, so contains it; depth = number of ancestors. When a track is properly nested that is simply the
     number of events still open at the event's start, which costs one sort of the ends per track.
     Tracks where that count puts an event under a parent that does not contain it (a step that
     starts while a Python-tracer frame is still open, say) get the exact tree (`_tree_depth`),
@@ -403,8 +403,11 @@ def _contained_by_parents(start: np.ndarray, end: np.ndarray, depth: np.ndarray)
     for lvl in range(1, int(d[-1]) + 1):
         kids = order[cuts[lvl]:cuts[lvl + 1]]
         parents = order[cuts[lvl - 1]:cuts[lvl]]
+        parents = parents[end[parents] > start[parents]]  # instants hold nothing
         if not len(kids):
             continue
+        if not len(parents):
+            return False
         j = np.searchsorted(start[parents], start[kids], "right") - 1
         if (j < 0).any() or (end[parents[j]] < end[kids]).any():
             return False
@@ -414,7 +417,7 @@ def _contained_by_parents(start: np.ndarray, end: np.ndarray, depth: np.ndarray)
 def _tree_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Exact nesting depth of one track's events (sorted by start, longest first).
 
-    Parent = nearest earlier event ending no earlier. Found by pointer jumping, not a loop per
+    Parent = nearest earlier event, not an instant, ending no earlier. Found by pointer jumping, not a loop per
     event: a candidate that ends too early is replaced by its own candidate (everything between
     them ends earlier still); depths are then summed by pointer doubling.
     """
@@ -422,7 +425,10 @@ def _tree_depth(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     parent = np.arange(n) - 1
     todo = np.flatnonzero(parent >= 0)
     while len(todo):
-        todo = todo[end[parent[todo]] < end[todo]]
+        # Jump past a candidate that ends too early, or is an instant (instants hold nothing;
+        # everything between an instant and its own candidate ended before it, so skipping is safe).
+        c = parent[todo]
+        todo = todo[(end[c] < end[todo]) | (end[c] == start[c])]
         parent[todo] = parent[parent[todo]]
         todo = todo[parent[todo] >= 0]
     depth = (parent >= 0).astype(np.int64)
@@ -448,10 +454,10 @@ def _ps_text(ps: int) -> str:
 def _breaks(prev: Level, gap: int) -> np.ndarray:
     """Where a new block starts when merging `prev` with `gap`.
 
-    Neighbours merge when the gap between them is under `gap`, unless both are themselves at
-    least `gap` long: long events keep their own blocks (and names) at every zoom, while runs
-    of events too small to see become one block. Either way a column of width >= gap meets
-    only a few blocks.
+    Neighbours merge when the gap between them is under `gap` and neither is itself at least
+    `gap` long: an event wide enough to see keeps its own block (and name) at every zoom, while
+    runs of events too small to see become one block. Either way a column of width >= gap
+    meets only a few blocks: the long ones (each >= gap wide) and the runs between them.
     """
     n = len(prev.start)
     rows = np.repeat(np.arange(len(prev.row_count)), prev.row_count)
@@ -459,7 +465,7 @@ def _breaks(prev: Level, gap: int) -> np.ndarray:
     new = np.ones(n, bool)
     long_ = length >= gap
     new[1:] = ((rows[1:] != rows[:-1]) | (prev.start[1:] - prev.end[:-1] >= gap)
-               | (long_[1:] & long_[:-1]))
+               | long_[1:] | long_[:-1])
     return new
 
 
