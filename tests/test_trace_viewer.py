@@ -248,3 +248,11 @@ def test_snapshot_search_and_mark(snap_compare):
         await pilot.pause()
 
     assert snap_compare(make_app("jax_mlp"), terminal_size=SIZE, run_before=run_before)
+
+
+def test_axis_labels_have_the_digits_the_tick_step_needs():
+    from tputui.widgets.timeline import fmt_tick
+
+    assert [fmt_tick(t, 20_000_000) for t in (215_000_000_000, 215_020_000_000)] == ["215.00 ms", "215.02 ms"]
+    assert fmt_tick(1_500_000_000_000, 500_000_000_000) == "1.5 s"
+    assert fmt_tick(0, 10**9) == "0"

@@ -61,6 +61,15 @@ def parse_time(text: str) -> int | None:
         return None
 
 
+def fmt_tick(t: int, step: int) -> str:
+    """A tick label with as many decimals as the tick step needs: 215.02 ms, 215.04 ms, ..."""
+    if t == 0:
+        return "0"
+    unit, size = next(((u, z) for u, z in UNITS if abs(t) >= z), UNITS[-1])
+    decimals = max(0, math.ceil(-math.log10(step / size) - 1e-9)) if step < size else 0
+    return f"{t / size:.{decimals}f} {unit}"
+
+
 def nice_step(ps: float) -> int:
     """A 1/2/5 x 10^k ps step >= ps."""
     if ps <= 1:
@@ -265,7 +274,7 @@ class Timeline(Widget, can_focus=True):
             col = int((t - self.t0) / span * w)
             if 0 <= col < w:
                 ticks[col] = "┬"
-                text = fmt_ps(t)
+                text = fmt_tick(t, step)
                 if col + len(text) <= w and all(c == " " for c in labels[col:col + len(text) + 1]):
                     labels[col:col + len(text)] = list(text)
             t += step
