@@ -30,6 +30,7 @@ AXIS_LINES = 2
 PALETTE = ["#31688e", "#8e4b31", "#3f7f3f", "#7d3f7d", "#7d7a2f", "#2f7d7a", "#a06a2a", "#5a5aa8",
            "#a84f72", "#4f8f6e", "#6e6e6e", "#8f4a4a", "#3a5f9e", "#9e7d3a", "#5d8f2f", "#8f2f5d"]
 MATCH_BG = "#e0c000"
+SELECTED_BG = "#f2f2f2"
 UNITS = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1))
 
 
@@ -240,11 +241,13 @@ class Timeline(Widget, can_focus=True):
             kind = key[0]
             if kind == "block":
                 _, color, selected, matched = key
-                bg = MATCH_BG if matched else PALETTE[color]
-                st = Style(bgcolor=bg, color="black" if matched else "white", bold=selected, reverse=selected)
+                if selected:  # the selection stands out whatever its colour
+                    st = Style(bgcolor=SELECTED_BG, color="black", bold=True)
+                else:
+                    st = Style(bgcolor=MATCH_BG if matched else PALETTE[color], color="black" if matched else "white")
             elif kind == "tick":
                 _, color, selected, matched = key
-                st = Style(color=MATCH_BG if matched else PALETTE[color], bold=True, reverse=selected)
+                st = Style(color=SELECTED_BG if selected else MATCH_BG if matched else PALETTE[color], bold=True)
             elif kind == "gutter":
                 st = Style(color="bright_white", bold=True, reverse=key[1]) if key[1] else Style(dim=True)
             elif kind == "section":
