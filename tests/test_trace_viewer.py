@@ -133,14 +133,17 @@ async def test_search_highlights_and_n_N_step_through_matches():
         assert tl.ix.start[nxt] >= tl.ix.start[first] and nxt != first and "train" in tl.ix.event_name(nxt)
         await pilot.press("N")
         assert int(tl.selection[0]) == first
+        # Matches are drawn highlighted: some visible block carries the match style.
+        from tputui.widgets.timeline import MATCH_BG, SELECTED_BG
+
+        def drawn_with(bg):
+            return any(seg.style is not None and seg.style.bgcolor is not None
+                       and seg.style.bgcolor.name == bg.lower() for strip in tl.frame() for seg in strip)
+
+        assert drawn_with(MATCH_BG) and drawn_with(SELECTED_BG)
         await pilot.press("asterisk")
         assert len(tl.selection) == 60
         assert "60 events" in details_text(app.screen)
-        # Matches are drawn highlighted: some visible block carries the match style.
-        from tputui.widgets.timeline import MATCH_BG
-
-        assert any(seg.style is not None and seg.style.bgcolor is not None and seg.style.bgcolor.name == MATCH_BG.lower()
-                   for strip in tl.frame() for seg in strip)
 
 
 async def test_enter_collapses_and_expands_a_section():
