@@ -224,3 +224,22 @@ def test_derived_lines_column_path_on_random_ops(seed, monkeypatch):
     key = lambda ev: sorted(zip(ev.tid.tolist(), ev.start_ps.tolist(), ev.duration_ps.tolist(),
                                 [ev.names[i] for i in ev.name.tolist()]))
     assert key(fast) == key(slow)
+
+
+def test_step_name_stats_in_the_file_name_events():
+    """A space XProf considers grouped keeps its events, named by their own step_name stats."""
+    from tputui.proto import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(id=0, name="/host:CPU")
+    for i, name in ((1, "group_id"), (2, "step_name")):
+        plane.stat_metadata[i].id, plane.stat_metadata[i].name = i, name
+    plane.event_metadata[1].id, plane.event_metadata[1].name = 1, "train"
+    line = plane.lines.add(id=7, name="python", timestamp_ns=1)
+    for k in range(3):
+        ev = line.events.add(metadata_id=1, offset_ps=k * 10_000, duration_ps=5_000)
+        ev.stats.add(metadata_id=1, int64_value=k)
+        ev.stats.add(metadata_id=2, str_value=f"my step {k}")
+    ev = trace_events(decode(space.SerializeToString()))
+    assert [ev.names[i] for i in ev.name.tolist()] == ["my step 0", "my step 1", "my step 2"]
+    assert ev.start_ps.tolist() == [1000, 11000, 21000]

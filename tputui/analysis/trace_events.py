@@ -20,14 +20,20 @@ those rules column-wise (no per-event Python loop on host events):
   executor loops define the steps.
 * `ThreadpoolListener::Region` events are synthesized on every line from each
   `ThreadpoolListener::StopRegion` back to the line's last `StartRegion` that has a `_c` stat.
-* TPU tensor-core planes get derived lines from op-metadata stats, grouped per XLA module
-  (or per step when a `Steps` line exists): "Framework Name Scope" (nested `tf_op` scopes),
-  "Framework Ops", "Source code" and "Host Offload Ops row N" (host-offload copy start/done
-  pairs packed onto rows); empty lines of those planes are dropped.
+* TPU tensor-core planes: a "Steps" line's events join the host step whose launch
+  (DoEnqueueProgram; device ordinal, queue id, run id and core type) started an XLA module
+  inside them; they take its name ("train 5"), consecutive ones of one step merge, the others
+  are dropped (with no link at all, each core's steps number themselves). Derived lines come
+  from op-metadata stats, grouped by step (or else by XLA module): "Framework Name Scope"
+  (nested `tf_op` scopes, XProf's 1 ns shortening of stacked equal spans included),
+  "Framework Ops", "Source code" and "Host Offload Ops row N" (copy start/done pairs packed
+  onto rows); the ops are taken in XProf's sort order, ties included (libstdc++'s std::sort is
+  replayed, see stdsort.py). Empty lines of those planes are dropped.
 
 Not reproduced (no fixture to check them against; the raw events are still shown): GPU
-derived lines (Steps, XLA Modules/Ops per stream, kernel launch stats), steps found only
-through cross-thread or host-to-device links, and XProf's 5M-event cap (we have no cap).
+derived lines and XProf's renumbering of GPU stream threads, steps tied to launches through
+more than one cross-thread flow, std::sort's tie order on TPU cores of over 400k events
+(ties then keep line order), and XProf's 5M-event cap (we have no cap).
 """
 from __future__ import annotations
 
@@ -190,6 +196,7 @@ class _Build:
         names = self.md_shown[self.ev_md[rows]]
         dur = self.dur[rows]
         self.device_steps: dict[int, _DeviceSteps] = {}
+        self.apply_step_name_stats(rows, names)
         if not grouped:
             groups = self._groups = self.host_groups()
             renamed = dict(groups.renamed)
@@ -235,6 +242,25 @@ class _Build:
             pid=cat[0].astype(np.uint32), tid=cat[1].astype(np.uint32), start_ps=cat[2].astype(np.int64),
             duration_ps=cat[3].astype(np.int64), name=cat[4].astype(np.int32), source=cat[5].astype(np.int64),
             kind=cat[6].astype(np.uint8), names=self.names.strings, processes=procs, threads=th, frame=self.f)
+
+    def apply_step_name_stats(self, rows: np.ndarray, names: np.ndarray) -> None:
+        """A `step_name` stat already in the file (op metadata, then the event) names the event."""
+        if "step_name" not in self.r.sm_name:
+            return
+        f = self.f
+        md = f.stat_values("metadata", "step_name")
+        md_name = np.full(len(self.r.em_name) + 1, -1, np.int64)
+        for owner, tid in zip(md["owner"].to_list(), md["text_id"].to_list()):
+            if tid is not None and tid >= 0:
+                md_name[owner] = self.names.id(f.text(tid))
+        by_md = md_name[self.ev_md[rows]]
+        hit = by_md >= 0
+        names[hit] = by_md[hit]
+        ev = f.stat_values("event", "step_name")
+        for owner, tid in zip(ev["owner"].to_list(), ev["text_id"].to_list()):  # stat rows, not events
+            pos = np.searchsorted(rows, owner)
+            if tid is not None and tid >= 0 and pos < len(rows) and rows[pos] == owner:
+                names[pos] = self.names.id(f.text(tid))
 
     # --- stats helpers -----------------------------------------------------------------
     def event_stat(self, name: str) -> pl.DataFrame:
