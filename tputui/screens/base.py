@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, LoadingIndicator, Static
+from textual.widgets import Footer, Static
 
 from tputui.data.run_data import RunData
 from tputui.tools import Tool
@@ -43,7 +43,7 @@ class ToolScreen(Screen):
     BINDINGS = [Binding("f5", "reload", "Reload", show=False)]
     DEFAULT_CSS = """
     ToolScreen #body { height: 1fr; }
-    ToolScreen #loading { height: 3; }
+    ToolScreen #loading { height: 1; padding: 0 1; text-style: bold; }
     ToolScreen #progress { color: $text-muted; padding: 0 1; }
     ToolScreen .error { color: $error; padding: 1 2; }
     """
@@ -62,7 +62,9 @@ class ToolScreen(Screen):
     def compose(self) -> ComposeResult:
         yield ContextBar(self.context_text(), id="context")
         with Vertical(id="body"):
-            yield LoadingIndicator(id="loading")
+            # A static line, not Textual's animated LoadingIndicator: its repaints compete with the
+            # loading worker for the GIL and slowed loads ~9x on a busy 2-core machine.
+            yield Static(f"loading {self.tool.title}…", id="loading")
             yield Static("", id="progress")
         yield Footer()
 

@@ -30,10 +30,10 @@ from rich.text import Text
 from textual import work
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from tputui.analysis.trace import TraceIndex, index_for, remember_index
-from tputui.screens.base import ContextBar, ToolScreen
+from tputui.screens.base import ToolScreen
 from tputui.widgets.timeline import Timeline, fmt_ps, parse_time
 
 
@@ -101,15 +101,6 @@ class TraceViewerScreen(ToolScreen):
         self._prompt_kind = ""
 
     # --- loading ----------------------------------------------------------------------------
-    def compose(self):
-        # The base screen's animated LoadingIndicator repaints many times a second and, on a
-        # busy 2-core machine, slowed the loading worker ~9x (GIL); a progress line is enough.
-        yield ContextBar(self.context_text(), id="context")
-        with Vertical(id="body"):
-            yield Static(Text("loading the trace…", style="bold"), id="loading")
-            yield Static("", id="progress")
-        yield Footer()
-
     def analyze(self) -> TraceIndex:
         frame = self.run_data.frame(self.host)
         report = self.run_data.progress
