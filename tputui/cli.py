@@ -23,23 +23,6 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
     return code
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Exception types whose message is meant for the user (one line, exit 2)."""
-    from tputui.analysis.result import NoDataError
-    from tputui.data.logdir import LogdirError
-    from tputui.data.xspace import DecodeError
-    from tputui.export import ExportError
-
-    errors: list[type[BaseException]] = [LogdirError, DecodeError, NoDataError, ExportError]
-    try:
-        from tputui.live.client import LiveError
-
-        errors.append(LiveError)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
 def app_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tputui", description="Terminal UI for XProf / TensorBoard profiles.",
@@ -75,6 +58,8 @@ def export_parser() -> argparse.ArgumentParser:
 
 
 def _tool_options(a: argparse.Namespace) -> dict:
+    from tputui.errors import UserError
+
     opts = {}
     for key in ("module", "memory_space", "dcn_gbps"):
         if getattr(a, key) is not None:
@@ -84,7 +69,7 @@ def _tool_options(a: argparse.Namespace) -> dict:
     for kv in a.option:
         key, sep, value = kv.partition("=")
         if not sep:
-            raise ValueError(f"--option expects KEY=VALUE, got {kv!r}")
+            raise UserError(f"--option expects KEY=VALUE, got {kv!r}")
         opts[key.replace("-", "_")] = value
     return opts
 
@@ -180,8 +165,9 @@ def run_app(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tputui.errors import UserError
+
     argv = sys.argv[1:] if argv is None else argv
-    user_errors = _user_errors()
     try:
         if argv and argv[0] == "export":
             return run_export(argv[1:])
@@ -197,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as e:  # noqa: BLE001 - the one place that turns errors into one line
-        if isinstance(e, user_errors):
+        if isinstance(e, UserError):
             return _fail(str(e))
         if os.environ.get("TPUTUI_DEBUG"):
             raise

@@ -14,12 +14,13 @@ from typing import IO, Any
 from tputui.analysis.result import NoDataError
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
 from tputui.tools import TOOLS, get_tool
 
 FORMATS = ("json", "csv")
 
 
-class ExportError(ValueError):
+class ExportError(UserError):
     """Bad export arguments (unknown tool, table or format): one line for the user."""
 
 

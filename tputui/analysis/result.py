@@ -5,6 +5,8 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from tputui.errors import UserError
+
 
 class ToolResult(Protocol):
     def to_json(self) -> dict[str, Any]:
@@ -14,5 +16,5 @@ class ToolResult(Protocol):
         """Named tables for `--format csv` (the first is the default)."""
 
 
-class NoDataError(ValueError):
+class NoDataError(UserError):
     """The profile has nothing for this tool; the message says why (one line)."""

@@ -12,13 +12,15 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tputui.errors import UserError
+
 XPLANE_SUFFIX = ".xplane.pb"
 RIEGELI_SUFFIX = ".xplane.riegeli"
 EXPECTED = "plugins/profile/<run>/<host>.xplane.pb"
 _RUN_TIME = re.compile(r"(\d{4})_(\d{2})_(\d{2})_(\d{2})_(\d{2})_(\d{2})")
 
 
-class LogdirError(ValueError):
+class LogdirError(UserError):
     """A logdir that cannot be read: the message is the one line users see."""
 
 

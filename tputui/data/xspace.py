@@ -13,14 +13,22 @@ import numpy as np
 import polars as pl
 
 from tputui.data.raw import (
-    KIND_BYTES, KIND_DOUBLE, KIND_INT64, KIND_REF, KIND_STR, KIND_UINT64,
-    RawXSpace, StatColumns, decode_with_protobuf,
+    KIND_BYTES,
+    KIND_DOUBLE,
+    KIND_INT64,
+    KIND_REF,
+    KIND_STR,
+    KIND_UINT64,
+    RawXSpace,
+    StatColumns,
+    decode_with_protobuf,
 )
+from tputui.errors import UserError
 
 PlaneSelector = Callable[[str], bool] | Iterable[str] | None
 
 
-class DecodeError(ValueError):
+class DecodeError(UserError):
     """The bytes are not a readable XSpace (truncated, corrupt, or another format)."""
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import grpc
 
 from tputui.data import pbwire
+from tputui.errors import UserError
 from tputui.proto import profiler_service_pb2 as service_pb2
 from tputui.proto import profiler_service_pb2_grpc as service_grpc
 
@@ -25,7 +26,7 @@ PROFILE_GRACE_S = 30.0
 CONNECT_TIMEOUT_S = 10.0
 
 
-class LiveError(ValueError):
+class LiveError(UserError):
     """A live-profiling failure: the message is the one line users see."""
 
 

@@ -22,13 +22,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
 from tputui.tools import Tool
-
-
-def user_error_types() -> tuple[type[BaseException], ...]:
-    from tputui.cli import _user_errors
-
-    return _user_errors()
 
 
 class ContextBar(Static):
@@ -86,7 +81,7 @@ class ToolScreen(Screen):
         self.run_data.progress = lambda msg: self.app.call_from_thread(self._set_progress, msg)
         try:
             result = self.analyze()
-        except user_error_types() as e:
+        except UserError as e:
             self.app.call_from_thread(self._failed, str(e))
             return
         except Exception as e:  # noqa: BLE001 - show it, keep the app alive
