@@ -6,7 +6,7 @@ Builds a ~2M-event JAX profile in a temp dir with ../shared/tools/gen/big_trace.
 committed) unless --profile names one, then times, in one run on the same file:
   - our full decode (no cache), our warm decode (from the cache),
   - `tputui export --tool trace_viewer` (the whole command),
-  - XProf's trace_viewer converter (../shared/tools/xprof_time.py),
+  - XProf's trace_viewer and trace_viewer@ converters (../shared/tools/xprof_time.py),
 each in a fresh subprocess so peak RSS is that step's alone. Prints the ratios and writes
 the "decode" section of bench/RESULTS.md. Targets (2 cores): full decode <= 0.6 s, warm
 <= 0.15 s, our trace export <= 0.5x XProf's time, peak RSS <= 600 MB.
@@ -119,13 +119,15 @@ def main() -> None:
                                        "trace_viewer", "--no-cache", "-o", export_out], env))
         rows["tputui export --tool trace_viewer (whole command)"] = (min(s for s, _, _ in ours),
                                                                     max(r for _, r, _ in ours))
-        xprof = None
+        xprof = None  # the faster of XProf's two trace converters is the bar
         if shutil.which(a.xprof_python) or os.path.exists(a.xprof_python):
-            runs = [timed_command([a.xprof_python, str(SHARED_TOOLS / "xprof_time.py"), run_dir, "trace_viewer"], env)
-                    for _ in range(max(1, a.repeat - 1))]
-            conv = [float(re.search(r"\t([\d.]+)s\t", out).group(1)) for _, _, out in runs]
-            xprof = (min(conv), max(r for _, r, _ in runs))
-            rows["XProf trace_viewer converter (conversion alone)"] = xprof
+            for tool in ("trace_viewer", "trace_viewer@"):
+                runs = [timed_command([a.xprof_python, str(SHARED_TOOLS / "xprof_time.py"), run_dir, tool], env)
+                        for _ in range(max(1, a.repeat - 1))]
+                conv = [float(re.search(r"\t([\d.]+)s\t", out).group(1)) for _, _, out in runs]
+                rows[f"XProf {tool} converter (conversion alone)"] = (min(conv), max(r for _, r, _ in runs))
+                if xprof is None or min(conv) < xprof[0]:
+                    xprof = (min(conv), max(r for _, r, _ in runs))
         else:
             print(f"note: {a.xprof_python} not found; XProf not timed (pass --xprof-python)")
 
@@ -135,7 +137,7 @@ def main() -> None:
         ratio = None
         if xprof:
             ratio = rows["tputui export --tool trace_viewer (whole command)"][0] / xprof[0]
-            print(f"  ratio ours / XProf for trace_viewer: {ratio:.2f}x  (target <= 0.5x)")
+            print(f"  ratio ours / XProf's faster trace converter: {ratio:.2f}x  (target <= 0.5x)")
         if not a.no_write:
             write_results(size_mb, events, rows, ratio)
     finally:
@@ -149,11 +151,15 @@ def write_results(size_mb: float, events: int, rows: dict, ratio: float | None) 
              "| measurement | seconds | peak RSS MB |", "|---|---:|---:|"]
     lines += [f"| {name} | {s:.3f} | {rss:.0f} |" for name, (s, rss) in rows.items()]
     if ratio is not None:
-        lines += ["", f"trace_viewer export vs XProf's converter: **{ratio:.2f}x** (target <= 0.5x)."]
+        lines += ["", f"Our whole `export --tool trace_viewer` command vs the faster of XProf's two trace converters "
+                      f"(conversion alone, without its process start): **{ratio:.2f}x** (target <= 0.5x)."]
     section = "\n".join(lines) + "\n"
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\nWritten by the scripts in bench/.\n"
     pattern = re.compile(r"## decode \(bench/decode\.py.*?(?=\n## |\Z)", re.S)
-    text = pattern.sub(section.rstrip("\n"), text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    if pattern.search(text):  # replace our section in place; the next heading keeps its blank line
+        text = pattern.sub(lambda _: section, text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text if text.endswith("\n") else text + "\n")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
 
