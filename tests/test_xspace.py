@@ -111,3 +111,13 @@ def test_not_an_xspace_is_a_decode_error():
         decode_raw(b"\x0b\x0c\x0d" * 10)
     with pytest.raises(DecodeError):
         decode_raw(b'{"traceEvents": []}')
+
+
+def test_bytes_stats_are_reachable_as_blobs():
+    frame = decode(next((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb")).read_bytes())
+    mab = frame.stat_values("metadata", "memory_access_breakdown")
+    assert mab.height > 0 and (mab["blob_id"] >= 0).all() and (mab["text_id"] == -1).all()
+    first = mab.row(0, named=True)
+    assert frame.blob(first["blob_id"]) == frame.metadata_stat_map(first["owner"])["memory_access_breakdown"]
+    core = frame.stat_values("plane", "core_details")
+    assert frame.blob(core["blob_id"][0]) == frame.plane_stat_map(int(core["owner"][0]))["core_details"]

@@ -21,7 +21,6 @@ import polars as pl
 from tputui.analysis import op_metrics
 from tputui.analysis.result import NoDataError
 from tputui.data import pbwire
-from tputui.data.raw import KIND_BYTES
 from tputui.data.xspace import XSpaceFrame
 
 DEVICE_PLANE = re.compile(r"^/device:TPU:\d+$")
@@ -169,27 +168,19 @@ def _metadata_facts(fr: XSpaceFrame, rows: np.ndarray) -> dict[int, dict]:
     wanted = set(int(r) for r in rows)
     facts: dict[int, dict] = {r: {} for r in wanted}
     sv = fr.stat_values("metadata", _META_STATS).filter(pl.col("owner").is_in(list(wanted)))
-    cols = fr.raw.metadata_stats
-    for owner, name, kind, ival, uval, fval, tid in sv.select(
-            "owner", "stat_name", "kind", "int", "uint", "float", "text_id").iter_rows():
+    for owner, name, ival, uval, fval, tid, bid in sv.select(
+            "owner", "stat_name", "int", "uint", "float", "text_id", "blob_id").iter_rows():
         f = facts[owner]
-        if tid is not None and tid >= 0:
+        if tid >= 0:
             f[name] = fr.text(tid)
+        elif bid >= 0:  # memory_access_breakdown: a serialized MemoryAccessBreakdown
+            f[name] = fr.blob(bid)
         elif uval is not None:
             f[name] = int(uval)
         elif ival is not None:
             f[name] = int(ival)
         elif fval is not None:
             f[name] = fval
-    # Bytes values (memory_access_breakdown) are blobs; read them through stat_map's decoding.
-    if any("memory_access_breakdown" not in f for f in facts.values()):
-        mab = fr.stat_rows("memory_access_breakdown")
-        if len(mab):
-            stat_rows, _ = fr._ref_rows["metadata"]
-            sel = np.flatnonzero(np.isin(stat_rows, mab) & np.isin(cols.owner, list(wanted)))
-            for i in sel:
-                blob = fr.raw.blobs[int(cols.value[i])] if int(cols.kind[i]) == KIND_BYTES else b""
-                facts[int(cols.owner[i])]["memory_access_breakdown"] = blob
     return facts
 
 

@@ -251,8 +251,9 @@ class XSpaceFrame:
     def stat_values(self, owner: str, name: str | Iterable[str]) -> pl.DataFrame:
         """Long-form values of stat(s) `name` for `owner` in event|metadata|plane.
 
-        Columns: owner, stat_name, and one typed value column per kind present:
-        int (int64/uint64 as Int64 where it fits), float, text (str and ref, resolved).
+        Columns: owner, stat_name, kind, and one typed value column per kind: int (int64 and
+        uint64 bits), uint (uint64), float, text_id (str and ref; `text(id)` gives the string),
+        blob_id (bytes; `blob(id)` gives them). Absent kinds are null / -1.
         """
         names = [name] if isinstance(name, str) else list(name)
         cols: StatColumns = getattr(self.raw, f"{owner}_stats")
@@ -277,10 +278,14 @@ class XSpaceFrame:
             uint=pl.when(k == KIND_UINT64).then(pl.col("uint_bits")),
             float=pl.when(k == KIND_DOUBLE).then(pl.col("float_bits")),
             text_id=pl.when(is_text).then(pl.col("text_id")).otherwise(-1),
+            blob_id=pl.when(k == KIND_BYTES).then(pl.col("value")).otherwise(-1),
         )
 
     def text(self, text_id: int) -> str:
         return self.texts[text_id] if text_id >= 0 else ""
+
+    def blob(self, blob_id: int) -> bytes:
+        return self.raw.blobs[blob_id] if blob_id >= 0 else b""
 
     def stat_map(self, owner: str, owner_row: int) -> dict[str, object]:
         """Every stat of one event / metadata / plane as {name: python value} (details panes)."""
