@@ -224,7 +224,7 @@ def _step_sources(hosts) -> list[dict[int, tuple]]:
         return [{0: (b, d)} for _, b, d, _ in hosts[0].steps]
     any_device = any(h.has_device for h in hosts)
     workers = [(i, h) for i, h in enumerate(hosts) if h.has_device or not any_device]
-    spans = {i: [pv._step_span(x) for x in h.steps] for i, h in workers}
+    spans = {i: [pv.step_span(x) for x in h.steps] for i, h in workers}
     chief, best = None, None
     for i, _ in workers:
         lo = min((a for a, _ in spans[i]), default=None)
@@ -234,7 +234,7 @@ def _step_sources(hosts) -> list[dict[int, tuple]]:
             chief, best = i, dur
     if chief is None:
         return []
-    align = {i: ((0, 0, len(h.steps)) if i == chief else pv._align(spans[i], spans[chief])) for i, h in workers}
+    align = {i: ((0, 0, len(h.steps)) if i == chief else pv.align_steps(spans[i], spans[chief])) for i, h in workers}
     begin = max(a[1] for a in align.values())
     end = min(a[1] + a[2] for a in align.values())
     out = []

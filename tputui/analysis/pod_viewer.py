@@ -369,14 +369,14 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
     return max(0, min(a[1], b[1]) - max(a[0], b[0]))
 
 
-def _step_span(step) -> tuple[int, int]:
+def step_span(step) -> tuple[int, int]:
     _, b, d, per_core = step
     if not per_core or d == 0:
         return (0, 0)
     return (b, b + d)
 
 
-def _align(sub: list, chief: list) -> tuple[int, int, int]:
+def align_steps(sub: list, chief: list) -> tuple[int, int, int]:
     """XProf's FindStepsAlignment: (begin_subordinate, begin_chief, num_steps)."""
     if not sub or not chief:
         return (0, 0, 0)
@@ -417,7 +417,7 @@ def combine_hosts(hosts: list[HostSteps]) -> tuple[list[tuple[int, dict[int, dic
         return [(s[0], per_core(h, None, s)) for s in h.steps], cores, False
     any_device = any(h.has_device for h in hosts)
     workers = [(i, h) for i, h in enumerate(hosts) if h.has_device or not any_device]
-    spans = {i: [_step_span(s) for s in h.steps] for i, h in workers}
+    spans = {i: [step_span(s) for s in h.steps] for i, h in workers}
     chief, best = None, None
     for i, h in workers:
         sp = [x for x in spans[i]]
@@ -435,7 +435,7 @@ def combine_hosts(hosts: list[HostSteps]) -> tuple[list[tuple[int, dict[int, dic
         return [], cores, False
     align = {}
     for i, h in workers:
-        align[i] = (0, 0, len(h.steps)) if i == chief else _align(spans[i], spans[chief])
+        align[i] = (0, 0, len(h.steps)) if i == chief else align_steps(spans[i], spans[chief])
     begin = max(a[1] for a in align.values())
     end = min(a[1] + a[2] for a in align.values())
     if begin > end:
