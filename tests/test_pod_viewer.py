@@ -59,7 +59,7 @@ def test_pod_v4_32_shape():
     assert sorted({c.chip for c in res.cores}) == list(range(16))  # 2 cores per chip
 
 
-@pytest.mark.parametrize("profile", ["tf_loop", "tf_keras", "tpu_v6e_inference"])
+@pytest.mark.parametrize("profile", ["tf_loop", "tf_keras", "tpu_v6e_inference", "jax_mlp", "jax_live_capture"])
 def test_real_profiles_equal_xprof(profile):
     check_against_oracle(PROFILES / profile, PROFILES / profile / "oracle" / "pod_viewer.json")
 
