@@ -62,3 +62,28 @@ def test_no_cache_writes_nothing():
     load_frame(hf, use_cache=False)
     wait_for_cache_writes()
     assert not os.path.exists(os.path.join(cache_root(), "frames"))
+
+
+def test_prune_drops_least_recently_used_entries(tmp_path):
+    from tputui.data.cache import prune
+
+    frames = tmp_path / "frames"
+    for i, name in enumerate(["old", "mid", "new"]):
+        d = frames / name
+        d.mkdir(parents=True)
+        (d / "x.npy").write_bytes(b"\0" * 1000)
+        os.utime(d, (1000 + i, 1000 + i))
+    assert prune(str(frames), keep=str(frames / "old"), limit=2500) == [str(frames / "mid")]
+    assert sorted(os.listdir(frames)) == ["new", "old"]
+    assert prune(str(frames), limit=5000) == []
+
+
+def test_reading_an_entry_marks_it_used(tmp_path):
+    hf = open_logdir(str(PROFILES / "jax_mlp")).runs[0].hosts[0]
+    load_frame(hf)
+    wait_for_cache_writes()
+    frames = os.path.join(cache_root(), "frames")
+    entry = os.path.join(frames, os.listdir(frames)[0])
+    os.utime(entry, (1, 1))
+    load_frame(hf)
+    assert os.stat(entry).st_mtime > 1

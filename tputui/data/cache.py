@@ -23,6 +23,7 @@ from tputui.data.raw import RawXSpace, StatColumns
 from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, decode_raw
 
 FORMAT_VERSION = 1
+DEFAULT_MAX_BYTES = 2 << 30  # TPUTUI_CACHE_MAX_GB overrides; oldest-used entries go first
 _FIELDS = {f.name: f.type for f in dataclasses.fields(RawXSpace)}
 _STAT_PARTS = ("owner", "stat", "kind", "value")
 
@@ -114,7 +115,9 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
     entry = os.path.join(cache_root(), "frames", key) if key else None
     if entry and os.path.isdir(entry):
         try:
-            return XSpaceFrame(load_raw(entry))
+            frame = XSpaceFrame(load_raw(entry))
+            os.utime(entry)  # marks it recently used for pruning
+            return frame
         except (OSError, ValueError, KeyError):  # a damaged entry: decode again
             shutil.rmtree(entry, ignore_errors=True)
     data = read_bytes(hf, progress=progress)
@@ -134,5 +137,36 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
 def _save_quietly(raw: RawXSpace, entry: str) -> None:
     try:
         save_raw(raw, entry)
+        prune(os.path.dirname(entry), keep=entry)
     except OSError:
         pass  # a read-only or full cache dir must not stop the user from reading a profile
+
+
+def max_cache_bytes() -> int:
+    try:
+        return int(float(os.environ["TPUTUI_CACHE_MAX_GB"]) * (1 << 30))
+    except (KeyError, ValueError):
+        return DEFAULT_MAX_BYTES
+
+
+def prune(frames_dir: str, keep: str | None = None, limit: int | None = None) -> list[str]:
+    """Delete the least recently used entries until the cache fits `limit` bytes."""
+    limit = max_cache_bytes() if limit is None else limit
+    entries = []
+    for name in os.listdir(frames_dir):
+        path = os.path.join(frames_dir, name)
+        if name.startswith(".tmp-") or not os.path.isdir(path):
+            continue
+        size = sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+        entries.append((os.stat(path).st_mtime, path, size))
+    total = sum(size for _, _, size in entries)
+    removed = []
+    for _, path, size in sorted(entries):
+        if total <= limit:
+            break
+        if path == keep:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        total -= size
+        removed.append(path)
+    return removed
