@@ -74,3 +74,16 @@ def test_riegeli_run_is_listed_but_flagged(tmp_path):
     assert rd.hosts == ["small"]
     with pytest.raises(LogdirError, match="riegeli.*not supported yet"):
         rd.host_file("big-host")
+
+
+def test_riegeli_only_run_says_so_for_every_tool(tmp_path, capsys):
+    from tputui.cli import main
+    from tputui.tools import tool_names
+
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "big-host.xplane.riegeli").write_bytes(b"riegeli")
+    for tool in tool_names():
+        assert main(["export", str(tmp_path), "--tool", tool]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("tputui: error: ") and "riegeli" in err and "not supported yet" in err, err

@@ -21,7 +21,18 @@ class Tool:
     key: str | None = None  # optional shortcut key in the app
 
     def analyze_fn(self):
-        return _load(self.analysis)
+        """The tool's analysis, after a check that the run (or host) has a readable profile,
+        so every tool says the same clear thing about e.g. a run of .xplane.riegeli files."""
+        analyze = _load(self.analysis)
+
+        def checked(run, host=None, **options):
+            if host is None:
+                run.require_hosts()
+            else:
+                run.host_file(host)
+            return analyze(run, host, **options)
+
+        return checked
 
     def screen_class(self):
         return _load(self.screen) if self.screen else None

@@ -26,7 +26,6 @@ import polars as pl
 
 from tputui.analysis import op_metrics as om
 from tputui.analysis import steps as st
-from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
 
 HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOUND = 20.0, 5.0
@@ -103,9 +102,7 @@ class HostStats:
 
 
 def host_stats(run: RunData, host: str | None = None) -> HostStats:
-    hosts = [host] if host else run.hosts
-    if not hosts:
-        raise NoDataError("this run has no readable host profile")
+    hosts = [host] if host else run.require_hosts()
     host_dbs, device_dbs, errors, warnings = [], [], [], []
     device_type, hardware, cores = "CPU", "CPU_ONLY", 0
     training = False

@@ -135,7 +135,7 @@ def summarize_host(host: str, path: str, size: int, frame: XSpaceFrame) -> HostS
 
 
 def analyze(run: RunData, host: str | None = None, **_options) -> RunSummary:
-    hosts = [host] if host else run.hosts
+    hosts = [host] if host else run.require_hosts()
     out = []
     for h in hosts:
         hf = run.host_file(h)

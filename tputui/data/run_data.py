@@ -28,6 +28,15 @@ class RunData:
     def hosts(self) -> list[str]:
         return [h.host for h in self.run.hosts if h.supported]
 
+    def require_hosts(self) -> list[str]:
+        """The readable hosts, or a one-line error saying why there are none."""
+        if self.hosts:
+            return self.hosts
+        if self.run.unsupported:
+            raise LogdirError(f"run {self.name} holds only .xplane.riegeli profiles (over 2 GiB): "
+                              "not supported yet")
+        raise LogdirError(f"run {self.name} has no host profiles")
+
     def host_file(self, host: str | None = None) -> HostFile:
         hf = self.run.host(host)
         if not hf.supported:
