@@ -125,7 +125,10 @@ async def test_input_pipeline_without_steps_or_tf_data():
         screen = app.screen
         assert "POTENTIALLY input-bound" in text_of(screen, "#ip-verdict")
         assert "No tf.data input pipeline" in text_of(screen, "#ip-tfdata")
-        assert screen.query_one("#ip-ops", FrameTable).row_count == 0
+        # No input ops: one line in place of an empty table.
+        assert not screen.query("#ip-ops")
+        assert text_of(screen, "#ip-no-ops").strip() == (
+            "No input ops on the host: no tf.data or infeed activity in this profile.")
 
 
 def test_overview_snapshot(snap_compare):
@@ -160,3 +163,83 @@ async def test_input_pipeline_tpu_steps_use_tensorcore_categories():
         card = text_of(screen, "#ip-steps .card")
         assert card.startswith("Step 0: 2.860 ms") and "TensorCore compute 2.600" in card
         assert "Input (infeed) 0.203" in card
+
+
+async def test_step_graph_has_a_y_axis_in_ms():
+    app = make_app("tf_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        axis = text_of(app.screen, "#ov-steps .axis").splitlines()
+        # The tallest step (train 3... max 25.918 ms) is the top of the scale, 0 the bottom bar row.
+        assert axis[0].strip() == "25.9 ms ┤" and axis[8].strip() == "0 ┤"
+        assert axis[4].strip() == "14.4 ┤"  # 25.918 * 5/9: the top of the middle row
+
+
+async def test_overview_tpu_steps_state_the_input_verdict():
+    """XProf leaves the generic bottleneck empty for TPU steps; the card says the input verdict."""
+    app = TputuiApp(open_logdir(str(PROFILES.parent / "pod" / "pod_v5e_single")), tool="overview_page",
+                    use_cache=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        rec = text_of(app.screen, "#ov-rec")
+        assert rec.startswith("Bottleneck: input and device (possibly input-bound)")
+        assert "MODERATELY input-bound because 6.5%" in rec
+        summary = text_of(app.screen, "#ov-summary")
+        assert "2.856 ms over 6 steps" in summary and "σ 0.025 · min 2.818 · max 2.896 ms" in summary
+
+
+async def test_overview_without_device_ops_says_so_in_one_line():
+    app = make_app("tf_keras")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert not screen.query("#ov-ops")
+        assert text_of(screen, "#ov-no-ops").strip() == "No device ops: this profile has no TPU or GPU device."
+        assert text_of(screen, "#ov-no-steps").startswith("No step-time graph: no step markers")
+        await pilot.press("x")
+        await pilot.pause()
+        assert any("nothing to export" in str(n.message) for n in app._notifications)
+
+
+async def test_overview_ops_table_is_as_tall_as_its_rows():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        # 10 rows + header + border: the whole table, no blank rows below.
+        assert app.screen.query_one("#ov-ops", FrameTable).size.height == 11
+
+
+async def test_overview_small_terminal_stacks_panes_and_follows_the_step_cursor():
+    app = make_app("tf_loop")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert screen.query_one("#ov-top").has_class("narrow")
+        summary, rec = screen.query_one("#ov-summary"), screen.query_one("#ov-rec")
+        assert rec.region.y > summary.region.y and summary.region.width > 70
+        scroll = screen.query_one("#ov-scroll")
+        assert scroll.scroll_y == 0  # the summary first; the graph is below the fold
+        await pilot.press("right")
+        await pilot.pause(0.3)
+        chart = screen.query_one("#ov-steps")
+        assert scroll.scroll_y > 0 and chart.region.y >= scroll.region.y
+        assert text_of(screen, "#ov-steps .card").startswith("Step train 2")
+        await pilot.resize_terminal(140, 40)
+        await pilot.pause()
+        assert not screen.query_one("#ov-top").has_class("narrow")
+
+
+async def test_input_pipeline_sections_are_numbered_like_xprof():
+    app = make_app("tf_loop", "input_pipeline_analyzer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        titles = [w.border_title for w in (screen.query_one(s) for s in
+                                           ("#ip-verdict", "#ip-steps", "#ip-device", "#ip-host", "#ip-ops"))]
+        assert [t.split(" · ")[0] for t in titles] == ["1", "2", "2", "3", "3"]
+        # "Section 3" in the verdict names a section on this screen.
+        assert "Section 3" in text_of(screen, "#ip-verdict")
+        host = text_of(screen, "#ip-host")
+        assert "Reading data from files in advance" in host and "Other data reading or processing" in host
+        assert "…" not in host
+        assert "Per step, input is 81.5% of the step time on average" in text_of(screen, "#ip-verdict")

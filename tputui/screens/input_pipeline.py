@@ -1,8 +1,9 @@
 """Input pipeline analyzer: am I input-bound, and where does the input time go?
 
-Sections as XProf has them: (1) the verdict; (2) device side: step-time and input-% statistics,
-the per-step graph (and the range across cores on TPUs); (3) host side: input time by kind and the
-input-op table; then the tf.data bottleneck analysis and XProf's recommendations.
+Sections numbered as XProf numbers them (its verdicts say "Section 3"), in reading order: (1) the
+verdict; (2) device side: the per-step graph, step-time and input-% statistics (and the range across
+cores on TPUs); (3) host side: input time by kind and the input-op table; then the tf.data
+bottleneck analysis and XProf's recommendations.
 
 Keys: ←/→ Home/End move the step cursor on the graph; Tab moves to the input-op table (`s` sort,
 `/` filter, `x` CSV); `o` opens the overview page; PgUp/PgDn scroll the page.
@@ -19,14 +20,17 @@ from tputui.analysis.input_pipeline import RECOMMENDATIONS, InputPipelineResult
 from tputui.analysis.tf_data import SLOW_CALL_PS
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin
+from tputui.screens.overview import fit_table_height
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.step_chart import BREAKDOWN, StepChart
+from tputui.widgets.table import FrameTable
 
 # TPU steps: XProf's TensorCore breakdown (idle = waiting for the host, not for input).
 TPU_BREAKDOWN = [("device_compute_ms", "TensorCore compute"), ("input_ms", "Input (infeed)"),
                  ("output_ms", "Output (outfeed)"), ("host_transfer_ms", "Host transfer"),
                  ("other_ms", "TensorCore idle")]
-from tputui.widgets.table import FrameTable
+INPUT_OPS_MAX_HEIGHT = 12
+NARROW_WIDTH = 120  # below this the device and host boxes stack instead of sitting side by side
 
 HOST_LABELS = [
     ("enqueue", "Enqueuing data to the device"),
@@ -44,7 +48,7 @@ def _verdict(r: InputPipelineResult) -> Text:
     t.append(b.input_statement + "\n", style=style)
     if r.has_steps:
         ip = r.input_percent_summary()
-        t.append(f"Input: {ip['avg']:.1f}% of step time on average (σ {ip['stddev']:.1f}, "
+        t.append(f"Per step, input is {ip['avg']:.1f}% of the step time on average (σ {ip['stddev']:.1f}, "
                  f"min {ip['min']:.1f}%, max {ip['max']:.1f}%)\n")
     if b.output_statement:
         t.append(b.output_statement + "\n")
@@ -99,10 +103,12 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
     InputPipelineScreen #ip-scroll { height: 1fr; }
     InputPipelineScreen #ip-verdict { height: auto; border: round $panel; padding: 0 1; }
     InputPipelineScreen #ip-sides { height: auto; }
+    InputPipelineScreen #ip-sides.narrow { layout: vertical; }
     InputPipelineScreen #ip-device { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
     InputPipelineScreen #ip-host { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
-    InputPipelineScreen #ip-no-steps { height: auto; padding: 0 1; color: $text-muted; }
+    InputPipelineScreen .ip-diagnostic { height: auto; padding: 0 1; color: $text-muted; }
     InputPipelineScreen #ip-ops { height: 12; border: round $panel; }
+    InputPipelineScreen #ip-no-ops { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
     InputPipelineScreen #ip-tfdata { height: auto; border: round $panel; padding: 0 1; }
     InputPipelineScreen #ip-recs { height: auto; padding: 0 1; color: $text-muted; }
     """
@@ -111,37 +117,50 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
         scroll = VerticalScroll(id="ip-scroll")
         self.body.mount(scroll)
         verdict = Static(_verdict(result), id="ip-verdict")
-        verdict.border_title = "Summary"
+        verdict.border_title = "1 · Summary"
         scroll.mount(verdict)
-        sides = Horizontal(id="ip-sides")
+        if result.has_steps:
+            categories = TPU_BREAKDOWN if result.hardware_type == "TPU" else BREAKDOWN
+            scroll.mount(StepChart(result.step_table, title="2 · Step time and input (ms)", categories=categories,
+                                   autofocus=True, id="ip-steps"))
+        sides = Horizontal(id="ip-sides", classes="narrow" if self.size.width < NARROW_WIDTH else "")
         scroll.mount(sides)
         device = Static(_device_stats(result) if result.has_steps else
                         Text("No step time measured: no device-side analysis.", style="dim"), id="ip-device")
-        device.border_title = "Device side"
+        device.border_title = "2 · Device side"
         hb = result.host_breakdown
-        host = HBarChart([(label, hb[key]) for key, label in HOST_LABELS], unit=" ms", bar_width=12,
-                         label_width=30, id="ip-host")
-        host.border_title = "Host side: input time by kind"
+        host = HBarChart([(label, hb[key]) for key, label in HOST_LABELS], unit=" ms", bar_width=8,
+                         label_width=max(len(label) for _, label in HOST_LABELS), id="ip-host")
+        host.border_title = "3 · Host side: input time by kind"
         sides.mount(device, host)
-        if result.has_steps:
-            categories = TPU_BREAKDOWN if result.hardware_type == "TPU" else BREAKDOWN
-            scroll.mount(StepChart(result.step_table, title="Step time and input (ms)", categories=categories,
-                                   autofocus=True, id="ip-steps"))
         for d in result.diagnostics:
-            scroll.mount(Static(Text(f"{d['severity']}: {d['message']}"), id="ip-no-steps"))
-        ops = FrameTable(result.input_ops, id="ip-ops", sort=("self_ms", True), formats={
-            "total_percent": lambda v: f"{v:.2f}%", "self_percent": lambda v: f"{v:.2f}%"})
-        ops.border_title = (f"Input ops on the host: {len(result.input_ops)} · s sort · / filter · x CSV"
-                            if len(result.input_ops) else
-                            "Input ops on the host: none (no tf.data or infeed activity)")
+            scroll.mount(Static(Text(f"{d['severity']}: {d['message']}"), classes="ip-diagnostic"))
+        if len(result.input_ops):
+            ops = FrameTable(result.input_ops, id="ip-ops", sort=("self_ms", True), formats={
+                "total_percent": lambda v: f"{v:.2f}%", "self_percent": lambda v: f"{v:.2f}%"})
+            ops.border_title = f"3 · Input ops on the host: {len(result.input_ops)} · s sort · / filter · x CSV"
+            ops.styles.height = min(INPUT_OPS_MAX_HEIGHT, len(result.input_ops) + 3)  # refitted once laid out
+        else:
+            ops = Static("No input ops on the host: no tf.data or infeed activity in this profile.", id="ip-no-ops")
+            ops.border_title = "3 · Input ops on the host"
         scroll.mount(ops)
         tfd = Static(_tf_data(result), id="ip-tfdata")
         tfd.border_title = "tf.data bottleneck analysis"
         scroll.mount(tfd)
         recs = Static(Text("Recommendations:\n" + "\n".join(f"• {r}" for r in RECOMMENDATIONS)), id="ip-recs")
         scroll.mount(recs)
-        if not result.has_steps:
-            self.query_one("#ip-ops").focus()
+        if not result.has_steps and len(result.input_ops):
+            ops.focus()
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self) -> None:
+        for sides in self.query("#ip-sides"):
+            sides.set_class(self.size.width < NARROW_WIDTH, "narrow")
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        for table in self.query("#ip-ops").results(FrameTable):
+            fit_table_height(table, INPUT_OPS_MAX_HEIGHT)
 
     def export_frame(self):
         tables = self.query("#ip-ops")

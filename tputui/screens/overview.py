@@ -4,6 +4,8 @@ recommendation and diagnostics (all hosts together, or the host picked with `h`)
 Keys: ←/→ Home/End move the step cursor on the graph (its breakdown reads under it); Tab moves
 to the top-ops table (`s` sort, `/` filter); `n` opens the tool XProf recommends next,
 `i` the input pipeline analyzer; `x` writes the top ops as CSV; PgUp/PgDn scroll the page.
+Narrower than NARROW_WIDTH columns, the summary and the recommendation stack instead of sitting
+side by side.
 """
 from __future__ import annotations
 
@@ -21,6 +23,23 @@ from tputui.widgets.step_chart import BREAKDOWN, StepChart
 from tputui.widgets.table import FrameTable
 
 
+NARROW_WIDTH = 110
+OPS_TABLE_MAX_HEIGHT = 14
+# XProf's words for its bottleneck classes, said as what they mean for the user.
+BOTTLENECK_WORDS = {"host": "host (input-bound)", "both": "input and device (possibly input-bound)",
+                    "device": "device (not input-bound)", "unknown": "unknown (no steps measured)"}
+
+
+def fit_table_height(table: FrameTable, max_height: int, _tries: int = 5) -> None:
+    """As tall as its rows (+ header + border, + the horizontal scrollbar when the columns are
+    wider than the table), at most `max_height`: no blank rows under a short table."""
+    if not table.scrollable_content_region.width and _tries:  # not laid out yet: fit once it is
+        table.call_after_refresh(fit_table_height, table, max_height, _tries - 1)
+        return
+    wide = table.virtual_size.width > table.scrollable_content_region.width
+    table.styles.height = min(max_height, table.row_count + 3 + int(wide))
+
+
 def pct(v: float) -> str:
     return f"{v:.1f}%"
 
@@ -31,8 +50,8 @@ def _summary(r: OverviewResult) -> Table:
     t.add_column()
     st = r.to_json()["step_time_ms"]
     if st:
-        t.add_row("Average step time", f"{st['avg']:,.3f} ms  (σ {st['stddev']:,.3f}, "
-                                       f"min {st['min']:,.3f}, max {st['max']:,.3f}, {st['count']} steps)")
+        t.add_row("Average step time", f"{st['avg']:,.3f} ms over {st['count']} steps")
+        t.add_row("  spread", f"σ {st['stddev']:,.3f} · min {st['min']:,.3f} · max {st['max']:,.3f} ms")
         avg = r.pipeline.breakdown_summary()
         parts = sorted(((avg[c]["avg"], label) for c, label in BREAKDOWN if avg[c]["avg"] > 0), reverse=True)
         t.add_row("  of which", ", ".join(f"{label} {v:,.3f} ms" for v, label in parts) or "-")
@@ -48,15 +67,20 @@ def _summary(r: OverviewResult) -> Table:
     t.add_row("MXU utilization", pct(r.stats.mxu_utilization_percent) if r.stats.mxu_utilization_percent
               else Text("no counters", style="dim"))
     t.add_row("16/32-bit compute", f"{r.device_compute_16bit_percent:.1f}% / {r.device_compute_32bit_percent:.1f}%")
-    t.add_row("Framework ops", f"host {r.host_tf_op_percent:.1f}% · device {r.device_tf_op_percent:.1f}%")
+    t.add_row("Op placement", f"host {r.host_tf_op_percent:.1f}% · device {r.device_tf_op_percent:.1f}%")
     return t
 
 
 def _recommendation(r: OverviewResult) -> Text:
     rec = r.recommendation()
+    # On TPU steps XProf leaves the generic bottleneck empty and states the input pipeline's verdict
+    # instead (its `input_conclusion`); say that rather than an empty "Bottleneck:".
+    bottleneck = rec["bottleneck"] or r.pipeline.bottleneck.input_classification
+    statement = rec["statement"] or rec["input_conclusion"]
     t = Text()
-    t.append(f"Bottleneck: {rec['bottleneck']}\n", style="bold")
-    t.append(rec["statement"] + "\n")
+    t.append(f"Bottleneck: {BOTTLENECK_WORDS.get(bottleneck, bottleneck or 'not classified')}\n", style="bold")
+    if statement:
+        t.append(statement + "\n")
     for key in ("all_other_statement", "kernel_launch_statement", "device_collectives_statement",
                 "precision_statement"):
         if rec[key]:
@@ -98,10 +122,12 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
     DEFAULT_CSS = """
     OverviewScreen #ov-scroll { height: 1fr; }
     OverviewScreen #ov-top { height: auto; }
+    OverviewScreen #ov-top.narrow { layout: vertical; }
     OverviewScreen #ov-summary { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
     OverviewScreen #ov-rec { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
     OverviewScreen #ov-no-steps { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
     OverviewScreen #ov-ops { height: 14; border: round $panel; }
+    OverviewScreen #ov-no-ops { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
     OverviewScreen #ov-env { height: auto; padding: 0 1; }
     OverviewScreen #ov-diag { height: auto; padding: 0 1; }
     """
@@ -109,7 +135,7 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
     def show(self, result: OverviewResult) -> None:
         scroll = VerticalScroll(id="ov-scroll")
         self.body.mount(scroll)
-        top = Horizontal(id="ov-top")
+        top = Horizontal(id="ov-top", classes="narrow" if self.size.width < NARROW_WIDTH else "")
         scroll.mount(top)
         summary = Static(_summary(result), id="ov-summary")
         summary.border_title = "Performance summary"
@@ -119,22 +145,39 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
         if result.has_steps:
             scroll.mount(StepChart(result.steps, autofocus=True, id="ov-steps"))
         else:
-            note = Static("No step-time graph: " + result.pipeline.bottleneck.input_statement, id="ov-no-steps")
+            note = Static("No step-time graph: no step markers in this profile (see the warning below).",
+                          id="ov-no-steps")
             note.border_title = "Step-time graph"
             scroll.mount(note)
-        shown = result.top_ops.select(
-            pl.col("self_time_percent").alias("time %"), pl.col("cumulative_time_percent").alias("cumulative %"),
-            "category", pl.col("name").alias("operation"), pl.col("flop_rate_gflops").alias("GFLOP/s"))
-        ops = FrameTable(shown, id="ov-ops", formats={
-            "time %": lambda v: f"{v:.2f}%", "cumulative %": lambda v: f"{v:.2f}%", "GFLOP/s": lambda v: f"{v:,.1f}"})
-        ops.border_title = (f"Top {len(result.top_ops)} device ops by self time · s sort · / filter · x CSV"
-                            if len(result.top_ops) else "Top device ops: none (no TPU/GPU device in this profile)")
+        if len(result.top_ops):
+            shown = result.top_ops.select(
+                pl.col("self_time_percent").alias("time %"), pl.col("cumulative_time_percent").alias("cumulative %"),
+                "category", pl.col("name").alias("operation"), pl.col("flop_rate_gflops").alias("GFLOP/s"))
+            ops = FrameTable(shown, id="ov-ops", formats={
+                "time %": lambda v: f"{v:.2f}%", "cumulative %": lambda v: f"{v:.2f}%",
+                "GFLOP/s": lambda v: f"{v:,.1f}"})
+            ops.border_title = f"Top {len(result.top_ops)} device ops by self time · s sort · / filter · x CSV"
+            ops.styles.height = min(OPS_TABLE_MAX_HEIGHT, len(shown) + 3)  # refitted once laid out
+        else:
+            ops = Static("No device ops: this profile has no TPU or GPU device.", id="ov-no-ops")
+            ops.border_title = "Top device ops"
         scroll.mount(ops)
         env = Static(_environment(result), id="ov-env")
         scroll.mount(env)
         scroll.mount(Static(_diagnostics(result), id="ov-diag"))
-        if not result.has_steps:
-            self.query_one("#ov-ops").focus()
+        if not result.has_steps and len(result.top_ops):
+            ops.focus()
+
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self) -> None:
+        for top in self.query("#ov-top"):
+            top.set_class(self.size.width < NARROW_WIDTH, "narrow")
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        for table in self.query("#ov-ops").results(FrameTable):
+            fit_table_height(table, OPS_TABLE_MAX_HEIGHT)
 
     def export_frame(self):
         tables = self.query("#ov-ops")
