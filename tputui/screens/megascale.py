@@ -1,10 +1,16 @@
 """Megascale stats: one row per DCN collective, sorted by aggregated total stall (largest first).
 
+The table is one host's (the host picked with `h`, else the run's first host), so the context bar
+names that host instead of "all hosts". The line under the table reads every figure of the row
+under the cursor (the table is wider than most terminals).
+
 Keys: `s` sort, `/` filter, `g` set the DCN bandwidth (Gbps per host) to flag collectives whose
-required bandwidth x cores per host exceeds it, `enter` jumps to the row's recv-done ops in the
-trace viewer when it is available (otherwise says where they are)."""
+required bandwidth x cores per host exceeds it, `enter` shows the row's recv-done ops in the trace
+viewer (the same host), zoomed to their first occurrence."""
 from __future__ import annotations
 
+from rich.markup import escape
+from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
@@ -13,23 +19,73 @@ from tputui.screens.base import ToolScreen
 from tputui.widgets.table import FrameTable
 
 HIDDEN = ("exceeds_network",)
+DEVICE = "/device:TPU:0"  # the only plane XProf reads DCN collectives from
+EMPTY_PREFIX = "No DCN (megascale) collectives: "  # the analysis' diagnostic; the screen says the host
 
 
 def _ms(v) -> str:
     return f"{v:.3f}"
 
 
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n:,} B"
+
+
+def row_details(row: dict) -> Text:
+    """Every figure of one collective on one line (what the table's right-hand columns hold)."""
+    t = Text()
+    t.append(row["name"], style="bold")
+    t.append(f" · {row['transfer_type']} · {row['occurrences']}× · slack {row['slack_time_ms']:.3f} ms · "
+             f"observed {row['observed_duration_ms']:.3f} ms · stall {row['stall_duration_ms']:.3f} ms "
+             f"(send {row['send_stall_ms']:.3f}, send-done {row['send_done_stall_ms']:.3f}, "
+             f"recv {row['recv_stall_ms']:.3f}, recv-done {row['recv_done_stall_ms']:.3f}) · "
+             f"aggregated stall {row['aggregated_total_stall_ms']:.3f} ms · "
+             f"{_bytes(row['data_transmitted_bytes'])} · needs {row['required_bandwidth_gbps']:,.2f} Gbps")
+    if row.get("exceeds_network"):
+        t.append("  more than the network", style="bold red")
+    return t
+
+
+def empty_line(result: MegascaleResult) -> str:
+    """One line for a table with no rows: on which host, why, and what would have some."""
+    reason = "; ".join(d.removeprefix(EMPTY_PREFIX).rstrip(".") for d in result.diagnostics)
+    return (f"No DCN collectives on host {result.host}" + (f": {reason}" if reason else "") +
+            " (megascale stats need a multi-slice TPU run).")
+
+
 class MegascaleScreen(ToolScreen):
     BINDINGS = [Binding("g", "bandwidth", "DCN Gbps", id="megascale.gbps")]
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
+    MegascaleScreen #empty { height: auto; padding: 1 1; color: $text-muted; }
     MegascaleScreen FrameTable { height: 1fr; border: round $panel; }
     MegascaleScreen #gbps { height: 3; display: none; }
     MegascaleScreen #gbps.open { display: block; }
+    MegascaleScreen #detail { height: auto; padding: 0 1; }
     MegascaleScreen #where { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
 
+    table: FrameTable | None = None
+
+    @property
+    def table_host(self) -> str:
+        """The host the table is for: the picked one, else the run's first (as the analysis does)."""
+        hosts = self.run_data.hosts
+        return self.host or (hosts[0] if hosts else "-")
+
+    def context_text(self) -> str:
+        hosts, host = self.run_data.hosts, self.table_host
+        which = f" ({hosts.index(host) + 1} of {len(hosts)}, h for another)" if len(hosts) > 1 and host in hosts else ""
+        return (f"[b]{escape(self.tool.title)}[/b]  │  run [b]{escape(self.run_data.name)}[/b]  │  "
+                f"host [b]{escape(host)}[/b]{which}  [dim](t tool · r run · h host · ? help · q quit)[/dim]")
+
     def show(self, result: MegascaleResult) -> None:
+        if not len(result.rows):
+            self.body.mount(Static(Text(empty_line(result)), id="empty"))
+            return
         self.body.mount(Static("", id="summary"))
         self.body.mount(Input(placeholder="DCN bandwidth per host in Gbps (empty: off), enter to apply",
                               id="gbps", type="number"))
@@ -38,26 +94,36 @@ class MegascaleScreen(ToolScreen):
             "required_bandwidth_gbps": lambda v: f"{v:.2f}",
             "data_transmitted_bytes": lambda v: f"{v:,}"})
         self.body.mount(self.table)
-        self.body.mount(Static("", id="where", markup=False))
+        self.body.mount(Static("", id="detail"))
+        self.body.mount(Static("", id="where"))
         self._summarize(result)
         self.table.focus()
+        self._show_detail(self.table.row())
 
     def _summarize(self, result: MegascaleResult) -> None:
         n = len(result.rows)
-        text = (f"[b]{n}[/b] DCN collectives on host [b]{result.host}[/b] (/device:TPU:0, "
-                f"{result.cores_per_host} cores per host)")
+        text = Text.assemble((f"{n}", "bold"), " DCN collectives on host ", (result.host, "bold"),
+                             f" ({DEVICE}, {result.cores_per_host} cores per host)")
         if result.dcn_gbps:
-            k = int(result.rows["exceeds_network"].sum()) if n else 0
-            text += f" · network {result.dcn_gbps:g} Gbps: [b]{k}[/b] need more ([red]flagged[/red] rows)"
+            k = int(result.rows["exceeds_network"].sum())
+            text.append(f" · network {result.dcn_gbps:g} Gbps: ")
+            text.append(f"{k}", style="bold")
+            text.append(" need more (")
+            text.append("! flagged", style="red")
+            text.append(" rows)")
         for d in result.diagnostics:
-            text += f"\n[dim]{d}[/dim]"
+            text.append(f"\n{d}", style="dim")
         self.query_one("#summary", Static).update(text)
-        self.table.border_title = f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter · g Gbps"
-        flagged = set(result.rows.filter(result.rows["exceeds_network"])["name"].to_list()) if n else set()
+        self.table.border_title = (f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter"
+                                   " · g Gbps · enter trace")
+        flagged = set(result.rows.filter(result.rows["exceeds_network"])["name"].to_list())
         self.table.formats["name"] = (lambda v: f"! {v}" if v in flagged else v)
         self.table.refresh()
 
     def action_bandwidth(self) -> None:
+        if self.table is None:
+            self.notify("no DCN collectives to check against a bandwidth", severity="warning")
+            return
         box = self.query_one("#gbps", Input)
         box.add_class("open")
         box.focus()
@@ -73,18 +139,32 @@ class MegascaleScreen(ToolScreen):
         self.options["dcn_gbps"] = gbps
         self.table.set_frame(self.result.rows, keep_cursor=True)
         self._summarize(self.result)
+        self._show_detail(self.table.row())
         self.table.focus()
 
+    def on_frame_table_row_highlighted(self, event: FrameTable.RowHighlighted) -> None:
+        self._show_detail(event.row)
+
+    def _show_detail(self, row) -> None:
+        for detail in self.query("#detail"):
+            detail.update(row_details(row) if row else "")
+
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
-        row = event.row
+        self._trace(event.row)
+
+    def _trace(self, row) -> None:
         if not row or self.result is None:
             return
         spans = self.result.recv_done_spans
         sel = spans.filter(spans["name"] == row["name"]) if spans is not None else None
-        where = ", ".join(f"{s / 1e6:.1f} us" for s in sel["start_ps"].to_list()[:6]) if sel is not None else ""
-        msg = f"{row['recv_op_name']} ({row['name']}) on /device:TPU:0 at {where}"
-        opener = getattr(self.app, "open_trace_at", None)
-        if callable(opener) and sel is not None and len(sel):
-            opener(self.result.host, "/device:TPU:0", int(sel["start_ps"][0]), int(sel["end_ps"][0]))
-        else:
-            self.query_one("#where", Static).update(f"recv-done ops: {msg}")
+        if sel is None or not len(sel):
+            self.query_one("#where", Static).update(
+                Text(f"{row['recv_op_name']} ({row['name']}): no complete occurrence on {DEVICE} to show"))
+            return
+        from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
+
+        first = sel.sort("start_ps").row(0, named=True)
+        # The trace viewer opens on the app's host; with none picked that is the run's first host,
+        # the same one this table is for.
+        show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=int(first["start_ps"]),
+                                                  end_ps=int(first["end_ps"])))
