@@ -1,12 +1,15 @@
-"""Pod viewer screen: keys (step picker, category, heatmap cursor, channel highlight) and SVG
-snapshots of the heatmap at 8, 32 and 256 cores, folded to chips / hosts when it does not fit."""
+"""Pod viewer screen: keys (step picker, category, heatmap cursor, channel highlight, per-chip
+columns), the context bar (every host; `h` sets the cursor), empty states, and SVG snapshots of
+the heatmap at 8, 32 and 256 cores, folded to chips / hosts when it does not fit."""
 from __future__ import annotations
 
 import importlib.util
 import sys
 
+import polars as pl
 import pytest
 
+from tputui.analysis.pod_viewer import CATEGORY_KEYS
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.screens.pod_viewer import PodViewerScreen
@@ -138,3 +141,63 @@ def test_snapshot_256_cores(snap_compare, pod256, size):
         await pilot.press("c", "c", "c", "c", "c", "c", "c", "c")  # all others (idle)
 
     assert snap_compare(app_for(pod256), terminal_size=size, run_before=loaded)
+
+
+def context(screen) -> str:
+    return str(screen.query_one("#context").render())
+
+
+async def test_context_bar_says_every_host_and_h_sets_the_cursor():
+    app = app_for(POD / "pod_v4_32")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "hosts all 4" in context(app.screen) and "all hosts" not in context(app.screen)
+    app = TputuiApp(open_logdir(str(POD / "pod_v4_32")), tool="pod_viewer", host="v4-w-1")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert "hosts all 4 · cursor starts on v4-w-1" in context(screen)
+        heat = screen.query_one(Heatmap)
+        assert len(heat.units) == 32 and heat.current.host == "v4-w-1" and heat.current.cores == (1000,)
+        assert "host v4-w-1" in str(screen.query_one("#details").render())
+
+
+async def test_chip_columns_read_one_chip_with_a_scale():
+    app = app_for(POD / "pod_v4_32")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await pilot.press("tab")  # heatmap -> per-chip columns
+        assert screen.chips.has_focus
+        await pilot.press("end")
+        details = str(screen.query_one("#details").render())
+        df = screen.pod.step_frame(0).filter(pl.col("chip") == 15)
+        total = sum(df[f"{k}_us"].mean() for k in CATEGORY_KEYS) / 1000
+        assert details.startswith(f"chip 15 · host v4-w-3 · mean of its 2 cores: {total:.3f} ms")
+        assert f"Device compute {df['device_compute_us'].mean() / 1000:.3f}" in details
+        axis = str(screen.query_one("#chip-axis").render()).splitlines()
+        top = max(sum(r[f"{k}_us"] for k in CATEGORY_KEYS) for r in screen.per_chip.iter_rows(named=True))
+        assert axis[0].strip() == f"{top:.3g} ms ┤" and axis[6].strip() == "0 ┤"
+        await pilot.press("shift+tab")  # back on the heatmap: the line reads its cell again
+        assert str(screen.query_one("#details").render()).startswith("core 0 · chip 0")
+
+
+async def test_cpu_run_starts_on_its_largest_category_without_channels():
+    app = TputuiApp(open_logdir(str(FIXTURES / "profiles" / "tf_loop")), tool="pod_viewer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        totals = {k: screen.pod.steps[f"{k}_us"].sum() for k in CATEGORY_KEYS}
+        assert screen.category_key == max(totals, key=totals.get) == "input"
+        assert "host vm" in context(screen) and "1 core · CPU" in str(screen.query_one("#stepbar").render())
+        assert not screen.query("#channels")
+        assert str(screen.query_one("#no-channels").render()).startswith("No send/recv channels")
+
+
+async def test_no_steps_is_said_first():
+    app = TputuiApp(open_logdir(str(FIXTURES / "profiles" / "tpu_v6e_inference")), tool="pod_viewer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = str(app.screen.query_one("#no-steps").render())
+        assert text.startswith("No steps to show: this TPU v6 Lite profile has no step markers.\n")
+        assert "No step marker observed" in text

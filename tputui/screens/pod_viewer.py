@@ -1,21 +1,32 @@
 """Pod viewer: step picker, topology heatmap (hosts -> chips -> cores) coloured by a step-breakdown
 category, the per-chip breakdown as stacked columns, and the send/recv channel table.
 
+The pod viewer always covers every host of the run (as XProf's does): the context bar says so,
+and a host picked with `h` is where the heatmap cursor starts. Colouring starts with the category
+that takes the most time over all steps (device compute on a TPU pod, input on an input-bound CPU run).
+
 Keys: `[` / `]` (or left / right on the step bar) pick the step, `c` cycles the category, arrows
-move over the heatmap, tab moves between panes; selecting a channel highlights its cores."""
+move over the heatmap, tab moves between panes (on the per-chip columns ←/→ read one chip's
+breakdown); selecting a channel highlights its cores."""
 from __future__ import annotations
 
 import polars as pl
 from rich.text import Text
+from rich.markup import escape
 from textual.binding import Binding
+from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import Static
 
 from tputui.analysis.pod_viewer import CATEGORY_KEYS, CATEGORY_NAMES, PodViewerResult
 from tputui.screens.base import ToolScreen
 from tputui.widgets.charts import StackedColumns
+from tputui.widgets.charts import PALETTE
 from tputui.widgets.heatmap import Cell, Heatmap
+from tputui.widgets.step_chart import y_axis
 from tputui.widgets.table import FrameTable
+
+CHIP_CHART_HEIGHT = 8
 
 
 class StepBar(Static, can_focus=True):
@@ -48,35 +59,59 @@ class PodViewerScreen(ToolScreen):
     PodViewerScreen Heatmap { padding: 0 1; }
     PodViewerScreen Heatmap:focus { background: $boost; }
     PodViewerScreen .line { height: 1; padding: 0 1; }
-    PodViewerScreen #details { height: 1; padding: 0 1; color: $text; }
-    PodViewerScreen StackedColumns { height: 8; padding: 0 1; }
+    PodViewerScreen #chip_legend { height: auto; }
+    PodViewerScreen #details { height: 2; padding: 0 1; color: $text; }
+    PodViewerScreen #chip-plot { height: 8; padding: 0 1; }
+    PodViewerScreen #chip-axis { width: auto; height: 8; }
+    PodViewerScreen StackedColumns { height: 8; width: 1fr; }
+    PodViewerScreen StackedColumns:focus { background: $boost; }
     PodViewerScreen #channels { height: 1fr; min-height: 4; border: round $panel; }
-    """
+    """  # 8 = CHIP_CHART_HEIGHT
+    channels: FrameTable | None = None
     step_index: reactive[int] = reactive(0, init=False)
     category: reactive[int] = reactive(0, init=False)
+
+    def context_text(self) -> str:
+        # The pod viewer reads every host whatever `h` picked: say so instead of one host's name.
+        hosts = self.run_data.hosts
+        where = f"hosts [b]all {len(hosts)}[/b]" if len(hosts) > 1 else f"host [b]{escape((hosts or ['-'])[0])}[/b]"
+        start = f" · cursor starts on {escape(self.host)}" if self.host and len(hosts) > 1 else ""
+        return (f"[b]{escape(self.tool.title)}[/b]  │  run [b]{escape(self.run_data.name)}[/b]  │  "
+                f"{where}{start}  [dim](t tool · r run · h host · ? help · q quit)[/dim]")
 
     def show(self, result: PodViewerResult) -> None:
         self.pod = result
         self.steps = result.step_numbers
         if not self.steps:
-            warn = " ".join(result.diagnostics.get("warnings", [])) or "No steps."
-            self.body.mount(Static(f"{result.device_type}: {warn}", classes="error", markup=False))
+            t = Text(f"No steps to show: this {result.device_type or ''} profile has no step markers.\n".replace("  ", " "),
+                     style="bold")
+            t.append(" ".join(result.diagnostics.get("warnings", [])), style="dim")
+            self.body.mount(Static(t, id="no-steps", classes="error"))
             return
+        # Start on the category that takes the most time over all steps.
+        totals = [result.steps[f"{k}_us"].sum() for k in CATEGORY_KEYS]
+        self.set_reactive(PodViewerScreen.category, max(range(len(totals)), key=lambda i: (totals[i], -i)))
         self.body.mount(StepBar("", id="stepbar"))
         self.heatmap = Heatmap(id="heatmap")
         self.body.mount(self.heatmap)
         self.body.mount(Static("", id="legend", classes="line"))
         self.body.mount(Static("", id="details"))
         self.chips = StackedColumns(id="chips")
-        self.body.mount(self.chips)
+        self.chip_axis = Static("", id="chip-axis")
+        self.body.mount(Horizontal(self.chip_axis, self.chips, id="chip-plot"))
         self.body.mount(Static("", id="chip_legend", classes="line"))
-        self.channels = FrameTable(result.channels, id="channels", formats={
-            "data_mib": lambda v: f"{v:.2f}", "latency_us": lambda v: f"{v:.2f}",
-            "bandwidth_gibps": lambda v: f"{v:.2f}", "send_delay_us": lambda v: f"{v:.2f}"})
-        self.channels.border_title = (f"Send/recv channels ({len(result.channels)}) · s sort · / filter"
-                                      if len(result.channels) else "No send/recv channels")
-        self.body.mount(self.channels)
+        if len(result.channels):
+            self.channels = FrameTable(result.channels, id="channels", formats={
+                "data_mib": lambda v: f"{v:.2f}", "latency_us": lambda v: f"{v:.2f}",
+                "bandwidth_gibps": lambda v: f"{v:.2f}", "send_delay_us": lambda v: f"{v:.2f}"})
+            self.channels.border_title = f"Send/recv channels ({len(result.channels)}) · s sort · / filter"
+            self.body.mount(self.channels)
+        else:
+            self.body.mount(Static("No send/recv channels: no cross-core send / recv-done ops in this profile.",
+                                   id="no-channels", classes="line"))
         self._redraw()
+        if self.host:  # the host picked with `h`: start the cursor on its first cell
+            self.heatmap.cursor = next((i for i, u in enumerate(self.heatmap.units) if u.host == self.host), 0)
         self.heatmap.focus()
 
     # --- state ------------------------------------------------------------------------------
@@ -120,19 +155,27 @@ class PodViewerScreen(ToolScreen):
         bar.append(f" ({self.step_index + 1} of {len(self.steps)})   ", style="dim")
         bar.append("colour: ", style="dim")
         bar.append(CATEGORY_NAMES[key], style="bold")
-        bar.append(f"   {len(df)} cores · {self.pod.device_type}   [ ] step · c category", style="dim")
+        bar.append(f"   {len(df)} core{'s' if len(df) != 1 else ''} · {self.pod.device_type}   "
+                   "[ ] step · c category", style="dim")
         self.query_one("#stepbar", StepBar).update(bar)
         self.query_one("#legend", Static).update(self.heatmap.legend())
         # Stacked columns: per chip (x = global chip id), the mean over its cores, in ms.
-        per_chip = (df.group_by("chip", maintain_order=True)
-                    .agg([pl.col(f"{k}_us").mean() / 1000 for k in CATEGORY_KEYS]).sort("chip"))
-        used = [k for k in CATEGORY_KEYS if per_chip[f"{k}_us"].sum() > 0]
-        self.chips.set_data([[r[f"{k}_us"] for k in used] for r in per_chip.iter_rows(named=True)],
-                            [CATEGORY_NAMES[k] for k in used], [str(c) for c in per_chip["chip"].to_list()])
-        legend = self.chips.legend()
-        legend.append("  (per chip, x = global chip id, ms)", style="dim")
+        self.per_chip = (df.group_by("chip", maintain_order=True)
+                         .agg(pl.col("host").first(), pl.len().alias("cores"),
+                              *[pl.col(f"{k}_us").mean() / 1000 for k in CATEGORY_KEYS]).sort("chip"))
+        self.chip_keys = [k for k in CATEGORY_KEYS if self.per_chip[f"{k}_us"].sum() > 0]
+        values = [[r[f"{k}_us"] for k in self.chip_keys] for r in self.per_chip.iter_rows(named=True)]
+        self.chips.set_data(values, [CATEGORY_NAMES[k] for k in self.chip_keys],
+                            [str(c) for c in self.per_chip["chip"].to_list()])
+        self.chip_axis.update(
+            y_axis(max((sum(v) for v in values), default=0.0), CHIP_CHART_HEIGHT))
+        legend = Text("per chip (ms): ", style="dim")
+        legend.append_text(self.chips.legend())
         self.query_one("#chip_legend", Static).update(legend)
-        self._update_details(self.heatmap.current)
+        if self.chips.has_focus:
+            self._chip_details(self.chips.cursor)
+        else:
+            self._update_details(self.heatmap.current)
 
     def _update_details(self, unit) -> None:
         if unit is None:
@@ -153,7 +196,28 @@ class PodViewerScreen(ToolScreen):
         t.append(f" · {CATEGORY_NAMES[key]} {val:.3f} ms ({pct:.1f}% of {total:.3f} ms step)")
         self.query_one("#details", Static).update(t)
 
+    def _chip_details(self, index: int) -> None:
+        """One chip's breakdown (the per-chip columns' cursor), largest part first."""
+        if not 0 <= index < len(self.per_chip):
+            return
+        r = self.per_chip.row(index, named=True)
+        total = sum(r[f"{k}_us"] for k in self.chip_keys)
+        t = Text()
+        t.append(f"chip {r['chip']}", style="bold")
+        t.append(f" · host {r['host']} · mean of its {r['cores']} core{'s' if r['cores'] != 1 else ''}: {total:.3f} ms  ")
+        parts = sorted(((r[f"{k}_us"], k, i) for i, k in enumerate(self.chip_keys) if r[f"{k}_us"] > 0), reverse=True)
+        for n, (v, k, i) in enumerate(parts):
+            if n:
+                t.append(" · ", style="dim")
+            t.append("■ ", style=PALETTE[i % len(PALETTE)])
+            t.append(f"{CATEGORY_NAMES[k]} {v:.3f}")
+            t.append(f" ({100 * v / total:.1f}%)" if total else "", style="dim")
+        self.query_one("#details", Static).update(t)
+
     # --- events -------------------------------------------------------------------------------
+    def on_stacked_columns_cursor_moved(self, event: StackedColumns.CursorMoved) -> None:
+        if getattr(self, "steps", None) and event.chart.has_focus:
+            self._chip_details(event.index)
     def on_heatmap_cursor_moved(self, event: Heatmap.CursorMoved) -> None:
         if getattr(self, "steps", None):
             self._update_details(event.unit)
@@ -165,11 +229,17 @@ class PodViewerScreen(ToolScreen):
         """While the channel table has focus, its current channel's cores are drawn as ◆."""
         if not hasattr(self, "heatmap"):
             return
-        if row and self.channels.has_focus:
+        if row and self.channels is not None and self.channels.has_focus:
             self.heatmap.set_highlight(_parse_cores(row["src_cores"]) | _parse_cores(row["dst_cores"]))
         else:
             self.heatmap.set_highlight(())
 
     def on_descendant_focus(self, event) -> None:
-        if hasattr(self, "channels"):
+        if self.channels is not None:
             self._highlight_channel(self.channels.row() if self.channels.has_focus else None)
+        # The details line reads whichever pane has the focus: a chip's columns, else the heatmap.
+        if getattr(self, "steps", None):
+            if self.chips.has_focus:
+                self._chip_details(self.chips.cursor)
+            elif event.widget is self.heatmap:
+                self._update_details(self.heatmap.current)
