@@ -11,6 +11,8 @@ from tputui.screens.hlo_stats import HloStatsScreen
 from tputui.screens.kernel_stats import KernelStatsScreen
 from tputui.screens.op_profile import OpProfileScreen
 from tputui.screens.roofline import RooflineScreen, scatter
+from tputui.screens.trace_viewer import TraceViewerScreen
+from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
 from conftest import FIXTURES, PROFILES
@@ -120,6 +122,127 @@ async def test_cpu_profile_says_why_op_profile_is_empty():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "TPU" in (app.screen.error or "")
+
+
+async def open_trace(pilot, key: str = "v") -> TraceViewerScreen:
+    """Press `key` on an op screen and wait for the trace viewer it opens to have its index."""
+    await pilot.press(key)
+    for _ in range(100):
+        await settle(pilot)
+        screen = pilot.app.screen
+        if isinstance(screen, TraceViewerScreen) and screen.timeline is not None:
+            return screen
+    raise AssertionError(f"no trace viewer after {key!r}: {pilot.app.screen}")
+
+
+def selected(trace: TraceViewerScreen) -> list[str]:
+    tl = trace.timeline
+    return [tl.ix.event_name(int(i)) for i in tl.selection]
+
+
+async def test_framework_op_stats_units_charts_and_csv_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("TPUTUI_EXPORT_DIR", str(tmp_path))
+    app = make_app("tpu_v6e_inference", "framework_op_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        table = screen.query_one("#ops", FrameTable)
+        assert "total_self_time (µs)" in table.frame.columns and "measured_flop_rate (GFLOP/s)" in table.frame.columns
+        # Only the device has ops here: its two charts, as shares of the device's self time.
+        charts = list(screen.query(HBarChart))
+        assert [c.title for c in charts] == ["Device: self time by op", "Device: self time by op type"]
+        assert charts[0].items[0][0] == "copy-done.4" and charts[0].items[0][1] == pytest.approx(21.38, abs=0.01)
+        assert sum(v for _, v in charts[1].items) == pytest.approx(100.0, abs=0.01)
+        await pilot.press("x")  # the CSV keeps the analysis's column names
+        header = next(tmp_path.glob("framework_op_stats-*.csv")).read_text().splitlines()[0]
+        assert "total_self_time," in header and "(µs)" not in header
+
+
+async def test_framework_op_stats_without_framework_ops_says_so():
+    app = make_app("jax_mlp", "framework_op_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        note = str(app.screen.query_one("#note").render())
+        assert note.startswith("No framework ops in this profile") and not app.screen.query(HBarChart)
+
+
+async def test_framework_op_stats_shows_a_host_op_in_the_trace_viewer():
+    app = make_app("tf_loop", "framework_op_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#ops", FrameTable)
+        await pilot.press("v")  # IDLE first: nothing to show, the screen stays
+        await settle(pilot)
+        assert isinstance(app.screen, FrameworkOpStatsScreen)
+        await pilot.press("down", "down")
+        row = table.row()
+        assert row["operation"] == "Iterator::Root::Prefetch::MapAndBatch"
+        trace = await open_trace(pilot)
+        assert len(trace.timeline.selection) == row["occurrences"] == 19
+        assert set(selected(trace)) == {"Iterator::MapAndBatch"}  # the trace's display name
+
+
+async def test_hlo_stats_and_roofline_show_an_op_in_the_trace_viewer():
+    app = make_app("tpu_v6e_inference", "hlo_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#hlo", FrameTable)
+        assert table.formats["rank"](table.row()["rank"]) == "1"
+        await pilot.press("down", "down", "down", "down")
+        assert table.row()["hlo_op_name"] == "broadcast_add_fusion.1"
+        trace = await open_trace(pilot)
+        assert selected(trace) == ["broadcast_add_fusion.1"] * 400
+        app.open_tool("roofline_model")
+        await settle(pilot)
+        ops = app.screen.query_one("#ops", FrameTable)
+        assert ops.frame.columns[:6] == ["rank", "category", "operation", "bound_by",
+                                         "operational_intensity (FLOP/B)", "measured_flop_rate (GFLOP/s)"]
+        await pilot.press("down")
+        assert ops.row()["operation"] == "copy-done.2"
+        trace = await open_trace(pilot)
+        assert selected(trace) == ["copy-done.2"] * 400
+
+
+async def test_op_profile_shows_ops_categories_and_programs_in_the_trace_viewer():
+    app = make_app("tpu_v6e_inference", "op_profile")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.screen.query_one(Tree)
+        assert str(tree.root.label).endswith("All programs  (4)")
+        await pilot.press("down")  # the program jit_f(...): its runs on the XLA Modules line
+        assert tree.cursor_node.data.name.startswith("jit_f(")
+        trace = await open_trace(pilot)
+        assert selected(trace) == ["jit_f(12190760917235803885)"] * 400
+        app.open_tool("op_profile")
+        await settle(pilot)
+        await pilot.press("down", "down", "down")  # the "loop fusion" category: its three fusions
+        assert app.screen.query_one(Tree).cursor_node.data.name == "loop fusion"
+        trace = await open_trace(pilot)
+        assert sorted(set(selected(trace))) == ["broadcast_add_fusion", "broadcast_add_fusion.1",
+                                                "broadcast_add_fusion.2"]
+        assert len(trace.timeline.selection) == 1200
+
+
+async def test_kernel_stats_shows_launches_in_the_trace_viewer():
+    app = make_app("gpu_kernels", "kernel_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        row = app.screen.query_one("#kernels", FrameTable).row()
+        trace = await open_trace(pilot)
+        assert len(trace.timeline.selection) == row["occurrences"] == 4
+        assert set(selected(trace)) == {row["kernel_name"]}
+
+
+async def test_screen_keys_are_hidden_without_a_result():
+    app = make_app("jax_mlp", "op_profile")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert screen.error and screen.check_action("show_in_trace", ()) is False
+        assert screen.check_action("toggle_grouping", ()) is False
+        await pilot.press("v", "g", "i")  # nothing happens, nothing breaks
+        await settle(pilot)
+        assert app.screen is screen and screen.error
 
 
 @pytest.mark.parametrize("profile,tool,keys", [

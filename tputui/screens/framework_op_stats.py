@@ -1,52 +1,104 @@
-"""Framework op stats: the op table (sort `s`, filter `/`), IDLE toggle `i`, CSV `x`, and XProf's
-four pie charts as bars: self time by op and by op type, on the host and on the device."""
+"""Framework op stats: the op table (sort `s`, filter `/`), IDLE toggle `i`, CSV `x`, `v` shows
+the selected op's events in the trace viewer, and XProf's four pie charts as bars: each side's
+self time by op and by op type, as a share of that side's total (sides without ops are left out)."""
 from __future__ import annotations
 
+import polars as pl
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.widgets import Static
 
 from tputui.analysis.framework_op_stats import FrameworkOpStats
+from tputui.analysis.op_events import framework_op_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CsvExportMixin, fmt_pct, fmt_us
+from tputui.screens.op_tables import TIMES_US, CsvExportMixin, ResultKeysMixin, TraceJumpMixin, Units, fmt_pct, fmt_us
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
 TOP = 8
+UNITS = Units({**TIMES_US, "measured_flop_rate": "GFLOP/s", "model_flop_rate": "GFLOP/s",
+               "measured_memory_bw": "GB/s", "operational_intensity": "FLOP/B"})
+IDLE = "IDLE"
+NO_OPS = "No framework ops in this profile (no TensorFlow / tf.data ops on the host or device): only IDLE, as in XProf."
 
 
-class FrameworkOpStatsScreen(CsvExportMixin, ToolScreen):
+def share_items(labels: list[str], values: list[float], total: float) -> list[tuple[str, float]]:
+    """(label, percent of `total`) for bar charts; empty labels (ops without a type) say so."""
+    return [(label or "(no type)", (v / total * 100) if total else 0.0) for label, v in zip(labels, values)]
+
+
+class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
     BINDINGS = [Binding("i", "toggle_idle", "IDLE on/off", id="fos.idle"),
+                Binding("v", "show_in_trace", "Show in trace", id="fos.trace"),
                 Binding("x", "export_csv", "CSV", id="fos.csv")]
+    RESULT_ACTIONS = frozenset({"toggle_idle", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
-    FrameworkOpStatsScreen #charts { height: auto; max-height: 12; }
+    FrameworkOpStatsScreen #charts { height: auto; max-height: 10; }
     FrameworkOpStatsScreen #charts > HBarChart { width: 1fr; padding: 0 1; }
+    FrameworkOpStatsScreen #note { color: $text-muted; padding: 0 1; }
     FrameworkOpStatsScreen FrameTable { height: 1fr; border: round $panel; }
     """
     include_idle = True
 
     def show(self, result: FrameworkOpStats) -> None:
-        self.charts = [HBarChart(title=t, unit=" us", bar_width=14, label_width=22, id=f"chart{i}")
-                       for i, t in enumerate(("Host: self time by op", "Host: by op type",
-                                              "Device: self time by op", "Device: by op type"))]
+        ops = result.with_idle.filter(pl.col("operation") != IDLE)
+        self.sides = [s for s in ("Host", "Device")
+                      if ops.filter(pl.col("host_or_device") == s)["total_self_time"].sum() > 0]
+        self.charts = {}
+        for side in self.sides:
+            self.charts[side] = (HBarChart(title=f"{side}: self time by op", unit="%", id=f"{side.lower()}-ops"),
+                                 HBarChart(title=f"{side}: self time by op type", unit="%", id=f"{side.lower()}-types"))
         pct = {c: fmt_pct for c in result.with_idle.columns if c.endswith("_percent")}
-        self.table = FrameTable(formats={"total_time": fmt_us, "avg_time": fmt_us, "total_self_time": fmt_us,
-                                         "avg_self_time": fmt_us, **pct}, id="ops")
-        self.body.mount(Horizontal(*self.charts, id="charts"))
+        times = {c: fmt_us for c in ("total_time", "avg_time", "total_self_time", "avg_self_time")}
+        self.table = FrameTable(formats=UNITS.formats({**times, **pct}), id="ops")
+        if self.sides:
+            self.body.mount(Horizontal(*(c for pair in self.charts.values() for c in pair), id="charts"))
+        else:
+            self.body.mount(Static(NO_OPS, id="note"))
         self.body.mount(self.table)
         self._fill()
         self.table.focus()
+        self.refresh_bindings()
+
+    def on_resize(self) -> None:
+        if getattr(self, "sides", None):
+            self._size_charts()
+            self._fill_charts()
+
+    def _size_charts(self) -> None:
+        """Label and bar widths that fit every chart side by side (values are short percents)."""
+        if not self.sides:
+            return
+        n = 2 * len(self.sides)
+        per_chart = max(16, (self.size.width or 120) // n - 2)
+        bar = max(4, min(20, per_chart // 4))
+        label = max(6, per_chart - bar - 9)
+        for pair in self.charts.values():
+            for chart in pair:
+                chart.bar_width, chart.label_width = bar, label
 
     def _fill(self) -> None:
         r: FrameworkOpStats = self.result
         table = r.table(self.include_idle)
-        self.table.set_frame(table)
-        self.table.border_title = (f"Framework ops ({table.height:,}) — IDLE {'shown' if self.include_idle else 'hidden'}"
-                                   " · s sort · / filter · i IDLE · x CSV")
-        for i, side in enumerate(("Host", "Device")):
-            ops = table.filter(table["host_or_device"] == side).head(TOP)
-            self.charts[2 * i].set_items(list(zip(ops["operation"].to_list(), ops["total_self_time"].to_list())))
-            by_type = r.self_time_by_type(side, self.include_idle).head(TOP)
-            self.charts[2 * i + 1].set_items(list(zip(by_type["type"].to_list(), by_type["total_self_time"].to_list())))
+        self.table.set_frame(UNITS.show(table))
+        self.table.border_title = (f"Framework ops ({table.height:,}) · IDLE "
+                                   f"{'shown' if self.include_idle else 'hidden'}"
+                                   " · s sort · / filter · i IDLE · v trace · x CSV")
+        self._size_charts()
+        self._fill_charts()
+
+    def _fill_charts(self) -> None:
+        r: FrameworkOpStats = self.result
+        table = r.table(self.include_idle)
+        for side, (by_op, by_type) in self.charts.items():
+            rows = table.filter(table["host_or_device"] == side)
+            total = float(rows["total_self_time"].sum() or 0.0)
+            top = rows.head(TOP)
+            by_op.set_items(share_items(top["operation"].to_list(), top["total_self_time"].to_list(), total))
+            types = r.self_time_by_type(side, self.include_idle)
+            top_types = types.head(TOP)
+            by_type.set_items(share_items(top_types["type"].to_list(), top_types["total_self_time"].to_list(),
+                                          float(types["total_self_time"].sum() or 0.0)))
 
     def action_toggle_idle(self) -> None:
         if self.result is None:
@@ -54,5 +106,14 @@ class FrameworkOpStatsScreen(CsvExportMixin, ToolScreen):
         self.include_idle = not self.include_idle
         self._fill()
 
+    def trace_target(self):
+        row = self.table.row()
+        if row is None:
+            return None
+        if row["operation"] == IDLE:
+            return "IDLE is time without ops: it has no events to show"
+        side, name = row["host_or_device"], row["operation"]
+        return f"{name} ({side.lower()})", lambda frame: framework_op_rows(frame, side, name)
+
     def export_frame(self):
-        return self.table.frame if self.result is not None else None
+        return UNITS.raw(self.table.frame) if self.result is not None else None

@@ -1,19 +1,35 @@
-"""HLO stats: the flat per-HLO table (sort `s`, filter `/`, CSV `x`) with a bar of the top ops
-by self time and the selected op's HLO text below."""
+"""HLO stats: the flat per-HLO table (sort `s`, filter `/`, CSV `x`, `v` shows the op's events in
+the trace viewer) with a bar of the top ops by self time and the selected op's HLO text below."""
 from __future__ import annotations
 
 from textual.binding import Binding
 from textual.widgets import Static
 
 from tputui.analysis.hlo_stats import HloStats
+from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CsvExportMixin, fmt_pct100, fmt_us
+from tputui.screens.op_tables import (
+    TIMES_US,
+    CsvExportMixin,
+    ResultKeysMixin,
+    TraceJumpMixin,
+    Units,
+    fmt_pct100,
+    fmt_rank,
+    fmt_us,
+)
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
+UNITS = Units({**TIMES_US, "model_flop_rate": "GFLOP/s", "normalized_flop_rate": "GFLOP/s",
+               **{c: "GiB/s" for c in ("measured_memory_bw", "hbm_bw", "cmem_read_bw", "cmem_write_bw")},
+               "operational_intensity": "FLOP/B"})
 
-class HloStatsScreen(CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("x", "export_csv", "CSV", id="hlo.csv")]
+
+class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+    BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="hlo.trace"),
+                Binding("x", "export_csv", "CSV", id="hlo.csv")]
+    RESULT_ACTIONS = frozenset({"show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     HloStatsScreen #top { height: auto; max-height: 10; padding: 0 1; }
     HloStatsScreen FrameTable { height: 1fr; border: round $panel; }
@@ -23,16 +39,18 @@ class HloStatsScreen(CsvExportMixin, ToolScreen):
     def show(self, result: HloStats) -> None:
         rows = result.rows
         top = rows.head(8)
-        self.body.mount(HBarChart(list(zip(top["hlo_op_name"].to_list(), top["total_self_time"].to_list())),
-                                  title="Top HLO ops by self time", unit=" us", id="top"))
-        self.table = FrameTable(rows, hidden=("hlo_op_expression",), id="hlo", formats={
-            "total_time": fmt_us, "avg_time": fmt_us, "total_self_time": fmt_us, "avg_self_time": fmt_us,
-            "total_self_time_percent": fmt_pct100, "cumulative_total_self_time_percent": fmt_pct100})
-        self.table.border_title = f"HLO ops ({rows.height:,}) · s sort · / filter · x CSV"
+        self.body.mount(HBarChart(list(zip(top["hlo_op_name"].to_list(), top["total_self_time_percent"].to_list())),
+                                  title="Top HLO ops: share of self time", unit="%", id="top"))
+        self.table = FrameTable(UNITS.show(rows), hidden=("hlo_op_expression",), id="hlo", formats=UNITS.formats({
+            "rank": fmt_rank, "total_time": fmt_us, "avg_time": fmt_us, "total_self_time": fmt_us,
+            "avg_self_time": fmt_us, "total_self_time_percent": fmt_pct100,
+            "cumulative_total_self_time_percent": fmt_pct100, "dma_stall_percent": fmt_pct100}))
+        self.table.border_title = f"HLO ops ({rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.body.mount(Static("", id="expr", markup=False))
         self.table.focus()
         self._show_expr(self.table.row())
+        self.refresh_bindings()
 
     def on_frame_table_row_highlighted(self, event: FrameTable.RowHighlighted) -> None:
         self._show_expr(event.row)
@@ -42,5 +60,13 @@ class HloStatsScreen(CsvExportMixin, ToolScreen):
         for w in self.query("#expr"):
             w.update(self.expression)
 
+    def trace_target(self):
+        row = self.table.row()
+        if row is None:
+            return None
+        name, program = row["hlo_op_name"], row["program_id"]
+        program_id = int(program) if program and str(program).isdigit() else None
+        return name, lambda frame: hlo_op_rows(frame, [name], program_id)
+
     def export_frame(self):
-        return self.table.frame if self.result is not None else None
+        return UNITS.raw(self.table.frame) if self.result is not None else None

@@ -1,30 +1,49 @@
-"""GPU kernel stats: the kernel table (sort `s`, filter `/`, CSV `x`) and the top kernels as bars."""
+"""GPU kernel stats: the kernel table (sort `s`, filter `/`, CSV `x`, `v` shows the kernel's
+launches in the trace viewer) and the top kernels as bars."""
 from __future__ import annotations
 
 from textual.binding import Binding
+from textual.widgets import Static
 
 from tputui.analysis.kernel_stats import KernelStats
+from tputui.analysis.op_events import kernel_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CsvExportMixin, fmt_us
+from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin, fmt_us
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
+NO_KERNELS = "The GPU planes hold no kernel launches (events with kernel_details and a duration): nothing to list."
 
-class KernelStatsScreen(CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("x", "export_csv", "CSV", id="kernels.csv")]
+
+class KernelStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+    BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="kernels.trace"),
+                Binding("x", "export_csv", "CSV", id="kernels.csv")]
+    RESULT_ACTIONS = frozenset({"show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     KernelStatsScreen #top { height: auto; max-height: 12; padding: 0 1; }
+    KernelStatsScreen .note { color: $text-muted; padding: 0 1; }
     KernelStatsScreen FrameTable { height: 1fr; border: round $panel; }
     """
 
     def show(self, result: KernelStats) -> None:
-        self.body.mount(HBarChart(result.top_kernels(10), title="Top kernels by total duration", unit=" us",
-                                  label_width=50, id="top"))
+        if result.rows.height == 0:
+            self.body.mount(Static(NO_KERNELS, classes="note", id="note"))
+        else:
+            self.body.mount(HBarChart(result.top_kernels(10), title="Top kernels by total duration", unit=" µs",
+                                      label_width=50, id="top"))
         self.table = FrameTable(result.rows, id="kernels", formats={
             c: fmt_us for c in ("total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us")})
-        self.table.border_title = f"Kernels ({result.rows.height:,}) · s sort · / filter · x CSV"
+        self.table.border_title = f"Kernels ({result.rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.table.focus()
+        self.refresh_bindings()
+
+    def trace_target(self):
+        row = self.table.row()
+        if row is None:
+            return None
+        name, op, grid, block = row["kernel_name"], row["op_name"], row["grid_dim"], row["block_dim"]
+        return name, lambda frame: kernel_rows(frame, name, op, grid, block)
 
     def export_frame(self):
         return self.table.frame if self.result is not None else None

@@ -1,7 +1,8 @@
 """Op profile: XProf's op tree (program -> category -> duplicates -> op -> fused ops).
 
 Keys: arrows move, Enter / Space expand or collapse, `g` program / category grouping, `i` IDLE
-on/off, `+` / `-` show more / fewer children per node (default 10). Each row shows time %,
+on/off, `+` / `-` show more / fewer children per node (default 10), `v` shows the highlighted
+op (or every op of a category, or a program's runs) in the trace viewer. Each row shows time %,
 FLOPS utilization (red low -> green high) and HBM bandwidth %; the card on the right describes
 the highlighted node (category, utilizations, HLO text, shape / layout, framework op, source)
 with the padding advice XProf gives for convolutions.
@@ -14,8 +15,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static, Tree
 
+from tputui.analysis.op_events import hlo_op_rows, program_rows
 from tputui.analysis.op_profile import Node, OpProfile
 from tputui.screens.base import ToolScreen
+from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin, fmt_duration_us
 
 DEFAULT_CHILDREN = 10
 CONV_HELP = ("Convolutions run fastest when the feature (channel) and batch dimensions are padded to the "
@@ -31,13 +34,20 @@ def util_color(u: float) -> str:
     return f"rgb({r},{g},60)"
 
 
+ROOT_NAMES = {"by_program": "All programs", "by_category": "All categories"}
+
+
+def display_name(n: Node) -> str:
+    return ROOT_NAMES.get(n.name, n.name)
+
+
 def node_label(n: Node, total_ps: int) -> Text:
     frac = n.raw_time_ps / total_ps if total_ps else 0.0
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(f"{frac * 100:6.2f}% ", style="bold")
     t.append(f"{n.flops_utilization * 100:6.2f}% flops ", style=util_color(n.flops_utilization))
     t.append(f"{n.hbm_bandwidth_utilization * 100:6.2f}% hbm  ", style="dim")
-    t.append(n.name)
+    t.append(display_name(n))
     if n.children:
         t.append(f"  ({len(n.children)})", style="dim")
     return t
@@ -47,10 +57,11 @@ def node_card(n: Node, total_ps: int) -> Table:
     g = Table.grid(padding=(0, 1))
     g.add_column(style="bold", no_wrap=True)
     g.add_column(overflow="fold")
-    g.add_row("Name", Text(n.name))
+    g.add_row("Name", Text(display_name(n)))
     if n.category:
         g.add_row("Category", n.category)
-    g.add_row("Time", f"{n.raw_time_ps / 1e6:,.3f} us ({(n.raw_time_ps / total_ps * 100) if total_ps else 0:.2f}%)")
+    share = (n.raw_time_ps / total_ps * 100) if total_ps else 0.0
+    g.add_row("Time", f"{fmt_duration_us(n.raw_time_ps / 1e6)} ({share:.2f}%)")
     if n.occurrences:
         g.add_row("Occurrences", f"{n.occurrences:,}")
     g.add_row("FLOPS utilization", Text(f"{n.flops_utilization * 100:.3f}%", style=util_color(n.flops_utilization)))
@@ -69,11 +80,20 @@ def node_card(n: Node, total_ps: int) -> Table:
     return g
 
 
-class OpProfileScreen(ToolScreen):
+def op_nodes(n: Node) -> list[Node]:
+    """The ops under `n` (or `n` itself): the first is_op node on each path (fused ops are not events)."""
+    if n.is_op:
+        return [n]
+    return [o for c in n.children for o in op_nodes(c)]
+
+
+class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
     BINDINGS = [Binding("g", "toggle_grouping", "Program/category", id="op_profile.group"),
                 Binding("i", "toggle_idle", "IDLE on/off", id="op_profile.idle"),
-                Binding("plus,equals_sign", "children(1)", "More children", id="op_profile.more"),
-                Binding("minus", "children(-1)", "Fewer children", id="op_profile.fewer")]
+                Binding("plus,equals_sign", "children(1)", "More children", id="op_profile.more", show=False),
+                Binding("minus", "children(-1)", "Fewer children", id="op_profile.fewer", show=False),
+                Binding("v", "show_in_trace", "Show in trace", id="op_profile.trace")]
+    RESULT_ACTIONS = frozenset({"toggle_grouping", "toggle_idle", "children", "show_in_trace"})
     DEFAULT_CSS = """
     OpProfileScreen #split { height: 1fr; }
     OpProfileScreen Tree { width: 3fr; border: round $panel; }
@@ -89,6 +109,7 @@ class OpProfileScreen(ToolScreen):
         self.body.mount(Horizontal(self.op_tree, VerticalScroll(self.card, id="card-box"), id="split"))
         self._build()
         self.call_after_refresh(self.op_tree.focus)
+        self.refresh_bindings()
 
     def _root(self) -> Node:
         return self.result.tree(self.grouping, self.exclude_idle)
@@ -104,7 +125,8 @@ class OpProfileScreen(ToolScreen):
         tree.root.expand()
         tree.cursor_line = 0
         tree.border_title = (f"By {self.grouping} · IDLE {'hidden' if self.exclude_idle else 'shown'} · top "
-                             f"{self.children_shown} children · g group · i IDLE · +/- children")
+                             f"{self.children_shown} children · time %, FLOPS %, HBM % · g group · i IDLE"
+                             " · +/- children · v trace")
         self._show_card(root)
 
     def _add_children(self, tnode, node: Node, depth: int) -> None:
@@ -142,3 +164,24 @@ class OpProfileScreen(ToolScreen):
             step = 5 if self.children_shown >= 5 else 1
             self.children_shown = max(1, self.children_shown + delta * step)
             self._build()
+
+    def trace_target(self):
+        node = self.op_tree.cursor_node
+        n: Node | None = node.data if node is not None else None
+        if n is None:
+            return None
+        if n.name == "IDLE":
+            return "IDLE is time without ops: it has no events to show"
+        if node is self.op_tree.root:
+            return "the root holds every op: pick a program, a category or an op"
+        if node.parent is self.op_tree.root and self.grouping == "program" and not n.is_op:
+            name = n.name
+            return f"program {name}", lambda frame: program_rows(frame, name)
+        ops = op_nodes(n)
+        if not ops:
+            return f"{display_name(n)} has no ops"
+        names = {o.name for o in ops}
+        programs = {o.program_id for o in ops}
+        program = programs.pop() if len(programs) == 1 and self.grouping == "program" else None
+        label = display_name(n) if len(names) > 1 else next(iter(names))
+        return label, lambda frame: hlo_op_rows(frame, names, program or None)

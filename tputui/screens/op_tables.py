@@ -1,10 +1,14 @@
-"""Shared parts of the op-tool screens: number formats, CSV export to the working directory."""
+"""Shared parts of the op-tool screens: number formats, CSV export to the working directory,
+"show in trace viewer" (`v`) for the selected row, and keys that wait for a loaded result."""
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
+import numpy as np
 import polars as pl
+from textual import work
 
 from tputui.screens.base import ToolScreen
 
@@ -21,12 +25,51 @@ def fmt_pct100(v) -> str:
     return "" if v is None else f"{v:.2f}%"
 
 
+def fmt_duration_us(us: float) -> str:
+    """A duration in the unit that reads best: s, ms or µs."""
+    if us >= 1e6:
+        return f"{us / 1e6:,.3f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:,.3f} ms"
+    return f"{us:,.3f} µs"
+
+
+def fmt_rank(v) -> str:
+    return "" if v is None else f"{int(v):,}"
+
+
 def fmt_num(v) -> str:
     if v is None:
         return ""
     if isinstance(v, float):
         return f"{v:,.3f}" if abs(v) < 1e9 else f"{v:.3e}"
     return f"{v:,}"
+
+
+class Units:
+    """Column units shown in the table header, as XProf's labels give them ("total_time (µs)").
+
+    The table holds the renamed columns; CSV exports and anything keyed by the analysis's own
+    names go through `name` / `raw`."""
+
+    def __init__(self, units: dict[str, str]) -> None:
+        self.units = units
+
+    def name(self, column: str) -> str:
+        return f"{column} ({self.units[column]})" if column in self.units else column
+
+    def show(self, frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.rename({c: self.name(c) for c in self.units if c in frame.columns})
+
+    def formats(self, formats: dict) -> dict:
+        return {self.name(c): f for c, f in formats.items()}
+
+    def raw(self, frame: pl.DataFrame) -> pl.DataFrame:
+        back = {self.name(c): c for c in self.units}
+        return frame.rename({c: back[c] for c in frame.columns if c in back})
+
+
+TIMES_US = {c: "µs" for c in ("total_time", "avg_time", "total_self_time", "avg_self_time", "total_time_per_core")}
 
 
 def export_dir() -> str:
@@ -57,3 +100,61 @@ class CsvExportMixin:
             self.notify(f"CSV export failed: {e}", severity="error")
             return
         self.notify(f"wrote {frame.height:,} rows to {path}", title="CSV export")
+
+
+class ResultKeysMixin:
+    """Keys listed in RESULT_ACTIONS are hidden from the footer (and do nothing) until the
+    analysis has a result: on a profile without data the footer offers only what works.
+    Screens call `self.refresh_bindings()` at the end of `show`."""
+
+    RESULT_ACTIONS: frozenset[str] = frozenset()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.RESULT_ACTIONS and getattr(self, "result", None) is None:
+            return False
+        return True
+
+
+EventFinder = Callable[["object"], np.ndarray]  # XSpaceFrame -> rows of frame.events
+
+
+class TraceJumpMixin:
+    """`v`: open the trace viewer with the selected row's events selected and in view.
+
+    Screens implement `trace_target() -> (label, finder) | str | None`: a finder maps the host's
+    frame to event rows (see tputui/analysis/op_events.py); a string says why there is nothing
+    to show for this row. The rows are found in a worker (the first call may decode the host)."""
+
+    def trace_target(self):  # pragma: no cover - screens override
+        return None
+
+    def action_show_in_trace(self: ToolScreen) -> None:
+        if self.result is None:
+            return
+        target = self.trace_target()
+        if target is None:
+            self.notify("select an op first", severity="warning")
+            return
+        if isinstance(target, str):
+            self.notify(target, severity="warning")
+            return
+        label, finder = target
+        self._find_trace_events(label, finder)
+
+    @work(thread=True, exclusive=True, group="trace-jump", description="finding events")
+    def _find_trace_events(self: ToolScreen, label: str, finder: EventFinder) -> None:
+        try:
+            rows = finder(self.run_data.frame(self.host))
+        except Exception as e:  # noqa: BLE001 - say it, keep the screen
+            self.app.call_from_thread(self.notify, f"could not find the events of {label}: {e}", severity="error")
+            return
+        self.app.call_from_thread(self._open_trace, label, rows)
+
+    def _open_trace(self: ToolScreen, label: str, rows: np.ndarray) -> None:
+        host = self.host or (self.run_data.hosts or ["-"])[0]
+        if not len(rows):
+            self.notify(f"no events of {label} on host {host}", severity="warning")
+            return
+        from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
+
+        show_in_trace_viewer(self.app, TraceFocus(frame_rows=tuple(int(r) for r in rows)))

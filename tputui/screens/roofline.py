@@ -1,6 +1,7 @@
 """Roofline model: a log-log scatter of ops (FLOP/s against FLOP/byte) under the device's roofs
-(peak FLOP rate, HBM bandwidth), the op table (sort `s`, filter `/`, CSV `x`), infeed/outfeed
-toggle `i`. The highlighted op is drawn as ◆ on the chart."""
+(peak FLOP rate, HBM bandwidth), the op table (sort `s`, filter `/`, CSV `x`, `v` shows the op's
+events in the trace viewer), infeed/outfeed toggle `i`. The highlighted op is drawn as ◆ on the
+chart; the table leads with the columns the chart plots (bound by, intensity, rates)."""
 from __future__ import annotations
 
 import math
@@ -9,10 +10,36 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui.analysis.op_events import hlo_op_rows
 from tputui.analysis.roofline import RooflineModel
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CsvExportMixin, fmt_pct, fmt_us
+from tputui.screens.op_tables import (
+    TIMES_US,
+    CsvExportMixin,
+    ResultKeysMixin,
+    TraceJumpMixin,
+    Units,
+    fmt_pct,
+    fmt_rank,
+    fmt_us,
+)
 from tputui.widgets.table import FrameTable
+
+UNITS = Units({**TIMES_US, **{c: "GFLOP/s" for c in ("measured_flop_rate", "model_flop_rate", "optimal_flop_rate")},
+               **{c: "GiB/s" for c in ("measured_memory_bw", "hbm_bw", "cmem_read_bw", "cmem_write_bw",
+                                        "vmem_read_bw", "vmem_write_bw")},
+               **{c: "FLOP/B" for c in ("operational_intensity", "hbm_operational_intensity",
+                                         "cmem_read_operational_intensity", "cmem_write_operational_intensity",
+                                         "vmem_read_operational_intensity", "vmem_write_operational_intensity",
+                                         "bottleneck_operational_intensity")}})
+# What the chart is about, right after the op's name; the rest keep XProf's order.
+LEADING = ("rank", "category", "operation", "bound_by", "operational_intensity", "measured_flop_rate",
+           "measured_memory_bw", "roofline_efficiency", "total_self_time", "total_self_time_percent")
+
+
+def lead_columns(ops):
+    first = [c for c in LEADING if c in ops.columns]
+    return ops.select(first + [c for c in ops.columns if c not in first])
 
 
 def scatter(points: list[tuple[float, float]], peak_gflops: float, peak_gib: float,
@@ -56,14 +83,16 @@ def scatter(points: list[tuple[float, float]], peak_gflops: float, peak_gib: flo
         out.append("\n")
     out.append(" " * 10 + "└" + "─" * width + "\n", style="dim")
     out.append(f"{'':10} {10 ** x0:<10.3g}{'FLOP/byte (log)':^{width - 20}}{10 ** x1:>10.3g}\n", style="dim")
-    out.append(f"GFLOP/s (log) · roof: peak {peak_gflops:,.0f} GFLOP/s, HBM {peak_gib:,.1f} GiB/s, "
+    out.append(f"y: GFLOP/s (log) · roof: peak {peak_gflops:,.0f} GFLOP/s, HBM {peak_gib:,.1f} GiB/s, "
                f"ridge {ridge:,.1f} FLOP/B · {len(pts)} of {len(points)} ops have flops", style="dim")
     return out
 
 
-class RooflineScreen(CsvExportMixin, ToolScreen):
+class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
     BINDINGS = [Binding("i", "toggle_feed", "Infeed/outfeed", id="roofline.feed"),
+                Binding("v", "show_in_trace", "Show in trace", id="roofline.trace"),
                 Binding("x", "export_csv", "CSV", id="roofline.csv")]
+    RESULT_ACTIONS = frozenset({"toggle_feed", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     RooflineScreen #chart { height: auto; padding: 0 1; }
     RooflineScreen FrameTable { height: 1fr; border: round $panel; }
@@ -75,25 +104,30 @@ class RooflineScreen(CsvExportMixin, ToolScreen):
         pct = {c: fmt_pct for c in ("total_self_time_percent", "cumulative_total_self_time_percent",
                                     "total_time_in_percentage", "roofline_efficiency", "compute_efficiency",
                                     "max_mem_bw_utilization")}
-        self.table = FrameTable(id="ops", hidden=("step", "include_infeed_outfeed", "source_info"), formats={
-            "total_time": fmt_us, "avg_time": fmt_us, "total_self_time": fmt_us, "avg_self_time": fmt_us, **pct})
+        self.table = FrameTable(id="ops", hidden=("step", "include_infeed_outfeed", "source_info"),
+                                formats=UNITS.formats({"rank": fmt_rank, "total_time": fmt_us, "avg_time": fmt_us,
+                                                       "total_self_time": fmt_us, "avg_self_time": fmt_us,
+                                                       "total_time_per_core": fmt_us, **pct}))
         self.body.mount(self.chart)
         self.body.mount(self.table)
         self._fill()
         self.table.focus()
+        self.refresh_bindings()
 
     def _fill(self) -> None:
         ops = self.result.ops(self.include_feed)
-        self.table.set_frame(ops)
-        self.table.border_title = (f"Ops ({ops.height:,}), infeed/outfeed {'included' if self.include_feed else 'excluded'}"
-                                   " · s sort · / filter · i infeed/outfeed · x CSV")
+        self.table.set_frame(UNITS.show(lead_columns(ops)))
+        feed = "included" if self.include_feed else "excluded"
+        self.table.border_title = (f"Ops ({ops.height:,}), infeed/outfeed {feed}"
+                                   " · s sort · / filter · i infeed/outfeed · v trace · x CSV")
         self._draw(self.table.row())
 
     def _draw(self, row) -> None:
         p = self.result.properties
         ops = self.table.frame
-        pts = list(zip(ops["operational_intensity"].to_list(), ops["measured_flop_rate"].to_list()))
-        mark = (row["operational_intensity"], row["measured_flop_rate"]) if row else None
+        x, y = UNITS.name("operational_intensity"), UNITS.name("measured_flop_rate")
+        pts = list(zip(ops[x].to_list(), ops[y].to_list()))
+        mark = (row[x], row[y]) if row else None
         width = max(30, min(100, (self.size.width or 100) - 16))
         self.chart_text = scatter(pts, p["peak_flop_rate"], p["peak_hbm_bw"], width=width, mark=mark)
         self.chart.update(self.chart_text)
@@ -108,5 +142,15 @@ class RooflineScreen(CsvExportMixin, ToolScreen):
         self.include_feed = not self.include_feed
         self._fill()
 
+    def trace_target(self):
+        row = self.table.row()
+        if row is None:
+            return None
+        name, program = row["operation"], row.get("hlo_module_id") or ""
+        if name == "Program":  # XProf's whole-program row
+            return "the Program row sums every op: pick an op"
+        program_id = int(program) if str(program).isdigit() else None
+        return name, lambda frame: hlo_op_rows(frame, [name], program_id)
+
     def export_frame(self):
-        return self.table.frame if self.result is not None else None
+        return UNITS.raw(self.table.frame) if self.result is not None else None
