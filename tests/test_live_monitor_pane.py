@@ -141,3 +141,65 @@ def test_snapshot_tpu_window(snap_compare):
                            now=1_795_354_000.0)
     history = History()
     assert snap_compare(make_app([s], history=history), terminal_size=SIZE, run_before=settle)
+
+
+async def test_no_window_yet_says_why_in_one_line():
+    failed = [s for s in recorded() if s.error]
+    app = make_app(failed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert drawn(screen.query_one("#figures")).strip() == (
+            "No window yet: the server has not answered (see the status line).")
+        assert drawn(screen.query_one("#top-ops")).strip() == "No ops yet."
+        assert f"0 windows ({len(failed)} failed)" in drawn(screen.query_one("#monitor-head"))
+    first = recorded()[0]
+    empty = [Sample(time=first.time + i, address=first.address, window_ms=first.window_ms, empty=True)
+             for i in range(3)]
+    app = make_app(empty)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert drawn(app.screen.query_one("#figures")).strip() == (
+            "No activity yet: 3 windows came back empty (nothing ran on the server).")
+        assert "3 windows (3 empty)" in drawn(app.screen.query_one("#monitor-head"))
+
+
+async def test_titles_say_when_the_figures_are_older_than_the_last_window():
+    samples = recorded()
+    assert samples[-1].error  # the recording ends with the server gone
+    last_ok = [s for s in samples if s.ok][-1]
+    app = make_app(samples)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        stamp = time.strftime("%H:%M:%S", time.localtime(last_ok.time))
+        assert app.screen.query_one("#figures").border_title == f"Figures of the last window with activity ({stamp})"
+        assert app.screen.query_one("#top-ops").border_title == f"Top ops of the last window with activity ({stamp})"
+    app = make_app([s for s in samples if s.ok])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one("#figures").border_title == "Figures of the last window"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_history_and_bars_take_the_width_there_is(size):
+    samples = recorded()
+    last_ok = [s for s in samples if s.ok][-1]
+    app = make_app(samples)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        inner = screen.query_one("#figures").content_region.width
+        assert screen.spark_width() == inner - 24 - 10 - len("999.999 ms … 999.999 ms") - 6
+        figures = drawn(screen.query_one("#figures"))
+        series = screen.history.series("step_ms_avg")
+        # Every column is there at 80 columns: the whole label and the min … max range.
+        rng = f"{min(series):.3f} ms … {max(series):.3f} ms"
+        assert "Utilization (duty cycle)" in figures and rng in figures
+        top = drawn(screen.query_one("#top-ops"))
+        assert top.splitlines()[0].split() == ["op", "time", "share", "count"]
+        assert last_ok.top_ops[0]["name"] in top and "…" not in top.splitlines()[0]
+        await pilot.resize_terminal(size[0] + 40, size[1])
+        await pilot.pause()
+        await pilot.pause()
+        assert screen.spark_width() == screen.query_one("#figures").content_region.width - 63
+        assert screen.spark_width() > inner - 63

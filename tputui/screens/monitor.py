@@ -3,6 +3,11 @@
 Samples come from a thread worker (a MonitorSession against a server, or a recorded list in
 tests), so the UI never waits on gRPC. `o` saves the last window as a run and opens it as a
 full profile; quitting that profile returns here.
+
+The sparklines and op bars take the width the terminal gives (more history on a wide one, every
+column kept on 80). Figures are the last window that had activity; when newer windows failed or
+were empty the title says which window the figures are from, and until one arrives the panes
+say why in one line.
 """
 from __future__ import annotations
 
@@ -24,7 +29,8 @@ from textual.widgets import Footer, Static
 from tputui.live.monitor import History, MonitorSession, Sample, save_window
 from tputui.widgets.charts import PALETTE, bar_text, sparkline
 
-SPARK_WIDTH = 48
+MIN_SPARK, MIN_BAR, MAX_BAR = 8, 8, 40
+LABEL_WIDTH = max(len("Utilization (duty cycle)"), 24)
 
 
 def _pct(v: float | None) -> str:
@@ -37,17 +43,19 @@ def _ms(v: float | None) -> str:
     return f"{v / 1000:.3f} s" if v >= 1000 else f"{v:.3f} ms"
 
 
-# (label, Sample field, formatter, note when the window has no such figure)
-FIGURES: list[tuple[str, str, Callable[[float | None], str], str]] = [
-    ("Utilization (duty cycle)", "utilization_pct", _pct, "no TPU / GPU in the trace"),
-    ("MXU utilization", "mxu_pct", _pct, "needs the TPU's performance counters"),
-    ("Device idle", "idle_pct", _pct, "no TPU / GPU in the trace"),
-    ("Step time avg", "step_ms_avg", _ms, "no step markers in the window"),
-    ("Step time min", "step_ms_min", _ms, ""),
-    ("Step time max", "step_ms_max", _ms, ""),
-    ("Steps in window", "steps", lambda v: "n/a" if v is None else f"{v:.0f}", ""),
-    ("Input (infeed)", "infeed_pct_avg", _pct, "no steps to measure input against"),
+# (label, Sample field, formatter, (note, short note) when the window has no such figure: the
+# short one where the history column is narrower than the note)
+FIGURES: list[tuple[str, str, Callable[[float | None], str], tuple[str, str]]] = [
+    ("Utilization (duty cycle)", "utilization_pct", _pct, ("no TPU / GPU in the trace", "no TPU / GPU")),
+    ("MXU utilization", "mxu_pct", _pct, ("needs the TPU's performance counters", "no MXU counters")),
+    ("Device idle", "idle_pct", _pct, ("no TPU / GPU in the trace", "no TPU / GPU")),
+    ("Step time avg", "step_ms_avg", _ms, ("no step markers in the window", "no step markers")),
+    ("Step time min", "step_ms_min", _ms, ("", "")),
+    ("Step time max", "step_ms_max", _ms, ("", "")),
+    ("Steps in window", "steps", lambda v: "n/a" if v is None else f"{v:.0f}", ("", "")),
+    ("Input (infeed)", "infeed_pct_avg", _pct, ("no steps to measure input against", "no steps")),
 ]
+RANGE_WIDTH = len("999.999 ms … 999.999 ms")
 
 
 class MonitorScreen(Screen):
@@ -94,8 +102,6 @@ class MonitorScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#figures").border_title = "Figures of the last window"
-        self.query_one("#top-ops").border_title = "Top ops of the last window"
         self.redraw()
         self.stream()
 
@@ -128,9 +134,19 @@ class MonitorScreen(Screen):
         self.redraw()
 
     # --- drawing -----------------------------------------------------------------------
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.redraw)  # the sparklines and bars follow the new width
+
     def redraw(self) -> None:
         if not self.is_mounted:
             return
+        ok, last = self.history.last_ok, self.history.last
+        stale = ok is not None and last is not ok
+        when = f" ({time.strftime('%H:%M:%S', time.localtime(ok.time))})" if stale else ""
+        self.query_one("#figures").border_title = ("Figures of the last window with activity" if stale
+                                                   else "Figures of the last window") + when
+        self.query_one("#top-ops").border_title = ("Top ops of the last window with activity" if stale
+                                                   else "Top ops of the last window") + when
         self.query_one("#monitor-head", Static).update(self._head())
         self.query_one("#figures", Static).update(self._figures())
         self.query_one("#top-ops", Static).update(self._top_ops())
@@ -148,37 +164,77 @@ class MonitorScreen(Screen):
             device = ok.device_type or "unknown device"
             cores = f" × {ok.cores} cores" if ok.cores else (" (host only)" if ok.source == "profile" else "")
             t.append(f"  │  {device}{cores}")
-        t.append(f"  │  window {self.window_ms} ms  │  {len(self.history)} samples")
-        t.append("  (o open window · p pause · q quit)", style="dim")
+        t.append(f"  │  window {self.window_ms} ms  │  {self._counts()}")
+        t.append("  (o open window · p pause · ? help · q quit)", style="dim")
         return t
 
-    def _figures(self) -> Table:
+    def _pane_width(self, selector: str) -> int:
+        widget = self.query_one(selector)
+        return widget.content_region.width or (self.size.width - 4)
+
+    def spark_width(self) -> int:
+        """History cells that fit beside the label, now (10) and min … max columns (2 cells apart)."""
+        return max(MIN_SPARK, self._pane_width("#figures") - LABEL_WIDTH - 10 - RANGE_WIDTH - 6)
+
+    def _no_window(self) -> Text | None:
+        """Why there are no figures yet (None once a window had activity)."""
+        if self.history.last_ok is not None:
+            return None
+        last = self.history.last
+        if last is None:
+            return Text("waiting for the first window…", style="dim")
+        if last.error:
+            return Text("No window yet: the server has not answered (see the status line).", style="dim")
+        empty = sum(1 for x in self.history.samples if x.empty)
+        return Text(f"No activity yet: {empty} window{'s' if empty != 1 else ''} came back empty "
+                    "(nothing ran on the server).", style="dim")
+
+    def _counts(self) -> str:
+        """`12 windows (2 empty, 1 failed)`: a failed cycle is not a window of figures."""
+        samples = self.history.samples
+        failed = sum(1 for x in samples if x.error)
+        empty = sum(1 for x in samples if x.empty and not x.error)
+        n = len(samples) - failed
+        extra = ", ".join(f"{k} {what}" for k, what in ((empty, "empty"), (failed, "failed")) if k)
+        return f"{n} window{'s' if n != 1 else ''}" + (f" ({extra})" if extra else "")
+
+    def _figures(self) -> Table | Text:
         ok = self.history.last_ok
+        if ok is None:
+            return self._no_window()
+        width = self.spark_width()
         t = Table.grid(padding=(0, 2))
-        t.add_column(style="bold", no_wrap=True)
+        t.add_column(style="bold", no_wrap=True, min_width=LABEL_WIDTH)
         t.add_column(justify="right", no_wrap=True, min_width=10)
-        t.add_column(no_wrap=True, min_width=SPARK_WIDTH)
+        t.add_column(no_wrap=True, min_width=width, max_width=width, overflow="ellipsis")
         t.add_column(justify="right", no_wrap=True)
         t.add_row("", Text("now", style="dim"), Text("history", style="dim"), Text("min … max", style="dim"))
-        for i, (label, name, fmt, note) in enumerate(FIGURES):
+        for i, (label, name, fmt, (note, short)) in enumerate(FIGURES):
             value = getattr(ok, name) if ok is not None else None
             if ok is not None and name == "steps" and ok.source != "profile":
                 value = None
             series = self.history.series(name)
             if value is None:
-                t.add_row(label, Text(fmt(None), style="dim"), Text(note if ok is not None else "", style="dim"), "")
+                t.add_row(label, Text(fmt(None), style="dim"),
+                          Text(note if len(note) <= width else short, style="dim", overflow="ellipsis"), "")
                 continue
-            spark = Text(sparkline(series, SPARK_WIDTH), style=PALETTE[i % len(PALETTE)])
+            spark = Text(sparkline(series, width), style=PALETTE[i % len(PALETTE)])
             rng = f"{fmt(min(series))} … {fmt(max(series))}" if len(series) > 1 else ""
             t.add_row(label, fmt(value), spark, rng)
         return t
 
     def _top_ops(self) -> Table | Text:
         ok = self.history.last_ok
-        if ok is None or not ok.top_ops:
-            why = "" if ok is None else ("the server's Monitor answer has no op list" if ok.source == "monitor"
-                                         else "no XLA ops in the window")
+        if ok is None:
+            return Text("No ops yet." if self.history.last is not None else "", style="dim")
+        if not ok.top_ops:
+            why = ("the server's Monitor answer has no op list" if ok.source == "monitor"
+                   else "no XLA ops in the window")
             return Text(why, style="dim")
+        name_w = min(48, max(len(op["name"]) for op in ok.top_ops))
+        count_w = max(5, max(len(f"{op['count']}") for op in ok.top_ops))
+        # name, time (10), share (6), bar, count; each column padded one cell either side.
+        bar_w = max(MIN_BAR, min(MAX_BAR, self._pane_width("#top-ops") - name_w - 10 - 6 - count_w - 10))
         t = Table(box=None, padding=(0, 1), expand=False, show_edge=False)
         t.add_column("op", no_wrap=True, max_width=48, overflow="ellipsis")
         t.add_column("time", justify="right", no_wrap=True)
@@ -188,7 +244,7 @@ class MonitorScreen(Screen):
         top = max(op["percent"] for op in ok.top_ops) or 1.0
         for i, op in enumerate(ok.top_ops):
             t.add_row(op["name"], _ms(op["time_ms"]), f"{op['percent']:.1f}%",
-                      bar_text(op["percent"] / top, 24, PALETTE[i % len(PALETTE)]), f"{op['count']}")
+                      bar_text(op["percent"] / top, bar_w, PALETTE[i % len(PALETTE)]), f"{op['count']}")
         return t
 
     def _status(self) -> tuple[Text, bool]:
