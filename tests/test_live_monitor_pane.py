@@ -203,3 +203,14 @@ async def test_history_and_bars_take_the_width_there_is(size):
         await pilot.pause()
         assert screen.spark_width() == screen.query_one("#figures").content_region.width - 63
         assert screen.spark_width() > inner - 63
+
+
+async def test_short_notes_fit_a_small_terminal():
+    s = sample_from_xspace(xplane("tpu_v6e_inference").read_bytes(), "10.130.0.2:8466", 1000,
+                           now=1_795_354_000.0)
+    app = make_app([s])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        figures = drawn(app.screen.query_one("#figures"))
+        rows = figures.splitlines()[1:]  # under the "min … max" header: nothing cut short
+        assert "no counters" in figures and "no markers" in figures and not any("…" in r for r in rows)

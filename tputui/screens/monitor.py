@@ -47,9 +47,9 @@ def _ms(v: float | None) -> str:
 # short one where the history column is narrower than the note)
 FIGURES: list[tuple[str, str, Callable[[float | None], str], tuple[str, str]]] = [
     ("Utilization (duty cycle)", "utilization_pct", _pct, ("no TPU / GPU in the trace", "no TPU / GPU")),
-    ("MXU utilization", "mxu_pct", _pct, ("needs the TPU's performance counters", "no MXU counters")),
+    ("MXU utilization", "mxu_pct", _pct, ("needs the TPU's performance counters", "no counters")),
     ("Device idle", "idle_pct", _pct, ("no TPU / GPU in the trace", "no TPU / GPU")),
-    ("Step time avg", "step_ms_avg", _ms, ("no step markers in the window", "no step markers")),
+    ("Step time avg", "step_ms_avg", _ms, ("no step markers in the window", "no markers")),
     ("Step time min", "step_ms_min", _ms, ("", "")),
     ("Step time max", "step_ms_max", _ms, ("", "")),
     ("Steps in window", "steps", lambda v: "n/a" if v is None else f"{v:.0f}", ("", "")),
