@@ -92,3 +92,48 @@ def test_memory_profile_tpu_snapshot(snap_compare):
         await pilot.pause()
 
     assert snap_compare(make_app("tpu_v6e_inference"), terminal_size=SIZE, run_before=picked)
+
+
+async def test_v_opens_the_trace_at_the_cursor_snapshot():
+    from tputui.screens.trace_viewer import TraceViewerScreen
+
+    app = make_app("tf_keras")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        a = app.screen.allocator
+        await pilot.press("v")  # the cursor starts on the peak (280.0 ms)
+        for _ in range(100):
+            await settle(pilot)
+            if isinstance(app.screen, TraceViewerScreen) and app.screen.timeline is not None:
+                break
+        tl = app.screen.timeline
+        assert isinstance(app.screen, TraceViewerScreen) and tl is not None
+        frame = app.run_data.frame()
+        # The window is centred on the peak allocation, in the frame's own clock.
+        line_ts = frame.raw.line_timestamp_ns[frame.lines_of(frame.plane_index("/host:CPU"))].min() * 1000
+        centre = (tl.t0 + tl.t1) / 2
+        assert abs(centre - (a.peak_time_ps + line_ts)) <= 10**6  # within 1 us
+        assert tl.t1 - tl.t0 < 20 * 10**9  # a few ms of context, not the whole profile
+
+
+async def test_breakdown_blanks_invalid_data_types_and_axis_fits():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        table = screen.query_one("#mp-breakdown", FrameTable)
+        assert table.row(0)["data_type"] == "INVALID" and table.formats["data_type"]("INVALID") == ""
+        assert "INVALID" not in "".join(s.text for s in (table.render_line(y) for y in range(3)))
+        assert screen.chart.y_format(20.02 * (1 << 30)) == "20.02 GiB"
+        assert len(screen.chart.y_format(1023.4 * (1 << 20))) <= 9
+
+
+async def test_keys_wait_for_a_result():
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert all(screen.check_action(a, ()) is False for a in ("pick_memory", "toggle_free", "show_in_trace"))
+        await pilot.press("m", "f", "v", "x")
+        await settle(pilot)
+        assert app.screen is screen

@@ -86,3 +86,30 @@ def test_memory_viewer_tpu_snapshot(snap_compare):
         await pilot.pause()
 
     assert snap_compare(make_app("tpu_v6e_inference"), terminal_size=SIZE, run_before=loaded)
+
+
+async def test_v_shows_the_instruction_at_the_cursor_in_the_trace_viewer():
+    from tputui.screens.trace_viewer import TraceViewerScreen
+
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "instruction copy-start " in str(app.screen.query_one("#mv-point").render())
+        await pilot.press("v")  # the curve has focus: the program point's instruction
+        for _ in range(100):
+            await settle(pilot)
+            if isinstance(app.screen, TraceViewerScreen) and app.screen.timeline is not None:
+                break
+        tl = app.screen.timeline
+        assert {tl.ix.event_name(int(i)) for i in tl.selection} == {"copy-start"} and len(tl.selection) == 400
+
+
+async def test_module_without_buffers_says_so():
+    app = TputuiApp(open_logdir(str(PROFILES.parent / "pod" / "pod_v5e_single")), tool="memory_viewer",
+                    use_cache=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert screen.error is None and not screen.result.buffers
+        assert str(screen.query_one("#mv-point").render()).startswith("No buffers of this module in memory space HBM")
+        assert "(the only module)" in str(screen.query_one("#mv-head").render())

@@ -2,20 +2,25 @@
 
 Keys: `m` memory id (allocator) picker; on the timeline ←/→ move the cursor one snapshot,
 PgUp/PgDn a tenth of the timeline, Home/End, `p` jumps to the peak, `f` shows or hides free
-memory; Tab moves to the breakdown table (`s` sort, `/` filter, `x` CSV).
+memory, `v` opens the trace viewer at the cursor's moment (the allocation selected); Tab moves
+to the breakdown table (`s` sort, `/` filter, `x` CSV).
 """
 from __future__ import annotations
 
-
 import numpy as np
+import polars as pl
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
-from tputui.analysis.memory_profile import AllocatorProfile, MemoryProfileResult
+from tputui.analysis.memory_profile import (
+    AllocatorProfile,
+    MemoryProfileResult,
+    memory_events,
+)
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CsvExportMixin
+from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.widgets.charts import AreaChart
 from tputui.widgets.table import FrameTable
 
@@ -30,6 +35,22 @@ def fmt_bytes(n: float | None) -> str:
         if abs(n) >= scale:
             return f"{n / scale:,.2f} {unit}"
     return f"{n:,.0f} B"
+
+
+def fmt_bytes_short(n: float | None) -> str:
+    """Bytes in at most 9 cells (a chart axis label): four significant digits, "640 KiB", "27.61 MiB"."""
+    if n is None:
+        return ""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= scale:
+            v = n / scale
+            return f"{v:.4g} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_data_type(v: str | None) -> str:
+    """XProf's INVALID data type (no tensor: stack, preallocated memory) reads as blank."""
+    return "" if v in (None, "INVALID") else v
 
 
 def fmt_ms(ps: float) -> str:
@@ -73,12 +94,14 @@ def _event_card(rec: dict | None) -> Text:
     return t
 
 
-class MemoryProfileScreen(CsvExportMixin, ToolScreen):
+class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
     BINDINGS = [
         Binding("m", "pick_memory", "Memory id", id="memory_profile.memory_id"),
         Binding("f", "toggle_free", "Free on/off", id="memory_profile.free"),
+        Binding("v", "show_in_trace", "Show in trace", id="memory_profile.trace"),
         Binding("x", "export_csv", "CSV", id="memory_profile.csv"),
     ]
+    RESULT_ACTIONS = frozenset({"pick_memory", "toggle_free", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     MemoryProfileScreen #mp-head { height: 1; padding: 0 1; }
     MemoryProfileScreen #mp-summary { height: auto; padding: 0 1; }
@@ -94,14 +117,15 @@ class MemoryProfileScreen(CsvExportMixin, ToolScreen):
         self.memory_id = self.options.get("memory_id") or result.memory_ids[0]
         self.body.mount(Static("", id="mp-head"))
         self.body.mount(Static("", id="mp-summary"))
-        self.chart = AreaChart([], [], x_format=fmt_ms, y_format=fmt_bytes, id="mp-chart")
+        self.chart = AreaChart([], [], x_format=fmt_ms, y_format=fmt_bytes_short, id="mp-chart")
         self.body.mount(self.chart)
         self.body.mount(Static("", id="mp-event"))
-        self.table = FrameTable(id="mp-breakdown", formats={"allocation_bytes": fmt_bytes, "requested_bytes": fmt_bytes},
-                                hidden=("step_id",))
+        self.table = FrameTable(id="mp-breakdown", formats={"allocation_bytes": fmt_bytes, "requested_bytes": fmt_bytes,
+                                                            "data_type": fmt_data_type}, hidden=("step_id",))
         self.body.mount(self.table)
         self._draw()
         self.chart.focus()
+        self.refresh_bindings()
 
     @property
     def allocator(self) -> AllocatorProfile:
@@ -123,7 +147,8 @@ class MemoryProfileScreen(CsvExportMixin, ToolScreen):
         peak = int(np.argmin(np.abs(times - a.peak_time_ps))) if len(times) else None
         self.chart.set_data(times, series, line=("fragmentation", tl["fragmentation"].to_numpy(), LINE_COLOR), peak=peak)
         self.chart.border_title = "Memory timeline"
-        self.chart.border_subtitle = self.chart.legend().plain + ("" if self.show_free else " (f: show free)")
+        self.chart.border_subtitle = self.chart.legend().plain + ("" if self.show_free else " (f: show free)") + \
+            " · v trace"
         self.table.set_frame(a.breakdown)
         self.table.border_title = (f"Memory breakdown at the peak (step {a.peak_step}): "
                                    f"{a.breakdown.height} rows · s sort · / filter · x CSV")
@@ -158,6 +183,35 @@ class MemoryProfileScreen(CsvExportMixin, ToolScreen):
             cursor = self.chart.cursor
             self._draw()
             self.chart.cursor = cursor
+
+    def trace_target(self):
+        """The snapshot under the cursor: its allocation event selected, a few ms either side in view."""
+        tl = self.allocator.timeline
+        i = self.chart.cursor
+        if not 0 <= i < len(tl):
+            return None
+        t, activity, memory_id = int(tl["time_ps"][i]), tl["activity"][i], self.memory_id
+        span = int(tl["time_ps"][-1] - tl["time_ps"][0]) if len(tl) > 1 else 0
+        half = max(10**9, span // 50)  # at least 1 ms, else 2% of the timeline
+
+        def find(frame):
+            from tputui.screens.trace_viewer import TraceFocus
+
+            ev = memory_events(frame)
+            if not len(ev):
+                return np.zeros(0, np.int64)
+            # The analysis's memory id: the allocator name, else the device ordinal / index on host.
+            mid = pl.coalesce(pl.col("allocator_name"), pl.coalesce(pl.col("device_ordinal"),
+                                                                     pl.col("index_on_host")).cast(pl.String))
+            at = ev.filter((pl.col("time_ps") == t) & (pl.col("activity") == activity)
+                           & (mid.fill_null("") == memory_id))
+            if not len(at):
+                return np.zeros(0, np.int64)
+            row = int(at["row"][0])
+            start = int(frame.start_ps[row])
+            return TraceFocus(frame_rows=(row,), start_ps=start - half, end_ps=start + half)
+
+        return f"the {activity.lower()} at {fmt_ms(t)}", find
 
     def export_frame(self):
         return self.table.frame if self.result is not None else None

@@ -2,9 +2,13 @@
 
 Keys: `m` module picker, `M` memory-space picker (HBM, VMEM, host, ...); on the heap curve
 ←/→ walk program points, `p` jumps to the peak; `o` switches the buffer list between program
-order and size order; Tab moves between curve and list (`s` sort, `/` filter, `x` CSV).
+order and size order; Tab moves between curve and list (`s` sort, `/` filter, `x` CSV); `v`
+shows the instruction at the cursor (curve) or the one defining the buffer (list) in the trace
+viewer (TPU profiles: the device runs the module's ops as events).
 """
 from __future__ import annotations
+
+import re
 
 import polars as pl
 from rich.table import Table
@@ -13,9 +17,10 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory_space_name, to_mib
+from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.memory_profile import fmt_bytes
-from tputui.screens.op_tables import CsvExportMixin
+from tputui.screens.memory_profile import fmt_bytes, fmt_bytes_short
+from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.widgets.charts import HORIZONTAL_EIGHTHS, AreaChart
 from tputui.widgets.table import FrameTable
 
@@ -26,6 +31,16 @@ BAR_WIDTH = 16
 def _mib(v: float) -> str:
     """A MiB figure (as XProf reports them) in the unit that reads best."""
     return fmt_bytes(v * (1 << 20))
+
+
+def _mib_short(v: float) -> str:
+    return fmt_bytes_short(v * (1 << 20))
+
+
+def module_program_id(module: str) -> int | None:
+    """The program id XProf appends to module names: "jit_f(1219...)" -> 1219..."""
+    m = re.search(r"\((\d+)\)$", module)
+    return int(m.group(1)) if m else None
 
 
 def fmt_bar(fraction: float | None) -> str:
@@ -83,13 +98,15 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
     return t
 
 
-class MemoryViewerScreen(CsvExportMixin, ToolScreen):
+class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
     BINDINGS = [
         Binding("m", "pick_module", "Module", id="memory_viewer.module"),
         Binding("M", "pick_space", "Memory space", id="memory_viewer.space"),
         Binding("o", "toggle_order", "By size / program order", id="memory_viewer.order"),
+        Binding("v", "show_in_trace", "Show in trace", id="memory_viewer.trace"),
         Binding("x", "export_csv", "CSV", id="memory_viewer.csv"),
     ]
+    RESULT_ACTIONS = frozenset({"pick_module", "pick_space", "toggle_order", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     MemoryViewerScreen #mv-head { height: 1; padding: 0 1; }
     MemoryViewerScreen #mv-summary { height: auto; padding: 0 1; }
@@ -104,7 +121,8 @@ class MemoryViewerScreen(CsvExportMixin, ToolScreen):
     def show(self, result: MemoryViewerResult) -> None:
         r = result
         self.body.mount(Static(Text.assemble(
-            ("Module ", "dim"), (r.module, "bold"), (f"  ({len(r.modules)} modules: m to pick)", "dim"),
+            ("Module ", "dim"), (r.module, "bold"),
+            (f"  ({len(r.modules)} modules: m to pick)" if len(r.modules) > 1 else "  (the only module)", "dim"),
             ("   memory space ", "dim"), (_space_label(r.memory_space), "bold"),
             (f"  ({len(r.memory_spaces)} spaces: M to pick)" if len(r.memory_spaces) > 1 else "", "dim")),
             id="mv-head"))
@@ -120,7 +138,7 @@ class MemoryViewerScreen(CsvExportMixin, ToolScreen):
             self.chart = AreaChart(range(len(r.heap_bytes)),
                                    [("data", [u + add for u in unpadded], DATA_COLOR), ("padding", padding, PADDING_COLOR)],
                                    peak=self.peak_point, x_format=lambda x: f"point {int(x)}",
-                                   y_format=_mib, id="mv-chart")
+                                   y_format=_mib_short, id="mv-chart")
             self.chart.border_title = "Memory use over program points"
             self.chart.border_subtitle = self.chart.legend().plain
             self.body.mount(self.chart)
@@ -128,8 +146,15 @@ class MemoryViewerScreen(CsvExportMixin, ToolScreen):
             focus = self.chart
         else:
             self.chart = None
-            self.body.mount(Static(Text("No heap simulation for this memory space: every buffer lives for the "
-                                        "whole program.", style="dim"), id="mv-point"))
+            if r.buffers or r.total_allocation_bytes or r.peak_heap_mib:
+                why = "No heap simulation for this memory space: every buffer lives for the whole program."
+            else:
+                space = _space_label(r.memory_space)
+                hints = ([("M: another memory space")] if len(r.memory_spaces) > 1 else []) + \
+                    (["m: another module"] if len(r.modules) > 1 else [])
+                why = (f"No buffers of this module in memory space {space}: its HLO proto assigns none here."
+                       + (f" ({', '.join(hints)})" if hints else ""))
+            self.body.mount(Static(Text(why, style="dim"), id="mv-point"))
         self.table = FrameTable(id="mv-buffers", hidden=("index", "logical_buffer_id"),
                                 formats={"bar": fmt_bar, "size": fmt_bytes, "unpadded": fmt_bytes, "extra": fmt_bytes})
         self.body.mount(self.table)
@@ -139,6 +164,7 @@ class MemoryViewerScreen(CsvExportMixin, ToolScreen):
         if self.chart is not None:
             self.chart.cursor = self.peak_point
             self._show_point(self.peak_point)
+        self.refresh_bindings()
 
     def _buffer_frame(self) -> pl.DataFrame:
         r: MemoryViewerResult = self.result
@@ -165,7 +191,7 @@ class MemoryViewerScreen(CsvExportMixin, ToolScreen):
         self.table.set_frame(frame)
         how = "by size" if self.by_size else "in program order"
         self.table.border_title = (f"Buffers live at the peak, {how} ({frame.height}) · o {'program order' if self.by_size else 'by size'}"
-                                   " · s sort · / filter · x CSV")
+                                   " · v trace · s sort · / filter · x CSV")
         self._show_buffer(self.table.row())
 
     def on_area_chart_cursor_moved(self, event: AreaChart.CursorMoved) -> None:
@@ -227,6 +253,24 @@ class MemoryViewerScreen(CsvExportMixin, ToolScreen):
         self.options = {**self.options, **options}
         self.by_size = False
         self.load()
+
+    def trace_target(self):
+        r: MemoryViewerResult = self.result
+        if self.table.has_focus or self.chart is None:
+            row = self.table.row()
+            if row is None:
+                return None
+            buf = r.buffers[row["index"]]
+            if buf.is_small:
+                return "the small buffers are many instructions: pick a single buffer"
+            name = buf.name.split("{", 1)[0]  # "copy-start{1}": the instruction, not the tuple index
+        else:
+            i = self.chart.cursor
+            name = r.instruction_names[i] if 0 <= i < len(r.instruction_names) else ""
+            if not name:
+                return "the end of the program is no instruction"
+        program = module_program_id(r.module)
+        return name, lambda frame: hlo_op_rows(frame, [name], program)
 
     def export_frame(self):
         return self.table.frame.drop("bar") if self.result is not None else None

@@ -122,8 +122,9 @@ class TraceJumpMixin:
     """`v`: open the trace viewer with the selected row's events selected and in view.
 
     Screens implement `trace_target() -> (label, finder) | str | None`: a finder maps the host's
-    frame to event rows (see tputui/analysis/op_events.py); a string says why there is nothing
-    to show for this row. The rows are found in a worker (the first call may decode the host)."""
+    frame to event rows (see tputui/analysis/op_events.py) or to a whole TraceFocus; a string
+    says why there is nothing to show for this row. The finder runs in a worker (the first call
+    may decode the host)."""
 
     def trace_target(self):  # pragma: no cover - screens override
         return None
@@ -150,11 +151,12 @@ class TraceJumpMixin:
             return
         self.app.call_from_thread(self._open_trace, label, rows)
 
-    def _open_trace(self: ToolScreen, label: str, rows: np.ndarray) -> None:
-        host = self.host or (self.run_data.hosts or ["-"])[0]
-        if not len(rows):
-            self.notify(f"no events of {label} on host {host}", severity="warning")
-            return
+    def _open_trace(self: ToolScreen, label: str, found) -> None:
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
-        show_in_trace_viewer(self.app, TraceFocus(frame_rows=tuple(int(r) for r in rows)))
+        host = self.host or (self.run_data.hosts or ["-"])[0]
+        focus = found if isinstance(found, TraceFocus) else TraceFocus(frame_rows=tuple(int(r) for r in found))
+        if not focus.frame_rows and not focus.names and focus.start_ps is None:
+            self.notify(f"no events of {label} on host {host}", severity="warning")
+            return
+        show_in_trace_viewer(self.app, focus)
