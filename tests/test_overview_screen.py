@@ -243,3 +243,16 @@ async def test_input_pipeline_sections_are_numbered_like_xprof():
         assert "Reading data from files in advance" in host and "Other data reading or processing" in host
         assert "…" not in host
         assert "Per step, input is 81.5% of the step time on average" in text_of(screen, "#ip-verdict")
+
+
+async def test_small_terminal_brings_the_focused_ops_table_into_view():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        scroll, table = screen.query_one("#ov-scroll"), screen.query_one("#ov-ops", FrameTable)
+        assert table.has_focus and scroll.scroll_y == 0  # the summary first
+        await pilot.press("down")
+        await pilot.pause(0.3)
+        assert table.cursor_row == 1 and scroll.scroll_y > 0
+        assert table.region.y >= scroll.region.y

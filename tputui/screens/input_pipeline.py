@@ -162,6 +162,15 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
         for table in self.query("#ip-ops").results(FrameTable):
             fit_table_height(table, INPUT_OPS_MAX_HEIGHT)
 
+    _table_cursor = 0
+
+    def on_frame_table_row_highlighted(self, event: FrameTable.RowHighlighted) -> None:
+        # The table may sit below the fold (small terminals): bring it up when its cursor moves.
+        table = event.table
+        if table.id == "ip-ops" and table.has_focus and table.cursor_row != self._table_cursor:
+            table.scroll_visible()
+        self._table_cursor = table.cursor_row
+
     def export_frame(self):
         tables = self.query("#ip-ops")
         return tables.first().frame if tables else None
