@@ -6,6 +6,7 @@ them; `names()` gives the strings for a column of ids when it is time to show th
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from functools import cached_property
 
@@ -123,6 +124,8 @@ class XSpaceFrame:
             owner: self._resolve_refs(owner, getattr(raw, f"{owner}_stats"))
             for owner in ("event", "metadata", "plane")
         }
+        self._stat_values_memo: dict[tuple[str, frozenset[str]], pl.DataFrame] = {}
+        self._memo_lock = threading.Lock()
 
     # --- tables -----------------------------------------------------------------------
     @cached_property
@@ -256,6 +259,18 @@ class XSpaceFrame:
         blob_id (bytes; `blob(id)` gives them). Absent kinds are null / -1.
         """
         names = [name] if isinstance(name, str) else list(name)
+        # Analyses ask for the same few stats many times (per plane, per step): answer from a
+        # memo. Polars frames are immutable, so sharing them is safe.
+        key = (owner, frozenset(names))
+        with self._memo_lock:
+            hit = self._stat_values_memo.get(key)
+        if hit is None:
+            hit = self._stat_values(owner, names)
+            with self._memo_lock:
+                self._stat_values_memo[key] = hit
+        return hit
+
+    def _stat_values(self, owner: str, names: list[str]) -> pl.DataFrame:
         cols: StatColumns = getattr(self.raw, f"{owner}_stats")
         stat_rows, text = self._ref_rows[owner]
         wanted = np.concatenate([self.stat_rows(n) for n in names] + [np.zeros(0, np.int64)])
