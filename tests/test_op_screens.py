@@ -153,9 +153,19 @@ async def test_framework_op_stats_units_charts_and_csv_names(tmp_path, monkeypat
         assert [c.title for c in charts] == ["Device: self time by op", "Device: self time by op type"]
         assert charts[0].items[0][0] == "copy-done.4" and charts[0].items[0][1] == pytest.approx(21.38, abs=0.01)
         assert sum(v for _, v in charts[1].items) == pytest.approx(100.0, abs=0.01)
-        await pilot.press("x")  # the CSV keeps the analysis's column names
+        await pilot.press("x")  # the CSV has `tputui export`'s column names
         header = next(tmp_path.glob("framework_op_stats-*.csv")).read_text().splitlines()[0]
-        assert "total_self_time," in header and "(µs)" not in header
+        assert header.startswith("rank,host_or_device,op_type,op_name,occurrences,total_time_us,")
+
+
+async def test_roofline_csv_has_the_export_columns(tmp_path, monkeypatch):
+    monkeypatch.setenv("TPUTUI_EXPORT_DIR", str(tmp_path))
+    app = make_app("tpu_v6e_inference", "roofline_model")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        header = next(tmp_path.glob("roofline_model-*.csv")).read_text().splitlines()[0]
+        assert header.split(",") == app.screen.result.rows.columns
 
 
 async def test_framework_op_stats_without_framework_ops_says_so():
@@ -231,6 +241,23 @@ async def test_kernel_stats_shows_launches_in_the_trace_viewer():
         trace = await open_trace(pilot)
         assert len(trace.timeline.selection) == row["occurrences"] == 4
         assert set(selected(trace)) == {row["kernel_name"]}
+
+
+async def test_small_terminal_keeps_tables_and_values_visible():
+    app = make_app("tpu_v6e_inference", "roofline_model")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one("#ops", FrameTable).size.height >= 8  # the chart leaves room
+        app.open_tool("hlo_stats")
+        await settle(pilot)
+        assert len(app.screen.query_one("#top", HBarChart).items) == 4 and \
+            app.screen.query_one("#hlo", FrameTable).size.height >= 8
+    app = make_app("gpu_kernels", "kernel_stats")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        chart = app.screen.query_one("#top", HBarChart)
+        lines = [s.text for s in chart.render_lines(chart.region.reset_offset)]
+        assert any(line.rstrip().endswith("1.21 µs") for line in lines)
 
 
 async def test_screen_keys_are_hidden_without_a_result():

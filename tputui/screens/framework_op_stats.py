@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from tputui.analysis.framework_op_stats import FrameworkOpStats
+from tputui.analysis.framework_op_stats import EXPORT_RENAMES, FrameworkOpStats
 from tputui.analysis.op_events import framework_op_rows
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import TIMES_US, CsvExportMixin, ResultKeysMixin, TraceJumpMixin, Units, fmt_pct, fmt_us
@@ -116,4 +116,8 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
         return f"{name} ({side.lower()})", lambda frame: framework_op_rows(frame, side, name)
 
     def export_frame(self):
-        return UNITS.raw(self.table.frame) if self.result is not None else None
+        """The rows as shown, with `tputui export`'s column names (op_name, total_time_us, ...)."""
+        if self.result is None:
+            return None
+        frame = UNITS.raw(self.table.frame)
+        return frame.rename({k: v for k, v in EXPORT_RENAMES.items() if k in frame.columns})

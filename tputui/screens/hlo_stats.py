@@ -38,7 +38,7 @@ class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
 
     def show(self, result: HloStats) -> None:
         rows = result.rows
-        top = rows.head(8)
+        top = rows.head(max(3, min(8, ((self.size.height or 40) - 16) // 2)))  # small terminals keep the table
         self.body.mount(HBarChart(list(zip(top["hlo_op_name"].to_list(), top["total_self_time_percent"].to_list())),
                                   title="Top HLO ops: share of self time", unit="%", id="top"))
         self.table = FrameTable(UNITS.show(rows), hidden=("hlo_op_expression",), id="hlo", formats=UNITS.formats({

@@ -29,14 +29,27 @@ class KernelStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         if result.rows.height == 0:
             self.body.mount(Static(NO_KERNELS, classes="note", id="note"))
         else:
-            self.body.mount(HBarChart(result.top_kernels(10), title="Top kernels by total duration", unit=" µs",
-                                      label_width=50, id="top"))
+            self.top = HBarChart(result.top_kernels(10), title="Top kernels by total duration", unit=" µs", id="top")
+            self._size_chart()
+            self.body.mount(self.top)
         self.table = FrameTable(result.rows, id="kernels", formats={
             c: fmt_us for c in ("total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us")})
         self.table.border_title = f"Kernels ({result.rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.table.focus()
         self.refresh_bindings()
+
+    def _size_chart(self) -> None:
+        """Bars and names that fit the width, values never clipped (up to 50 cells of name)."""
+        value = max((len(f"{v:,.2f} µs") for _, v in self.top.items), default=8)
+        room = max(20, (self.size.width or 120) - 4 - value)
+        self.top.bar_width = max(6, min(30, room // 4))
+        self.top.label_width = max(10, min(50, room - self.top.bar_width - 2))
+
+    def on_resize(self) -> None:
+        if hasattr(self, "top"):
+            self._size_chart()
+            self.top.set_items(self.top.items)
 
     def trace_target(self):
         row = self.table.row()

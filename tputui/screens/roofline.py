@@ -129,8 +129,14 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
         pts = list(zip(ops[x].to_list(), ops[y].to_list()))
         mark = (row[x], row[y]) if row else None
         width = max(30, min(100, (self.size.width or 100) - 16))
-        self.chart_text = scatter(pts, p["peak_flop_rate"], p["peak_hbm_bw"], width=width, mark=mark)
+        # Leave the table at least half the screen (a 24-line terminal still lists ~10 ops).
+        height = max(5, min(14, ((self.size.height or 40) - 12) // 2))
+        self.chart_text = scatter(pts, p["peak_flop_rate"], p["peak_hbm_bw"], width=width, height=height, mark=mark)
         self.chart.update(self.chart_text)
+
+    def on_resize(self) -> None:
+        if self.result is not None and hasattr(self, "table"):
+            self._draw(self.table.row())
 
     def on_frame_table_row_highlighted(self, event: FrameTable.RowHighlighted) -> None:
         if self.result is not None and hasattr(self, "chart"):
@@ -153,4 +159,7 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
         return name, lambda frame: hlo_op_rows(frame, [name], program_id)
 
     def export_frame(self):
-        return UNITS.raw(self.table.frame) if self.result is not None else None
+        """The rows as shown, in `tputui export`'s column order."""
+        if self.result is None:
+            return None
+        return UNITS.raw(self.table.frame).select(self.result.rows.columns)
