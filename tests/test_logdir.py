@@ -87,3 +87,13 @@ def test_riegeli_only_run_says_so_for_every_tool(tmp_path, capsys):
         assert main(["export", str(tmp_path), "--tool", tool]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("tputui: error: ") and "riegeli" in err and "not supported yet" in err, err
+
+
+def test_hosts_sort_numbers_by_value(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    src = next((PROFILES / "jax_mlp").rglob("*.xplane.pb"))
+    for host in ("w-10", "w-2", "w-1", "w-0", "host-b", "host-a"):
+        shutil.copy(src, run / f"{host}.xplane.pb")
+    assert [h.host for h in open_logdir(str(tmp_path)).runs[0].hosts] == \
+        ["host-a", "host-b", "w-0", "w-1", "w-2", "w-10"]

@@ -17,6 +17,7 @@ from tputui.errors import UserError
 XPLANE_SUFFIX = ".xplane.pb"
 RIEGELI_SUFFIX = ".xplane.riegeli"
 EXPECTED = "plugins/profile/<run>/<host>.xplane.pb"
+_DIGITS = re.compile(r"(\d+)")
 _RUN_TIME = re.compile(r"(\d{4})_(\d{2})_(\d{2})_(\d{2})_(\d{2})_(\d{2})")
 
 
@@ -80,6 +81,11 @@ class Logdir:
         raise LogdirError(f"no run {name!r} in {self.root} (runs: {', '.join(r.name for r in self.runs)})")
 
 
+def natural_key(name: str) -> tuple:
+    """Sort key that orders embedded numbers by value: w-2 before w-10."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name) if part)
+
+
 def _host_of(filename: str) -> tuple[str, str] | None:
     if filename.endswith(XPLANE_SUFFIX):
         return filename[: -len(XPLANE_SUFFIX)], "pb"
@@ -114,7 +120,7 @@ def runs_from_listing(root: str, files: list[tuple[str, int, float]], sep: str =
         run = runs.setdefault(name, Run(name=name, path=run_dir))
         run.hosts.append(HostFile(host=host, path=path, size=size, mtime=mtime, format=fmt))
     for run in runs.values():
-        run.hosts.sort(key=lambda h: h.host)
+        run.hosts.sort(key=lambda h: natural_key(h.host))
     return sorted(runs.values(), key=lambda r: (r.sort_key, r.name), reverse=True)
 
 
