@@ -137,3 +137,14 @@ async def test_keys_wait_for_a_result():
         await pilot.press("m", "f", "v", "x")
         await settle(pilot)
         assert app.screen is screen
+
+
+async def test_summary_values_fit_a_small_terminal():
+    app = make_app("tf_keras")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        summary = app.screen.query_one("#mp-summary")
+        text = "\n".join(s.text for s in summary.render_lines(summary.region.reset_offset))
+        for value in ("30.11 MiB", "27.61 MiB", "23.54 GiB", "23.51 GiB", "280.0 ms", "21.55%"):
+            assert value in text
+        assert "…" not in text

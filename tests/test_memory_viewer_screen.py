@@ -113,3 +113,14 @@ async def test_module_without_buffers_says_so():
         assert screen.error is None and not screen.result.buffers
         assert str(screen.query_one("#mv-point").render()).startswith("No buffers of this module in memory space HBM")
         assert "(the only module)" in str(screen.query_one("#mv-head").render())
+
+
+async def test_summary_and_peak_fit_a_small_terminal():
+    app = make_app("jax_mlp")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        summary = app.screen.query_one("#mv-summary")
+        text = "\n".join(s.text for s in summary.render_lines(summary.region.reset_offset))
+        assert "3.19 KiB" in text and "4.39 KiB" in text and "…" not in text
+        point = app.screen.query_one("#mv-point")
+        assert "▲ peak" in point.render_lines(point.region.reset_offset)[0].text

@@ -38,13 +38,13 @@ def fmt_bytes(n: float | None) -> str:
 
 
 def fmt_bytes_short(n: float | None) -> str:
-    """Bytes in at most 9 cells (a chart axis label): four significant digits, "640 KiB", "27.61 MiB"."""
+    """Bytes in at most 9 cells (a chart axis label): "3.19 KiB", "27.61 MiB", "640.0 KiB", "1023 MiB"."""
     if n is None:
         return ""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(n) >= scale:
             v = n / scale
-            return f"{v:.4g} {unit}"
+            return f"{v:.2f} {unit}" if abs(v) < 100 else f"{v:.1f} {unit}" if abs(v) < 1000 else f"{v:.0f} {unit}"
     return f"{n:.0f} B"
 
 
@@ -57,19 +57,36 @@ def fmt_ms(ps: float) -> str:
     return f"{ps / 1e9:,.1f} ms"
 
 
-def _summary_table(a: AllocatorProfile) -> Table:
-    s = a.summary()
+def summary_grid(groups: list[list[tuple[str, str]]], width: int) -> Table:
+    """Label / value pairs laid out column group by column group, as many groups side by side as
+    fit `width` (the rest wrap below), so values are never cut on a narrow terminal."""
+    need = [max(len(k) for k, _ in g) + max(len(v) for _, v in g) + 4 for g in groups]
+    per_band = len(groups)
+    while per_band > 1 and sum(max(need[i::per_band]) for i in range(per_band)) > width:
+        per_band -= 1
     t = Table.grid(padding=(0, 2))
-    for _ in range(4):
+    for _ in range(per_band):
         t.add_column(style="bold", no_wrap=True)
         t.add_column(no_wrap=True)
-    t.add_row("#Allocations", f"{s['num_allocations']:,}", "Peak heap (lifetime)", fmt_bytes(s["peak_heap_usage_bytes"]),
-              "Stack at peak", fmt_bytes(s["stack_reserved_bytes"]), "Memory capacity", fmt_bytes(s["memory_capacity_bytes"]))
-    t.add_row("#Deallocations", f"{s['num_deallocations']:,}", "Peak in use (profile)", fmt_bytes(s["peak_bytes_in_use"]),
-              "Heap at peak", fmt_bytes(s["heap_allocated_bytes"]), "Free at peak", fmt_bytes(s["free_memory_bytes"]))
-    t.add_row("Peak at", fmt_ms(s["peak_time_ps"]), "Step at peak", str(s["peak_step"]),
-              "Fragmentation", f"{s['fragmentation'] * 100:.2f}%", "Events", f"{s['num_events']:,}")
+    for band in range(0, len(groups), per_band):
+        chunk = groups[band:band + per_band]
+        for i in range(max(len(g) for g in chunk)):
+            t.add_row(*[cell for g in chunk for cell in (g[i] if i < len(g) else ("", ""))])
     return t
+
+
+def _summary_table(a: AllocatorProfile, width: int = 200) -> Table:
+    s = a.summary()
+    return summary_grid([
+        [("#Allocations", f"{s['num_allocations']:,}"), ("#Deallocations", f"{s['num_deallocations']:,}"),
+         ("Peak at", fmt_ms(s["peak_time_ps"]))],
+        [("Peak heap (lifetime)", fmt_bytes(s["peak_heap_usage_bytes"])),
+         ("Peak in use (profile)", fmt_bytes(s["peak_bytes_in_use"])), ("Step at peak", str(s["peak_step"]))],
+        [("Stack at peak", fmt_bytes(s["stack_reserved_bytes"])), ("Heap at peak", fmt_bytes(s["heap_allocated_bytes"])),
+         ("Fragmentation", f"{s['fragmentation'] * 100:.2f}%")],
+        [("Memory capacity", fmt_bytes(s["memory_capacity_bytes"])), ("Free at peak", fmt_bytes(s["free_memory_bytes"])),
+         ("Events", f"{s['num_events']:,}")],
+    ], width)
 
 
 def _event_card(rec: dict | None) -> Text:
@@ -139,7 +156,7 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
             ("Memory id ", "dim"), (self.memory_id, "bold"),
             (f"  ({ids.index(self.memory_id) + 1} of {len(ids)}: m to pick)" if len(ids) > 1 else "", "dim"),
             ("   host ", "dim"), (self.result.host, "")))
-        self.query_one("#mp-summary", Static).update(_summary_table(a))
+        self.query_one("#mp-summary", Static).update(_summary_table(a, (self.size.width or 120) - 2))
         series = [("stack", tl["stack_bytes"].to_numpy(), STACK_COLOR), ("heap", tl["heap_bytes"].to_numpy(), HEAP_COLOR)]
         if self.show_free:
             series.append(("free", tl["free_bytes"].to_numpy(), FREE_COLOR))
@@ -154,6 +171,10 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
                                    f"{a.breakdown.height} rows · s sort · / filter · x CSV")
         self.chart.cursor = peak or 0
         self._show_event(self.chart.cursor)
+
+    def on_resize(self) -> None:
+        if self.result is not None and self.query("#mp-summary"):
+            self.query_one("#mp-summary", Static).update(_summary_table(self.allocator, (self.size.width or 120) - 2))
 
     def on_area_chart_cursor_moved(self, event: AreaChart.CursorMoved) -> None:
         self._show_event(event.index)

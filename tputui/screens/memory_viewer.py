@@ -19,7 +19,7 @@ from textual.widgets import Static
 from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory_space_name, to_mib
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.memory_profile import fmt_bytes, fmt_bytes_short
+from tputui.screens.memory_profile import fmt_bytes, fmt_bytes_short, summary_grid
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.widgets.charts import HORIZONTAL_EIGHTHS, AreaChart
 from tputui.widgets.table import FrameTable
@@ -56,20 +56,18 @@ def _space_label(color: int) -> str:
     return f"{memory_space_name(color)} ({color})"
 
 
-def _summary(r: MemoryViewerResult) -> Table:
-    t = Table.grid(padding=(0, 2))
-    for _ in range(3):
-        t.add_column(style="bold", no_wrap=True)
-        t.add_column(no_wrap=True)
+def _summary(r: MemoryViewerResult, width: int = 200) -> Table:
     padding = r.peak_heap_mib - r.peak_unpadded_heap_mib
-    t.add_row("Peak memory", _mib(r.peak_heap_mib), "Parameters", fmt_bytes(r.entry_parameters_bytes),
-              "Total allocated", fmt_bytes(r.total_allocation_bytes))
-    t.add_row("Unpadded peak", _mib(r.peak_unpadded_heap_mib), "Outputs (maybe live out)",
-              fmt_bytes(r.maybe_live_out_bytes), "Program points", f"{len(r.heap_bytes):,}")
     last = ("Scoped VMEM (max)", f"{fmt_bytes(r.max_scoped_vmem_bytes)}  {r.max_scoped_vmem_instruction}") \
         if r.max_scoped_vmem_bytes else ("Buffers at peak", f"{len(r.buffers):,}")
-    t.add_row("Padding at peak", _mib(padding), "Temporaries at peak", fmt_bytes(r.peak_heap_bytes), *last)
-    return t
+    return summary_grid([
+        [("Peak memory", _mib(r.peak_heap_mib)), ("Unpadded peak", _mib(r.peak_unpadded_heap_mib)),
+         ("Padding at peak", _mib(padding))],
+        [("Parameters", fmt_bytes(r.entry_parameters_bytes)),
+         ("Outputs (maybe live out)", fmt_bytes(r.maybe_live_out_bytes)),
+         ("Temporaries at peak", fmt_bytes(r.peak_heap_bytes))],
+        [("Total allocated", fmt_bytes(r.total_allocation_bytes)), ("Program points", f"{len(r.heap_bytes):,}"), last],
+    ], width)
 
 
 def _buffer_card(b: PeakBuffer | None) -> Text:
@@ -126,7 +124,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
             ("   memory space ", "dim"), (_space_label(r.memory_space), "bold"),
             (f"  ({len(r.memory_spaces)} spaces: M to pick)" if len(r.memory_spaces) > 1 else "", "dim")),
             id="mv-head"))
-        self.body.mount(Static(_summary(r), id="mv-summary"))
+        self.body.mount(Static(_summary(r, (self.size.width or 120) - 2), id="mv-summary"))
         focus = None
         if r.heap_bytes:
             unpadded = [to_mib(b) for b in r.unpadded_heap_bytes]
@@ -194,6 +192,10 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
                                    " · v trace · s sort · / filter · x CSV")
         self._show_buffer(self.table.row())
 
+    def on_resize(self) -> None:
+        if self.result is not None and self.query("#mv-summary"):
+            self.query_one("#mv-summary", Static).update(_summary(self.result, (self.size.width or 120) - 2))
+
     def on_area_chart_cursor_moved(self, event: AreaChart.CursorMoved) -> None:
         self._show_point(event.index)
 
@@ -202,10 +204,11 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
         if not r.heap_bytes or not 0 <= index < len(r.heap_bytes):
             return
         name = r.instruction_names[index] or "(end of program)"
-        text = Text.assemble(("program point ", "dim"), (f"{index}", "bold"), ("  instruction ", "dim"), (name, "bold"),
+        text = Text.assemble(("program point ", "dim"), (f"{index}", "bold"),
+                             (" ▲ peak" if index == self.peak_point else "", "bold"),
+                             ("  instruction ", "dim"), (name, "bold"),
                              ("  heap ", "dim"), (_mib(r.heap_mib[index]), ""),
-                             ("  unpadded ", "dim"), (_mib(r.unpadded_heap_mib[index]), ""),
-                             ("   ▲ peak" if index == self.peak_point else "", "bold"))
+                             ("  unpadded ", "dim"), (_mib(r.unpadded_heap_mib[index]), ""))
         for w in self.query("#mv-point"):
             w.update(text)
 
