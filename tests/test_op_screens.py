@@ -260,6 +260,18 @@ async def test_small_terminal_keeps_tables_and_values_visible():
         assert any(line.rstrip().endswith("1.21 µs") for line in lines)
 
 
+async def test_op_profile_card_goes_under_the_tree_when_narrow():
+    app = make_app("tpu_v6e_inference", "op_profile")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        tree, card = screen.query_one(Tree), screen.query_one("#card-box")
+        assert screen.has_class("narrow") and card.region.y > tree.region.y and card.region.width == tree.region.width
+        await pilot.resize_terminal(140, 40)
+        await settle(pilot)
+        assert not screen.has_class("narrow") and card.region.x > tree.region.x
+
+
 async def test_screen_keys_are_hidden_without_a_result():
     app = make_app("jax_mlp", "op_profile")
     async with app.run_test(size=SIZE) as pilot:

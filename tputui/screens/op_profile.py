@@ -98,7 +98,11 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
     OpProfileScreen #split { height: 1fr; }
     OpProfileScreen Tree { width: 3fr; border: round $panel; }
     OpProfileScreen #card-box { width: 2fr; border: round $panel; padding: 0 1; }
+    OpProfileScreen.narrow #split { layout: vertical; }
+    OpProfileScreen.narrow Tree { width: 1fr; height: 1fr; }
+    OpProfileScreen.narrow #card-box { width: 1fr; height: auto; max-height: 45%; }
     """
+    NARROW = 110  # below this many columns the card goes under the tree (it wraps badly beside it)
     grouping = "program"
     exclude_idle = False
     children_shown = DEFAULT_CHILDREN
@@ -110,6 +114,9 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
         self._build()
         self.call_after_refresh(self.op_tree.focus)
         self.refresh_bindings()
+
+    def on_resize(self) -> None:
+        self.set_class((self.size.width or 120) < self.NARROW, "narrow")
 
     def _root(self) -> Node:
         return self.result.tree(self.grouping, self.exclude_idle)
