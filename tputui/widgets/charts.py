@@ -80,6 +80,25 @@ class HBarChart(Static):
         return t
 
 
+MAX_COLUMN_CELLS = 8
+
+
+def _stack_cell(levels: list[tuple[float, int]], cell_lo: float) -> tuple[str, int | None]:
+    """Character and category of the terminal cell whose bottom is `cell_lo` eighths up.
+
+    A cell the stack fills shows the category at its middle as a full block; the cell where the
+    stack ends shows a partial block of its height (so a short step is a short bar, not a full
+    cell), in the colour of the topmost category.
+    """
+    if not levels or levels[-1][0] <= cell_lo:
+        return " ", None
+    height = levels[-1][0] - cell_lo
+    if height < 8:
+        return EIGHTHS[max(1, min(8, round(height)))], levels[-1][1]
+    middle = cell_lo + 4
+    return "█", next(k for lvl, k in levels if lvl > middle)
+
+
 class StackedColumns(Widget, can_focus=True):
     """One column per x (e.g. a step), stacked by category, with a keyboard cursor.
 
@@ -129,7 +148,9 @@ class StackedColumns(Widget, can_focus=True):
         n = len(self.values)
         if not n:
             return Text("(no data)", style="dim")
-        col_w = max(1, min(3, width // n))
+        # Wide enough to read, narrow enough to compare; a gap between columns once they are wide.
+        col_w = max(1, min(MAX_COLUMN_CELLS, width // n))
+        gap = 1 if col_w >= 4 else 0
         # Scroll the window of columns so the cursor stays visible.
         per_screen = max(1, width // col_w)
         first = max(0, min(self.cursor - per_screen // 2, n - per_screen))
@@ -137,24 +158,19 @@ class StackedColumns(Widget, can_focus=True):
         top = max((sum(v) for v in self.values), default=0) or 1.0
         rows = [Text() for _ in range(height)]
         for i in shown:
-            levels = []  # category per eighth-row, bottom up
+            levels = []  # (top of category k in eighths of a row, k), bottom up; empty ones skipped
             acc = 0.0
             for k, v in enumerate(self.values[i]):
-                acc += v
-                levels.append((acc / top * height * 8, k))
+                if v > 0:
+                    acc += v
+                    levels.append((acc / top * height * 8, k))
             for r in range(height):
-                cell_lo = (height - 1 - r) * 8
-                k_here = next((k for lvl, k in levels if lvl > cell_lo), None)
-                if k_here is None:
-                    ch, style = " ", ""
-                else:
-                    lvl = next(lvl for lvl, k in levels if k == k_here)
-                    fill = min(8, int(lvl - cell_lo))
-                    ch = "█" if fill >= 8 or k_here != levels[-1][1] else EIGHTHS[max(1, fill)]
-                    style = PALETTE[k_here % len(PALETTE)]
+                ch, k = _stack_cell(levels, (height - 1 - r) * 8)
+                style = PALETTE[k % len(PALETTE)] if k is not None else ""
                 if i == self.cursor:
                     style = f"{style} on grey23" if style else "on grey23"
-                rows[r].append(ch * col_w, style=style)
+                rows[r].append(ch * (col_w - gap), style=style)
+                rows[r].append(" " * gap)
         axis = Text(f"{self.labels[first] if self.labels else first}", style="dim")
         axis.append(" " * max(1, (len(shown) * col_w) - len(axis.plain) - 8))
         axis.append(f"{self.labels[shown[-1]] if self.labels else shown[-1]}", style="dim")
