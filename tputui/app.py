@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 
+from rich.markup import escape
+from rich.table import Table
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.command import Hit, Hits, Provider
-from textual.containers import Vertical
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -87,38 +89,107 @@ class PickerScreen(ModalScreen[str | None]):
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every key the current screen answers to, and the app-wide ones."""
+    """Every key the current screen answers to, then the app-wide ones; scrolls when long."""
 
     BINDINGS = [Binding("escape,question_mark,q", "dismiss(None)", "Close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Static { width: 80; max-width: 95%; max-height: 90%; border: round $accent;
-                          background: $surface; padding: 1 2; overflow-y: auto; }
+    HelpScreen > VerticalScroll { width: 84; max-width: 95%; height: auto; max-height: 90%;
+                                  border: round $accent; background: $surface; padding: 0 1; }
+    HelpScreen > VerticalScroll:focus { border: round $accent; }
+    HelpScreen Static { height: auto; }
     """
 
-    def __init__(self, lines: Iterable[tuple[str, str]], title: str) -> None:
+    def __init__(self, lines: Iterable[tuple[str, str]], title: str, everywhere: Iterable[tuple[str, str]] = (),
+                 notes: str = "") -> None:
         super().__init__()
-        self.lines, self.title_text = list(lines), title
+        self.screen_lines, self.everywhere = list(lines), list(everywhere)
+        self.lines = self.screen_lines + self.everywhere
+        self.title_text, self.notes = title, notes
 
     def compose(self) -> ComposeResult:
-        width = max((len(k) for k, _ in self.lines), default=4) + 2
-        text = "\n".join(f"[b]{k.ljust(width)}[/b]{d}" for k, d in self.lines)
-        yield Static(f"[b]{self.title_text}[/b] — keys\n\n{text}\n\n[dim]Esc closes[/dim]")
+        width = max((len(k) for k, _ in self.lines), default=4)
+
+        def block(lines: list[tuple[str, str]]) -> Table:
+            t = Table.grid(padding=(0, 2))
+            t.add_column(width=width, style="bold", no_wrap=True)
+            t.add_column()  # long descriptions wrap inside their own column
+            for k, d in lines:
+                t.add_row(k, d)
+            return t
+
+        with VerticalScroll():
+            yield Static(f"[b]{escape(self.title_text)}[/b] — keys  [dim](↑ ↓ scroll · Esc closes)[/dim]\n")
+            yield Static(block(self.screen_lines))
+            if self.notes:
+                yield Static("\n" + self.notes)
+            if self.everywhere:
+                yield Static("\n[b]Everywhere[/b]\n")
+                yield Static(block(self.everywhere))
+
+    def on_mount(self) -> None:
+        self.query_one(VerticalScroll).focus()
+
+
+# Textual's own focus / copy / horizontal-page keys: true, but noise in a list of what tputui does.
+HELP_SKIP = {"app.focus_next", "app.focus_previous", "screen.copy_text", "page_left", "page_right"}
+HELP_TEXT = {  # longer words than the footer has room for
+    "pick_tool": "pick a tool (the list shows the tools with data in this run)",
+    "pick_run": "pick a run (newest first)",
+    "pick_host": "pick a host (or all hosts)",
+    "capture": "capture a profile from a live profiler server into a logdir",
+    "command_palette": "command palette: open a tool, switch run or host by name",
+    "help": "this help",
+    "quit": "quit",
+}
+
+
+def help_lines(app: App, screen) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(this screen's keys, app-wide keys) from the active bindings; one line per action."""
+    groups: dict[tuple[bool, str], list] = {}
+    for active in screen.active_bindings.values():
+        b = active.binding
+        if not b.description or b.action in HELP_SKIP:
+            continue
+        app_wide = active.node is app
+        entry = groups.setdefault((app_wide, b.action), [[], ""])
+        display = b.key_display or app.get_key_display(b)
+        if display not in entry[0]:
+            entry[0].append(display)
+        entry[1] = entry[1] or HELP_TEXT.get(b.action) or b.tooltip or b.description
+    def keys_text(keys: list[str]) -> str:  # plain keys before their ctrl variants: "q ^q"
+        return " ".join(sorted(keys, key=lambda k: k.startswith("^") or "+" in k))
+
+    here = [(keys_text(keys), text) for (app_wide, action), (keys, text)
+            in sorted(groups.items(), key=lambda kv: kv[0][1] == "reload") if not app_wide]
+    order = list(HELP_TEXT)
+    everywhere = [(keys_text(keys), text) for (app_wide, action), (keys, text)
+                  in sorted(groups.items(), key=lambda kv: order.index(kv[0][1]) if kv[0][1] in order else 99)
+                  if app_wide]
+    return here, everywhere
 
 
 class TputuiCommands(Provider):
-    """Command palette: open any tool, switch run or host."""
+    """Command palette: open any tool, switch run or host (listed before anything is typed)."""
+
+    def _items(self) -> list[tuple[str, object, str]]:
+        app: TputuiApp = self.app  # type: ignore[assignment]
+        items = [(f"Open tool: {t.title}", partial(app.open_tool, t.name), t.name) for t in TOOLS]
+        items += [(f"Switch run: {r.name}", partial(app.open_run, r.name), f"{len(r.hosts)} host(s)")
+                  for r in app.logdir.runs]
+        items += [(f"Switch host: {h}", partial(app.open_host, h), "") for h in app.run_data.hosts]
+        return items
+
+    async def discover(self) -> Hits:
+        for text, cb, help_text in self._items():
+            yield DiscoveryHit(text, cb, help=help_text or None)
 
     async def search(self, query: str) -> Hits:
-        app: TputuiApp = self.app  # type: ignore[assignment]
         matcher = self.matcher(query)
-        items = [(f"Open tool: {t.title}", partial(app.open_tool, t.name)) for t in TOOLS]
-        items += [(f"Switch run: {r.name}", partial(app.open_run, r.name)) for r in app.logdir.runs]
-        items += [(f"Switch host: {h}", partial(app.open_host, h)) for h in app.run_data.hosts]
-        for text, cb in items:
+        for text, cb, help_text in self._items():
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), cb)
+                yield Hit(score, matcher.highlight(text), cb, help=help_text or None)
 
 
 class TputuiApp(App):
@@ -198,9 +269,10 @@ class TputuiApp(App):
         if run.name not in self._available:
             self._available[run.name] = [t.name for t in TOOLS if t.available(run)]
         names = self._available[run.name]
-        hidden = len(TOOLS) - len(names)
-        choices = [(t.name, f"{t.title}   [dim]{t.name}[/dim]") for t in TOOLS if t.name in names]
-        note = f"[dim]{hidden} tool(s) hidden: no data in this run[/dim]" if hidden else ""
+        hidden = [t.title for t in TOOLS if t.name not in names]
+        width = max((len(t.title) for t in TOOLS), default=0) + 3
+        choices = [(t.name, f"{t.title.ljust(width)}[dim]{t.name}[/dim]") for t in TOOLS if t.name in names]
+        note = f"[dim]No data in this run (hidden): {', '.join(hidden)}[/dim]" if hidden else ""
         self.call_from_thread(
             self.push_screen, PickerScreen("Tool", choices, self.tool_name, note),
             lambda pick: pick and self.open_tool(pick))
@@ -212,14 +284,10 @@ class TputuiApp(App):
         open_capture_dialog(self)
 
     def action_help(self) -> None:
-        lines: list[tuple[str, str]] = []
-        seen = set()
-        for key, active in self.screen.active_bindings.items():
-            b = active.binding
-            if b.description and (key, b.description) not in seen:
-                seen.add((key, b.description))
-                lines.append((b.key_display or self.get_key_display(b), b.description))
-        lines.append(("ctrl+p", "command palette (open a tool, switch run/host)"))
+        if isinstance(self.screen, HelpScreen):
+            return
+        here, everywhere = help_lines(self, self.screen)
         title = getattr(getattr(self.screen, "tool", None), "title", "tputui")
-        self.push_screen(HelpScreen(lines, title))
+        notes = getattr(self.screen, "help_notes", "")
+        self.push_screen(HelpScreen(here, title, everywhere, notes))
 

@@ -36,6 +36,7 @@ class ToolScreen(Screen):
     """Loads `tool`'s result for (run, host) in a worker, then draws it via `show`."""
 
     BINDINGS = [Binding("f5", "reload", "Reload", show=False)]
+    help_notes = ""  # a few words `?` shows under this screen's keys (markup)
     DEFAULT_CSS = """
     ToolScreen #body { height: 1fr; }
     ToolScreen #loading { height: 1; padding: 0 1; text-style: bold; }
@@ -95,8 +96,13 @@ class ToolScreen(Screen):
         """Runs in the worker thread. Override only to add steps; never touch widgets here."""
         return self.tool.analyze_fn()(self.run_data, self.host, **self.options)
 
+    def _replaced(self) -> bool:
+        """True once the app has moved on (another tool, run or host): a worker that finishes
+        late must not draw into, or notify from, a screen nobody sees."""
+        return not self.is_mounted or self not in self.app.screen_stack
+
     def _set_progress(self, msg: str) -> None:
-        if not self.is_mounted:
+        if self._replaced():
             return
         for w in self.query("#progress"):
             elapsed = time.monotonic() - self._started
@@ -106,11 +112,16 @@ class ToolScreen(Screen):
         await self.body.remove_children()
 
     async def _loaded(self, result: Any) -> None:
+        if self._replaced():
+            return
         self.result, self.error = result, None
         await self._clear_body()
-        self.show(result)
+        if not self._replaced():
+            self.show(result)
 
     async def _failed(self, message: str) -> None:
+        if self._replaced():
+            return
         self.error = message
         await self._clear_body()
         await self.body.mount(Static(message, classes="error", id="error", markup=False))

@@ -56,12 +56,16 @@ class FrameTable(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "jump(0)", "First", show=False),
         Binding("end", "jump(-1)", "Last", show=False),
-        Binding("less_than_sign,left", "column(-1)", "Prev column", show=False),
-        Binding("greater_than_sign,right", "column(1)", "Next column", show=False),
-        Binding("s", "sort", "Sort", id="table.sort"),
-        Binding("slash", "filter", "Filter", id="table.filter"),
+        Binding("less_than_sign,left", "column(-1)", "Prev column", show=False,
+                tooltip="previous column (the one s sorts by)"),
+        Binding("greater_than_sign,right", "column(1)", "Next column", show=False,
+                tooltip="next column (the one s sorts by)"),
+        Binding("s", "sort", "Sort", id="table.sort",
+                tooltip="sort by the highlighted column (numbers biggest first; again: reverse)"),
+        Binding("slash", "filter", "Filter", id="table.filter",
+                tooltip="filter rows by a substring of any text column (Enter keeps it, Esc clears)"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
-        Binding("enter", "select", "Select", show=False),
+        Binding("enter", "select", "Select", show=False, tooltip="open the highlighted row (where the screen has more)"),
     ]
 
     cursor_row: reactive[int] = reactive(0)
