@@ -259,3 +259,75 @@ def test_axis_labels_have_the_digits_the_tick_step_needs():
     assert [fmt_tick(t, 20_000_000) for t in (215_000_000_000, 215_020_000_000)] == ["215.00 ms", "215.02 ms"]
     assert fmt_tick(1_500_000_000_000, 500_000_000_000) == "1.5 s"
     assert fmt_tick(0, 10**9) == "0"
+
+
+async def test_f_on_an_instant_shows_it_among_its_neighbours():
+    """An instant has no length: `f` zooms to 1 us around it, not to a 1 ns window."""
+    from tputui.widgets.timeline import FIT_INSTANT_PS
+
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        ix = tl.ix
+        instant = int(np.flatnonzero(ix.end == ix.start)[0])
+        tl.select([instant])
+        await pilot.press("f")
+        assert tl.span == pytest.approx(FIT_INSTANT_PS)
+        assert tl.t0 < ix.start[instant] < tl.t1
+        # Events with a length still fit snugly (5% each side).
+        longest = int(np.argmax(ix.end - ix.start))
+        tl.select([longest])
+        await pilot.press("f")
+        assert tl.span == pytest.approx((ix.end[longest] - ix.start[longest]) * 1.1, rel=1e-6)
+
+
+async def test_status_line_keeps_the_digits_a_deep_zoom_needs():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        tl.set_window(52_958_512_540_000, 52_958_512_541_000)  # 1 ns at 52.96 s
+        await pilot.pause()
+        status = str(app.screen.query_one("#status").render())
+        start, _, rest = status.partition(" – ")
+        assert start != rest.split(" (")[0]  # the two ends differ on screen
+        assert start.startswith("52.958512540") and "(1 ns)" in status
+
+
+async def test_select_all_matches_on_many_events():
+    """`*` over thousands of matches: one selection, the details pane sums it by name."""
+    app = make_app("tf_keras")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        await pilot.press("slash", *"iterator", "enter")
+        n = len(tl.matches)
+        assert n > 1000
+        await pilot.press("asterisk")
+        assert len(tl.selection) == n and np.all(np.diff(tl.selection) > 0)
+        text = details_text(app.screen)
+        assert f"{n:,} events" in text
+        names, counts = np.unique(tl.ix.name[tl.selection], return_counts=True)
+        top = tl.ix.names[int(names[np.argmax(counts)])]
+        assert f"{top} ×{counts.max()}" in text
+
+
+async def test_small_terminal_keeps_most_rows_for_the_timeline():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=(80, 24)) as pilot:
+        tl = await loaded(pilot)
+        details = app.screen.query_one("#details")
+        assert tl.size.height >= 12 and details.size.height >= 4
+        assert tl.size.height > 2 * details.size.height
+
+
+async def test_help_explains_the_trace_keys():
+    from tputui.app import HelpScreen
+
+    app = make_app()
+    async with app.run_test(size=(140, 45)) as pilot:
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        keys = dict(help_screen.screen_lines)
+        assert keys["f"] == "zoom to the selection" and keys["4"].startswith("timing mode")
+        assert "XProf" in help_screen.notes

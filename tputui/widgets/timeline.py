@@ -31,6 +31,7 @@ PALETTE = ["#31688e", "#8e4b31", "#3f7f3f", "#7d3f7d", "#7d7a2f", "#2f7d7a", "#a
            "#a84f72", "#4f8f6e", "#6e6e6e", "#8f4a4a", "#3a5f9e", "#9e7d3a", "#5d8f2f", "#8f2f5d"]
 MATCH_BG = "#e0c000"
 SELECTED_BG = "#f2f2f2"
+FIT_INSTANT_PS = 10**6  # `f` on instant events shows 1 us around them
 UNITS = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1))
 
 
@@ -329,8 +330,8 @@ class Timeline(Widget, can_focus=True):
         if level.gap == 0:
             return np.sort(sel)
         # Blocks cover contiguous event ranges [first_event, first_event + events).
-        b = np.searchsorted(level.first_event, sel, "right") - 1
-        return np.unique(b)
+        b = np.searchsorted(level.first_event, sel, "right") - 1  # sorted, as sel is
+        return _dedupe_sorted(b)
 
     def row_line(self, row: int, line: int, edges: np.ndarray, level: Level, sel_blocks: np.ndarray,
                  matches: np.ndarray | None) -> Strip:
@@ -428,7 +429,7 @@ class Timeline(Widget, can_focus=True):
         self.post_message(self.ViewChanged())
 
     def select(self, events, current: int | None = None, reveal: bool = True) -> None:
-        ev = np.unique(np.asarray(events, dtype=np.int64))
+        ev = _dedupe_sorted(np.sort(np.asarray(events, dtype=np.int64)))
         self.selection = ev
         self.current = int(current if current is not None else (ev[0] if len(ev) else -1))
         if self.current >= 0:
@@ -512,6 +513,9 @@ class Timeline(Widget, can_focus=True):
         if not len(self.selection):
             return
         a, b = self.selection_span()
+        if b == a:  # instants: show them among their neighbours, not alone in a 1 ns window
+            self.set_window(a - FIT_INSTANT_PS / 2, a + FIT_INSTANT_PS / 2)
+            return
         pad = max((b - a) * 0.05, 1000)
         self.set_window(a - pad, b + pad)
 
@@ -609,6 +613,13 @@ class Timeline(Widget, can_focus=True):
 
     def on_resize(self) -> None:
         self.invalidate()
+
+
+def _dedupe_sorted(a: np.ndarray) -> np.ndarray:
+    """np.unique of a sorted array, without its hashing pass (seconds on millions of matches)."""
+    if len(a) < 2:
+        return a
+    return a[np.concatenate(([True], a[1:] != a[:-1]))]
 
 
 def _fit(text: str, n: int) -> str:
