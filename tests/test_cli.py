@@ -123,3 +123,72 @@ def test_app_rejects_bad_logdir_before_the_screen(capsys, tmp_path):
     assert_one_line_error(code, err, "no such file or directory")
     code, _, err = run_cli(capsys, str(PROFILES / "jax_mlp"), "--tool", "nope")
     assert_one_line_error(code, err, "unknown tool")
+
+
+def test_output_into_a_missing_folder_is_one_line_and_leaves_nothing(capsys, tmp_path):
+    target = tmp_path / "missing" / "out.json"
+    code, _, err = run_cli(capsys, "export", str(PROFILES / "jax_mlp"), "--tool", "summary", "-o", str(target))
+    assert_one_line_error(code, err, f"cannot write {target}: no such file or directory")
+    assert ".part" not in err and not (tmp_path / "missing").exists()
+
+
+def test_failed_write_leaves_no_partial_file(capsys, tmp_path):
+    target = tmp_path / "hlo.csv"
+    code, _, err = run_cli(capsys, "export", str(PROFILES / "tpu_v6e_inference"), "--tool", "hlo_stats",
+                           "--format", "csv", "--table", "nope", "-o", str(target))
+    assert_one_line_error(code, err, "no table 'nope'")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_options_a_tool_does_not_take_are_refused(capsys):
+    p = str(PROFILES / "jax_mlp")
+    code, _, err = run_cli(capsys, "export", p, "--tool", "summary", "--option", "bogus=1")
+    assert_one_line_error(code, err, "summary takes no option 'bogus'")
+    code, _, err = run_cli(capsys, "export", p, "--tool", "trace_viewer", "--module", "x")
+    assert_one_line_error(code, err, "trace_viewer takes no option 'module' (its options: args)")
+    with pytest.raises(SystemExit) as exc:  # argparse: usage + one error line, exit 2
+        main(["export", p, "--tool", "megascale_stats", "--dcn-gbps", "-3"])
+    assert exc.value.code == 2 and "must be more than 0" in capsys.readouterr().err
+
+
+def test_csv_of_nested_values_is_json_in_the_cell(capsys):
+    import csv
+    import io
+
+    code, out, err = run_cli(capsys, "export", str(PROFILES / "tpu_v6e_inference"), "--tool", "memory_viewer",
+                             "--list-modules", "--format", "csv")
+    assert code == 0, err
+    doc = json.loads(run_cli(capsys, "export", str(PROFILES / "tpu_v6e_inference"), "--tool", "memory_viewer",
+                             "--list-modules")[1])
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == len(doc["modules"])
+    assert [json.loads(r["memory_spaces"]) for r in rows] == [m["memory_spaces"] for m in doc["modules"]]
+
+
+def test_empty_main_table_says_which_tables_have_rows(capsys):
+    code, out, err = run_cli(capsys, "export", str(PROFILES / "jax_mlp"), "--tool", "overview_page", "--format", "csv")
+    assert code == 0 and out.count("\n") == 1  # the header only
+    assert err.startswith("tputui: note: table 'top_device_ops' has no rows") and "steps (" in err
+    code, out, err = run_cli(capsys, "export", str(PROFILES / "jax_mlp"), "--tool", "overview_page", "--format", "csv",
+                             "--table", "steps")
+    assert code == 0 and err == "" and out.count("\n") > 1
+
+
+def test_demo_with_a_logdir_and_a_mistyped_subcommand(capsys):
+    code, _, err = run_cli(capsys, str(PROFILES / "jax_mlp"), "--demo")
+    assert_one_line_error(code, err, "give a LOGDIR or --demo, not both")
+    code, _, err = run_cli(capsys, "exprot")
+    assert_one_line_error(code, err, "no such file or directory: exprot (subcommands: export, capture, monitor)")
+
+
+def test_export_help_names_every_tool(capsys):
+    from tputui.tools import tool_names
+
+    with pytest.raises(SystemExit) as exc:
+        main(["export", "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    assert all(name in out for name in tool_names()) and "examples:" in out
+    for flag in ("--run RUN", "--host HOST", "--no-cache"):
+        line = next(ln for ln in out.splitlines() if ln.strip().startswith(flag))
+        assert len(line.split()) > 2, line  # every option says what it does

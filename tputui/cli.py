@@ -38,23 +38,43 @@ def app_parser() -> argparse.ArgumentParser:
 
 
 def export_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tputui export", description="Write a tool's result as JSON or CSV.")
-    p.add_argument("logdir")
-    p.add_argument("--tool", help="tool id (see --list)")
+    from tputui.tools import tool_names
+
+    p = argparse.ArgumentParser(
+        prog="tputui export", description="Write a tool's result as JSON or CSV (no screen; for scripts and CI).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="tools: " + ", ".join(tool_names()) + "\n\nexamples:\n"
+               "  tputui export ./logs --list\n"
+               "  tputui export ./logs --tool overview_page > overview.json\n"
+               "  tputui export ./logs --tool hlo_stats --format csv -o hlo_stats.csv\n"
+               "  tputui export ./logs --tool trace_viewer --run 2026_01_01_00_00_00 --host worker0")
+    p.add_argument("logdir", help="logdir, plugins/profile folder, run folder, .xplane.pb file or gs:// URL")
+    p.add_argument("--tool", help="tool id (see the list below; --list shows which have data)")
     p.add_argument("--list", action="store_true", help="list runs, hosts and tools with data (JSON)")
-    p.add_argument("--run")
-    p.add_argument("--host")
-    p.add_argument("--format", default="json", choices=("json", "csv"))
+    p.add_argument("--run", help="run to export (default: newest)")
+    p.add_argument("--host", help="host to export (default: all hosts, or the first where a tool takes one)")
+    p.add_argument("--format", default="json", choices=("json", "csv"), help="json (default: the whole result) "
+                   "or csv (one table)")
     p.add_argument("--table", help="CSV: which table (default: the tool's main table)")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
-    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
     # Tool options (passed to the tool's analysis as keyword arguments).
     p.add_argument("--module", help="memory_viewer: HLO module name")
     p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
     p.add_argument("--list-modules", action="store_true", help="memory_viewer: list HLO modules")
-    p.add_argument("--dcn-gbps", type=float, help="megascale_stats: DCN bandwidth per host, Gbps")
+    p.add_argument("--dcn-gbps", type=_positive, help="megascale_stats: DCN bandwidth per host, Gbps")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="other tool options")
     return p
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
 
 
 def _tool_options(a: argparse.Namespace) -> dict:
@@ -94,12 +114,34 @@ def run_export(argv: list[str]) -> int:
     result = run_tool(run, a.tool, a.host, **_tool_options(a))
     if a.output:
         tmp = a.output + ".part"
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
-            write_result(result, a.format, f, a.table)
-        os.replace(tmp, a.output)
+        try:
+            f = open(tmp, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed by the `with` below
+        except OSError as e:
+            return _fail(f"cannot write {a.output}: {(e.strerror or str(e)).lower()}")
+        try:
+            with f:
+                write_result(result, a.format, f, a.table)
+            os.replace(tmp, a.output)
+        except BaseException:
+            os.unlink(tmp)  # no half-written file left behind
+            raise
     else:
         write_result(result, a.format, sys.stdout, a.table)
+    _note_empty_table(result, a.format, a.table)
     return 0
+
+
+def _note_empty_table(result, fmt: str, table: str | None) -> None:
+    """A CSV with a header and no row is easy to mistake for a failure: say which tables have rows."""
+    if fmt != "csv" or table:
+        return
+    tables = result.tables()
+    name = next(iter(tables), None)
+    if name is None or tables[name].height:
+        return
+    others = [f"{n} ({t.height:,} rows)" for n, t in tables.items() if t.height]
+    hint = f" (pick another with --table: {', '.join(others)})" if others else ""
+    print(f"tputui: note: table {name!r} has no rows in this profile{hint}", file=sys.stderr)
 
 
 def _emit(text: str, output: str | None) -> int:
@@ -135,6 +177,8 @@ def run_app(argv: list[str]) -> int:
         return 0
     from tputui.data.logdir import open_logdir
 
+    if a.demo and a.logdir:
+        return _fail("give a LOGDIR or --demo, not both")
     if a.demo:
         from tputui.demo import demo_logdir
 
@@ -144,6 +188,8 @@ def run_app(argv: list[str]) -> int:
     else:
         app_parser().print_usage(sys.stderr)
         return _fail("give a LOGDIR (or --demo)")
+    if not os.path.exists(path) and not any(c in path for c in "/.:"):  # a mistyped subcommand, most likely
+        return _fail(f"no such file or directory: {path} (subcommands: {', '.join(SUBCOMMANDS)})")
     logdir = open_logdir(path)  # bad paths fail here, before the screen takes over
     run = logdir.run(a.run)
     if a.host:

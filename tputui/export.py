@@ -6,10 +6,14 @@ trace stream out), else `to_json()` is dumped; CSV writes one of `tables()` (the
 """
 from __future__ import annotations
 
+import importlib
+import inspect
 import io
 import json
 import math
 from typing import IO, Any
+
+import polars as pl
 
 from tputui.analysis.result import NoDataError
 from tputui.data.logdir import Logdir
@@ -40,7 +44,21 @@ def run_tool(run: RunData, tool: str, host: str | None = None, **options):
         t = get_tool(tool)
     except KeyError:
         raise ExportError(f"unknown tool {tool!r} (tools: {', '.join(t.name for t in TOOLS)})") from None
+    accepted = tool_options(t)
+    for key in options:
+        if key not in accepted:
+            known = f" (its options: {', '.join(accepted)})" if accepted else ""
+            raise ExportError(f"{tool} takes no option {key!r}{known}")
     return t.analyze_fn()(run, host, **options)
+
+
+def tool_options(tool) -> list[str]:
+    """The keyword options a tool's analysis names (anything else it would silently ignore)."""
+    module, _, attr = tool.analysis.partition(":")
+    fn = getattr(importlib.import_module(module), attr)
+    skip = {"run", "host", "progress"}
+    return [p.name for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in skip]
 
 
 def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> None:
@@ -57,9 +75,20 @@ def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> No
         name = table or next(iter(tables))
         if name not in tables:
             raise ExportError(f"no table {name!r} (tables: {', '.join(tables)})")
-        out.write(tables[name].write_csv())
+        out.write(_flat(tables[name]).write_csv())
     else:
         raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+
+
+def _flat(frame: pl.DataFrame) -> pl.DataFrame:
+    """CSV has no nested values: lists and structs are written as JSON text in their cell."""
+    nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
+    if not nested:
+        return frame
+    return frame.with_columns(
+        pl.Series(c, [None if v is None else json.dumps(_clean(v), default=str) for v in frame[c].to_list()],
+                  dtype=pl.String)
+        for c in nested)
 
 
 def export_text(run: RunData, tool: str, fmt: str = "json", host: str | None = None,
