@@ -54,6 +54,9 @@ async def test_timeline_cursor_and_breakdown():
         assert table.row(0)["tf_op"] == "unused preallocated device memory"
         await pilot.press("slash", *"adam", "enter")
         assert table.row_count == 2
+        await pilot.press("enter")  # a breakdown row opens nothing (the trace goes by the cursor: v)
+        await settle(pilot)
+        assert app.screen is screen
 
 
 async def test_memory_id_picker():

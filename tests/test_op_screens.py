@@ -187,7 +187,7 @@ async def test_framework_op_stats_shows_a_host_op_in_the_trace_viewer():
         await pilot.press("down", "down")
         row = table.row()
         assert row["operation"] == "Iterator::Root::Prefetch::MapAndBatch"
-        trace = await open_trace(pilot)
+        trace = await open_trace(pilot, "enter")  # Enter opens a row too
         assert len(trace.timeline.selection) == row["occurrences"] == 19
         assert set(selected(trace)) == {"Iterator::MapAndBatch"}  # the trace's display name
 

@@ -11,7 +11,16 @@ from textual.widgets import Static
 from tputui.analysis.framework_op_stats import EXPORT_RENAMES, FrameworkOpStats
 from tputui.analysis.op_events import framework_op_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import TIMES_US, CsvExportMixin, ResultKeysMixin, TraceJumpMixin, Units, fmt_pct, fmt_us
+from tputui.screens.op_tables import (
+    CSV_TIP,
+    TIMES_US,
+    CsvExportMixin,
+    ResultKeysMixin,
+    TraceJumpMixin,
+    Units,
+    fmt_pct,
+    fmt_us,
+)
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
@@ -28,9 +37,14 @@ def share_items(labels: list[str], values: list[float], total: float) -> list[tu
 
 
 class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("i", "toggle_idle", "IDLE on/off", id="fos.idle"),
-                Binding("v", "show_in_trace", "Show in trace", id="fos.trace"),
-                Binding("x", "export_csv", "CSV", id="fos.csv")]
+    help_notes = ("Times are in µs (units are in the column headers). The bars are XProf's pie charts: each side's "
+                  "self time by op and by op type, as a share of that side's total. [b]v[/b] opens the trace viewer "
+                  "with the highlighted op's events selected.")
+    BINDINGS = [Binding("i", "toggle_idle", "IDLE on/off", id="fos.idle",
+                        tooltip="show or hide the IDLE rows (time without ops) in the table and charts"),
+                Binding("v", "show_in_trace", "Show in trace", id="fos.trace",
+                        tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
+                Binding("x", "export_csv", "CSV", id="fos.csv", tooltip=CSV_TIP)]
     RESULT_ACTIONS = frozenset({"toggle_idle", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     FrameworkOpStatsScreen #charts { height: auto; max-height: 10; }

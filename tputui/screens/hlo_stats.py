@@ -9,6 +9,7 @@ from tputui.analysis.hlo_stats import HloStats
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import (
+    CSV_TIP,
     TIMES_US,
     CsvExportMixin,
     ResultKeysMixin,
@@ -27,8 +28,11 @@ UNITS = Units({**TIMES_US, "model_flop_rate": "GFLOP/s", "normalized_flop_rate":
 
 
 class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="hlo.trace"),
-                Binding("x", "export_csv", "CSV", id="hlo.csv")]
+    help_notes = ("One row per HLO op; times in µs, rates and bandwidths with their unit in the header. The line "
+                  "under the table is the highlighted op's HLO text. [b]v[/b] opens the trace viewer on its events.")
+    BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="hlo.trace",
+                        tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
+                Binding("x", "export_csv", "CSV", id="hlo.csv", tooltip=CSV_TIP)]
     RESULT_ACTIONS = frozenset({"show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     HloStatsScreen #top { height: auto; max-height: 10; padding: 0 1; }

@@ -8,7 +8,7 @@ from textual.widgets import Static
 from tputui.analysis.kernel_stats import KernelStats
 from tputui.analysis.op_events import kernel_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin, fmt_us
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin, fmt_us
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
@@ -16,8 +16,11 @@ NO_KERNELS = "The GPU planes hold no kernel launches (events with kernel_details
 
 
 class KernelStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="kernels.trace"),
-                Binding("x", "export_csv", "CSV", id="kernels.csv")]
+    help_notes = ("One row per kernel launch configuration (kernel, grid, block, op); durations in µs. "
+                  "[b]v[/b] opens the trace viewer with that row's launches selected.")
+    BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="kernels.trace",
+                        tooltip="open the trace viewer on the highlighted kernel's launches (Enter too)"),
+                Binding("x", "export_csv", "CSV", id="kernels.csv", tooltip=CSV_TIP)]
     RESULT_ACTIONS = frozenset({"show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     KernelStatsScreen #top { height: auto; max-height: 12; padding: 0 1; }

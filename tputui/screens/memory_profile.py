@@ -82,9 +82,11 @@ def _summary_table(a: AllocatorProfile, width: int = 200) -> Table:
          ("Peak at", fmt_ms(s["peak_time_ps"]))],
         [("Peak heap (lifetime)", fmt_bytes(s["peak_heap_usage_bytes"])),
          ("Peak in use (profile)", fmt_bytes(s["peak_bytes_in_use"])), ("Step at peak", str(s["peak_step"]))],
-        [("Stack at peak", fmt_bytes(s["stack_reserved_bytes"])), ("Heap at peak", fmt_bytes(s["heap_allocated_bytes"])),
+        [("Stack at peak", fmt_bytes(s["stack_reserved_bytes"])),
+         ("Heap at peak", fmt_bytes(s["heap_allocated_bytes"])),
          ("Fragmentation", f"{s['fragmentation'] * 100:.2f}%")],
-        [("Memory capacity", fmt_bytes(s["memory_capacity_bytes"])), ("Free at peak", fmt_bytes(s["free_memory_bytes"])),
+        [("Memory capacity", fmt_bytes(s["memory_capacity_bytes"])),
+         ("Free at peak", fmt_bytes(s["free_memory_bytes"])),
          ("Events", f"{s['num_events']:,}")],
     ], width)
 
@@ -112,11 +114,17 @@ def _event_card(rec: dict | None) -> Text:
 
 
 class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+    help_notes = ("The timeline is one allocator's stack + heap over the profile ([b]m[/b] picks another); the line "
+                  "under it describes the snapshot at the cursor; the table is what was allocated at the peak.")
     BINDINGS = [
-        Binding("m", "pick_memory", "Memory id", id="memory_profile.memory_id"),
-        Binding("f", "toggle_free", "Free on/off", id="memory_profile.free"),
-        Binding("v", "show_in_trace", "Show in trace", id="memory_profile.trace"),
-        Binding("x", "export_csv", "CSV", id="memory_profile.csv"),
+        Binding("m", "pick_memory", "Memory id", id="memory_profile.memory_id",
+                tooltip="pick the allocator (memory id) to show"),
+        Binding("f", "toggle_free", "Free on/off", id="memory_profile.free",
+                tooltip="show or hide free memory on the timeline"),
+        Binding("v", "show_in_trace", "Show in trace", id="memory_profile.trace",
+                tooltip="open the trace viewer around the timeline cursor's moment"),
+        Binding("x", "export_csv", "CSV", id="memory_profile.csv",
+                tooltip="write the breakdown table as shown to a CSV file in the working directory"),
     ]
     RESULT_ACTIONS = frozenset({"pick_memory", "toggle_free", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
@@ -175,6 +183,9 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
     def on_resize(self) -> None:
         if self.result is not None and self.query("#mp-summary"):
             self.query_one("#mp-summary", Static).update(_summary_table(self.allocator, (self.size.width or 120) - 2))
+
+    def on_frame_table_row_selected(self, event) -> None:
+        event.stop()  # a breakdown row has no moment of its own: `v` goes by the timeline cursor
 
     def on_area_chart_cursor_moved(self, event: AreaChart.CursorMoved) -> None:
         self._show_event(event.index)

@@ -97,12 +97,18 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
 
 
 class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+    help_notes = ("The curve is the module's heap over its program points (data + padding); the list is every "
+                  "buffer live at the peak. Buffers under 16 KiB are folded into one row, as in XProf.")
     BINDINGS = [
-        Binding("m", "pick_module", "Module", id="memory_viewer.module"),
-        Binding("M", "pick_space", "Memory space", id="memory_viewer.space"),
-        Binding("o", "toggle_order", "By size / program order", id="memory_viewer.order"),
-        Binding("v", "show_in_trace", "Show in trace", id="memory_viewer.trace"),
-        Binding("x", "export_csv", "CSV", id="memory_viewer.csv"),
+        Binding("m", "pick_module", "Module", id="memory_viewer.module", tooltip="pick the HLO module (program)"),
+        Binding("M", "pick_space", "Memory space", id="memory_viewer.space",
+                tooltip="pick the memory space (HBM, VMEM, host, ...)"),
+        Binding("o", "toggle_order", "By size / program order", id="memory_viewer.order",
+                tooltip="list the buffers by size or in program order"),
+        Binding("v", "show_in_trace", "Show in trace", id="memory_viewer.trace",
+                tooltip="open the trace viewer on the instruction at the cursor (curve) or defining the buffer (list)"),
+        Binding("x", "export_csv", "CSV", id="memory_viewer.csv",
+                tooltip="write the buffer list as shown to a CSV file in the working directory"),
     ]
     RESULT_ACTIONS = frozenset({"pick_module", "pick_space", "toggle_order", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """

@@ -88,11 +88,18 @@ def op_nodes(n: Node) -> list[Node]:
 
 
 class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
-    BINDINGS = [Binding("g", "toggle_grouping", "Program/category", id="op_profile.group"),
-                Binding("i", "toggle_idle", "IDLE on/off", id="op_profile.idle"),
-                Binding("plus,equals_sign", "children(1)", "More children", id="op_profile.more", show=False),
-                Binding("minus", "children(-1)", "Fewer children", id="op_profile.fewer", show=False),
-                Binding("v", "show_in_trace", "Show in trace", id="op_profile.trace")]
+    help_notes = ("Each row: share of the total time, FLOPS utilization (red low → green high) and HBM bandwidth "
+                  "utilization. Enter / Space open a node; the card describes the highlighted one.")
+    BINDINGS = [Binding("g", "toggle_grouping", "Program/category", id="op_profile.group",
+                        tooltip="group ops by program, then category (XProf's default) or by category only"),
+                Binding("i", "toggle_idle", "IDLE on/off", id="op_profile.idle",
+                        tooltip="show or hide IDLE (time without ops) and the percentages it takes"),
+                Binding("plus,equals_sign", "children(1)", "More children", id="op_profile.more", show=False,
+                        tooltip="show 5 more children under each node"),
+                Binding("minus", "children(-1)", "Fewer children", id="op_profile.fewer", show=False,
+                        tooltip="show 5 fewer children under each node"),
+                Binding("v", "show_in_trace", "Show in trace", id="op_profile.trace",
+                        tooltip="open the trace viewer on the highlighted op, every op of a category, or a program's runs")]
     RESULT_ACTIONS = frozenset({"toggle_grouping", "toggle_idle", "children", "show_in_trace"})
     DEFAULT_CSS = """
     OpProfileScreen #split { height: 1fr; }

@@ -69,6 +69,7 @@ class Units:
         return frame.rename({c: back[c] for c in frame.columns if c in back})
 
 
+CSV_TIP = "write the table as shown (filtered, sorted) to a CSV file here"
 TIMES_US = {c: "µs" for c in ("total_time", "avg_time", "total_self_time", "avg_self_time", "total_time_per_core")}
 
 
@@ -142,6 +143,11 @@ class TraceJumpMixin:
         label, finder = target
         self._find_trace_events(label, finder)
 
+    def on_frame_table_row_selected(self, event) -> None:
+        """Enter on a table row opens it in the trace viewer (the one drill-down these tables have)."""
+        event.stop()
+        self.action_show_in_trace()
+
     @work(thread=True, exclusive=True, group="trace-jump", description="finding events")
     def _find_trace_events(self: ToolScreen, label: str, finder: EventFinder) -> None:
         try:
@@ -154,6 +160,8 @@ class TraceJumpMixin:
     def _open_trace(self: ToolScreen, label: str, found) -> None:
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
+        if not self.is_mounted or self not in self.app.screen_stack:
+            return  # the user moved on while the events were being found
         host = self.host or (self.run_data.hosts or ["-"])[0]
         focus = found if isinstance(found, TraceFocus) else TraceFocus(frame_rows=tuple(int(r) for r in found))
         if not focus.frame_rows and not focus.names and focus.start_ps is None:

@@ -14,6 +14,7 @@ from tputui.analysis.op_events import hlo_op_rows
 from tputui.analysis.roofline import RooflineModel
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import (
+    CSV_TIP,
     TIMES_US,
     CsvExportMixin,
     ResultKeysMixin,
@@ -89,9 +90,14 @@ def scatter(points: list[tuple[float, float]], peak_gflops: float, peak_gib: flo
 
 
 class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("i", "toggle_feed", "Infeed/outfeed", id="roofline.feed"),
-                Binding("v", "show_in_trace", "Show in trace", id="roofline.trace"),
-                Binding("x", "export_csv", "CSV", id="roofline.csv")]
+    help_notes = ("Each ● is an op with FLOPs at (operational intensity, FLOP rate); ◆ is the highlighted one. Left "
+                  "of the ridge the HBM bandwidth bounds an op, right of it the peak FLOP rate. [b]/[/b] filters the "
+                  "table and the chart together.")
+    BINDINGS = [Binding("i", "toggle_feed", "Infeed/outfeed", id="roofline.feed",
+                        tooltip="include or exclude infeed / outfeed ops (XProf's toggle)"),
+                Binding("v", "show_in_trace", "Show in trace", id="roofline.trace",
+                        tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
+                Binding("x", "export_csv", "CSV", id="roofline.csv", tooltip=CSV_TIP)]
     RESULT_ACTIONS = frozenset({"toggle_feed", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     RooflineScreen #chart { height: auto; padding: 0 1; }
