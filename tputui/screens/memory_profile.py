@@ -185,7 +185,10 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
             self.query_one("#mp-summary", Static).update(_summary_table(self.allocator, (self.size.width or 120) - 2))
 
     def on_frame_table_row_selected(self, event) -> None:
-        event.stop()  # a breakdown row has no moment of its own: `v` goes by the timeline cursor
+        # A breakdown row has no moment of its own (`v` goes by the timeline cursor): keep the
+        # mixin's Enter-opens-the-trace handler from running too.
+        event.stop()
+        event.prevent_default()
 
     def on_area_chart_cursor_moved(self, event: AreaChart.CursorMoved) -> None:
         self._show_event(event.index)
