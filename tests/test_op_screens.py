@@ -233,6 +233,17 @@ async def test_op_profile_shows_ops_categories_and_programs_in_the_trace_viewer(
         assert len(trace.timeline.selection) == 1200
 
 
+async def test_all_hosts_jump_says_which_host_the_trace_shows():
+    root = FIXTURES / "pod" / "pod_v4_32"
+    app = TputuiApp(open_logdir(str(root)), tool="hlo_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.screen.host is None and app.screen.query_one("#hlo", FrameTable).row()["hlo_op_name"] == "fusion.12"
+        trace = await open_trace(pilot)
+        assert set(selected(trace)) == {"fusion.12"}
+        assert any("the trace viewer shows one host" in n.message for n in app._notifications)
+
+
 async def test_kernel_stats_shows_launches_in_the_trace_viewer():
     app = make_app("gpu_kernels", "kernel_stats")
     async with app.run_test(size=SIZE) as pilot:

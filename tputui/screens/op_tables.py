@@ -168,3 +168,5 @@ class TraceJumpMixin:
             self.notify(f"no events of {label} on host {host}", severity="warning")
             return
         show_in_trace_viewer(self.app, focus)
+        if self.host is None and len(self.run_data.hosts) > 1:  # the table summed every host
+            self.notify(f"{label} on host {host}: the trace viewer shows one host (h picks another)", timeout=6)
