@@ -168,6 +168,14 @@ async def test_roofline_csv_has_the_export_columns(tmp_path, monkeypatch):
         assert header.split(",") == app.screen.result.rows.columns
 
 
+async def test_framework_op_stats_chart_keeps_the_end_of_long_op_names():
+    app = TputuiApp(open_logdir(str(FIXTURES / "pod" / "dcn_2slices")), tool="framework_op_stats")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        labels = [label for label, _ in app.screen.query_one("#device-ops", HBarChart).items]
+        assert labels[0] == "…/convolution_fusion" and len(set(labels)) == len(labels)
+
+
 async def test_framework_op_stats_without_framework_ops_says_so():
     app = make_app("jax_mlp", "framework_op_stats")
     async with app.run_test(size=SIZE) as pilot:

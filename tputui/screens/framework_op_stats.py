@@ -31,6 +31,11 @@ IDLE = "IDLE"
 NO_OPS = "No framework ops in this profile (no TensorFlow / tf.data ops on the host or device): only IDLE, as in XProf."
 
 
+def tail_label(name: str, width: int) -> str:
+    """Op names share their scope prefix ("jit(train_step)/jit(main)/..."): keep the end, which differs."""
+    return name if len(name) <= width else "…" + name[-(width - 1):]
+
+
 def share_items(labels: list[str], values: list[float], total: float) -> list[tuple[str, float]]:
     """(label, percent of `total`) for bar charts; empty labels (ops without a type) say so."""
     return [(label or "(no type)", (v / total * 100) if total else 0.0) for label, v in zip(labels, values)]
@@ -108,7 +113,8 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
             rows = table.filter(table["host_or_device"] == side)
             total = float(rows["total_self_time"].sum() or 0.0)
             top = rows.head(TOP)
-            by_op.set_items(share_items(top["operation"].to_list(), top["total_self_time"].to_list(), total))
+            names = [tail_label(n, by_op.label_width) for n in top["operation"].to_list()]
+            by_op.set_items(share_items(names, top["total_self_time"].to_list(), total))
             types = r.self_time_by_type(side, self.include_idle)
             top_types = types.head(TOP)
             by_type.set_items(share_items(top_types["type"].to_list(), top_types["total_self_time"].to_list(),
