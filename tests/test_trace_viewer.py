@@ -331,3 +331,37 @@ async def test_help_explains_the_trace_keys():
         keys = dict(help_screen.screen_lines)
         assert keys["f"] == "zoom to the selection" and keys["4"].startswith("timing mode")
         assert "XProf" in help_screen.notes
+
+
+async def test_end_and_page_down_stop_at_a_full_last_page():
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        n = len(tl._lines)
+        await pilot.press("end")
+        assert tl.top == n - tl.body_height  # the last track on the last screen line, no blank page
+        assert visible_text(tl).splitlines()[-1].strip()
+        await pilot.press("pagedown", "pagedown")
+        assert tl.top == n - tl.body_height
+        await pilot.press("home")
+        assert tl.top == 0
+        await pilot.press("end")
+        await pilot.resize_terminal(SIZE[0], SIZE[1] + 10)  # taller: still no blank rows at the bottom
+        await pilot.pause()
+        assert tl.top == n - tl.body_height
+
+
+async def test_all_hosts_opens_the_first_host_and_says_so():
+    from conftest import ROOT
+
+    app = TputuiApp(open_logdir(str(ROOT / "tests" / "fixtures" / "pod" / "pod_v4_32")), tool="trace_viewer")
+    async with app.run_test(size=(140, 36)) as pilot:
+        await loaded(pilot)
+        screen = app.screen
+        hosts = app.run_data.hosts
+        assert app.host is None and screen.host == hosts[0] and len(hosts) == 4
+        context = str(screen.query_one("#context").render())
+        assert f"host {hosts[0]} (1 of 4; the trace shows one host, h picks)" in context
+        await pilot.press("h", *hosts[2], "enter")
+        await loaded(pilot)
+        assert app.screen.host == hosts[2] and "1 of" not in str(app.screen.query_one("#context").render())

@@ -65,9 +65,13 @@ class ToolScreen(Screen):
         yield Footer()
 
     def context_text(self) -> str:
-        host = self.host or ("all hosts" if len(self.run_data.hosts) > 1 else (self.run_data.hosts or ["-"])[0])
-        return (f"[b]{self.tool.title}[/b]  │  run [b]{self.run_data.name}[/b]  │  host [b]{host}[/b]"
+        return (f"[b]{self.tool.title}[/b]  │  run [b]{self.run_data.name}[/b]  │  host {self.host_label()}"
                 f"  [dim](t tool · r run · h host · ? help · q quit)[/dim]")
+
+    def host_label(self) -> str:
+        """The host part of the context bar (markup)."""
+        host = self.host or ("all hosts" if len(self.run_data.hosts) > 1 else (self.run_data.hosts or ["-"])[0])
+        return f"[b]{host}[/b]"
 
     def on_mount(self) -> None:
         self.load()

@@ -102,6 +102,8 @@ class TraceViewerScreen(ToolScreen):
         Binding("pageup", "page(-1)", "Page up", show=False, id="trace.page_up", tooltip="scroll the tracks a page up"),
         Binding("pagedown", "page(1)", "Page down", show=False, id="trace.page_down",
                 tooltip="scroll the tracks a page down"),
+        Binding("home", "page(-1e9)", "Top", show=False, id="trace.top", tooltip="scroll to the first track"),
+        Binding("end", "page(1e9)", "Bottom", show=False, id="trace.bottom", tooltip="scroll to the last track"),
         Binding("escape", "clear", "Clear selection / prompt", show=False, id="trace.clear",
                 tooltip="clear the selection (or close the search / go-to line)"),
     ]
@@ -111,11 +113,20 @@ class TraceViewerScreen(ToolScreen):
 
     def __init__(self, run, host, tool, **options: Any) -> None:
         self.focus_request: TraceFocus | None = options.pop("focus", None)
+        # Like XProf, one host's timeline at a time: "all hosts" opens the first and says so.
+        self.first_of = len(run.hosts) if host is None and len(run.hosts) > 1 else 0
+        if self.first_of:
+            host = run.hosts[0]
         super().__init__(run, host, tool, **options)
         self.index: TraceIndex | None = None
         self.timeline: Timeline | None = None
         self.lod_note = ""
         self._prompt_kind = ""
+
+    def host_label(self) -> str:
+        if self.first_of:
+            return f"[b]{self.host}[/b] [dim](1 of {self.first_of}; the trace shows one host, h picks)[/dim]"
+        return super().host_label()
 
     # --- loading ----------------------------------------------------------------------------
     def analyze(self) -> TraceIndex:
@@ -257,9 +268,10 @@ class TraceViewerScreen(ToolScreen):
                 self.timeline.time_cursor = int(self.timeline.zoom_anchor())
             self.timeline.view_changed()
 
-    def action_page(self, step: int) -> None:
+    def action_page(self, step: float) -> None:
         if self._ready():
-            self.timeline.scroll_lines(int(step) * max(self.timeline.body_height - 1, 1))
+            lines = step * max(self.timeline.body_height - 1, 1)
+            self.timeline.scroll_lines(int(max(min(lines, 1e9), -1e9)))
 
     def action_clear(self) -> None:
         prompt = self.query("#prompt")

@@ -158,6 +158,7 @@ class Timeline(Widget, can_focus=True):
                 lines.extend(("row", t.first_row + d) for d in range(t.num_rows))
         self._lines = lines
         self.focus_line = min(self.focus_line, max(len(lines) - 1, 0))
+        self.top = min(self.top, self.max_top)
         self.invalidate()
 
     @property
@@ -167,6 +168,11 @@ class Timeline(Widget, can_focus=True):
     @property
     def plot_width(self) -> int:
         return max(self.size.width - self.label_width - 1, 10)
+
+    @property
+    def max_top(self) -> int:
+        """The last page is a full page: scrolling stops when the last line reaches the bottom."""
+        return max(len(self._lines) - self.body_height, 0)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return container.height
@@ -195,7 +201,7 @@ class Timeline(Widget, can_focus=True):
             self.top = line
         elif line >= self.top + h:
             self.top = line - h + 1
-        self.top = max(0, min(self.top, max(len(self._lines) - 1, 0)))
+        self.top = max(0, min(self.top, self.max_top))
 
     # --- frame ----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -421,7 +427,7 @@ class Timeline(Widget, can_focus=True):
         self.set_window(t - half, t + half)
 
     def scroll_lines(self, d: int) -> None:
-        self.top = max(0, min(self.top + d, max(len(self._lines) - 1, 0)))
+        self.top = max(0, min(self.top + d, self.max_top))
         self.view_changed()
 
     def view_changed(self) -> None:
@@ -612,6 +618,7 @@ class Timeline(Widget, can_focus=True):
         event.stop()
 
     def on_resize(self) -> None:
+        self.top = min(self.top, self.max_top)  # taller: no blank page under the last track
         self.invalidate()
 
 
