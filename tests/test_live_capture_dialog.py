@@ -115,3 +115,22 @@ async def test_tpu_name_target_goes_through_resolution(tmp_path, monkeypatch):
             await settle(pilot)
             assert app.run_data.hosts == [addr.replace(":", "_")]
     assert len(fake.requests) == 1
+
+
+async def test_dialog_fits_a_small_terminal(tmp_path):
+    """80x24: every field and both buttons on screen; no blank progress / error rows until needed."""
+    app = app_on_copy(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("C")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, CaptureDialog)
+        screen_region = dialog.region
+        for wid in ("#target", "#logdir", "#python-level", "#dataset-ops", "#capture", "#cancel"):
+            assert screen_region.contains_region(dialog.query_one(wid).region), wid
+        assert not dialog.query_one("#capture-error").display
+        await pilot.press("enter")  # no address yet: the error line appears, the buttons stay visible
+        await pilot.pause()
+        assert dialog.query_one("#capture-error").display
+        assert screen_region.contains_region(dialog.query_one("#capture").region)

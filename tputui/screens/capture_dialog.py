@@ -27,9 +27,9 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "capture", "Capture")]
     DEFAULT_CSS = """
     CaptureDialog { align: center middle; }
-    CaptureDialog > Vertical { width: 84; max-width: 95%; height: auto; border: round $accent;
-                               background: $surface; padding: 0 1; }
-    CaptureDialog Grid { grid-size: 2; grid-columns: 26 1fr; grid-rows: 1; height: auto; grid-gutter: 1 1;
+    CaptureDialog > Vertical { width: 84; max-width: 95%; height: auto; max-height: 100%; overflow-y: auto;
+                               border: round $accent; background: $surface; padding: 0 1; }
+    CaptureDialog Grid { grid-size: 2; grid-columns: 26 1fr; grid-rows: 1; height: auto; grid-gutter: 0 1;
                          padding: 1 0; }
     CaptureDialog Input { border: none; height: 1; padding: 0 1; background: $boost; }
     CaptureDialog Input:focus { border: none; background: $accent 30%; }
@@ -40,6 +40,7 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
     CaptureDialog Checkbox:focus { background: $accent 30%; }
     CaptureDialog RadioSet { layout: horizontal; border: none; height: auto; }
     CaptureDialog #buttons { height: auto; align: right middle; padding-top: 1; }
+    CaptureDialog #buttons Button { margin-left: 2; }
     CaptureDialog #capture-progress { color: $text-muted; height: auto; }
     CaptureDialog #capture-error { color: $error; height: auto; }
     CaptureDialog LoadingIndicator { height: 1; display: none; }
@@ -78,10 +79,13 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
             yield Static("", id="capture-progress")
             yield Static("", id="capture-error", markup=False)
             with Horizontal(id="buttons"):
-                yield Button("Capture", variant="primary", id="capture")
-                yield Button("Cancel", id="cancel")
+                # Compact (one line) buttons: the dialog fits an 80x24 terminal.
+                yield Button("Capture", variant="primary", id="capture", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
 
     def on_mount(self) -> None:
+        self._progress("")
+        self._error("")
         self.query_one("#target", Input).focus()
 
     @on(RadioSet.Changed, "#target-kind")
@@ -164,10 +168,14 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         self.app.call_from_thread(self._done, result)
 
     def _progress(self, msg: str) -> None:
-        self.query_one("#capture-progress", Static).update(msg)
+        line = self.query_one("#capture-progress", Static)
+        line.update(msg)
+        line.display = bool(msg)  # no blank rows while there is nothing to say
 
     def _error(self, msg: str) -> None:
-        self.query_one("#capture-error", Static).update(msg)
+        line = self.query_one("#capture-error", Static)
+        line.update(msg)
+        line.display = bool(msg)
 
     def _failed(self, msg: str) -> None:
         self.busy = False
