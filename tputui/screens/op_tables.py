@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
-import numpy as np
 import polars as pl
 from textual import work
 
@@ -116,7 +116,7 @@ class ResultKeysMixin:
         return True
 
 
-EventFinder = Callable[["object"], np.ndarray]  # XSpaceFrame -> rows of frame.events
+EventFinder = Callable[[Any], Any]  # XSpaceFrame -> rows of frame.events, or a TraceFocus
 
 
 class TraceJumpMixin:
