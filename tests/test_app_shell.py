@@ -215,3 +215,32 @@ async def test_tool_picker_names_the_tools_it_hides():
         await pilot.press("t")
         await settle(pilot)
         assert "Op profile" in app.screen.note and "GPU kernel stats" in app.screen.note
+
+
+async def test_summary_says_which_tools_have_data_and_the_picker_reuses_it():
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        text = str(screen.query_one("#next").render())
+        assert text.startswith("t opens a tool; with data in this run: Overview page")
+        assert "Trace viewer" in text and "Op profile" not in text  # CPU-only profile: no TPU ops
+        assert app._available[app.run_data.name] == screen.tools_with_data
+        table = screen.query_one("#lines", FrameTable)
+        assert table.frame.columns == ["host", "plane", "line", "events", "span"]
+
+
+async def test_summary_of_many_hosts_is_one_line_per_host():
+    from conftest import ROOT
+
+    app = TputuiApp(open_logdir(str(ROOT / "tests" / "fixtures" / "pod" / "pod_v4_32")))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        facts = screen.query_one("#overview")
+        text = "\n".join(line.text for line in facts.render_lines(facts.region.reset_offset))
+        hosts = [h.host for h in screen.result.hosts]
+        assert len(hosts) == 4 and all(sum(h in ln for ln in text.splitlines()) == 1 for h in hosts)
+        assert "planes" not in text.lower()  # per-plane detail is in the lines table below
+        table = screen.query_one("#lines", FrameTable)
+        assert table.region.y < SIZE[1] // 2  # the table starts in the upper half of the screen

@@ -1,13 +1,16 @@
 """The first screen: what this run holds (hosts, planes, lines, span, capture options)."""
 from __future__ import annotations
 
+import polars as pl
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.containers import Horizontal
 from textual.widgets import Static
 
 from tputui.analysis.summary import RunSummary
 from tputui.screens.base import ToolScreen
+from tputui.tools import TOOLS
 from tputui.widgets.table import FrameTable
 
 
@@ -28,43 +31,82 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+MAX_HOST_LINES = 8  # hosts listed one per line; the rest are counted
+
+
 class SummaryScreen(ToolScreen):
     DEFAULT_CSS = """
-    SummaryScreen #facts { height: auto; padding: 0 1; }
+    SummaryScreen #facts { height: auto; max-height: 50%; padding: 0 1; overflow-y: auto; }
     SummaryScreen #facts > Static { width: 1fr; height: auto; }
+    SummaryScreen #next { height: auto; padding: 0 1; margin-bottom: 1; }
     SummaryScreen FrameTable { height: 1fr; border: round $panel; }
     """
+
+    tools_with_data: list[str] | None = None
+
+    @work(thread=True, exclusive=True, group="summary-tools", description="tools with data")
+    def find_tools(self) -> None:
+        """Which tools have data: the first thing a newcomer needs (after the facts, so they
+        draw at once); the tool picker reuses the answer."""
+        run, cache = self.run_data, self.app._available
+        if run.name not in cache:
+            cache[run.name] = [t.name for t in TOOLS if t.available(run)]
+        self.app.call_from_thread(self._tools_found, cache[run.name])
+
+    def _tools_found(self, names: list[str]) -> None:
+        self.tools_with_data = names
+        for w in self.query("#next"):
+            w.update(self._next_text())
 
     def show(self, result: RunSummary) -> None:
         self.body.mount(Horizontal(
             Static(self._overview(result), id="overview"),
             Static(self._options(result), id="options"),
             id="facts"))
-        lines = result.tables()["lines"].select(
-            "host", "plane_name", "name", "events",
-            span=(result.tables()["lines"]["last_end_ps"] - result.tables()["lines"]["first_ps"]))
+        self.body.mount(Static(self._next_text(), id="next"))
+        self.find_tools()
+        t = result.tables()["lines"]
+        lines = t.select("host", pl.col("plane_name").alias("plane"), pl.col("name").alias("line"), "events",
+                         span=t["last_end_ps"] - t["first_ps"])
         table = FrameTable(lines, id="lines", formats={"span": fmt_ps})
         table.border_title = "Lines (threads / device lines) — s sort · / filter"
         self.body.mount(table)
         table.focus()
 
+    def _next_text(self) -> Text:
+        if self.tools_with_data is None:
+            return Text("t opens a tool (finding the tools with data in this run…)", style="dim")
+        names = [t.title for t in TOOLS if t.name in self.tools_with_data and t.name != "summary"]
+        if not names:
+            return Text("t opens a tool", style="dim")
+        text = Text.assemble(("t", "bold"), f" opens a tool; with data in this run: {', '.join(names)}")
+        text.stylize("dim", 1)
+        return text
+
     def _overview(self, r: RunSummary) -> Table:
         t = Table.grid(padding=(0, 2))
-        t.add_column(style="bold")
+        t.add_column(style="bold", no_wrap=True)
         t.add_column()
         t.add_row("Run", r.run)
-        t.add_row("Hosts", ", ".join(h.host for h in r.hosts))
+        t.add_row("Hosts", f"{len(r.hosts)}" if len(r.hosts) > 1 else (r.hosts[0].host if r.hosts else "-"))
         t.add_row("Devices", f"{r.device_count} × {r.device_type}" if r.device_count else "none (host only)")
         t.add_row("Events", f"{r.num_events:,}")
-        for h in r.hosts:
-            planes = ", ".join(f"{n} ({e:,})" for n, e in zip(h.planes["name"], h.planes["events"]))
-            t.add_row(f"{h.host}", Text(f"{fmt_bytes(h.size_bytes)}; span "
-                                        f"{fmt_ps(h.span_ps[1] - h.span_ps[0]) if h.span_ps else '-'}"))
-            t.add_row("  planes", Text(planes, overflow="fold"))
+        many = len(r.hosts) > 1
+        for i, h in enumerate(r.hosts):
+            if i == MAX_HOST_LINES and many:
+                t.add_row("", Text(f"… and {len(r.hosts) - i} more hosts (h picks one)", style="dim"))
+            span = fmt_ps(h.span_ps[1] - h.span_ps[0]) if h.span_ps else "-"
+            events = int(h.planes["events"].sum()) if h.planes.height else 0
+            if not many:
+                t.add_row("File", Text(f"{fmt_bytes(h.size_bytes)} · span {span}"))
+            elif i < MAX_HOST_LINES:
+                t.add_row(h.host, Text(f"{fmt_bytes(h.size_bytes)} · span {span} · {events:,} events"))
+            if not many:
+                t.add_row("Planes", Text(_planes_text(h.planes), overflow="fold"))
             for msg in h.errors:
-                t.add_row("  error", Text(msg, style="red"))
+                t.add_row(f"{h.host} error" if many else "Error", Text(msg, style="red"))
             for msg in h.warnings:
-                t.add_row("  warning", Text(msg, style="yellow"))
+                t.add_row(f"{h.host} warning" if many else "Warning", Text(msg, style="yellow"))
         return t
 
     def _options(self, r: RunSummary) -> Table:
@@ -72,7 +114,7 @@ class SummaryScreen(ToolScreen):
         t.add_column(style="bold")
         t.add_column()
         h = r.hosts[0] if r.hosts else None
-        t.add_row("Capture options", "" if h and h.capture_options else "(not recorded)")
+        t.add_row("Capture options", "" if h and h.capture_options else Text("(not recorded)", style="dim"))
         if h:
             keep = ("host_tracer_level", "device_tracer_level", "python_tracer_level", "include_dataset_ops",
                     "enable_hlo_proto", "duration_ms", "repository_path", "session_id")
@@ -83,3 +125,10 @@ class SummaryScreen(ToolScreen):
                 t.add_row("  captured for", fmt_ps((h.stop_time_ns - h.start_time_ns) * 1000))
         return t
 
+
+def _planes_text(planes: pl.DataFrame) -> str:
+    """Planes with events, with their counts; empty ones only counted."""
+    full = planes.filter(pl.col("events") > 0)
+    text = ", ".join(f"{n} ({e:,} events)" for n, e in zip(full["name"], full["events"]))
+    empty = planes.height - full.height
+    return text + (f"; {empty} empty" if empty else "") if text else f"{planes.height} planes, no events"
