@@ -244,3 +244,16 @@ async def test_summary_of_many_hosts_is_one_line_per_host():
         assert "planes" not in text.lower()  # per-plane detail is in the lines table below
         table = screen.query_one("#lines", FrameTable)
         assert table.region.y < SIZE[1] // 2  # the table starts in the upper half of the screen
+
+
+async def test_a_tool_without_data_says_so_calmly():
+    """No data is not a failure: one line that says why, a hint, no red error toast."""
+    app = make_app("jax_mlp", tool="kernel_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert screen.error and "no GPU planes" in screen.error
+        line = screen.query_one("#error")
+        assert line.has_class("no-data") and str(line.render()).startswith("No data: no GPU planes")
+        assert "t picks a tool" in str(screen.query_one(".no-data-hint").render())
+        assert not [n for n in app._notifications if n.severity == "error"]

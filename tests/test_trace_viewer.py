@@ -365,3 +365,24 @@ async def test_all_hosts_opens_the_first_host_and_says_so():
         await pilot.press("h", *hosts[2], "enter")
         await loaded(pilot)
         assert app.screen.host == hosts[2] and "1 of" not in str(app.screen.query_one("#context").render())
+
+
+async def test_a_host_without_events_is_one_clear_line(tmp_path):
+    from tputui.proto import xplane_pb2
+
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    xs = xplane_pb2.XSpace()
+    plane = xs.planes.add(id=1, name="/host:CPU")
+    plane.lines.add(id=1, name="python")
+    (run / "vm.xplane.pb").write_bytes(xs.SerializeToString())
+    app = TputuiApp(open_logdir(str(tmp_path)), tool="trace_viewer")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert screen.error.startswith("no trace events on host vm (1 thread / device line(s), all empty")
+        assert not screen.query("#timeline")
+        await pilot.press("w", "slash")  # keys on an empty screen do nothing, raise nothing
+        assert app.screen is screen

@@ -21,6 +21,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.tools import Tool
@@ -42,6 +43,8 @@ class ToolScreen(Screen):
     ToolScreen #loading { height: 1; padding: 0 1; text-style: bold; }
     ToolScreen #progress { color: $text-muted; padding: 0 1; }
     ToolScreen .error { color: $error; padding: 1 2; }
+    ToolScreen .no-data { padding: 1 2 0 2; }
+    ToolScreen .no-data-hint { color: $text-muted; padding: 0 2; }
     """
 
     def __init__(self, run: RunData, host: str | None, tool: Tool, **options: Any) -> None:
@@ -86,6 +89,9 @@ class ToolScreen(Screen):
         self.run_data.progress = lambda msg: self.app.call_from_thread(self._set_progress, msg)
         try:
             result = self.analyze()
+        except NoDataError as e:  # not a failure: this profile has nothing for the tool
+            self.app.call_from_thread(self._failed, str(e), True)
+            return
         except UserError as e:
             self.app.call_from_thread(self._failed, str(e))
             return
@@ -123,11 +129,15 @@ class ToolScreen(Screen):
         if not self._replaced():
             self.show(result)
 
-    async def _failed(self, message: str) -> None:
+    async def _failed(self, message: str, no_data: bool = False) -> None:
         if self._replaced():
             return
         self.error = message
         await self._clear_body()
+        if no_data:  # one calm line that says why; t picks another tool
+            await self.body.mount(Static(f"No data: {message}", classes="no-data", id="error", markup=False))
+            await self.body.mount(Static("t picks a tool that has data in this run", classes="no-data-hint"))
+            return
         await self.body.mount(Static(message, classes="error", id="error", markup=False))
         self.notify(message, title=self.tool.title, severity="error", timeout=8)
 

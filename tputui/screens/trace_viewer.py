@@ -32,6 +32,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
+from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex, index_for, remember_index
 from tputui.screens.base import ToolScreen
 from tputui.widgets.timeline import Timeline, fmt_ps, fmt_tick, parse_time
@@ -133,7 +134,12 @@ class TraceViewerScreen(ToolScreen):
         frame = self.run_data.frame(self.host)
         report = self.run_data.progress
         # The quick index first (drawn at once); build_lod refines and swaps it.
-        return index_for(frame, report, exact=False)
+        index = index_for(frame, report, exact=False)
+        if index.num_events == 0:
+            host = self.host or self.run_data.hosts[0]
+            raise NoDataError(f"no trace events on host {host} ({len(index.tracks)} thread / device line(s), "
+                              "all empty; capture a longer window or raise the tracer levels)")
+        return index
 
     def show(self, index: TraceIndex) -> None:
         self.index = index
