@@ -386,3 +386,31 @@ async def test_a_host_without_events_is_one_clear_line(tmp_path):
         assert not screen.query("#timeline")
         await pilot.press("w", "slash")  # keys on an empty screen do nothing, raise nothing
         assert app.screen is screen
+
+
+async def test_details_show_self_time():
+    """Self time = duration less what the children (next depth, same track) cover; checked
+    against a plain loop over every event of the track for the first 200 events with children."""
+    app = make_app("tf_keras")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        ix = tl.ix
+        checked = 0
+        for i in range(ix.num_events):
+            r = int(ix.event_row[i])
+            s, e = int(ix.start[i]), int(ix.end[i])
+            kids = np.flatnonzero((ix.event_row == r + 1) & (ix.row_track[ix.event_row] == ix.row_track[r])
+                                  & (ix.start >= s) & (ix.start < e))
+            if not len(kids) or e == s:
+                continue
+            covered = sum(min(int(ix.end[k]), e) - max(int(ix.start[k]), s) for k in kids)
+            assert ix.self_time(i) == e - s - covered
+            checked += 1
+            if checked == 200:
+                break
+        assert checked == 200
+        tl.select([i])
+        await pilot.pause()
+        own = ix.self_time(i)
+        text = details_text(app.screen)
+        assert "Self time" in text and f"{fmt_ps(own, 6)} ({100 * own / (e - s):.1f}% of its duration)" in text
