@@ -257,3 +257,23 @@ async def test_a_tool_without_data_says_so_calmly():
         assert line.has_class("no-data") and str(line.render()).startswith("No data: no GPU planes")
         assert "t picks a tool" in str(screen.query_one(".no-data-hint").render())
         assert not [n for n in app._notifications if n.severity == "error"]
+
+
+async def test_a_filter_stays_visible_after_the_filter_bar_closes():
+    app = make_app("tf_keras")
+    async with app.run_test(size=(100, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#lines", FrameTable)
+        total = table.row_count
+        await pilot.press("slash", *"zzz")
+        await pilot.pause()
+        assert table.render_line(1).text.strip() == "no row matches 'zzz'"
+        await pilot.press("backspace", "backspace", "backspace", *"data", "enter")
+        await pilot.pause()
+        shown = table.row_count
+        assert 0 < shown < total
+        last = table.render_line(table.size.height - 1).text
+        assert f"filter 'data': {shown} of {total} rows" in last
+        await pilot.press("escape")
+        assert table.row_count == total
+        assert "filter" not in table.render_line(table.size.height - 1).text

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 from rich.segment import Segment
+from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
@@ -142,7 +143,8 @@ class FrameTable(ScrollView, can_focus=True):
             col, desc = self.sort_by
             view = view.sort(col, descending=desc, nulls_last=True, maintain_order=True)
         self._view = view
-        self.virtual_size = Size(sum(self._widths) + len(self._widths), view.height + 1)
+        # Header + rows (+ the filter line at the bottom while a filter is on).
+        self.virtual_size = Size(sum(self._widths) + len(self._widths), view.height + 1 + bool(self.filter_text))
         if not keep_cursor:
             self.cursor_row = 0
         self.cursor_row = max(0, min(self.cursor_row, view.height - 1))
@@ -167,14 +169,25 @@ class FrameTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.size.width
+        if self.filter_text and y == self.size.height - 1:
+            return self._filter_strip(width)
         if y == 0:
             strip = self._header_strip()
         else:
             index = scroll_y + y - 1
             if index >= self._view.height:
+                if index == 0 and self.filter_text:
+                    return Strip([Segment(f" no row matches {self.filter_text!r}".ljust(width)[:width],
+                                          self.rich_style + Style(dim=True))])
                 return Strip.blank(width, self.rich_style)
             strip = self._row_strip(index)
         return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
+
+    def _filter_strip(self, width: int) -> Strip:
+        """While a filter is on, the last line says so (it hides rows even with the bar closed)."""
+        text = (f" filter {self.filter_text!r}: {self._view.height:,} of {self._source.height:,} rows"
+                "  · / edit · Esc clear")
+        return Strip([Segment(text[:width].ljust(width), self.get_component_rich_style("frametable--header"))])
 
     def _header_strip(self) -> Strip:
         base = self.get_component_rich_style("frametable--header")
@@ -209,7 +222,7 @@ class FrameTable(ScrollView, can_focus=True):
 
     # --- keys --------------------------------------------------------------------------
     def watch_cursor_row(self, old: int, new: int) -> None:
-        visible = max(1, self.size.height - 1)
+        visible = max(1, self.size.height - 1 - bool(self.filter_text))
         top = self.scroll_offset.y
         if new < top:
             self.scroll_to(y=new, animate=False)
