@@ -192,3 +192,13 @@ def test_export_help_names_every_tool(capsys):
     for flag in ("--run RUN", "--host HOST", "--no-cache"):
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(flag))
         assert len(line.split()) > 2, line  # every option says what it does
+
+
+def test_app_help_names_the_subcommands_and_shows_examples(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    for sub in ("export", "capture", "monitor"):
+        assert any(ln.split()[:1] == [sub] and len(ln.split()) > 2 for ln in out.splitlines()), sub
+    assert "tputui --demo" in out and "examples:" in out

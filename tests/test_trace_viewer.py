@@ -414,3 +414,12 @@ async def test_details_show_self_time():
         own = ix.self_time(i)
         text = details_text(app.screen)
         assert "Self time" in text and f"{fmt_ps(own, 6)} ({100 * own / (e - s):.1f}% of its duration)" in text
+
+
+async def test_n_before_any_search_says_how_to_search():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        await pilot.press("n")
+        assert not len(tl.selection)
+        assert any("/ searches event names" in str(n.message) for n in app._notifications)

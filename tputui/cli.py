@@ -26,7 +26,16 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 def app_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tputui", description="Terminal UI for XProf / TensorBoard profiles.",
-        epilog="subcommands: export, capture, monitor (tputui SUBCOMMAND --help)")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="subcommands (tputui SUBCOMMAND --help):\n"
+               "  export   write a tool's result as JSON or CSV, no screen\n"
+               "  capture  grab a profile from a running profiler server into a logdir\n"
+               "  monitor  live TPU utilization from a running profiler server\n\n"
+               "examples:\n"
+               "  tputui ./logs                          the newest run; t tool, r run, h host, ? help\n"
+               "  tputui ./logs --tool trace_viewer      open a tool directly\n"
+               "  tputui gs://bucket/logs --run RUN      a run in Cloud Storage\n"
+               "  tputui --demo                          a bundled profile to try the keys on")
     p.add_argument("logdir", nargs="?", help="logdir, plugins/profile folder, run folder, .xplane.pb file or gs:// URL")
     p.add_argument("--run", help="run to open (default: newest)")
     p.add_argument("--host", help="host to open (default: all hosts / the first)")

@@ -260,8 +260,12 @@ class TraceViewerScreen(ToolScreen):
             self.timeline.timing_mark()
 
     def action_next_match(self, step: int) -> None:
-        if self._ready():
-            self.timeline.next_match(int(step))
+        if not self._ready():
+            return
+        if not self.timeline.search_text:
+            self.notify("nothing searched yet: / searches event names", timeout=3)
+            return
+        self.timeline.next_match(int(step))
 
     def action_select_matches(self) -> None:
         if self._ready():
