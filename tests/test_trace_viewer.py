@@ -423,3 +423,20 @@ async def test_n_before_any_search_says_how_to_search():
         await pilot.press("n")
         assert not len(tl.selection)
         assert any("/ searches event names" in str(n.message) for n in app._notifications)
+
+
+async def test_level_of_detail_finishing_after_the_user_left_is_ignored():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        viewer = app.screen
+        viewer.lod_note = "in the background: building the level of detail…"
+        viewer.update_status()
+        assert "in the background" in str(viewer.query_one("#status").render())
+        app.open_tool("summary")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        viewer._lod_progress("late")  # a worker reporting after the switch: no effect, no error
+        viewer._swap_index(tl.ix)
+        viewer._lod_done()
+        assert viewer.lod_note.endswith("level of detail…") and app.screen.tool.name == "summary"

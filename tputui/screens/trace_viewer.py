@@ -155,7 +155,7 @@ class TraceViewerScreen(ToolScreen):
             self.apply_focus(self.focus_request)
         self.update_status()
         if not index.pyramid_ready or not index.exact:
-            self.lod_note = "building level of detail…"
+            self.lod_note = "in the background: building the level of detail…"
             self.build_lod()
 
     @work(thread=True, exclusive=True, group="trace-lod", description="level of detail")
@@ -173,15 +173,21 @@ class TraceViewerScreen(ToolScreen):
         self.app.call_from_thread(self._lod_done)
 
     def _swap_index(self, index: TraceIndex) -> None:
+        if self._replaced():  # the user moved on while the worker ran
+            return
         self.index = index
         if self.timeline is not None:
             self.timeline.set_index(index)
 
     def _lod_progress(self, msg: str) -> None:
-        self.lod_note = msg
+        if self._replaced():  # the user moved on while the worker ran
+            return
+        self.lod_note = f"in the background: {msg}"  # the view already works; say this is extra
         self.update_status()
 
     def _lod_done(self) -> None:
+        if self._replaced():  # the user moved on while the worker ran
+            return
         self.lod_note = ""
         if self.timeline is not None:
             self.timeline.invalidate()
