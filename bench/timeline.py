@@ -30,9 +30,9 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DEV_PY = "/opt/venvs/dev/bin/python"
-ORACLE_PY = "/opt/venvs/oracle/bin/python"
-TOOLS = pathlib.Path("/work/shared/tools")
+DEV_PY = sys.executable  # this project's interpreter
+ORACLE_PY = os.environ.get("XPROF_PYTHON", "/opt/venvs/oracle/bin/python")  # a python with xprof
+TOOLS = ROOT.parent / "shared" / "tools"
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SIZE = (200, 60)
 

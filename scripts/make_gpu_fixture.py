@@ -23,7 +23,7 @@ from tputui.proto import xplane_pb2
 
 RUN = "2026_01_01_00_00_00"
 HOST = "gpu-host"
-ORACLE_PY = "/opt/venvs/oracle/bin/python"
+ORACLE_PY = os.environ.get("XPROF_PYTHON", "/opt/venvs/oracle/bin/python")  # a python with xprof
 ORACLE_TOOL = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "tools", "oracle.py")
 
 GEMM = "volta_h884gemm_128x128_ldg8_nn"

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -48,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 from tputui.proto import xplane_pb2  # noqa: E402
 
 RUN = "2026_11_23_10_00_00"
-ORACLE_PY = "/opt/venvs/oracle/bin/python"
+ORACLE_PY = os.environ.get("XPROF_PYTHON", "/opt/venvs/oracle/bin/python")  # a python with xprof
 ORACLE = ROOT.parent / "shared" / "tools" / "oracle.py"
 US = 1_000_000  # ps per microsecond
 T0_NS = 20_000  # line timestamps: 20 us after the profile start, before every event
