@@ -440,3 +440,15 @@ async def test_level_of_detail_finishing_after_the_user_left_is_ignored():
         viewer._swap_index(tl.ix)
         viewer._lod_done()
         assert viewer.lod_note.endswith("level of detail…") and app.screen.tool.name == "summary"
+
+
+async def test_a_leaf_event_has_no_separate_self_time_line():
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        ix = tl.ix
+        leaf = next(i for i in range(ix.num_events)
+                    if ix.end[i] > ix.start[i] and ix.self_time(i) == ix.end[i] - ix.start[i])
+        tl.select([leaf])
+        await pilot.pause()
+        assert "Self time" not in details_text(app.screen)

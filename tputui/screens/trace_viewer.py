@@ -404,8 +404,8 @@ class TraceViewerScreen(ToolScreen):
         t.add_row("Where", f"{sec.name} › {track.name} (depth {int(ix.row_depth[int(ix.event_row[i])])})")
         t.add_row("Start", fmt_ps(s, 6) + " from the profile start")
         t.add_row("Duration", fmt_ps(e - s, 6) if e > s else "instant")
-        if e > s:
-            own = ix.self_time(i)
+        own = ix.self_time(i) if e > s else 0
+        if own != e - s:  # only events with children: a leaf's self time is its duration
             t.add_row("Self time", f"{fmt_ps(own, 6) if own else '0'} ({100 * own / (e - s):.1f}% of its duration)")
         long_name = ix.metadata_name(i)
         if len(long_name) > len(ix.event_name(i)):  # e.g. an XLA op's full HLO text
