@@ -355,7 +355,6 @@ def build_host(spec: PodSpec, h: int, sim: dict, hlo: bytes) -> xplane_pb2.XSpac
     xs = xplane_pb2.XSpace()
     xs.hostnames.append(host)
     skip_steps = set(spec.missing_host_steps.get(h, ()))
-    slice_id = h // spec.hosts_per_slice
     first_chip = h * spec.chips_per_host
     last_end = 0
     for c in range(spec.cores_per_host):
