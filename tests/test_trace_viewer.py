@@ -304,17 +304,21 @@ async def test_select_all_matches_on_many_events():
         await pilot.press("asterisk")
         assert len(tl.selection) == n and np.all(np.diff(tl.selection) > 0)
         text = details_text(app.screen)
-        assert f"{n:,} events" in text
-        names, counts = np.unique(tl.ix.name[tl.selection], return_counts=True)
-        top = tl.ix.names[int(names[np.argmax(counts)])]
-        assert f"{top} ×{counts.max()}" in text
+        ix = tl.ix
+        names, counts = np.unique(ix.name[tl.selection], return_counts=True)
+        assert f"{n:,} events, {len(names)} name(s)" in text
+        dur = ix.end[tl.selection] - ix.start[tl.selection]
+        totals = [int(dur[ix.name[tl.selection] == k].sum()) for k in names]
+        first = int(np.argmax(totals))  # the name with the most time comes first, with its count
+        row = next(ln for ln in text.splitlines() if ln.startswith(ix.names[int(names[first])][:20]))
+        assert f"{counts[first]:,}" in row and fmt_ps(totals[first]) in row
 
 
 async def test_small_terminal_keeps_most_rows_for_the_timeline():
     app = make_app("tpu_v6e_inference")
     async with app.run_test(size=(80, 24)) as pilot:
         tl = await loaded(pilot)
-        details = app.screen.query_one("#details")
+        details = app.screen.query_one("#details-box")
         assert tl.size.height >= 12 and details.size.height >= 4
         assert tl.size.height > 2 * details.size.height
 
@@ -452,3 +456,19 @@ async def test_a_leaf_event_has_no_separate_self_time_line():
         tl.select([leaf])
         await pilot.pause()
         assert "Self time" not in details_text(app.screen)
+
+
+async def test_ctrl_arrows_scroll_a_long_details_pane():
+    app = make_app("tf_keras")
+    async with app.run_test(size=(100, 24)) as pilot:
+        tl = await loaded(pilot)
+        await pilot.press("slash", *"iterator", "enter", "asterisk")
+        await pilot.pause()
+        details = app.screen.query_one("#details-box")
+        assert details.max_scroll_y > 0 and details.scroll_y == 0
+        await pilot.press("ctrl+down")
+        await pilot.pause()
+        assert details.scroll_y > 0
+        await pilot.press("ctrl+up")
+        await pilot.pause()
+        assert details.scroll_y == 0 and tl.has_focus

@@ -25,17 +25,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex, index_for, remember_index
 from tputui.screens.base import ToolScreen
 from tputui.widgets.timeline import Timeline, fmt_ps, fmt_tick, parse_time
+
+
+class DetailsBox(VerticalScroll, can_focus=False):
+    """The details pane: scrolls (ctrl+↑ ↓, the wheel) but never takes the timeline's focus."""
 
 
 @dataclass(frozen=True)
@@ -55,14 +60,16 @@ def show_in_trace_viewer(app, focus: TraceFocus) -> None:
 
 
 MAX_STATS = 40
+MAX_NAMES = 8  # names listed for a multi-event selection
 HINT = "Select an event: arrows, click, / to search, n / N for matches."
 
 
 class TraceViewerScreen(ToolScreen):
     DEFAULT_CSS = """
     TraceViewerScreen #status { height: 1; background: $boost; padding: 0 1; }
-    TraceViewerScreen #details { height: 25%; min-height: 4; max-height: 12; border-top: solid $panel;
-                                 padding: 0 1; overflow-y: auto; }
+    TraceViewerScreen #details-box { height: 25%; min-height: 4; max-height: 12; border-top: solid $panel;
+                                     padding: 0 1; }
+    TraceViewerScreen #details { height: auto; }
     TraceViewerScreen #prompt { dock: bottom; display: none; }
     TraceViewerScreen #prompt.visible { display: block; }
     """
@@ -105,6 +112,10 @@ class TraceViewerScreen(ToolScreen):
                 tooltip="scroll the tracks a page down"),
         Binding("home", "page(-1e9)", "Top", show=False, id="trace.top", tooltip="scroll to the first track"),
         Binding("end", "page(1e9)", "Bottom", show=False, id="trace.bottom", tooltip="scroll to the last track"),
+        Binding("ctrl+down", "scroll_details(1)", "Details down", show=False, id="trace.details_down",
+                tooltip="scroll the details pane down"),
+        Binding("ctrl+up", "scroll_details(-1)", "Details up", show=False, id="trace.details_up",
+                tooltip="scroll the details pane up"),
         Binding("escape", "clear", "Clear selection / prompt", show=False, id="trace.clear",
                 tooltip="clear the selection (or close the search / go-to line)"),
     ]
@@ -147,7 +158,7 @@ class TraceViewerScreen(ToolScreen):
         self.body.mount(Vertical(
             self.timeline,
             Static("", id="status"),
-            Static(Text(HINT, style="dim"), id="details"),
+            DetailsBox(Static(Text(HINT, style="dim"), id="details"), id="details-box"),
             id="trace"))
         self.body.mount(Input(placeholder="", id="prompt"))
         self.timeline.focus()
@@ -289,6 +300,10 @@ class TraceViewerScreen(ToolScreen):
             lines = step * max(self.timeline.body_height - 1, 1)
             self.timeline.scroll_lines(int(max(min(lines, 1e9), -1e9)))
 
+    def action_scroll_details(self, step: int) -> None:
+        for box in self.query("#details-box"):
+            box.scroll_relative(y=int(step) * max(box.size.height - 1, 1), animate=False)
+
     def action_clear(self) -> None:
         prompt = self.query("#prompt")
         if prompt and prompt.first().has_focus:
@@ -371,6 +386,8 @@ class TraceViewerScreen(ToolScreen):
         if tl is None or not details:
             return
         details.first().update(self.details_renderable())
+        for box in self.query("#details-box"):
+            box.scroll_home(animate=False)  # a new selection reads from its top
 
     def details_renderable(self):
         tl = self.timeline
@@ -379,20 +396,7 @@ class TraceViewerScreen(ToolScreen):
         if not len(sel):
             return Text(HINT, style="dim")
         if len(sel) > 1:
-            dur = ix.end[sel] - ix.start[sel]
-            counts = np.bincount(ix.name[sel], minlength=len(ix.names))  # no np.unique: fast at 2M
-            ids = np.flatnonzero(counts)
-            top = sorted(zip(counts[ids].tolist(), ids.tolist()), reverse=True)[:5]
-            t = Table.grid(padding=(0, 2))
-            t.add_column(style="bold")
-            t.add_column()
-            a, b = tl.selection_span()
-            t.add_row("Selected", f"{len(sel):,} events")
-            t.add_row("Total duration", fmt_ps(int(dur.sum())))
-            t.add_row("Average", fmt_ps(float(dur.mean())))
-            t.add_row("Span", f"{fmt_ps(a)} – {fmt_ps(b)} ({fmt_ps(b - a)})")
-            t.add_row("Names", ", ".join(f"{ix.names[n]} ×{c}" for c, n in top))
-            return t
+            return self.selection_summary(sel)
         i = int(tl.current if len(sel) == 1 and tl.current == sel[0] else sel[0])
         track = ix.tracks[int(ix.row_track[int(ix.event_row[i])])]
         sec = ix.sections[track.section]
@@ -417,3 +421,30 @@ class TraceViewerScreen(ToolScreen):
                 v = f"<{len(v):,} bytes>"
             t.add_row(k, str(v))
         return t
+
+    def selection_summary(self, sel: np.ndarray):
+        """Several events: totals, then per name (as XProf's selection table) the biggest first."""
+        tl, ix = self.timeline, self.timeline.ix
+        dur = ix.end[sel] - ix.start[sel]
+        names = ix.name[sel]
+        counts = np.bincount(names, minlength=len(ix.names))  # bincount, not np.unique: fast at 2M
+        totals = np.bincount(names, weights=dur, minlength=len(ix.names))
+        ids = np.flatnonzero(counts)
+        ids = ids[np.argsort(-totals[ids], kind="stable")]
+        head = Table.grid(padding=(0, 2))
+        head.add_column(style="bold")
+        head.add_column()
+        a, b = tl.selection_span()
+        head.add_row("Selected", f"{len(sel):,} events, {len(ids):,} name(s)")
+        head.add_row("Total duration", f"{fmt_ps(int(dur.sum()))}  (average {fmt_ps(float(dur.mean()))})")
+        head.add_row("Span", f"{fmt_ps(a)} – {fmt_ps(b)} ({fmt_ps(b - a)})")
+        per_name = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
+        per_name.add_column("Name", overflow="ellipsis", no_wrap=True, max_width=60)
+        for col in ("Count", "Total", "Average"):
+            per_name.add_column(col, justify="right", no_wrap=True)
+        for n in ids[:MAX_NAMES].tolist():
+            c, tot = int(counts[n]), float(totals[n])
+            per_name.add_row(ix.names[n], f"{c:,}", fmt_ps(tot), fmt_ps(tot / c))
+        if len(ids) > MAX_NAMES:
+            per_name.add_row(Text(f"… {len(ids) - MAX_NAMES:,} more names", style="dim"), "", "", "")
+        return Group(head, Text(""), per_name)
