@@ -82,3 +82,17 @@ def test_export_schema():
     assert set(row) >= {"name", "recv_op_name", "send_op_name", "slack_time_ms", "observed_duration_ms",
                         "stall_duration_ms", "occurrences", "aggregated_total_stall_ms",
                         "data_transmitted_bytes", "required_bandwidth_gbps"}
+
+
+def test_listed_only_where_there_are_dcn_collectives():
+    from tputui.analysis.megascale import has_data
+    from tputui.data.logdir import open_logdir
+    from tputui.data.run_data import RunData
+    from tests.conftest import FIXTURES, PROFILES
+
+    def run(path):
+        return RunData(open_logdir(str(path)).runs[0])
+
+    assert has_data(run(FIXTURES / "pod" / "dcn_2slices"))
+    assert not has_data(run(FIXTURES / "pod" / "pod_v4_32"))
+    assert not has_data(run(PROFILES / "tpu_v6e_inference"))

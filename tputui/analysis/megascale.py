@@ -364,4 +364,5 @@ def analyze(run, host: str | None = None, dcn_gbps: float | None = None, **_opti
 
 
 def has_data(run) -> bool:
-    return bool(run.hosts)
+    """Listed only where XProf finds DCN collectives: every host has `MegaScale:` events."""
+    return bool(run.hosts) and all(has_megascale_events(run.frame(h, planes=PLANES)) for h in run.hosts)
