@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -202,3 +203,19 @@ def test_app_help_names_the_subcommands_and_shows_examples(capsys):
     for sub in ("export", "capture", "monitor"):
         assert any(ln.split()[:1] == [sub] and len(ln.split()) > 2 for ln in out.splitlines()), sub
     assert "tputui --demo" in out and "examples:" in out
+
+
+def test_output_to_a_special_file_writes_through_it(capsys, tmp_path):
+    """`-o /dev/null` or a FIFO: written in place, never replaced by a regular file."""
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    code, _, err = run_cli(capsys, "export", str(PROFILES / "jax_mlp"), "--tool", "summary", "-o", str(fifo))
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert json.loads(got[0])["hosts"][0]["host"] == "vm"

@@ -121,7 +121,10 @@ def run_export(argv: list[str]) -> int:
     if a.host:
         run.host_file(a.host)  # a wrong host fails here with the host list
     result = run_tool(run, a.tool, a.host, **_tool_options(a))
-    if a.output:
+    if a.output and _is_special_file(a.output):  # /dev/null, a FIFO: write in place, never replace
+        with open(a.output, "w", encoding="utf-8", newline="") as f:
+            write_result(result, a.format, f, a.table)
+    elif a.output:
         tmp = a.output + ".part"
         try:
             f = open(tmp, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed by the `with` below
@@ -138,6 +141,15 @@ def run_export(argv: list[str]) -> int:
         write_result(result, a.format, sys.stdout, a.table)
     _note_empty_table(result, a.format, a.table)
     return 0
+
+
+def _is_special_file(path: str) -> bool:
+    import stat
+
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _note_empty_table(result, fmt: str, table: str | None) -> None:
