@@ -4,32 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from conftest import xplane
-from helpers.live import FakeProfiler, LiveServer, closed_port, empty_response, fake_server, response_with
+from helpers.live import (FakeProfiler, LiveServer, closed_port, empty_response, fake_server,  # noqa: F401
+                          response_with, server, tputui)
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.live.capture import capture, no_trace_message, session_id
 from tputui.live.client import LiveError
 from tputui.live.figures import window_figures
 
-CLI_TIMEOUT_S = 120
 
-
-def tputui(*args, timeout=CLI_TIMEOUT_S):
-    return subprocess.run([sys.executable, "-m", "tputui.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ, NO_COLOR="1"))
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = LiveServer(seconds=240)
-    yield s
-    s.stop()
 
 
 @pytest.mark.live

@@ -3,15 +3,13 @@ windows they were computed from, a stopped server, a server that dies mid-monito
 Monitor RPC for servers that implement it (in-process fake)."""
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from conftest import xplane
-from helpers.live import FakeProfiler, LiveServer, closed_port, fake_server, response_with
+from helpers.live import (FakeProfiler, LiveServer, closed_port, fake_server, response_with,  # noqa: F401
+                          server, tputui)
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.live import monitor
@@ -20,20 +18,8 @@ from tputui.live.monitor import MonitorSession, Sample, plain_lines, run_plain
 from tputui.proto import profiler_service_pb2 as pb
 from tputui.tools import get_tool
 
-CLI_TIMEOUT_S = 120
 STEP_LINE = re.compile(r"^Step time: ([\d.]+)ms \(avg\), ([\d.]+)ms \(min\), ([\d.]+)ms \(max\) over (\d+) steps$")
 
-
-def tputui(*args, timeout=CLI_TIMEOUT_S):
-    return subprocess.run([sys.executable, "-m", "tputui.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ, NO_COLOR="1"))
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = LiveServer(seconds=240)
-    yield s
-    s.stop()
 
 
 @pytest.mark.live
