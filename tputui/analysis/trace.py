@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import polars as pl
 
 from tputui.analysis.trace_events import HOST_PID, TraceEvents
 

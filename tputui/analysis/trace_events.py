@@ -176,7 +176,7 @@ class _Build:
         return pids
 
     def run(self) -> TraceEvents:
-        r, f = self.r, self.f
+        r = self.r
         pids = self.pid_of_plane()
         plane_pid = np.full(len(r.plane_name), -1, np.int64)
         for p, pid in pids.items():
