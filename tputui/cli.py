@@ -118,12 +118,10 @@ def run_export(argv: list[str]) -> int:
     if not a.tool:
         return _fail("export needs --tool TOOL (or --list)")
     run = RunData(logdir.run(a.run), use_cache=not a.no_cache)
-    if a.host:
-        run.host_file(a.host)  # a wrong host fails here with the host list
-    result = run_tool(run, a.tool, a.host, **_tool_options(a))
+    result = run_tool(run, a.tool, a.host, **_tool_options(a))  # checks the host, names the hosts
     if a.output and _is_special_file(a.output):  # /dev/null, a FIFO: write in place, never replace
         with open(a.output, "w", encoding="utf-8", newline="") as f:
-            write_result(result, a.format, f, a.table)
+            written = write_result(result, a.format, f, a.table)
     elif a.output:
         tmp = a.output + ".part"
         try:
@@ -132,14 +130,15 @@ def run_export(argv: list[str]) -> int:
             return _fail(f"cannot write {a.output}: {(e.strerror or str(e)).lower()}")
         try:
             with f:
-                write_result(result, a.format, f, a.table)
+                written = write_result(result, a.format, f, a.table)
             os.replace(tmp, a.output)
         except BaseException:
             os.unlink(tmp)  # no half-written file left behind
             raise
     else:
-        write_result(result, a.format, sys.stdout, a.table)
-    _note_empty_table(result, a.format, a.table)
+        written = write_result(result, a.format, sys.stdout, a.table)
+    if written is not None and not a.table:
+        _note_empty_table(written)
     return 0
 
 
@@ -147,16 +146,14 @@ def _is_special_file(path: str) -> bool:
     import stat
 
     try:
-        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except OSError:
         return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def _note_empty_table(result, fmt: str, table: str | None) -> None:
+def _note_empty_table(tables: dict) -> None:
     """A CSV with a header and no row is easy to mistake for a failure: say which tables have rows."""
-    if fmt != "csv" or table:
-        return
-    tables = result.tables()
     name = next(iter(tables), None)
     if name is None or tables[name].height:
         return

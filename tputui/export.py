@@ -6,8 +6,6 @@ trace stream out), else `to_json()` is dumped; CSV writes one of `tables()` (the
 """
 from __future__ import annotations
 
-import importlib
-import inspect
 import io
 import json
 import math
@@ -44,7 +42,7 @@ def run_tool(run: RunData, tool: str, host: str | None = None, **options):
         t = get_tool(tool)
     except KeyError:
         raise ExportError(f"unknown tool {tool!r} (tools: {', '.join(t.name for t in TOOLS)})") from None
-    accepted = tool_options(t)
+    accepted = t.option_names()
     for key in options:
         if key not in accepted:
             known = f" (its options: {', '.join(accepted)})" if accepted else ""
@@ -52,16 +50,8 @@ def run_tool(run: RunData, tool: str, host: str | None = None, **options):
     return t.analyze_fn()(run, host, **options)
 
 
-def tool_options(tool) -> list[str]:
-    """The keyword options a tool's analysis names (anything else it would silently ignore)."""
-    module, _, attr = tool.analysis.partition(":")
-    fn = getattr(importlib.import_module(module), attr)
-    skip = {"run", "host", "progress"}
-    return [p.name for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in skip]
-
-
-def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> None:
+def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> dict | None:
+    """Write `result` to `out`; for CSV, return the tables it was given (callers reuse them)."""
     if fmt == "json":
         if hasattr(result, "write_json"):
             result.write_json(out)
@@ -76,6 +66,7 @@ def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> No
         if name not in tables:
             raise ExportError(f"no table {name!r} (tables: {', '.join(tables)})")
         out.write(_flat(tables[name]).write_csv())
+        return tables
     else:
         raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
 

@@ -8,6 +8,7 @@ A tool added here shows up in the app's tool picker, `tputui export --tool` and 
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 
 
@@ -33,6 +34,12 @@ class Tool:
             return analyze(run, host, **options)
 
         return checked
+
+    def option_names(self) -> list[str]:
+        """The keyword options the analysis names (anything else it would silently ignore)."""
+        params = inspect.signature(_load(self.analysis)).parameters.values()
+        return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and p.name not in ("run", "host", "progress")]
 
     def screen_class(self):
         return _load(self.screen) if self.screen else None
