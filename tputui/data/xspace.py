@@ -98,6 +98,13 @@ def _lookup(keys_plane: np.ndarray, keys_id: np.ndarray, plane: np.ndarray, ids:
     return out
 
 
+def _codes(names: list[str]) -> tuple[list[str], np.ndarray]:
+    """(distinct names, code of each name + a trailing "" for row -1), for Enum series."""
+    cats = list(dict.fromkeys(names + [""]))
+    index = {n: i for i, n in enumerate(cats)}
+    return cats, np.array([index[n] for n in names] + [index[""]], np.uint32)
+
+
 class XSpaceFrame:
     """One host's profile as columnar tables (Polars DataFrames over numpy arrays).
 
@@ -222,12 +229,17 @@ class XSpaceFrame:
 
     def metadata_names(self, rows: np.ndarray, display: bool = False) -> pl.Series:
         """Event-metadata names for an array of metadata rows (joined last, as an Enum)."""
-        names = self.raw.em_display_name if display else self.raw.em_name
-        cats = list(dict.fromkeys(names + [""]))
-        index = {n: i for i, n in enumerate(cats)}
-        code_of = np.array([index[n] for n in names] + [index[""]], np.uint32)
+        cats, code_of = self._display_name_codes if display else self._name_codes
         codes = code_of[np.asarray(rows, np.int64)]  # -1 picks the trailing ""
         return pl.Series(codes).cat.to(pl.Enum(cats))
+
+    @cached_property
+    def _name_codes(self) -> tuple[list[str], np.ndarray]:
+        return _codes(self.raw.em_name)
+
+    @cached_property
+    def _display_name_codes(self) -> tuple[list[str], np.ndarray]:
+        return _codes(self.raw.em_display_name)
 
     def stat_rows(self, name: str) -> np.ndarray:
         """Global stat-metadata rows named `name` (one per plane that defines it)."""
