@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
-from tputui.tools import TOOLS, get_tool
+from tputui.tools import TOOLS, get_tool, tools_with_data
 
 
 class PickerScreen(ModalScreen[str | None]):
@@ -265,10 +265,7 @@ class TputuiApp(App):
     @work(thread=True, exclusive=True, group="tools")
     def _tool_picker(self) -> None:
         # Which tools have data may need a decode: off the UI thread.
-        run = self.run_data
-        if run.name not in self._available:
-            self._available[run.name] = [t.name for t in TOOLS if t.available(run)]
-        names = self._available[run.name]
+        names = self.tools_with_data(self.run_data)
         hidden = [t.title for t in TOOLS if t.name not in names]
         width = max((len(t.title) for t in TOOLS), default=0) + 3
         choices = [(t.name, f"{t.title.ljust(width)}[dim]{t.name}[/dim]") for t in TOOLS if t.name in names]
@@ -276,6 +273,12 @@ class TputuiApp(App):
         self.call_from_thread(
             self.push_screen, PickerScreen("Tool", choices, self.tool_name, note),
             lambda pick: pick and self.open_tool(pick))
+
+    def tools_with_data(self, run: RunData) -> list[str]:
+        """The registry's answer for `run`, once per run (the picker and the summary share it)."""
+        if run.name not in self._available:
+            self._available[run.name] = tools_with_data(run)
+        return self._available[run.name]
 
     def action_capture(self) -> None:
         """TensorBoard's "Capture profile": grab a profile from a live server into a logdir."""

@@ -17,7 +17,7 @@ from tputui.analysis.result import NoDataError
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
-from tputui.tools import TOOLS, get_tool
+from tputui.tools import TOOLS, get_tool, tools_with_data
 
 FORMATS = ("json", "csv")
 
@@ -99,6 +99,6 @@ def listing(logdir: Logdir, use_cache: bool = True) -> dict[str, Any]:
         if r.unsupported:
             entry["unsupported"] = [f"{h.host}: .xplane.riegeli not supported yet" for h in r.unsupported]
         if rd.hosts:
-            entry["tools"] = [t.name for t in TOOLS if t.available(rd)]
+            entry["tools"] = tools_with_data(rd)
         runs.append(entry)
     return {"logdir": logdir.root, "runs": runs}

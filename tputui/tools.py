@@ -96,5 +96,10 @@ def get_tool(name: str) -> Tool:
     raise KeyError(name)
 
 
+def tools_with_data(run) -> list[str]:
+    """Names of the tools with data in `run` (may decode: call it off the UI thread)."""
+    return [t.name for t in TOOLS if t.available(run)]
+
+
 def tool_names() -> list[str]:
     return [t.name for t in TOOLS]

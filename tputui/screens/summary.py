@@ -48,10 +48,7 @@ class SummaryScreen(ToolScreen):
     def find_tools(self) -> None:
         """Which tools have data: the first thing a newcomer needs (after the facts, so they
         draw at once); the tool picker reuses the answer."""
-        run, cache = self.run_data, self.app._available
-        if run.name not in cache:
-            cache[run.name] = [t.name for t in TOOLS if t.available(run)]
-        self.app.call_from_thread(self._tools_found, cache[run.name])
+        self.app.call_from_thread(self._tools_found, self.app.tools_with_data(self.run_data))
 
     def _tools_found(self, names: list[str]) -> None:
         self.tools_with_data = names
