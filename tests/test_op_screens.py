@@ -318,3 +318,16 @@ def test_snapshot(snap_compare, profile, tool, keys):
         await pilot.pause()
 
     assert snap_compare(make_app(profile, tool), terminal_size=SIZE, run_before=loaded)
+
+
+def test_screen_csv_writes_nested_cells_like_export(tmp_path, monkeypatch):
+    """`x` and `tputui export --format csv` share one writer: list cells become JSON text."""
+    import polars as pl
+
+    from tputui.export import csv_text
+    from tputui.screens.op_tables import write_csv
+
+    monkeypatch.setenv("TPUTUI_EXPORT_DIR", str(tmp_path))
+    frame = pl.DataFrame({"op": ["a", "b"], "dims": [[1, 2], [3]]})
+    path = write_csv(frame, "demo")
+    assert open(path).read() == csv_text(frame) == 'op,dims\na,"[1, 2]"\nb,[3]\n'

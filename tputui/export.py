@@ -65,10 +65,15 @@ def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> di
         name = table or next(iter(tables))
         if name not in tables:
             raise ExportError(f"no table {name!r} (tables: {', '.join(tables)})")
-        out.write(_flat(tables[name]).write_csv())
+        out.write(csv_text(tables[name]))
         return tables
     else:
         raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+
+
+def csv_text(frame: pl.DataFrame) -> str:
+    """A table as CSV, nested cells as JSON text (the screens' `x` writes the same)."""
+    return _flat(frame).write_csv()
 
 
 def _flat(frame: pl.DataFrame) -> pl.DataFrame:

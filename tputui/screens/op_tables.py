@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 from textual import work
 
+from tputui.export import csv_text
 from tputui.screens.base import ToolScreen
 
 
@@ -80,7 +81,8 @@ def export_dir() -> str:
 
 def write_csv(frame: pl.DataFrame, tool: str) -> str:
     path = os.path.join(export_dir(), f"{tool}-{time.strftime('%Y%m%d-%H%M%S')}.csv")
-    frame.write_csv(path)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(csv_text(frame))
     return path
 
 
