@@ -123,18 +123,13 @@ def run_export(argv: list[str]) -> int:
         with open(a.output, "w", encoding="utf-8", newline="") as f:
             written = write_result(result, a.format, f, a.table)
     elif a.output:
-        tmp = a.output + ".part"
-        try:
-            f = open(tmp, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed by the `with` below
+        from tputui.data.files import atomic_open
+
+        try:  # no half-written file is ever left behind
+            with atomic_open(a.output, "w", encoding="utf-8", newline="") as f:
+                written = write_result(result, a.format, f, a.table)
         except OSError as e:
             return _fail(f"cannot write {a.output}: {(e.strerror or str(e)).lower()}")
-        try:
-            with f:
-                written = write_result(result, a.format, f, a.table)
-            os.replace(tmp, a.output)
-        except BaseException:
-            os.unlink(tmp)  # no half-written file left behind
-            raise
     else:
         written = write_result(result, a.format, sys.stdout, a.table)
     if written is not None and not a.table:

@@ -25,8 +25,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from tputui.data.logdir import (EXPECTED, RIEGELI_SUFFIX, XPLANE_SUFFIX, HostFile, Logdir, LogdirError,
-                                runs_from_listing)
+from tputui.data.files import atomic_open
+from tputui.data.logdir import (
+    EXPECTED,
+    RIEGELI_SUFFIX,
+    XPLANE_SUFFIX,
+    HostFile,
+    Logdir,
+    LogdirError,
+    runs_from_listing,
+)
 
 NEEDS_EXTRA = "gs:// needs the gcs extra: pip install 'tputui[gcs]'"
 NO_CREDENTIALS = ("no Google Cloud credentials (run `gcloud auth application-default login`, "
@@ -103,6 +111,7 @@ def filesystem():
     """One gcsfs client per process (per emulator / credentials file), made on first use."""
     try:
         import aiohttp
+
         # The plain JSON-API client: gcsfs's default class also asks the Storage Control API
         # for each bucket's layout, which only zonal/HNS writes need (and emulators lack).
         from gcsfs.core import GCSFileSystem
@@ -317,20 +326,15 @@ def _store(obj: GcsObject, data: bytes) -> None:
     """Write the download into the cache atomically and drop older generations of the object."""
     path = cache_path(obj)
     folder = os.path.dirname(path)
-    tmp = f"{path}.part-{os.getpid()}-{threading.get_ident()}"
     try:
         os.makedirs(folder, exist_ok=True)
-        with open(tmp, "wb") as f:
+        with atomic_open(path) as f:
             f.write(data)
-        os.replace(tmp, path)
         for name in os.listdir(folder):
             if name != obj.generation and ".part-" not in name:
                 os.unlink(os.path.join(folder, name))
     except OSError:  # a read-only or full cache dir must not stop the user from reading
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def parts(size: int) -> list[tuple[int, int]]:

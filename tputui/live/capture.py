@@ -16,9 +16,16 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from tputui.data.files import atomic_open
 from tputui.live.client import (
-    LiveError, ProfilerClient, ServerBusyError, TracerOptions, host_file_name, parse_addresses,
-    profile_request, trace_is_empty,
+    LiveError,
+    ProfilerClient,
+    ServerBusyError,
+    TracerOptions,
+    host_file_name,
+    parse_addresses,
+    profile_request,
+    trace_is_empty,
 )
 from tputui.live.tpu_resolve import add_tpu_arguments, addresses_from
 
@@ -83,17 +90,11 @@ def write_profile(path: str, data: bytes) -> None:
     if is_remote(path):
         write_remote(path, data)
         return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        with open(tmp, "wb") as f:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with atomic_open(path) as f:
             f.write(data)
-        os.replace(tmp, path)
     except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise LiveError(f"cannot write {path}: {e.strerror or e}") from None
 
 

@@ -1,0 +1,26 @@
+"""atomic_open: a reader sees the old file or the new one, never half of one, and no temp remains."""
+from __future__ import annotations
+
+import pytest
+
+from tputui.data.files import atomic_open
+
+
+def test_replaces_on_success_and_keeps_the_old_file_on_failure(tmp_path):
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with atomic_open(str(target)) as f:
+            f.write(b"half")
+            raise RuntimeError("interrupted")
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+    with atomic_open(str(target), "w", encoding="utf-8") as f:
+        f.write("new")
+    assert target.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_open_failure_leaves_nothing(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        with atomic_open(str(tmp_path / "missing" / "out.bin")):
+            pass
+    assert list(tmp_path.iterdir()) == []

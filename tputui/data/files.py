@@ -1,0 +1,23 @@
+"""Writing files so that readers never see half of one."""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import IO
+
+
+@contextlib.contextmanager
+def atomic_open(path: str, mode: str = "wb", **kwargs) -> Iterator[IO]:
+    """A temp file beside `path`: it replaces `path` when the block ends, and is removed when the
+    block (or the open) fails. Unique per process and thread, so concurrent writers don't collide."""
+    tmp = f"{path}.part-{os.getpid()}-{threading.get_ident()}"
+    try:
+        with open(tmp, mode, **kwargs) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
