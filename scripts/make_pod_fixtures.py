@@ -298,7 +298,7 @@ def _dcn_ops(spec: PodSpec, step: int, ops: list, cur: int, rng) -> int:
     """Host send/recv ops of the DCN collectives, interleaved with compute (as XLA schedules
     them): all sends and recvs first, some compute, then the done ops in order."""
     starts = []
-    for rdv, _tt, k, _n in DCN:
+    for _rdv, _tt, k, _n in DCN:
         if step == 0 and k == 10:
             continue  # capture began after this collective's send: only its done ops exist
         for op in ("send", "recv"):
@@ -309,7 +309,7 @@ def _dcn_ops(spec: PodSpec, step: int, ops: list, cur: int, rng) -> int:
     d = int(180 * US)
     ops.append(Op("fusion.30", "loop fusion", cur, d, flops=10_000_000, bytes_accessed=40 << 20))
     cur += d + US
-    for rdv, _tt, k, n in DCN:
+    for _rdv, _tt, k, _n in DCN:
         stall = {10: 420, 11: 150, 12: 60, 13: 95}[k] * (1 + rng.normal(0, 0.15))
         for op, dus in (("send-done", 3 + rng.random() * 4), ("recv-done", stall)):
             d = int(dus * US)
@@ -339,7 +339,8 @@ def hlo_module_proto(spec: PodSpec) -> bytes:
             shp = f"f32[{n}]{{0}}"
             lines += [
                 f"  b{k} = {shp} broadcast(c0), dimensions={{}}",
-                f"  send.{k} = ({shp}, u32[], token[]) send(b{k}, after-all.1), channel_id={2 * k}, is_host_transfer=true, {attrs}",
+                f"  send.{k} = ({shp}, u32[], token[]) send(b{k}, after-all.1), channel_id={2 * k}, "
+                f"is_host_transfer=true, {attrs}",
                 f"  send-done.{k} = token[] send-done(send.{k}), channel_id={2 * k}, is_host_transfer=true, {attrs}",
                 f"  recv.{k} = ({shp}, u32[], token[]) recv(after-all.1), channel_id={2 * k + 1}, is_host_transfer=true, {attrs}",
                 f"  recv-done.{k} = ({shp}, token[]) recv-done(recv.{k}), channel_id={2 * k + 1}, is_host_transfer=true, {attrs}",
@@ -437,7 +438,7 @@ def _host_planes(xs, spec: PodSpec, h: int, sim: dict, hlo: bytes, skip_steps: s
                       "queue_id": ("u", 0), "run_id": ("u", run_id(step))})
     if spec.slices > 1:
         ms = cb.line(5151, "megascale_transport")
-        for step, (s0, s1, ops) in enumerate(sim[(h, 0)]):
+        for step, (_s0, _s1, ops) in enumerate(sim[(h, 0)]):
             if step in skip_steps:
                 continue
             for op in ops:

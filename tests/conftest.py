@@ -45,3 +45,13 @@ ALL_PROFILES = ["jax_live_capture", "jax_mlp", "jax_two_runs", "tf_keras", "tf_l
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own cache dir: nothing leaks into ~/.cache or between tests."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A real JAX profiler server with a training loop (tests/helpers/live_server.py), shared by a module."""
+    from helpers.live import LiveServer
+
+    s = LiveServer(seconds=240)
+    yield s
+    s.stop()

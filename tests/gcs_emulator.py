@@ -28,9 +28,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 GCS_PAGE = 1000  # GCS returns at most 1000 objects per list page
 _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host",
@@ -119,10 +119,10 @@ class Emulator:
             try:
                 urllib.request.urlopen(self.url + "/", timeout=2).read()
                 break
-            except OSError:
+            except OSError as e:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError("the GCS emulator did not start")
+                    raise RuntimeError("the GCS emulator did not start") from e
                 time.sleep(0.05)
 
     def stop(self) -> None:

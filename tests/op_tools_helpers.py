@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 import math
 
+from conftest import FIXTURES, PROFILES, oracle_dir
+
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
-
-from conftest import FIXTURES, PROFILES, oracle_dir
 
 REL = 1e-9  # relative tolerance for floats (XProf computes in doubles; we do the same operations)
 

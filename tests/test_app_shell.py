@@ -4,13 +4,12 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from conftest import PROFILES
 
 from tputui.app import HelpScreen, PickerScreen, TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.screens.summary import SummaryScreen
 from tputui.widgets.table import FrameTable
-
-from conftest import PROFILES
 
 SIZE = (120, 36)
 

@@ -6,11 +6,10 @@ import shutil
 import threading
 
 import numpy as np
+from conftest import PROFILES
 
 from tputui.data.cache import cache_root, load_frame
 from tputui.data.logdir import open_logdir
-
-from conftest import PROFILES
 
 
 def wait_for_cache_writes():

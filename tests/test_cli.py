@@ -9,10 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import PROFILES, ROOT
 
 from tputui.cli import main
-
-from conftest import PROFILES, ROOT
 
 
 def run_cli(capsys, *argv):

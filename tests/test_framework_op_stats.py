@@ -4,10 +4,9 @@ XProf's order, with and without IDLE; counts exact, times and fractions to 1e-9 
 from __future__ import annotations
 
 import pytest
+from op_tools_helpers import datatable_rows, mismatches, oracle, run_of
 
 from tputui.analysis import framework_op_stats as fos
-
-from op_tools_helpers import datatable_rows, mismatches, oracle, run_of
 
 COLUMNS = ["rank", "host_or_device", "type", "operation", "occurrences", "total_time", "avg_time",
            "total_self_time", "avg_self_time", "device_total_self_time_percent",

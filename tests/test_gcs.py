@@ -28,7 +28,7 @@ from tputui.data import gcs  # noqa: E402
 from tputui.data.cache import read_bytes  # noqa: E402
 from tputui.data.logdir import LogdirError, open_logdir  # noqa: E402
 from tputui.data.run_data import RunData  # noqa: E402
-from tputui.export import write_result, run_tool  # noqa: E402
+from tputui.export import run_tool, write_result  # noqa: E402
 from tputui.tools import TOOLS  # noqa: E402
 
 pytestmark = pytest.mark.gcs

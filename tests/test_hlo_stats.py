@@ -4,11 +4,10 @@ cell is HTML; ours is "file:line" (checked separately)."""
 from __future__ import annotations
 
 import pytest
+from op_tools_helpers import datatable_rows, mismatches, oracle, run_of
 
 from tputui.analysis import hlo_stats
 from tputui.analysis.result import NoDataError
-
-from op_tools_helpers import datatable_rows, mismatches, oracle, run_of
 
 
 def test_rows_equal_xprof():

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import FIXTURES
+from op_tools_helpers import datatable_rows, mismatches, run_of
 
 from tputui.analysis import kernel_stats as ks
 from tputui.analysis.result import NoDataError
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
-
-from conftest import FIXTURES
-from op_tools_helpers import datatable_rows, mismatches, run_of
 
 GPU = FIXTURES / "gpu_kernels"
 

@@ -7,17 +7,14 @@ import os
 import sys
 
 import pytest
-
 from conftest import xplane
-from helpers.live import (FakeProfiler, LiveServer, closed_port, empty_response, fake_server,  # noqa: F401
-                          response_with, server, tputui)
+from helpers.live import FakeProfiler, LiveServer, closed_port, empty_response, fake_server, response_with, tputui
+
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.live.capture import capture, no_trace_message, session_id
 from tputui.live.client import LiveError
 from tputui.live.figures import window_figures
-
-
 
 
 @pytest.mark.live

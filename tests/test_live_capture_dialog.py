@@ -6,6 +6,7 @@ import shutil
 
 from conftest import PROFILES, xplane
 from helpers.live import FakeProfiler, closed_port, fake_server, response_with
+
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.screens.capture_dialog import CaptureDialog, default_capture_logdir, open_capture_dialog

@@ -2,13 +2,21 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import xplane
 from helpers.live import FakeProfiler, closed_port, fake_server, response_with
+
 from tputui.live import client
 from tputui.live.client import (
-    LiveError, ProfileReply, ProfilerClient, TracerOptions, UnimplementedError, host_file_name, normalize_address,
-    parse_addresses, profile_request, trace_is_empty,
+    LiveError,
+    ProfilerClient,
+    ProfileReply,
+    TracerOptions,
+    UnimplementedError,
+    host_file_name,
+    normalize_address,
+    parse_addresses,
+    profile_request,
+    trace_is_empty,
 )
 from tputui.proto import profiler_service_pb2 as pb
 from tputui.proto import xplane_pb2

@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import oracle_dir, xplane
+
 from tputui.data.xspace import decode
 from tputui.live.figures import window_figures
 from tputui.live.monitor import plain_lines, sample_from_xspace
-
-import numpy as np
 
 
 def _overview(profile):
@@ -74,4 +72,5 @@ def test_plain_lines_for_tpu_and_host_windows():
     h = sample_from_xspace(xplane("jax_live_capture").read_bytes(), "h:1", 1000, now=0)
     hl = plain_lines(h, 2)
     assert hl[1] == "Device type: CPU (host only: no TPU or GPU in the trace)"
-    assert hl[3] == f"Step time: {h.step_ms_avg:.3f}ms (avg), {h.step_ms_min:.3f}ms (min), {h.step_ms_max:.3f}ms (max) over 325 steps"
+    assert hl[3] == (f"Step time: {h.step_ms_avg:.3f}ms (avg), {h.step_ms_min:.3f}ms (min), "
+                     f"{h.step_ms_max:.3f}ms (max) over 325 steps")

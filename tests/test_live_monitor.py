@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import xplane
-from helpers.live import (FakeProfiler, LiveServer, closed_port, fake_server, response_with,  # noqa: F401
-                          server, tputui)
+from helpers.live import FakeProfiler, LiveServer, closed_port, fake_server, response_with, tputui
+
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.live import monitor
@@ -55,7 +54,8 @@ def test_level_1_prints_device_and_utilization_only(server):
                "--monitoring-level", "1", "--duration-ms", "300")
     assert p.returncode == 0, p.stderr
     lines = p.stdout.strip().splitlines()
-    assert [ln.split(":")[0] for ln in lines] == ["Timestamp", "Device type", "Utilization of TPU Matrix Units (higher is better)"]
+    assert [ln.split(":")[0] for ln in lines] == ["Timestamp", "Device type",
+                                                 "Utilization of TPU Matrix Units (higher is better)"]
 
 
 def test_stopped_server_is_one_line_and_exit_2():

@@ -7,9 +7,9 @@ import json
 import time
 
 import pytest
-
 from conftest import FIXTURES, xplane
 from helpers.live import FakeProfiler, fake_server, response_with
+
 from tputui.live.monitor import History, MonitorSession, Sample, sample_from_xspace
 from tputui.screens.monitor import MonitorApp, MonitorScreen
 

@@ -9,8 +9,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from helpers.live import closed_port
+
 from tputui.data.logdir import open_logdir
 from tputui.live.client import LiveError
 from tputui.live.tpu_resolve import TpuQuery, addresses_from, resolve_tpu

@@ -4,10 +4,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from conftest import PROFILES
 
 from tputui.data.logdir import LogdirError, open_logdir
-
-from conftest import PROFILES
 
 
 def names(path) -> list[str]:

@@ -85,10 +85,10 @@ def test_export_schema():
 
 
 def test_listed_only_where_there_are_dcn_collectives():
+    from tests.conftest import FIXTURES, PROFILES
     from tputui.analysis.megascale import has_data
     from tputui.data.logdir import open_logdir
     from tputui.data.run_data import RunData
-    from tests.conftest import FIXTURES, PROFILES
 
     def run(path):
         return RunData(open_logdir(str(path)).runs[0])

@@ -4,6 +4,7 @@ the one-line empty state; one SVG snapshot."""
 from __future__ import annotations
 
 import polars as pl
+from conftest import FIXTURES
 from textual.widgets import Input
 
 from tputui.app import TputuiApp
@@ -11,8 +12,6 @@ from tputui.data.logdir import open_logdir
 from tputui.screens.megascale import MegascaleScreen
 from tputui.screens.trace_viewer import TraceFocus, TraceViewerScreen
 from tputui.widgets.table import FrameTable
-
-from conftest import FIXTURES
 
 DCN = FIXTURES / "pod" / "dcn_2slices"
 SIZE = (120, 40)

@@ -13,8 +13,8 @@ import pathlib
 import numpy as np
 import polars as pl
 import pytest
-
 from conftest import PROFILES, oracle_dir
+
 from tputui.analysis import memory_profile as mp
 from tputui.analysis.result import NoDataError
 from tputui.data.logdir import open_logdir

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from conftest import PROFILES
+
 from tputui.app import PickerScreen, TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.screens.memory_profile import AreaChart, MemoryProfileScreen

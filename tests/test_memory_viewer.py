@@ -11,8 +11,8 @@ import json
 import pathlib
 
 import pytest
-
 from conftest import FIXTURES, PROFILES, oracle_dir
+
 from tputui.analysis import memory_viewer as mv
 from tputui.analysis.hlo_shape import shape_text, unpadded_bytes
 from tputui.analysis.result import NoDataError

@@ -6,12 +6,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from op_tools_helpers import REL, extra_oracle, oracle, run_of
 
 from tputui.analysis import op_profile
 from tputui.analysis.op_profile import partial_sort
 from tputui.analysis.result import NoDataError
-
-from op_tools_helpers import REL, extra_oracle, oracle, run_of
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import FIXTURES, PROFILES
 from textual.widgets import Tree
 
 from tputui.app import TputuiApp
@@ -14,8 +15,6 @@ from tputui.screens.roofline import RooflineScreen, scatter
 from tputui.screens.trace_viewer import TraceViewerScreen
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
-
-from conftest import FIXTURES, PROFILES
 
 SIZE = (120, 40)
 

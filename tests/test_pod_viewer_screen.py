@@ -8,6 +8,7 @@ import sys
 
 import polars as pl
 import pytest
+from conftest import FIXTURES, ROOT
 
 from tputui.analysis.pod_viewer import CATEGORY_KEYS
 from tputui.app import TputuiApp
@@ -15,8 +16,6 @@ from tputui.data.logdir import open_logdir
 from tputui.screens.pod_viewer import PodViewerScreen
 from tputui.widgets.heatmap import Cell, Heatmap, fold
 from tputui.widgets.table import FrameTable
-
-from conftest import FIXTURES, ROOT
 
 POD = FIXTURES / "pod"
 SIZE = (120, 40)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from tputui.analysis import roofline
-
 from op_tools_helpers import datatable_rows, mismatches, oracle, run_of
+
+from tputui.analysis import roofline
 
 
 def test_rows_equal_xprof():

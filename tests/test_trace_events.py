@@ -11,12 +11,12 @@ import json
 
 import numpy as np
 import pytest
+from conftest import FIXTURES, PROFILES
 
 from tputui.analysis.stdsort import sort_order
 from tputui.analysis.trace_events import offload_name, parse_tf_op, trace_events
 from tputui.data.xspace import decode
 
-from conftest import FIXTURES, PROFILES
 
 def _has_trace_oracle(profile: str, run: str) -> bool:
     d = PROFILES / profile / "oracle"

@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import PROFILES
 
 from tputui.analysis.trace_export import analyze, document_events
 from tputui.cli import main
@@ -18,7 +19,6 @@ from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.export import export_text
 
-from conftest import PROFILES
 
 def _has_trace_oracle(profile: str, run: str) -> bool:
     d = PROFILES / profile / "oracle"
@@ -109,8 +109,9 @@ def test_csv_table():
 
 
 def test_fixed_decimals_beyond_float_precision():
-    from tputui.analysis.trace_export import event_lines, micros
     import polars as pl
+
+    from tputui.analysis.trace_export import event_lines, micros
 
     df = pl.DataFrame({"pid": [1, 1], "tid": [2, 2], "start_ps": [2 * 10**15 + 1, 10**16 + 123456789],
                        "duration_ps": [5, 10**6], "name": [0, 0]})

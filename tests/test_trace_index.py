@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import xplane
 
 from tputui.analysis.trace import (
-    TraceIndex, _nesting_depth, _track_time_order, index_for, remember_index,
+    TraceIndex,
+    _nesting_depth,
+    _track_time_order,
+    index_for,
+    remember_index,
 )
 from tputui.analysis.trace_events import trace_events
 from tputui.data.xspace import decode
-
-from conftest import xplane
 
 
 def tree_depth_reference(track, start, end):

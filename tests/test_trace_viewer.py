@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import PROFILES
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.screens.trace_viewer import TraceFocus, TraceViewerScreen, show_in_trace_viewer
 from tputui.widgets.timeline import Timeline, fmt_ps, parse_time
-
-from conftest import PROFILES
 
 SIZE = (120, 36)
 

@@ -10,13 +10,12 @@ import collections
 
 import numpy as np
 import pytest
+from conftest import PROFILES
 
 from tputui.data import wire
 from tputui.data.raw import decode_with_protobuf
 from tputui.data.xspace import DecodeError, XSpaceFrame, decode, decode_raw
 from tputui.proto import xplane_pb2
-
-from conftest import PROFILES
 
 FILES = sorted(PROFILES.rglob("*.xplane.pb"))
 IDS = [f"{f.relative_to(PROFILES).parts[0]}/{f.parent.name}" for f in FILES]

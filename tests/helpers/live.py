@@ -15,7 +15,6 @@ import time
 from concurrent import futures
 
 import grpc
-import pytest
 
 from tputui.proto import profiler_service_pb2 as pb
 from tputui.proto import profiler_service_pb2_grpc as pb_grpc
@@ -127,10 +126,3 @@ def tputui(*args, timeout=CLI_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tputui.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=dict(os.environ, NO_COLOR="1"))
 
-
-@pytest.fixture(scope="module")
-def server():
-    """A real JAX profiler server with a training loop, shared by a test module."""
-    s = LiveServer(seconds=240)
-    yield s
-    s.stop()

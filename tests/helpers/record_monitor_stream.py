@@ -13,6 +13,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from helpers.live import LiveServer  # noqa: E402
+
 from tputui.live import monitor  # noqa: E402
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "live" / "monitor_stream.jsonl"

@@ -68,7 +68,7 @@ class FusedChild:
     provenance: str
     flops: int
     model_flops: int
-    children: list["FusedChild"] = field(default_factory=list)
+    children: list[FusedChild] = field(default_factory=list)
 
 
 @dataclass
@@ -263,7 +263,7 @@ def fused_children_from_hlo(protos: dict[int, bytes], wanted: list[tuple[int, st
         comps = {c.id: c for c in proto.hlo_module.computations}
         instrs = {i.name: i for c in proto.hlo_module.computations for i in c.instructions}
 
-        def children(ins, depth=0):
+        def children(ins, depth=0, comps=comps):
             kids = []
             for cid in ins.called_computation_ids if ins.opcode == "fusion" and depth < 8 else ():
                 for c in comps[cid].instructions if cid in comps else ():

@@ -74,7 +74,7 @@ class MegascaleResult:
     def tables(self) -> dict[str, pl.DataFrame]:
         return {"megascale_stats": self.rows}
 
-    def flag(self, dcn_gbps: float | None) -> "MegascaleResult":
+    def flag(self, dcn_gbps: float | None) -> MegascaleResult:
         """The same table with `exceeds_network` for a network of `dcn_gbps` Gbps per host."""
         rows = self.rows.with_columns(exceeds_network=(
             (pl.col("required_bandwidth_gbps") * self.cores_per_host > dcn_gbps) if dcn_gbps

@@ -128,7 +128,7 @@ class _Buffer:
     span: list[int] | None = None
     span_closed: bool = False
     ref_count: int = 0
-    canonical: "_Buffer | None" = None
+    canonical: _Buffer | None = None
 
     def inc(self) -> int:
         if self.canonical is not None:
@@ -142,7 +142,7 @@ class _Buffer:
         self.ref_count -= 1
         return self.ref_count
 
-    def root(self) -> "_Buffer":
+    def root(self) -> _Buffer:
         return self.canonical.root() if self.canonical is not None else self
 
     @property

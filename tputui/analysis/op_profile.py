@@ -49,9 +49,9 @@ class Node:
     shape: str = ""
     dedup_key: str = ""
     busy_time_ps: int | None = None  # the root's flop rate is over busy (non-idle) time, as XProf's
-    children: list["Node"] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
 
-    def add_metrics(self, o: "Node") -> None:
+    def add_metrics(self, o: Node) -> None:
         """XProf's CombineOpMetrics (grouping nodes sum their ops)."""
         self.raw_time_ps += o.raw_time_ps
         self.occurrences += o.occurrences

@@ -419,8 +419,8 @@ def combine_hosts(hosts: list[HostSteps]) -> tuple[list[tuple[int, dict[int, dic
     workers = [(i, h) for i, h in enumerate(hosts) if h.has_device or not any_device]
     spans = {i: [step_span(s) for s in h.steps] for i, h in workers}
     chief, best = None, None
-    for i, h in workers:
-        sp = [x for x in spans[i]]
+    for i, _ in workers:
+        sp = spans[i]
         lo = min((a for a, _ in sp), default=None)
         hi = max((b for _, b in sp), default=0)
         dur = (hi - lo) if (lo is not None and lo < hi) else 0

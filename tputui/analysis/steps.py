@@ -366,7 +366,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
 
     group_names, starter = {}, {}
     named = np.zeros(n, bool)
-    for gid, (rank, r) in enumerate(starters):
+    for gid, (_rank, r) in enumerate(starters):
         nm = names[md_i[r]]
         implicit = nm in _IMPLICIT_ROOTS
         prefix = ""
@@ -698,7 +698,7 @@ def run_steps(run, host: str | None = None) -> StepDb:
         dbs = [host_step_db(f, h) for h, f in frames.items()]
         combined, _, _ = combine_hosts(dbs)
         per_step = []
-        for k, (step, per_core) in enumerate(combined):
+        for _k, (step, per_core) in enumerate(combined):
             cats = {c: v[1] for c, v in per_core.items() if not v[2]}
             dur = max((v[0] for v in per_core.values()), default=0)
             if cats and dur > 0:

@@ -200,7 +200,7 @@ class TraceIndex:
             gap *= GAP_FACTOR
         report("ready")
 
-    def refined(self, progress: Callable[[str], None] | None = None) -> "TraceIndex":
+    def refined(self, progress: Callable[[str], None] | None = None) -> TraceIndex:
         """The exact index (see `exact`); self when already exact."""
         if self.exact or self._events is None:
             return self
@@ -208,7 +208,7 @@ class TraceIndex:
             progress("nesting overlapping events exactly")
         return TraceIndex(self._events, progress, exact=True)
 
-    def positions_of(self, other: "TraceIndex", events: np.ndarray) -> np.ndarray:
+    def positions_of(self, other: TraceIndex, events: np.ndarray) -> np.ndarray:
         """Positions in self of `other`'s events (both built from the same TraceEvents)."""
         inv = np.empty(len(self.ev_row), np.int64)
         inv[self.ev_row] = np.arange(len(self.ev_row))
@@ -511,7 +511,7 @@ def _merge(prev: Level, gap: int, dur: np.ndarray) -> Level:
 
 
 
-_INDEXES: "weakref.WeakKeyDictionary[object, TraceIndex]" = weakref.WeakKeyDictionary()
+_INDEXES: weakref.WeakKeyDictionary[object, TraceIndex] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 

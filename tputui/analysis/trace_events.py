@@ -200,7 +200,7 @@ class _Build:
         if not grouped:
             groups = self._groups = self.host_groups()
             renamed = dict(groups.renamed)
-            for p, pid in pids.items():
+            for p in pids:
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]) and groups.enabled:
                     self.device_steps[p] = _DeviceSteps.of(self, p, groups)
             if self.device_steps:
@@ -282,7 +282,7 @@ class _Build:
         return "group_id" in self.r.sm_name
 
     # --- steps ---------------------------------------------------------------------------
-    def host_groups(self) -> "_Groups":
+    def host_groups(self) -> _Groups:
         """Root events (steps) with their group ids and names, as XProf's event forest numbers them."""
         r = self.r
         g = _Groups()
@@ -793,7 +793,7 @@ class _DeviceSteps:
     spans: tuple | None = None  # (starts, ends) of the steps left after merging
 
     @classmethod
-    def of(cls, b: "_Build", plane: int, groups: _Groups) -> "_DeviceSteps":
+    def of(cls, b: _Build, plane: int, groups: _Groups) -> _DeviceSteps:
         r, f = b.r, b.f
         line = next((li for li in range(len(r.line_id)) if r.line_plane[li] == plane and r.line_name[li] == "Steps"),
                     None)
@@ -818,7 +818,7 @@ class _DeviceSteps:
         return cls(plane, rows, group, b.start[rows], b.start[rows] + b.dur[rows], step_nums)
 
     @staticmethod
-    def finish(cores: list["_DeviceSteps"], groups: _Groups) -> "_StepEdits":
+    def finish(cores: list[_DeviceSteps], groups: _Groups) -> _StepEdits:
         """Rows to drop and (end, name) changes for the Steps events of every core."""
         edits = _StepEdits()
         if not any((c.group >= 0).any() for c in cores if len(c.rows)):

@@ -34,7 +34,7 @@ CHUNK_ROWS = 500_000
 FLOAT_EXACT_PS = 10**15  # below this, float text of ps / 1e6 is exact (<= 15 significant digits)
 
 
-def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> "TraceExport":
+def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> TraceExport:
     """The trace viewer's events of one host (the run's first host when None)."""
     frame = run.frame(host)
     ev = trace_events(frame)

@@ -28,7 +28,7 @@ class StatColumns:
     value: np.ndarray  # int64 raw bits; str/bytes: index into RawXSpace.strings / blobs
 
     @classmethod
-    def empty(cls) -> "StatColumns":
+    def empty(cls) -> StatColumns:
         z = np.zeros(0, np.int64)
         return cls(z, z.copy(), np.zeros(0, np.uint8), z.copy())
 

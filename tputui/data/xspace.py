@@ -41,7 +41,7 @@ def plane_filter(planes: PlaneSelector) -> Callable[[str], bool] | None:
     return lambda name: name.startswith(prefixes)
 
 
-def decode(data: bytes, planes: PlaneSelector = None) -> "XSpaceFrame":
+def decode(data: bytes, planes: PlaneSelector = None) -> XSpaceFrame:
     """Decode serialized XSpace bytes (optionally only the planes selected)."""
     return XSpaceFrame(decode_raw(data, planes))
 

@@ -129,13 +129,14 @@ def _capture_one(address: str, duration_ms: int, tracer: TracerOptions, sid: str
 
 
 def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attempts: int = 3,
-            tracer: TracerOptions = TracerOptions(), progress: Progress | None = None,
+            tracer: TracerOptions | None = None, progress: Progress | None = None,
             now: float | None = None) -> CaptureResult:
     """Capture every worker at once, retrying while all traces are empty; write the files."""
     if duration_ms <= 0:
         raise LiveError("--duration-ms must be positive")
     if attempts < 1:
         raise LiveError("--num-tracing-attempts must be at least 1")
+    tracer = tracer or TracerOptions()
     say = progress or (lambda _m: None)
     addresses = parse_addresses(",".join(addresses))
     if not is_remote(logdir):

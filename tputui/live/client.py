@@ -146,7 +146,7 @@ class ProfilerClient:
     def close(self) -> None:
         self._channel.close()
 
-    def __enter__(self) -> "ProfilerClient":
+    def __enter__(self) -> ProfilerClient:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -174,7 +174,7 @@ class ProfilerClient:
             if self._inflight is not None:
                 self._inflight.cancel()
 
-    def profile(self, request: service_pb2.ProfileRequest) -> "ProfileReply":
+    def profile(self, request: service_pb2.ProfileRequest) -> ProfileReply:
         """Run one capture; the deadline is its duration plus a grace for the server's work."""
         timeout = request.opts.duration_ms / 1000.0 + PROFILE_GRACE_S
         return ProfileReply.from_bytes(self._call(self._profile_raw, request, "capture", timeout))
@@ -198,7 +198,7 @@ class ProfileReply:
     xspace: bytes | None = None  # serialized tensorflow.profiler.XSpace, as the server sent it
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "ProfileReply":
+    def from_bytes(cls, data: bytes) -> ProfileReply:
         """Walk the top-level fields only (a handful); the XSpace is a zero-parse slice."""
         out = cls()
         try:

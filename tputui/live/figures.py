@@ -79,7 +79,12 @@ def _top(fr: XSpaceFrame, rows: np.ndarray) -> list[TopOp]:
 def _device_figures(fr: XSpaceFrame, names: list[str], steps: list[float]) -> WindowFigures | None:
     """TPU / GPU windows through the shared op metrics (XProf's OpMetricsDb and duty cycle)."""
     from tputui.analysis.op_metrics import (
-        combine, device_plane_op_metrics, duty_cycle, gpu_plane_op_metrics, gpu_planes, tensor_core_planes,
+        combine,
+        device_plane_op_metrics,
+        duty_cycle,
+        gpu_plane_op_metrics,
+        gpu_planes,
+        tensor_core_planes,
         tf_op_metrics,
     )
 

@@ -17,7 +17,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
 from tputui.live.client import (
-    CancelledError, LiveError, ProfilerClient, ServerBusyError, TracerOptions, UnimplementedError, profile_request,
+    CancelledError,
+    LiveError,
+    ProfilerClient,
+    ServerBusyError,
+    TracerOptions,
+    UnimplementedError,
+    profile_request,
     trace_is_empty,
 )
 from tputui.live.tpu_resolve import add_tpu_arguments, addresses_from
@@ -61,7 +67,7 @@ class Sample:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict) -> "Sample":
+    def from_json(cls, d: dict) -> Sample:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 

@@ -163,7 +163,8 @@ def add_tpu_arguments(parser) -> None:
     g.add_argument("--zone", help="the TPU's zone (default: gcloud's setting, or this VM's zone)")
     g.add_argument("--project", help="the TPU's project (default: gcloud's setting, or this VM's project)")
     g.add_argument("--profiler-port", type=int, metavar="PORT",
-                   help=f"profiler port on the TPU workers (default: the endpoint port, {TPU_RUNTIME_PORT} -> {TPU_PROFILER_PORT})")
+                   help=f"profiler port on the TPU workers "
+                        f"(default: the endpoint port, {TPU_RUNTIME_PORT} -> {TPU_PROFILER_PORT})")
 
 
 def addresses_from(address: str | None, tpu: str | None, zone=None, project=None, port=None) -> list[str]:

@@ -194,7 +194,8 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
         self.table.sort_by = None
         self.table.set_frame(frame)
         how = "by size" if self.by_size else "in program order"
-        self.table.border_title = (f"Buffers live at the peak, {how} ({frame.height}) · o {'program order' if self.by_size else 'by size'}"
+        other = "program order" if self.by_size else "by size"
+        self.table.border_title = (f"Buffers live at the peak, {how} ({frame.height}) · o {other}"
                                    " · v trace · s sort · / filter · x CSV")
         self._show_buffer(self.table.row())
 

@@ -22,7 +22,6 @@ from tputui.screens.op_tables import CsvExportMixin
 from tputui.widgets.step_chart import BREAKDOWN, StepChart
 from tputui.widgets.table import FrameTable
 
-
 NARROW_WIDTH = 110
 OPS_TABLE_MAX_HEIGHT = 14
 # XProf's words for its bottleneck classes, said as what they mean for the user.

@@ -11,8 +11,8 @@ breakdown); selecting a channel highlights its cores."""
 from __future__ import annotations
 
 import polars as pl
-from rich.text import Text
 from rich.markup import escape
+from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.reactive import reactive
@@ -20,8 +20,7 @@ from textual.widgets import Static
 
 from tputui.analysis.pod_viewer import CATEGORY_KEYS, CATEGORY_NAMES, PodViewerResult
 from tputui.screens.base import ToolScreen
-from tputui.widgets.charts import StackedColumns
-from tputui.widgets.charts import PALETTE
+from tputui.widgets.charts import PALETTE, StackedColumns
 from tputui.widgets.heatmap import Cell, Heatmap
 from tputui.widgets.step_chart import y_axis
 from tputui.widgets.table import FrameTable

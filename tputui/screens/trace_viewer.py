@@ -17,7 +17,8 @@ match), * select every match, g go to a time, 1-4 selection / pan / zoom / timin
 `frame_rows` are rows of the host's `XSpaceFrame.events` table (what analyses hold); `names` are
 exact event names as the trace viewer shows them (e.g. "train 5", an HLO op name); the matching
 events are selected and the view zooms to them (or to `start_ps`..`end_ps` when given). Times
-are picoseconds from the profile start, like `XSpaceFrame.events.start_ps`. It opens the trace viewer for the app's current run and host.
+are picoseconds from the profile start, like `XSpaceFrame.events.start_ps`.
+It opens the trace viewer for the app's current run and host.
 """
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -112,7 +111,7 @@ class StackedColumns(Widget, can_focus=True):
     cursor: reactive[int] = reactive(0)
 
     class CursorMoved(Message):
-        def __init__(self, chart: "StackedColumns", index: int) -> None:
+        def __init__(self, chart: StackedColumns, index: int) -> None:
             super().__init__()
             self.chart, self.index = chart, index
 
@@ -209,12 +208,12 @@ class AreaChart(Widget, can_focus=True):
     cursor: reactive[int] = reactive(0)
 
     class CursorMoved(Message):
-        def __init__(self, chart: "AreaChart", index: int) -> None:
+        def __init__(self, chart: AreaChart, index: int) -> None:
             super().__init__()
             self.chart, self.index = chart, index
 
         @property
-        def control(self) -> "AreaChart":
+        def control(self) -> AreaChart:
             return self.chart
 
     def __init__(self, x: Sequence[float], series: Sequence[tuple[str, Sequence[float], str]], *,

@@ -74,7 +74,7 @@ class Heatmap(Widget, can_focus=True):
     cursor: reactive[int] = reactive(0)
 
     class CursorMoved(Message):
-        def __init__(self, heatmap: "Heatmap", unit: Unit | None) -> None:
+        def __init__(self, heatmap: Heatmap, unit: Unit | None) -> None:
             super().__init__()
             self.heatmap, self.unit = heatmap, unit
 

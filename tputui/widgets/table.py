@@ -73,12 +73,12 @@ class FrameTable(ScrollView, can_focus=True):
     cursor_col: reactive[int] = reactive(0)
 
     class RowHighlighted(Message):
-        def __init__(self, table: "FrameTable", row: dict[str, Any] | None) -> None:
+        def __init__(self, table: FrameTable, row: dict[str, Any] | None) -> None:
             super().__init__()
             self.table, self.row = table, row
 
         @property
-        def control(self) -> "FrameTable":
+        def control(self) -> FrameTable:
             return self.table
 
     class RowSelected(RowHighlighted):

@@ -51,7 +51,7 @@ def fmt_ps(ps: float, digits: int = 3) -> str:
 def parse_time(text: str) -> int | None:
     """ "12.5ms", "300 us", "1.2s", "42" (ms) -> picoseconds; None if unreadable."""
     t = text.strip().lower().replace(" ", "").replace("µs", "us")
-    for unit, size in (("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1), ("s", 10**12)):
+    for unit, size in (("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1), ("s", 10**12)):  # noqa: B007 (size is read after the loop)
         if t.endswith(unit):
             num = t[: -len(unit)]
             break
