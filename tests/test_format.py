@@ -39,7 +39,8 @@ def test_times():
     assert fmt.time_ps(5) == "5 ps"
     assert fmt.time_ps(123_456_789_000, 6) == "123.457 ms"
     assert fmt.duration_ms(12.3456) == "12.346 ms"
-    assert fmt.duration_ms(12.3456, space="") == "12.346ms"
+    assert fmt.duration_ms(1234.5, 1) == "1,234.5 ms"
+    assert fmt.duration_ms(1234.5, plain=True) == "1234.500ms"
     assert fmt.duration_ms(None) == "n/a"
     assert fmt.duration_ms_or_s(950) == "950.000 ms" and fmt.duration_ms_or_s(1250) == "1.250 s"
 

@@ -11,8 +11,9 @@ from conftest import PROFILES
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
+from tputui.format import time_ps as fmt_ps
 from tputui.screens.trace_viewer import TraceFocus, TraceViewerScreen, show_in_trace_viewer
-from tputui.widgets.timeline import Timeline, fmt_ps, parse_time
+from tputui.widgets.timeline import Timeline, parse_time
 
 SIZE = (120, 36)
 

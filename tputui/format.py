@@ -83,9 +83,11 @@ def time_ps(ps: float, digits: int = 3) -> str:
     return f"{ps} ps"
 
 
-def duration_ms(ms: float | None, decimals: int = 3, missing: str = "n/a", space: str = " ") -> str:
-    """Milliseconds with fixed decimals: "12.345 ms" (`space=""` gives capture_tpu_profile's "12.345ms")."""
-    return missing if _absent(ms) else f"{ms:.{decimals}f}{space}ms"
+def duration_ms(ms: float | None, decimals: int = 3, missing: str = "n/a", plain: bool = False) -> str:
+    """Milliseconds with fixed decimals: "1,234.500 ms"; `plain` writes capture_tpu_profile's "1234.500ms"."""
+    if _absent(ms):
+        return missing
+    return f"{ms:.{decimals}f}ms" if plain else f"{ms:,.{decimals}f} ms"
 
 
 def duration_ms_or_s(ms: float | None, decimals: int = 3, missing: str = "n/a") -> str:

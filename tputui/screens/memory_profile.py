@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.memory_profile import (
     AllocatorProfile,
     MemoryProfileResult,
@@ -27,34 +28,14 @@ from tputui.widgets.table import FrameTable
 STACK_COLOR, HEAP_COLOR, FREE_COLOR, LINE_COLOR = "#e15759", "#f28e2b", "#59a14f", "#b07aa1"
 
 
-def fmt_bytes(n: float | None) -> str:
-    """Bytes in binary units (XProf's memory tools count in MiB / GiB)."""
-    if n is None:
-        return ""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{n:,.0f} B"
-
-
-def fmt_bytes_short(n: float | None) -> str:
-    """Bytes in at most 9 cells (a chart axis label): "3.19 KiB", "27.61 MiB", "640.0 KiB", "1023 MiB"."""
-    if n is None:
-        return ""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            v = n / scale
-            return f"{v:.2f} {unit}" if abs(v) < 100 else f"{v:.1f} {unit}" if abs(v) < 1000 else f"{v:.0f} {unit}"
-    return f"{n:.0f} B"
-
-
 def fmt_data_type(v: str | None) -> str:
     """XProf's INVALID data type (no tensor: stack, preallocated memory) reads as blank."""
     return "" if v in (None, "INVALID") else v
 
 
 def fmt_ms(ps: float) -> str:
-    return f"{ps / 1e9:,.1f} ms"
+    """A time on the profile's clock (ps) in ms, as the chart's x axis and the records read it."""
+    return fmt.duration_ms(ps / 1e9, 1)
 
 
 def summary_grid(groups: list[list[tuple[str, str]]], width: int) -> Table:
@@ -80,13 +61,13 @@ def _summary_table(a: AllocatorProfile, width: int = 200) -> Table:
     return summary_grid([
         [("#Allocations", f"{s['num_allocations']:,}"), ("#Deallocations", f"{s['num_deallocations']:,}"),
          ("Peak at", fmt_ms(s["peak_time_ps"]))],
-        [("Peak heap (lifetime)", fmt_bytes(s["peak_heap_usage_bytes"])),
-         ("Peak in use (profile)", fmt_bytes(s["peak_bytes_in_use"])), ("Step at peak", str(s["peak_step"]))],
-        [("Stack at peak", fmt_bytes(s["stack_reserved_bytes"])),
-         ("Heap at peak", fmt_bytes(s["heap_allocated_bytes"])),
-         ("Fragmentation", f"{s['fragmentation'] * 100:.2f}%")],
-        [("Memory capacity", fmt_bytes(s["memory_capacity_bytes"])),
-         ("Free at peak", fmt_bytes(s["free_memory_bytes"])),
+        [("Peak heap (lifetime)", fmt.bytes_binary(s["peak_heap_usage_bytes"])),
+         ("Peak in use (profile)", fmt.bytes_binary(s["peak_bytes_in_use"])), ("Step at peak", str(s["peak_step"]))],
+        [("Stack at peak", fmt.bytes_binary(s["stack_reserved_bytes"])),
+         ("Heap at peak", fmt.bytes_binary(s["heap_allocated_bytes"])),
+         ("Fragmentation", fmt.fraction_percent(s["fragmentation"]))],
+        [("Memory capacity", fmt.bytes_binary(s["memory_capacity_bytes"])),
+         ("Free at peak", fmt.bytes_binary(s["free_memory_bytes"])),
          ("Events", f"{s['num_events']:,}")],
     ], width)
 
@@ -98,14 +79,14 @@ def _event_card(rec: dict | None) -> Text:
     sign = -1 if rec["activity"] == "DEALLOCATION" else 1
     parts = [("timestamp", fmt_ms(rec["time_ps"])), ("event", rec["activity"].lower())]
     if rec["requested_bytes"] > 0:
-        parts.append(("requested", fmt_bytes(sign * rec["requested_bytes"])))
-    parts.append(("allocated", fmt_bytes(sign * rec["allocation_bytes"])))
+        parts.append(("requested", fmt.bytes_binary(sign * rec["requested_bytes"])))
+    parts.append(("allocated", fmt.bytes_binary(sign * rec["allocation_bytes"])))
     for key, label in (("tf_op", "op"), ("step_id", "step"), ("region_type", "region"), ("shape", "shape")):
         if rec[key] not in ("", None, 0):
             parts.append((label, str(rec[key])))
     if rec["data_type"] and rec["data_type"] != "INVALID":
         parts.append(("dtype", rec["data_type"]))
-    parts.append(("in use", fmt_bytes(rec["stack_bytes"] + rec["heap_bytes"])))
+    parts.append(("in use", fmt.bytes_binary(rec["stack_bytes"] + rec["heap_bytes"])))
     t = Text()
     for i, (k, v) in enumerate(parts):
         t.append(("  " if i else "") + f"{k} ", style="dim")
@@ -142,11 +123,11 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
         self.memory_id = self.options.get("memory_id") or result.memory_ids[0]
         self.body.mount(Static("", id="mp-head"))
         self.body.mount(Static("", id="mp-summary"))
-        self.chart = AreaChart([], [], x_format=fmt_ms, y_format=fmt_bytes_short, id="mp-chart")
+        self.chart = AreaChart([], [], x_format=fmt_ms, y_format=fmt.bytes_binary_short, id="mp-chart")
         self.body.mount(self.chart)
         self.body.mount(Static("", id="mp-event"))
-        self.table = FrameTable(id="mp-breakdown", formats={"allocation_bytes": fmt_bytes, "requested_bytes": fmt_bytes,
-                                                            "data_type": fmt_data_type}, hidden=("step_id",))
+        formats = {"allocation_bytes": fmt.bytes_binary, "requested_bytes": fmt.bytes_binary, "data_type": fmt_data_type}
+        self.table = FrameTable(id="mp-breakdown", formats=formats, hidden=("step_id",))
         self.body.mount(self.table)
         self._draw()
         self.chart.focus()
@@ -204,7 +185,7 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
             return
         from tputui.app import PickerScreen
 
-        choices = [(m, f"{m}   peak {fmt_bytes(a.peak_in_use_bytes)}") for m, a in self.result.allocators.items()]
+        choices = [(m, f"{m}   peak {fmt.bytes_binary(a.peak_in_use_bytes)}") for m, a in self.result.allocators.items()]
         self.app.push_screen(PickerScreen("Memory id", choices, self.memory_id), self._picked)
 
     def _picked(self, memory_id: str | None) -> None:

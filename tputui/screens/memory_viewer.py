@@ -16,10 +16,11 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory_space_name, to_mib
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.memory_profile import fmt_bytes, fmt_bytes_short, summary_grid
+from tputui.screens.memory_profile import summary_grid
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.widgets.charts import HORIZONTAL_EIGHTHS, AreaChart
 from tputui.widgets.table import FrameTable
@@ -30,11 +31,11 @@ BAR_WIDTH = 16
 
 def _mib(v: float) -> str:
     """A MiB figure (as XProf reports them) in the unit that reads best."""
-    return fmt_bytes(v * (1 << 20))
+    return fmt.bytes_binary(v * (1 << 20))
 
 
 def _mib_short(v: float) -> str:
-    return fmt_bytes_short(v * (1 << 20))
+    return fmt.bytes_binary_short(v * (1 << 20))
 
 
 def module_program_id(module: str) -> int | None:
@@ -58,15 +59,15 @@ def _space_label(color: int) -> str:
 
 def _summary(r: MemoryViewerResult, width: int = 200) -> Table:
     padding = r.peak_heap_mib - r.peak_unpadded_heap_mib
-    last = ("Scoped VMEM (max)", f"{fmt_bytes(r.max_scoped_vmem_bytes)}  {r.max_scoped_vmem_instruction}") \
+    last = ("Scoped VMEM (max)", f"{fmt.bytes_binary(r.max_scoped_vmem_bytes)}  {r.max_scoped_vmem_instruction}") \
         if r.max_scoped_vmem_bytes else ("Buffers at peak", f"{len(r.buffers):,}")
     return summary_grid([
         [("Peak memory", _mib(r.peak_heap_mib)), ("Unpadded peak", _mib(r.peak_unpadded_heap_mib)),
          ("Padding at peak", _mib(padding))],
-        [("Parameters", fmt_bytes(r.entry_parameters_bytes)),
-         ("Outputs (maybe live out)", fmt_bytes(r.maybe_live_out_bytes)),
-         ("Temporaries at peak", fmt_bytes(r.peak_heap_bytes))],
-        [("Total allocated", fmt_bytes(r.total_allocation_bytes)), ("Program points", f"{len(r.heap_bytes):,}"), last],
+        [("Parameters", fmt.bytes_binary(r.entry_parameters_bytes)),
+         ("Outputs (maybe live out)", fmt.bytes_binary(r.maybe_live_out_bytes)),
+         ("Temporaries at peak", fmt.bytes_binary(r.peak_heap_bytes))],
+        [("Total allocated", fmt.bytes_binary(r.total_allocation_bytes)), ("Program points", f"{len(r.heap_bytes):,}"), last],
     ], width)
 
 
@@ -81,14 +82,14 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
             t.append(value, style=style)
 
     if b.is_small:
-        field("buffers under 16 KiB, together", fmt_bytes(b.size_bytes), "bold")
+        field("buffers under 16 KiB, together", fmt.bytes_binary(b.size_bytes), "bold")
         return t
     field("name", b.name, "bold")
     field("allocation type", b.category)
-    field("size", fmt_bytes(b.size_bytes), "bold")
-    field("unpadded", fmt_bytes(b.unpadded_bytes))
+    field("size", fmt.bytes_binary(b.size_bytes), "bold")
+    field("unpadded", fmt.bytes_binary(b.unpadded_bytes))
     field("expansion", f"{b.expansion:.2f}x" if b.expansion else "")
-    field("extra", fmt_bytes(b.extra_bytes) if b.extra_bytes else "")
+    field("extra", fmt.bytes_binary(b.extra_bytes) if b.extra_bytes else "")
     field("shape", b.shape)
     field("framework op", b.tf_op_name)
     field("op", b.op_code)
@@ -160,7 +161,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
                        + (f" ({', '.join(hints)})" if hints else ""))
             self.body.mount(Static(Text(why, style="dim"), id="mv-point"))
         self.table = FrameTable(id="mv-buffers", hidden=("index", "logical_buffer_id"),
-                                formats={"bar": fmt_bar, "size": fmt_bytes, "unpadded": fmt_bytes, "extra": fmt_bytes})
+                                formats={"bar": fmt_bar, **dict.fromkeys(("size", "unpadded", "extra"), fmt.bytes_binary)})
         self.body.mount(self.table)
         self.body.mount(Static("", id="mv-buffer"))
         self._fill_table()

@@ -1,4 +1,4 @@
-"""Shared parts of the op-tool screens: number formats, CSV export to the working directory,
+"""Shared parts of the op-tool screens: column units, CSV export to the working directory,
 "show in trace viewer" (`v`) for the selected row, and keys that wait for a loaded result."""
 from __future__ import annotations
 
@@ -12,39 +12,6 @@ from textual import work
 
 from tputui.export import csv_text
 from tputui.screens.base import ToolScreen
-
-
-def fmt_us(v) -> str:
-    return "" if v is None else f"{v:,.3f}"
-
-
-def fmt_pct(v) -> str:
-    return "" if v is None else f"{v * 100:.2f}%"
-
-
-def fmt_pct100(v) -> str:
-    return "" if v is None else f"{v:.2f}%"
-
-
-def fmt_duration_us(us: float) -> str:
-    """A duration in the unit that reads best: s, ms or µs."""
-    if us >= 1e6:
-        return f"{us / 1e6:,.3f} s"
-    if us >= 1e3:
-        return f"{us / 1e3:,.3f} ms"
-    return f"{us:,.3f} µs"
-
-
-def fmt_rank(v) -> str:
-    return "" if v is None else f"{int(v):,}"
-
-
-def fmt_num(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:,.3f}" if abs(v) < 1e9 else f"{v:.3e}"
-    return f"{v:,}"
 
 
 class Units:

@@ -34,10 +34,11 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
+from tputui import format as fmt
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex, index_for, remember_index
 from tputui.screens.base import ToolScreen
-from tputui.widgets.timeline import Timeline, fmt_ps, fmt_tick, parse_time
+from tputui.widgets.timeline import Timeline, fmt_tick, parse_time
 
 
 class DetailsBox(VerticalScroll, can_focus=False):
@@ -364,13 +365,13 @@ class TraceViewerScreen(ToolScreen):
             return
         ix = tl.ix
         step = max(tl.span / 1000, 1)  # as many decimals as the window needs: deep zoom keeps them
-        parts = [f"{fmt_tick(int(tl.t0), step)} – {fmt_tick(int(tl.t1), step)} ({fmt_ps(tl.span)})",
+        parts = [f"{fmt_tick(int(tl.t0), step)} – {fmt_tick(int(tl.t1), step)} ({fmt.time_ps(tl.span)})",
                  f"{ix.num_events:,} events"]
         if tl.mark is not None:
-            parts.append(f"mark {fmt_ps(tl.mark.end - tl.mark.start)}")
+            parts.append(f"mark {fmt.time_ps(tl.mark.end - tl.mark.start)}")
         if tl.mode == "timing":
             cur = tl.time_cursor
-            parts.append(f"cursor {fmt_ps(cur) if cur is not None else '-'}"
+            parts.append(f"cursor {fmt.time_ps(cur) if cur is not None else '-'}"
                          f" · marks {len(tl.timing)}/2 (space)")
         if tl.search_text:
             pos = f"{tl.match_pos + 1}/" if tl.match_pos >= 0 else ""
@@ -407,11 +408,11 @@ class TraceViewerScreen(ToolScreen):
         t.add_column(overflow="fold")
         t.add_row("Name", ix.event_name(i))
         t.add_row("Where", f"{sec.name} › {track.name} (depth {int(ix.row_depth[int(ix.event_row[i])])})")
-        t.add_row("Start", fmt_ps(s, 6) + " from the profile start")
-        t.add_row("Duration", fmt_ps(e - s, 6) if e > s else "instant")
+        t.add_row("Start", fmt.time_ps(s, 6) + " from the profile start")
+        t.add_row("Duration", fmt.time_ps(e - s, 6) if e > s else "instant")
         own = ix.self_time(i) if e > s else 0
         if own != e - s:  # only events with children: a leaf's self time is its duration
-            t.add_row("Self time", f"{fmt_ps(own, 6) if own else '0'} ({100 * own / (e - s):.1f}% of its duration)")
+            t.add_row("Self time", f"{fmt.time_ps(own, 6) if own else '0'} ({100 * own / (e - s):.1f}% of its duration)")
         long_name = ix.metadata_name(i)
         if len(long_name) > len(ix.event_name(i)):  # e.g. an XLA op's full HLO text
             t.add_row("Full name", long_name)
@@ -437,15 +438,15 @@ class TraceViewerScreen(ToolScreen):
         head.add_column()
         a, b = tl.selection_span()
         head.add_row("Selected", f"{len(sel):,} events, {len(ids):,} name(s)")
-        head.add_row("Total duration", f"{fmt_ps(int(dur.sum()))}  (average {fmt_ps(float(dur.mean()))})")
-        head.add_row("Span", f"{fmt_ps(a)} – {fmt_ps(b)} ({fmt_ps(b - a)})")
+        head.add_row("Total duration", f"{fmt.time_ps(int(dur.sum()))}  (average {fmt.time_ps(float(dur.mean()))})")
+        head.add_row("Span", f"{fmt.time_ps(a)} – {fmt.time_ps(b)} ({fmt.time_ps(b - a)})")
         per_name = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
         per_name.add_column("Name", overflow="ellipsis", no_wrap=True, max_width=60)
         for col in ("Count", "Total", "Average"):
             per_name.add_column(col, justify="right", no_wrap=True)
         for n in ids[:MAX_NAMES].tolist():
             c, tot = int(counts[n]), float(totals[n])
-            per_name.add_row(ix.names[n], f"{c:,}", fmt_ps(tot), fmt_ps(tot / c))
+            per_name.add_row(ix.names[n], f"{c:,}", fmt.time_ps(tot), fmt.time_ps(tot / c))
         if len(ids) > MAX_NAMES:
             per_name.add_row(Text(f"… {len(ids) - MAX_NAMES:,} more names", style="dim"), "", "", "")
         return Group(head, Text(""), per_name)
