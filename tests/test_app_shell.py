@@ -6,8 +6,10 @@ import shutil
 import pytest
 from conftest import PROFILES
 
-from tputui.app import HelpScreen, PickerScreen, TputuiApp
+from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
+from tputui.screens.help import HelpScreen
+from tputui.screens.pickers import PickerScreen
 from tputui.screens.summary import SummaryScreen
 from tputui.widgets.table import FrameTable
 

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from conftest import PROFILES
 
-from tputui.app import PickerScreen, TputuiApp
+from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.screens.memory_profile import AreaChart, MemoryProfileScreen
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.table import FrameTable
 
 SIZE = (120, 40)

@@ -324,7 +324,7 @@ async def test_small_terminal_keeps_most_rows_for_the_timeline():
 
 
 async def test_help_explains_the_trace_keys():
-    from tputui.app import HelpScreen
+    from tputui.screens.help import HelpScreen
 
     app = make_app()
     async with app.run_test(size=(140, 45)) as pilot:

@@ -22,6 +22,7 @@ from tputui.analysis.memory_profile import (
 )
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.charts import AreaChart
 from tputui.widgets.table import FrameTable
 
@@ -183,8 +184,6 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
     def action_pick_memory(self) -> None:
         if self.result is None:
             return
-        from tputui.app import PickerScreen
-
         choices = [(m, f"{m}   peak {fmt.bytes_binary(a.peak_in_use_bytes)}") for m, a in self.result.allocators.items()]
         self.app.push_screen(PickerScreen("Memory id", choices, self.memory_id), self._picked)
 

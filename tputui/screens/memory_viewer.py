@@ -22,6 +22,7 @@ from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
 from tputui.screens.memory_profile import summary_grid
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.charts import HORIZONTAL_EIGHTHS, AreaChart
 from tputui.widgets.table import FrameTable
 
@@ -237,8 +238,6 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
     def action_pick_module(self) -> None:
         if self.result is None:
             return
-        from tputui.app import PickerScreen
-
         choices = [(m, m) for m in self.result.modules]
         self.app.push_screen(PickerScreen("HLO module", choices, self.result.module), self._module_picked)
 
@@ -249,8 +248,6 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
     def action_pick_space(self) -> None:
         if self.result is None:
             return
-        from tputui.app import PickerScreen
-
         spaces = sorted(set(self.result.memory_spaces) | {0})
         choices = [(str(c), _space_label(c)) for c in spaces]
         self.app.push_screen(PickerScreen("Memory space", choices, str(self.result.memory_space)), self._space_picked)

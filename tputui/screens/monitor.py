@@ -28,6 +28,7 @@ from textual.widgets import Footer, Static
 
 from tputui import format as fmt
 from tputui.live.monitor import History, MonitorSession, Sample, save_window
+from tputui.screens.help import HelpScreen
 from tputui.widgets.charts import PALETTE, bar_text, sparkline
 
 MIN_SPARK, MIN_BAR, MAX_BAR = 8, 8, 40
@@ -312,8 +313,6 @@ class MonitorApp(App):
         self.exit()
 
     def action_help(self) -> None:
-        from tputui.app import HelpScreen
-
         lines = [("o", "save the last window as a run and open it as a full profile (q returns here)"),
                  ("p", "pause / resume sampling"), ("q", "quit")]
         self.push_screen(HelpScreen(lines, "Monitor"))
