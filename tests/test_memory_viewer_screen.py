@@ -1,7 +1,10 @@
 """The memory viewer screen from the keyboard: module and memory-space pickers, heap curve, buffers."""
 from __future__ import annotations
 
-from conftest import PROFILES
+from functools import partial
+
+import conftest
+from conftest import PROFILES, settle
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
@@ -13,14 +16,7 @@ from tputui.widgets.table import FrameTable
 SIZE = (120, 40)
 
 
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def make_app(profile: str) -> TputuiApp:
-    return TputuiApp(open_logdir(str(PROFILES / profile)), tool="memory_viewer", use_cache=False)
+make_app = partial(conftest.make_app, tool="memory_viewer", use_cache=False)
 
 
 async def pick_module(pilot, text: str) -> None:

@@ -8,7 +8,7 @@ import sys
 
 import polars as pl
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, make_app, settle
 
 from tputui.analysis.pod_viewer import CATEGORY_KEYS
 from tputui.app import TputuiApp
@@ -42,15 +42,8 @@ def pod256(tmp_path_factory):
     return root
 
 
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.pause()
-
-
-def app_for(path) -> TputuiApp:
-    return TputuiApp(open_logdir(str(path)), tool="pod_viewer")
+def app_for(path):
+    return make_app(path, "pod_viewer")
 
 
 async def test_step_picker_category_and_cursor():

@@ -98,9 +98,9 @@ def from_frames(frames: list) -> FrameworkOpStats:
                             without_idle=_table(device, host, True, perf))
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> FrameworkOpStats:
+def analyze(run, host: str | None = None, **options) -> FrameworkOpStats:
     hosts = [host] if host else run.hosts
-    return from_frames([run.frame(h, progress=progress) for h in hosts])
+    return from_frames([run.frame(h) for h in hosts])
 
 
 def has_data(run) -> bool:

@@ -365,10 +365,10 @@ def device_ops(frames: list[XSpaceFrame]) -> DeviceOps:
                      perf=perf_env(frames), program_names=program_names(frames), fused=fused)
 
 
-def load(run, host: str | None = None, progress=None) -> DeviceOps:
+def load(run, host: str | None = None) -> DeviceOps:
     """DeviceOps of one host, or of every host combined (XProf's ALL_HOSTS) when host is None."""
     hosts = [host] if host else run.hosts
-    frames = [run.frame(h, progress=progress) for h in hosts]
+    frames = [run.frame(h) for h in hosts]
     return device_ops(frames)
 
 

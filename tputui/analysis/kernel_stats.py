@@ -171,9 +171,9 @@ def from_frames(frames: list[XSpaceFrame]) -> KernelStats:
     return KernelStats(rows=rows)
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> KernelStats:
+def analyze(run, host: str | None = None, **options) -> KernelStats:
     hosts = [host] if host else run.hosts
-    return from_frames([run.frame(h, progress=progress) for h in hosts])
+    return from_frames([run.frame(h) for h in hosts])
 
 
 def has_data(run) -> bool:

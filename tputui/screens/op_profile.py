@@ -118,9 +118,13 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
     def show(self, result: OpProfile) -> None:
         self.op_tree: Tree = Tree("op profile", id="tree")
         self.card = Static("", id="card")
-        self.body.mount(Horizontal(self.op_tree, VerticalScroll(self.card, id="card-box"), id="split"))
+        split = Horizontal(id="split")
+        self.body.mount(split)
+        # Mounted into the split (not passed to its constructor) so the tree has its screen now
+        # and takes the focus at once.
+        split.mount(self.op_tree, VerticalScroll(self.card, id="card-box"))
         self._build()
-        self.call_after_refresh(self.op_tree.focus)
+        self.op_tree.focus()
         self.refresh_bindings()
 
     def on_resize(self) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 from textual import work
+from textual.message import Message
 
 from tputui.export import csv_text
 from tputui.screens.base import ToolScreen
@@ -117,20 +118,29 @@ class TraceJumpMixin:
         event.stop()
         self.action_show_in_trace()
 
+    class EventsFound(Message, bubble=False):
+        """The worker's answer: `found` (rows or a TraceFocus), or `error` (a message)."""
+
+        def __init__(self, label: str, found: Any = None, error: str | None = None) -> None:
+            super().__init__()
+            self.label, self.found, self.error = label, found, error
+
     @work(thread=True, exclusive=True, group="trace-jump", description="finding events")
     def _find_trace_events(self: ToolScreen, label: str, finder: EventFinder) -> None:
         try:
-            rows = finder(self.run_data.frame(self.host))
+            found = finder(self.run_data.frame(self.host))
         except Exception as e:  # noqa: BLE001 - say it, keep the screen
-            self.app.call_from_thread(self.notify, f"could not find the events of {label}: {e}", severity="error")
+            self.post_message(TraceJumpMixin.EventsFound(label, error=str(e)))
             return
-        self.app.call_from_thread(self._open_trace, label, rows)
+        self.post_message(TraceJumpMixin.EventsFound(label, found))
 
-    def _open_trace(self: ToolScreen, label: str, found) -> None:
+    def on_trace_jump_mixin_events_found(self: ToolScreen, event: TraceJumpMixin.EventsFound) -> None:
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
-        if not self.is_mounted or self not in self.app.screen_stack:
-            return  # the user moved on while the events were being found
+        label, found = event.label, event.found
+        if event.error is not None:
+            self.notify(f"could not find the events of {label}: {event.error}", severity="error")
+            return
         host = self.host or (self.run_data.hosts or ["-"])[0]
         focus = found if isinstance(found, TraceFocus) else TraceFocus(frame_rows=tuple(int(r) for r in found))
         if not focus.frame_rows and not focus.names and focus.start_ps is None:

@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.widgets import Static
 
 from tputui import format as fmt
@@ -31,10 +32,15 @@ class SummaryScreen(ToolScreen):
     def find_tools(self) -> None:
         """Which tools have data: the first thing a newcomer needs (after the facts, so they
         draw at once); the tool picker reuses the answer."""
-        self.app.call_from_thread(self._tools_found, self.app.tools_with_data(self.run_data))
+        self.post_message(self.ToolsFound(self.app.tools_with_data(self.run_data)))
 
-    def _tools_found(self, names: list[str]) -> None:
-        self.tools_with_data = names
+    class ToolsFound(Message, bubble=False):
+        def __init__(self, names: list[str]) -> None:
+            super().__init__()
+            self.names = names
+
+    def on_summary_screen_tools_found(self, event: ToolsFound) -> None:
+        self.tools_with_data = event.names
         for w in self.query("#next"):
             w.update(self._next_text())
 

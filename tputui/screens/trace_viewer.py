@@ -32,11 +32,13 @@ from rich.text import Text
 from textual import work
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Input, Static
 
 from tputui import format as fmt
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex, index_for, remember_index
+from tputui.data.progress import Progress
 from tputui.screens.base import ToolScreen
 from tputui.widgets.timeline import Timeline, fmt_tick, parse_time
 
@@ -143,11 +145,10 @@ class TraceViewerScreen(ToolScreen):
         return super().host_label()
 
     # --- loading ----------------------------------------------------------------------------
-    def analyze(self) -> TraceIndex:
-        frame = self.run_data.frame(self.host)
-        report = self.run_data.progress
+    def analyze(self, progress: Progress) -> TraceIndex:
+        frame = self.run_data.frame(self.host, progress=progress)
         # The quick index first (drawn at once); build_lod refines and swaps it.
-        index = index_for(frame, report, exact=False)
+        index = index_for(frame, progress, exact=False)
         if index.num_events == 0:
             host = self.host or self.run_data.hosts[0]
             raise NoDataError(f"no trace events on host {host} ({len(index.tracks)} thread / device line(s), "
@@ -176,31 +177,34 @@ class TraceViewerScreen(ToolScreen):
         ix = self.index
 
         def report(msg: str) -> None:
-            self.app.call_from_thread(self._lod_progress, msg)
+            self.post_message(self.LodProgress(msg))
 
         exact = ix.refined(report)
         exact.build_pyramid(report)
         if exact is not ix:
             remember_index(self.run_data.frame(self.host), exact)
-            self.app.call_from_thread(self._swap_index, exact)
-        self.app.call_from_thread(self._lod_done)
+        self.post_message(self.LodDone(exact))
 
-    def _swap_index(self, index: TraceIndex) -> None:
-        if self._replaced():  # the user moved on while the worker ran
-            return
-        self.index = index
-        if self.timeline is not None:
-            self.timeline.set_index(index)
+    # The level-of-detail worker's news, as messages: a screen the user left drops them.
+    class LodProgress(Message, bubble=False):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
 
-    def _lod_progress(self, msg: str) -> None:
-        if self._replaced():  # the user moved on while the worker ran
-            return
-        self.lod_note = f"in the background: {msg}"  # the view already works; say this is extra
+    class LodDone(Message, bubble=False):
+        def __init__(self, index: TraceIndex) -> None:
+            super().__init__()
+            self.index = index
+
+    def on_trace_viewer_screen_lod_progress(self, event: LodProgress) -> None:
+        self.lod_note = f"in the background: {event.text}"  # the view already works; say this is extra
         self.update_status()
 
-    def _lod_done(self) -> None:
-        if self._replaced():  # the user moved on while the worker ran
-            return
+    def on_trace_viewer_screen_lod_done(self, event: LodDone) -> None:
+        if event.index is not self.index:
+            self.index = event.index
+            if self.timeline is not None:
+                self.timeline.set_index(event.index)
         self.lod_note = ""
         if self.timeline is not None:
             self.timeline.invalidate()
