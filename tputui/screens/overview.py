@@ -44,7 +44,7 @@ def _summary(r: OverviewResult) -> Table:
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold", no_wrap=True, min_width=18)
     t.add_column()
-    st = r.to_json()["step_time_ms"]
+    st = r.step_time_ms
     if st:
         t.add_row("Average step time", f"{st['avg']:,.3f} ms over {st['count']} steps")
         t.add_row("  spread", f"σ {st['stddev']:,.3f} · min {st['min']:,.3f} · max {st['max']:,.3f} ms")
