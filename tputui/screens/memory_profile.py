@@ -7,8 +7,6 @@ to the breakdown table (`s` sort, `/` filter, `x` CSV).
 """
 from __future__ import annotations
 
-import numpy as np
-import polars as pl
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
@@ -18,7 +16,7 @@ from tputui import format as fmt
 from tputui.analysis.memory_profile import (
     AllocatorProfile,
     MemoryProfileResult,
-    memory_events,
+    memory_event_row,
 )
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
@@ -151,7 +149,7 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
         if self.show_free:
             series.append(("free", tl["free_bytes"].to_numpy(), FREE_COLOR))
         times = tl["time_ps"].to_numpy()
-        peak = int(np.argmin(np.abs(times - a.peak_time_ps))) if len(times) else None
+        peak = a.peak_index
         self.chart.set_data(times, series, line=("fragmentation", tl["fragmentation"].to_numpy(), LINE_COLOR), peak=peak)
         self.chart.border_title = "Memory timeline"
         self.chart.border_subtitle = self.chart.legend().plain + ("" if self.show_free else " (f: show free)") + \
@@ -212,17 +210,9 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
         def find(frame):
             from tputui.screens.trace_viewer import TraceFocus
 
-            ev = memory_events(frame)
-            if not len(ev):
-                return np.zeros(0, np.int64)
-            # The analysis's memory id: the allocator name, else the device ordinal / index on host.
-            mid = pl.coalesce(pl.col("allocator_name"), pl.coalesce(pl.col("device_ordinal"),
-                                                                     pl.col("index_on_host")).cast(pl.String))
-            at = ev.filter((pl.col("time_ps") == t) & (pl.col("activity") == activity)
-                           & (mid.fill_null("") == memory_id))
-            if not len(at):
-                return np.zeros(0, np.int64)
-            row = int(at["row"][0])
+            row = memory_event_row(frame, t, activity, memory_id)
+            if row is None:
+                return ()
             start = int(frame.start_ps[row])
             return TraceFocus(frame_rows=(row,), start_ps=start - half, end_ps=start + half)
 
