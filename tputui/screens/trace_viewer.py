@@ -38,6 +38,7 @@ from textual.widgets import Input, Static
 from tputui import format as fmt
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex, index_for, remember_index
+from tputui.analysis.trace_selection import earliest, events_of, selection_stats, self_share
 from tputui.data.progress import Progress
 from tputui.screens.base import ToolScreen
 from tputui.widgets.timeline import Timeline, fmt_tick, parse_time
@@ -213,20 +214,13 @@ class TraceViewerScreen(ToolScreen):
     # --- focus from other screens ----------------------------------------------------------
     def apply_focus(self, f: TraceFocus) -> None:
         ix, tl = self.index, self.timeline
-        picked = np.zeros(0, np.int64)
-        if f.frame_rows:
-            raw = ix.kind == 0  # the events themselves, not lines XProf derives from them
-            picked = np.flatnonzero(raw & np.isin(ix.source, np.asarray(f.frame_rows, np.int64)))
-        if f.names:
-            ids = [i for i, n in enumerate(ix.names) if n in set(f.names)]
-            picked = np.union1d(picked, np.flatnonzero(np.isin(ix.name, ids)))
+        picked = events_of(ix, f.frame_rows, f.names)
         if f.search:
             tl.set_search(f.search)
             if not len(picked):
                 picked = tl.matches
         if len(picked):
-            first = int(picked[np.argmin(ix.start[picked])])
-            tl.select(picked, current=first)
+            tl.select(picked, current=earliest(ix, picked))
         if f.start_ps is not None and f.end_ps is not None:
             tl.set_window(f.start_ps, f.end_ps)
         elif len(picked):
@@ -414,9 +408,9 @@ class TraceViewerScreen(ToolScreen):
         t.add_row("Where", f"{sec.name} › {track.name} (depth {int(ix.row_depth[int(ix.event_row[i])])})")
         t.add_row("Start", fmt.time_ps(s, 6) + " from the profile start")
         t.add_row("Duration", fmt.time_ps(e - s, 6) if e > s else "instant")
-        own = ix.self_time(i) if e > s else 0
+        own, share = self_share(ix, i)
         if own != e - s:  # only events with children: a leaf's self time is its duration
-            t.add_row("Self time", f"{fmt.time_ps(own, 6) if own else '0'} ({100 * own / (e - s):.1f}% of its duration)")
+            t.add_row("Self time", f"{fmt.time_ps(own, 6) if own else '0'} ({fmt.fraction_percent(share, 1)} of its duration)")
         long_name = ix.metadata_name(i)
         if len(long_name) > len(ix.event_name(i)):  # e.g. an XLA op's full HLO text
             t.add_row("Full name", long_name)
@@ -430,27 +424,19 @@ class TraceViewerScreen(ToolScreen):
 
     def selection_summary(self, sel: np.ndarray):
         """Several events: totals, then per name (as XProf's selection table) the biggest first."""
-        tl, ix = self.timeline, self.timeline.ix
-        dur = ix.end[sel] - ix.start[sel]
-        names = ix.name[sel]
-        counts = np.bincount(names, minlength=len(ix.names))  # bincount, not np.unique: fast at 2M
-        totals = np.bincount(names, weights=dur, minlength=len(ix.names))
-        ids = np.flatnonzero(counts)
-        ids = ids[np.argsort(-totals[ids], kind="stable")]
+        st = selection_stats(self.timeline.ix, sel)
         head = Table.grid(padding=(0, 2))
         head.add_column(style="bold")
         head.add_column()
-        a, b = tl.selection_span()
-        head.add_row("Selected", f"{len(sel):,} events, {len(ids):,} name(s)")
-        head.add_row("Total duration", f"{fmt.time_ps(int(dur.sum()))}  (average {fmt.time_ps(float(dur.mean()))})")
-        head.add_row("Span", f"{fmt.time_ps(a)} – {fmt.time_ps(b)} ({fmt.time_ps(b - a)})")
+        head.add_row("Selected", f"{st.count:,} events, {len(st.per_name):,} name(s)")
+        head.add_row("Total duration", f"{fmt.time_ps(st.total_ps)}  (average {fmt.time_ps(st.average_ps)})")
+        head.add_row("Span", f"{fmt.time_ps(st.start_ps)} – {fmt.time_ps(st.end_ps)} ({fmt.time_ps(st.span_ps)})")
         per_name = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
         per_name.add_column("Name", overflow="ellipsis", no_wrap=True, max_width=60)
         for col in ("Count", "Total", "Average"):
             per_name.add_column(col, justify="right", no_wrap=True)
-        for n in ids[:MAX_NAMES].tolist():
-            c, tot = int(counts[n]), float(totals[n])
-            per_name.add_row(ix.names[n], f"{c:,}", fmt.time_ps(tot), fmt.time_ps(tot / c))
-        if len(ids) > MAX_NAMES:
-            per_name.add_row(Text(f"… {len(ids) - MAX_NAMES:,} more names", style="dim"), "", "", "")
+        for n in st.per_name[:MAX_NAMES]:
+            per_name.add_row(n.name, f"{n.count:,}", fmt.time_ps(n.total_ps), fmt.time_ps(n.average_ps))
+        if len(st.per_name) > MAX_NAMES:
+            per_name.add_row(Text(f"… {len(st.per_name) - MAX_NAMES:,} more names", style="dim"), "", "", "")
         return Group(head, Text(""), per_name)
