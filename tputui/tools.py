@@ -11,6 +11,8 @@ import importlib
 import inspect
 from dataclasses import dataclass
 
+from tputui.data.progress import reporting
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -23,15 +25,17 @@ class Tool:
 
     def analyze_fn(self):
         """The tool's analysis, after a check that the run (or host) has a readable profile,
-        so every tool says the same clear thing about e.g. a run of .xplane.riegeli files."""
+        so every tool says the same clear thing about e.g. a run of .xplane.riegeli files.
+        `progress` (a callable taking one short message) hears about slow reads and decodes."""
         analyze = _load(self.analysis)
 
-        def checked(run, host=None, **options):
+        def checked(run, host=None, progress=None, **options):
             if host is None:
                 run.require_hosts()
             else:
                 run.host_file(host)
-            return analyze(run, host, **options)
+            with reporting(progress):
+                return analyze(run, host, **options)
 
         return checked
 
@@ -39,7 +43,7 @@ class Tool:
         """The keyword options the analysis names (anything else it would silently ignore)."""
         params = inspect.signature(_load(self.analysis)).parameters.values()
         return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                and p.name not in ("run", "host", "progress")]
+                and p.name not in ("run", "host")]
 
     def screen_class(self):
         return _load(self.screen) if self.screen else None

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tputui.data.logdir import HostFile, LogdirError, Run
+from tputui.data.progress import Progress, current_progress
 from tputui.data.xspace import PlaneSelector, XSpaceFrame
 
 
@@ -15,8 +15,6 @@ class RunData:
 
     run: Run
     use_cache: bool = True
-    # Called with a short message before slow steps (decode, download); screens set it.
-    progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     # How per-host work (the op stats map) runs: worker processes (None: one per core) or a Dask
     # scheduler address.
     jobs: int | None = None
@@ -49,8 +47,10 @@ class RunData:
             raise LogdirError(f"{hf.path}: .xplane.riegeli profiles (over 2 GiB) are not supported yet")
         return hf
 
-    def frame(self, host: str | None = None, planes: PlaneSelector = None, progress=None) -> XSpaceFrame:
-        """Decoded frame of one host (the first host when None)."""
+    def frame(self, host: str | None = None, planes: PlaneSelector = None,
+              progress: Progress | None = None) -> XSpaceFrame:
+        """Decoded frame of one host (the first host when None); slow steps report to `progress`,
+        else to the callback of the enclosing `reporting` block."""
         from tputui.data.cache import load_frame
 
         hf = self.host_file(host)
@@ -58,7 +58,7 @@ class RunData:
         with self._lock:
             fr = self._frames.get(key)
         if fr is None:
-            report = progress or self.progress
+            report = progress or current_progress()
             if report:
                 report(f"reading {hf.host} ({hf.size / 1e6:.1f} MB)")
             fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=report)
@@ -71,6 +71,6 @@ class RunData:
         with self._lock:
             return (host, None) in self._frames
 
-    def frames(self, planes: PlaneSelector = None, progress=None) -> dict[str, XSpaceFrame]:
+    def frames(self, planes: PlaneSelector = None, progress: Progress | None = None) -> dict[str, XSpaceFrame]:
         """Every supported host's frame, in host order."""
         return {h: self.frame(h, planes, progress) for h in self.hosts}
