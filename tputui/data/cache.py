@@ -4,7 +4,8 @@
 so a warm open reads only what a tool touches), the string tables in strings.json and
 byte blobs (HLO protos) in blobs.bin. Never written inside the logdir; `--no-cache`
 (use_cache=False) skips both reading and writing. Entries are written to a temp dir and
-renamed, so a crash never leaves a half entry behind.
+renamed, so a crash never leaves a half entry behind. The file's bytes come from
+`storage.read` (the one read path; local files memory-mapped).
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ import threading
 
 import numpy as np
 
-from tputui.data.logdir import HostFile, LogdirError
 from tputui.data.raw import RawXSpace, StatColumns
+from tputui.data.runs import HostFile, LogdirError
+from tputui.data.storage import cache_root, read
 from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, decode_raw
 
 FORMAT_VERSION = 1
@@ -28,33 +30,12 @@ _FIELDS = {f.name: f.type for f in dataclasses.fields(RawXSpace)}
 _STAT_PARTS = ("owner", "stat", "kind", "value")
 
 
-def cache_root() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tputui")
-
-
 def cache_key(hf: HostFile, planes: PlaneSelector) -> str | None:
     if callable(planes):
         return None  # an arbitrary predicate has no stable key
     sel = "all" if planes is None else "|".join(sorted(planes))
     ident = f"v{FORMAT_VERSION}\0{hf.path}\0{hf.size}\0{hf.mtime!r}\0{sel}"
     return hashlib.sha1(ident.encode()).hexdigest()
-
-
-def read_bytes(hf: HostFile, progress=None) -> bytes:
-    if hf.path.startswith("gs://"):
-        from tputui.data import gcs
-
-        return gcs.read_bytes(hf, progress=progress)
-    try:
-        with open(hf.path, "rb") as f:
-            return f.read()
-    except PermissionError:
-        raise LogdirError(f"{hf.path}: permission denied") from None
-    except IsADirectoryError:
-        raise LogdirError(f"{hf.path}: is a directory, not a profile file") from None
-    except OSError as e:
-        raise LogdirError(f"{hf.path}: cannot read ({e.strerror or e})") from None
 
 
 def save_raw(raw: RawXSpace, path: str) -> None:
@@ -120,7 +101,7 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
             return frame
         except (OSError, ValueError, KeyError):  # a damaged entry: decode again
             shutil.rmtree(entry, ignore_errors=True)
-    data = read_bytes(hf, progress=progress)
+    data = read(hf, progress=progress)
     if progress:
         progress(f"decoding {hf.host} ({len(data) / 1e6:.1f} MB)")
     try:

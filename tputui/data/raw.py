@@ -94,7 +94,7 @@ def decode_with_protobuf(data: bytes, plane_filter=None) -> RawXSpace:
 
     space = xplane_pb2.XSpace()
     try:
-        space.ParseFromString(data)
+        space.ParseFromString(data if isinstance(data, bytes) else bytes(data))  # upb takes bytes only
     except DecodeError as e:
         raise ValueError(f"not a valid XSpace protobuf ({e})") from None
     b = _Builder()

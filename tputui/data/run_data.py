@@ -5,7 +5,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tputui.data.logdir import HostFile, LogdirError, Run
+from tputui.data.cache import load_frame
+from tputui.data.runs import HostFile, LogdirError, Run
 from tputui.data.xspace import PlaneSelector, XSpaceFrame
 
 
@@ -45,8 +46,6 @@ class RunData:
 
     def frame(self, host: str | None = None, planes: PlaneSelector = None, progress=None) -> XSpaceFrame:
         """Decoded frame of one host (the first host when None)."""
-        from tputui.data.cache import load_frame
-
         hf = self.host_file(host)
         key = (hf.host, None if planes is None else tuple(planes) if not callable(planes) else planes)
         with self._lock:

@@ -26,6 +26,11 @@ from tputui.data.raw import (
 )
 from tputui.errors import UserError
 
+try:
+    from tputui.data import wire  # the C decoder
+except ImportError:  # extension not built: protobuf's parser (slow, exact) does the work
+    wire = None
+
 PlaneSelector = Callable[[str], bool] | Iterable[str] | None
 
 
@@ -48,10 +53,6 @@ def decode(data: bytes, planes: PlaneSelector = None) -> XSpaceFrame:
 
 def decode_raw(data: bytes, planes: PlaneSelector = None) -> RawXSpace:
     keep = plane_filter(planes)
-    try:
-        from tputui.data import wire
-    except ImportError:  # extension not built: the slow, exact path
-        wire = None
     try:
         if wire is not None:
             return wire.decode(data, keep)
