@@ -11,6 +11,8 @@ import importlib
 import inspect
 from dataclasses import dataclass
 
+from tputui.errors import UserError
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -45,12 +47,16 @@ class Tool:
         return _load(self.screen) if self.screen else None
 
     def available(self, run) -> bool:
+        """Whether the run has data for this tool. A host that cannot be read is no data (the run
+        records it in `run.unreadable`); any other failure is a bug and is raised."""
+        if not run.hosts:
+            return False
         if self.has_data is None:
             return True
         try:
             return bool(_load(self.has_data)(run))
-        except Exception:  # a tool that cannot tell is listed; opening it says why
-            return True
+        except UserError:
+            return False
 
 
 def _load(path: str):

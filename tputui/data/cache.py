@@ -22,7 +22,7 @@ import numpy as np
 from tputui.data.raw import RawXSpace, StatColumns
 from tputui.data.runs import HostFile, LogdirError
 from tputui.data.storage import cache_root, read
-from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, decode_raw
+from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, check, decode_raw
 
 FORMAT_VERSION = 1
 DEFAULT_MAX_BYTES = 2 << 30  # TPUTUI_CACHE_MAX_GB overrides; oldest-used entries go first
@@ -113,6 +113,18 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
         # Not a daemon thread, so a short-lived CLI process still finishes the entry.
         threading.Thread(target=_save_quietly, args=(raw, entry), name="tputui-cache-write").start()
     return XSpaceFrame(raw)
+
+
+def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None:
+    """Raise a one-line LogdirError unless the host file can be read: a cached entry of the
+    whole file says it decoded before; else its bytes are read and its top level walked."""
+    if use_cache and os.path.isdir(os.path.join(cache_root(), "frames", cache_key(hf, None))):
+        return
+    data = read(hf, progress=progress)
+    try:
+        check(data)
+    except DecodeError as e:
+        raise LogdirError(f"{hf.path}: {e}") from None
 
 
 def _save_quietly(raw: RawXSpace, entry: str) -> None:

@@ -5,9 +5,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tputui.data.cache import load_frame
+from tputui.data.cache import check_host_file, load_frame
 from tputui.data.runs import HostFile, LogdirError, Run
 from tputui.data.xspace import PlaneSelector, XSpaceFrame
+from tputui.errors import UserError
 
 
 @dataclass
@@ -18,6 +19,8 @@ class RunData:
     use_cache: bool = True
     # Called with a short message before slow steps (decode, download); screens set it.
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    # Hosts whose file could not be read or decoded -> the one-line reason; left out of `hosts`.
+    unreadable: dict[str, str] = field(default_factory=dict)
     _frames: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -27,12 +30,28 @@ class RunData:
 
     @property
     def hosts(self) -> list[str]:
-        return [h.host for h in self.run.hosts if h.supported]
+        """The supported hosts not known to be unreadable (see check_hosts)."""
+        return [h.host for h in self.run.hosts if h.supported and h.host not in self.unreadable]
+
+    def check_hosts(self, progress=None) -> dict[str, str]:
+        """Check every host file's bytes (size, first bytes, top-level structure) and record the
+        unreadable ones; returns them (host -> reason)."""
+        for hf in self.run.hosts:
+            if hf.supported and hf.host not in self.unreadable:
+                try:
+                    check_host_file(hf, self.use_cache, progress)
+                except UserError as e:
+                    self.unreadable[hf.host] = str(e)
+        return dict(self.unreadable)
 
     def require_hosts(self) -> list[str]:
         """The readable hosts, or a one-line error saying why there are none."""
         if self.hosts:
             return self.hosts
+        if self.unreadable:
+            reason = next(iter(self.unreadable.values()))
+            more = f" (and {len(self.unreadable) - 1} more unreadable)" if len(self.unreadable) > 1 else ""
+            raise LogdirError(f"run {self.name} has no readable host: {reason}{more}")
         if self.run.unsupported:
             raise LogdirError(f"run {self.name} holds only .xplane.riegeli profiles (over 2 GiB): "
                               "not supported yet")
@@ -54,7 +73,11 @@ class RunData:
             report = progress or self.progress
             if report:
                 report(f"reading {hf.host} ({hf.size / 1e6:.1f} MB)")
-            fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=report)
+            try:
+                fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=report)
+            except UserError as e:
+                self.unreadable[hf.host] = str(e)  # later `hosts` lists leave it out
+                raise
             with self._lock:
                 self._frames[key] = fr
         return fr

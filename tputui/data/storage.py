@@ -83,12 +83,12 @@ def _walk_local(root: str) -> Listing:
             folder = stack.pop()
             try:
                 st = os.stat(folder)
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
                 entries = sorted(os.scandir(folder), key=lambda e: e.name)
             except OSError:
                 continue  # unreadable or vanished: as os.walk does, skip it
-            if (st.st_dev, st.st_ino) in seen:
-                continue
-            seen.add((st.st_dev, st.st_ino))
             subdirs = []
             for e in entries:
                 try:

@@ -16,6 +16,11 @@ def _texts(buf: memoryview, offs: np.ndarray, lens: np.ndarray) -> list[str]:
     return [str(buf[o:o + n], "utf-8", "replace") for o, n in zip(offs.tolist(), lens.tolist())]
 
 
+def scan(data) -> tuple[list, list[str], list[str], list[str]]:
+    """The top level only: ([(offset, length, name bytes) per plane], hostnames, errors, warnings)."""
+    return _wire.scan(data)
+
+
 def decode(data: bytes, keep=None) -> RawXSpace:
     planes, hostnames, errors, warnings = _wire.scan(data)
     ranges = [(off, n) for off, n, name in planes

@@ -61,6 +61,18 @@ def decode_raw(data: bytes, planes: PlaneSelector = None) -> RawXSpace:
         raise DecodeError(str(e)) from None
 
 
+def check(data) -> None:
+    """Raise DecodeError unless the top level of `data` is a well-formed XSpace: every field
+    complete and inside the buffer (planes are located, not decoded)."""
+    try:
+        if wire is not None:
+            wire.scan(data)
+        else:
+            decode_with_protobuf(data, lambda name: False)
+    except ValueError as e:
+        raise DecodeError(str(e)) from None
+
+
 def _lookup(keys_plane: np.ndarray, keys_id: np.ndarray, plane: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Row of each (plane, id) in the table (keys_plane, keys_id), -1 where absent.
 
