@@ -166,6 +166,9 @@ def probe(logdir) -> dict:
 @pytest.mark.parametrize("head,size,error", [
     (b"", 3 << 30, "more than an .xplane.pb can hold"),  # refused from its size
     (b"", (2 << 30) - 1, "starts with zero bytes"),  # just under the limit: refused from its first bytes
+    # A plane that claims 1.9 GB, then zeros: the decoder reads from the map and stops at the
+    # first bad key instead of the whole file being read into memory first.
+    (b"\x0a\x80\x80\x80\x80\x07", 1900 << 20, "field number 0 at byte 6"),
 ])
 def test_a_huge_bad_file_costs_under_100_mb(tmp_path, head, size, error):
     host(tmp_path, content=head, size=size)
