@@ -112,3 +112,25 @@ def test_unreadable_copy_is_left_untouched(capsys, tmp_path):
     run_cli(capsys, "export", str(tmp_path), "--list")
     assert (run / "h.xplane.pb").read_bytes() == before
     assert sorted(p.name for p in run.iterdir()) == ["h.xplane.pb"]
+
+
+def test_an_all_hosts_export_leaves_the_unreadable_host_out_and_says_so(capsys, tmp_path):
+    run = make_run(tmp_path, "r", {"bad": damaged("truncated"), "vm": GOOD.read_bytes()})
+    code, out, err = run_cli(capsys, "export", str(tmp_path), "--tool", "overview_page")
+    assert code == 0
+    assert json.loads(out)["hosts"] == ["vm"]
+    (line,) = err.splitlines()
+    assert line.startswith(f"tputui: note: 1 unreadable host file(s) left out: {run / 'bad.xplane.pb'}: "
+                           "truncated or corrupt XSpace")
+    # The same figures as the good host alone.
+    code, alone, _ = run_cli(capsys, "export", str(GOOD), "--tool", "overview_page")
+    strip = lambda doc: {k: v for k, v in json.loads(doc).items() if k != "run"}
+    assert strip(out) == strip(alone)
+
+
+def test_a_run_of_only_unreadable_hosts_is_one_line_for_every_tool(capsys, tmp_path):
+    make_run(tmp_path, "r", {"a": b"", "b": damaged("zeros")})
+    for tool in [t.name for t in TOOLS]:
+        code, out, err = run_cli(capsys, "export", str(tmp_path), "--tool", tool)
+        assert (code, out) == (2, ""), tool
+        assert err.startswith("tputui: error: run r has no readable host: ") and err.count("\n") == 1, (tool, err)

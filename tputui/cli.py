@@ -141,6 +141,9 @@ def run_export(argv: list[str]) -> int:
         written = write_result(result, a.format, sys.stdout, a.table)
     if written is not None and not a.table:
         _note_empty_table(written)
+    if run.unreadable:  # left out of an all-hosts result: say so, with the first reason
+        first = next(iter(run.unreadable.values()))
+        print(f"tputui: note: {len(run.unreadable)} unreadable host file(s) left out: {first}", file=sys.stderr)
     return 0
 
 

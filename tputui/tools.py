@@ -25,11 +25,13 @@ class Tool:
 
     def analyze_fn(self):
         """The tool's analysis, after a check that the run (or host) has a readable profile,
-        so every tool says the same clear thing about e.g. a run of .xplane.riegeli files."""
+        so every tool says the same clear thing about e.g. a run of .xplane.riegeli files; over
+        all hosts, host files that cannot be read are left out (and listed in run.unreadable)."""
         analyze = _load(self.analysis)
 
         def checked(run, host=None, **options):
-            if host is None:
+            if host is None:  # all hosts: the readable ones (the others are in run.unreadable)
+                run.check_hosts()
                 run.require_hosts()
             else:
                 run.host_file(host)

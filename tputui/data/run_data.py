@@ -21,6 +21,7 @@ class RunData:
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     # Hosts whose file could not be read or decoded -> the one-line reason; left out of `hosts`.
     unreadable: dict[str, str] = field(default_factory=dict)
+    _checked: set = field(default_factory=set, repr=False)  # hosts check_hosts found readable
     _frames: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -37,9 +38,10 @@ class RunData:
         """Check every host file's bytes (size, first bytes, top-level structure) and record the
         unreadable ones; returns them (host -> reason)."""
         for hf in self.run.hosts:
-            if hf.supported and hf.host not in self.unreadable:
+            if hf.supported and hf.host not in self.unreadable and hf.host not in self._checked:
                 try:
                     check_host_file(hf, self.use_cache, progress)
+                    self._checked.add(hf.host)
                 except UserError as e:
                     self.unreadable[hf.host] = str(e)
         return dict(self.unreadable)
@@ -50,6 +52,8 @@ class RunData:
             return self.hosts
         if self.unreadable:
             reason = next(iter(self.unreadable.values()))
+            if len(self.run.hosts) == 1:
+                raise LogdirError(reason)  # the one file's own line says it all
             more = f" (and {len(self.unreadable) - 1} more unreadable)" if len(self.unreadable) > 1 else ""
             raise LogdirError(f"run {self.name} has no readable host: {reason}{more}")
         if self.run.unsupported:
