@@ -128,6 +128,10 @@ class ToolScreen(Screen):
         await self._clear_body()
         if not self._replaced():
             self.show(result)
+            skipped = self.run_data.unreadable if self.host is None else {}
+            if skipped:  # an all-hosts result without them: say which and why
+                self.notify(f"{len(skipped)} unreadable host file(s) left out: {next(iter(skipped.values()))}",
+                            title=self.tool.title, severity="warning", timeout=8)
 
     async def _failed(self, message: str, no_data: bool = False) -> None:
         if self._replaced():
