@@ -22,6 +22,12 @@ class RunData:
     # Hosts whose file could not be read or decoded -> the one-line reason; left out of `hosts`.
     unreadable: dict[str, str] = field(default_factory=dict)
     _checked: set = field(default_factory=set, repr=False)  # hosts check_hosts found readable
+    # How per-host work (the op stats map) runs: worker processes (None: one per core) or a Dask
+    # scheduler address.
+    jobs: int | None = None
+    dask: str | None = None
+    # Results derived from the hosts (e.g. op stats), kept for this process by the analyses.
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
     _frames: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -85,6 +91,11 @@ class RunData:
             with self._lock:
                 self._frames[key] = fr
         return fr
+
+    def has_frame(self, host: str) -> bool:
+        """Whether the host's full frame is already decoded in this process."""
+        with self._lock:
+            return (host, None) in self._frames
 
     def frames(self, planes: PlaneSelector = None, progress=None) -> dict[str, XSpaceFrame]:
         """Every supported host's frame, in host order."""
