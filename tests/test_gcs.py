@@ -510,3 +510,23 @@ def test_capture_writes_through_gcs(gcs_env):
     emu.create_bucket("cap2")
     write_remote("gs://cap2/run/plugins/profile/2026_05_05_00_00_00/h.xplane.pb", b"abc")
     assert emu.objects("cap2").keys() == {"run/plugins/profile/2026_05_05_00_00_00/h.xplane.pb"}
+
+
+def test_host_checks_on_gs_download_nothing_and_list_marks_a_bad_object(gcs_env, capsys):
+    """Checking gs:// hosts goes by the listed size (no GET: a Dask or worker decode may fetch
+    them instead); a bad object is found when a tool decodes it, and --list marks it."""
+    from tputui.cli import main
+
+    emu, proxy = gcs_env
+    emu.create_bucket("mixed")
+    good = (PROFILES / "jax_mlp").rglob("vm.xplane.pb").__next__().read_bytes()
+    emu.upload("mixed", "plugins/profile/r/vm.xplane.pb", good)
+    emu.upload("mixed", "plugins/profile/r/bad.xplane.pb", good[:5000])
+    proxy.reset()
+    rd = RunData(open_logdir("gs://mixed").runs[0], use_cache=False)
+    assert rd.check_hosts() == {} and not proxy.downloads()
+    code = main(["export", "gs://mixed", "--list", "--no-cache"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "1 host file(s) unreadable" in err
+    (run,) = json.loads(out)["runs"]
+    assert list(run["unreadable"]) == ["bad"] and "truncated or corrupt XSpace" in run["unreadable"]["bad"]

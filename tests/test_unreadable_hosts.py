@@ -134,3 +134,15 @@ def test_a_run_of_only_unreadable_hosts_is_one_line_for_every_tool(capsys, tmp_p
         code, out, err = run_cli(capsys, "export", str(tmp_path), "--tool", tool)
         assert (code, out) == (2, ""), tool
         assert err.startswith("tputui: error: run r has no readable host: ") and err.count("\n") == 1, (tool, err)
+
+
+def test_a_host_that_fails_to_decode_does_not_hide_the_others_data(tmp_path):
+    tpu = next((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb")).read_bytes()
+    event = b"\x00\x00"
+    line = b"\x22" + bytes([len(event)]) + event
+    plane = b"\x12\x03bad" + b"\x1a" + bytes([len(line)]) + line
+    make_run(tmp_path, "r", {"a_bad": tpu + b"\x0a" + bytes([len(plane)]) + plane, "tpu": tpu})
+    rd = RunData(open_logdir(str(tmp_path)).runs[0])
+    hlo = next(t for t in TOOLS if t.name == "hlo_stats")
+    assert hlo.available(rd) is True  # a_bad (first) failed to decode, then tpu was asked
+    assert list(rd.unreadable) == ["a_bad"] and rd.hosts == ["tpu"]

@@ -49,16 +49,20 @@ class Tool:
         return _load(self.screen) if self.screen else None
 
     def available(self, run) -> bool:
-        """Whether the run has data for this tool. A host that cannot be read is no data (the run
-        records it in `run.unreadable`); any other failure is a bug and is raised."""
-        if not run.hosts:
-            return False
+        """Whether the run has data for this tool. A host file that cannot be read is left out
+        (the run records it in `run.unreadable`) and the others asked again; another UserError
+        means no data; any other failure is a bug and is raised."""
         if self.has_data is None:
-            return True
-        try:
-            return bool(_load(self.has_data)(run))
-        except UserError:
-            return False
+            return bool(run.hosts)
+        while run.hosts:
+            failed = len(run.unreadable)
+            try:
+                return bool(_load(self.has_data)(run))
+            except UserError:
+                if len(run.unreadable) == failed:  # not a host file that failed: no data
+                    return False
+            # else that host is now left out of run.hosts: ask again about the others
+        return False
 
 
 def _load(path: str):

@@ -134,6 +134,11 @@ def read(hf: HostFile, progress=None) -> Buffer:
     return data
 
 
+def check_listed(hf: HostFile) -> None:
+    """The checks a listing allows without reading the file (its size); a LogdirError line."""
+    _check_size(hf.path, hf.size, hf.format)
+
+
 def _check_size(path: str, size: int, fmt: str) -> None:
     if size == 0:
         raise LogdirError(f"{path}: empty file (0 bytes; the capture wrote nothing)")
