@@ -11,7 +11,8 @@
  * Any malformed input raises ValueError with the byte offset; nothing is trusted.
  *
  * Semantics are protobuf's (upb's, which Python's protobuf uses and tputui's reference path
- * calls): a file is accepted exactly when protobuf accepts it, with the same content:
+ * calls): a file is accepted exactly when protobuf accepts it, with the same content (for a
+ * full decode; planes left out by a plane selection are only located, not checked):
  *   - field keys: at most 5 bytes, at most 2^32 - 1, field number >= 1; lengths: at most 5 bytes;
  *   - unknown fields of every wire type are skipped, groups (3/4) included, nested at most
  *     100 - (message depth) deep; an end-group key outside its group is an error;
