@@ -175,3 +175,15 @@ def test_a_huge_bad_file_costs_under_100_mb(tmp_path, head, size, error):
     out = probe(tmp_path)
     assert error in out["error"]
     assert out["grown_mb"] < 100  # the issue's bound; it was the file's size (3.1 GB) before
+
+
+def test_a_file_system_that_cannot_map_is_read_instead(monkeypatch):
+    """Some FUSE mounts refuse mmap (ENODEV): the bytes are read, with the same result."""
+    hf = open_logdir(str(PROFILES / "jax_mlp")).runs[0].hosts[0]
+
+    def refuse(*args, **kwargs):
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(storage.mmap, "mmap", refuse)
+    data = storage.read(hf)
+    assert isinstance(data, bytes) and len(data) == hf.size

@@ -152,7 +152,10 @@ def _map_local(path: str, fmt: str) -> Buffer:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             _check_size(path, size, fmt)  # again: the file may have changed since it was listed
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)  # stays valid after the close
+            try:
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)  # stays valid after the close
+            except (OSError, ValueError):  # a file system that cannot map (some FUSE mounts): read it
+                return f.read()
     except PermissionError:
         raise LogdirError(f"{path}: permission denied") from None
     except IsADirectoryError:
