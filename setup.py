@@ -1,7 +1,8 @@
-"""Build the optional C wire decoder (tputui.data._wire).
+"""Build the optional C extensions: the wire decoder (tputui.data._wire) and the trace
+viewer's sequential derive steps (tputui.analysis._derive).
 
-If no C compiler is available the build goes on without it and tputui falls back to
-protobuf's own parser (exact, but slower on large profiles).
+If no C compiler is available the build goes on without them and tputui falls back to
+protobuf's own parser and to the Python replays (exact, but slower on large profiles).
 """
 from setuptools import Extension, setup
 
@@ -12,6 +13,12 @@ setup(
             sources=["tputui/data/_wire.c"],
             extra_compile_args=["-O3", "-std=c99"],
             optional=True,
-        )
+        ),
+        Extension(
+            "tputui.analysis._derive",
+            sources=["tputui/analysis/_derive.c"],
+            extra_compile_args=["-O3", "-std=c99"],
+            optional=True,
+        ),
     ]
 )

@@ -44,6 +44,11 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.stdsort import sort_order
+
+try:
+    from tputui.analysis import _derive
+except ImportError:  # built without a C compiler: the one-at-a-time Python path
+    _derive = None
 from tputui.data.xspace import XSpaceFrame
 
 HOST_PLANE = "/host:CPU"
@@ -87,6 +92,7 @@ HOST_MEMORY_LABEL = "S(5)"
 # compare with the op-by-op reference).
 DERIVE_COLUMNS = True
 STD_SORT_MAX = 400_000  # events of one TPU core up to which std::sort's tie order is replayed
+OFFLOAD_IN_C = True  # tests switch it off to compare with _OffloadRows
 
 # Where an event comes from (TraceEvents.kind).
 KIND_RAW, KIND_REGION, KIND_DERIVED = 0, 1, 2
@@ -605,9 +611,46 @@ class _DeviceLines:
             self.derive_columns(rows_i, tf_i, src_i, groups)  # every op is in a step / module
         else:
             self.derive_sequential(rows_i, tf_i, src_i, groups)
-        offload_rows = _OffloadRows(self)
-        for row in rows_i[offload[interesting]].tolist():  # copy start/done pairs only
-            offload_rows.add(row)
+        self.add_offload_rows(rows_i[offload[interesting]])
+
+    def add_offload_rows(self, rows: np.ndarray) -> None:
+        """Host Offload Ops rows from copy start/done ops (rows: in sorted order). In C when
+        built (`_derive.pair_offload`); `_OffloadRows` is the reference, one op at a time."""
+        if _derive is None or not OFFLOAD_IN_C:
+            offload_rows = _OffloadRows(self)
+            for row in rows.tolist():  # copy start/done pairs only
+                offload_rows.add(row)
+            return
+        if not len(rows):
+            return
+        b, r = self.b, self.b.r
+        md_u, md_inv = np.unique(b.ev_md[rows], return_inverse=True)
+        labels: dict[str, int] = {}
+        label_of_md = np.zeros(len(md_u), np.int64)
+        kind_of_md = np.zeros(len(md_u), np.int64)
+        for k, md in enumerate(md_u.tolist()):  # per distinct op, not per event
+            shown = r.em_display_name[md] or r.em_name[md]
+            label_of_md[k] = labels.setdefault(offload_name(shown), len(labels))
+            kind_of_md[k] = 1 if "-start" in shown else 2 if "-done" in shown else 0
+        label = label_of_md[md_inv]
+        s = b.start[rows].astype(np.int64)
+        e = s + b.dur[rows]
+        pairs = np.frombuffer(_derive.pair_offload(label, kind_of_md[md_inv], s, e, MAX_OFFLOAD_ROWS),
+                              np.int64).reshape(-1, 3)
+        if not len(pairs):
+            return
+        first, done, pick = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+        # Intern the labels in the order the pairs meet them (as the one-at-a-time path does).
+        text = list(labels)
+        pair_label = label[first]
+        u, at = np.unique(pair_label, return_index=True)
+        name_of_label = np.zeros(len(text), np.int32)
+        for lab in u[np.argsort(at)].tolist():
+            name_of_label[lab] = b.names.id(text[lab])
+        for k in np.unique(pick).tolist():  # per row (<= MAX_OFFLOAD_ROWS)
+            m = pick == k
+            self.arrays.setdefault(TID_OFFLOAD_FIRST + k, []).append(
+                (s[first[m]], e[done[m]], name_of_label[pair_label[m]], rows[first[m]]))
 
     def derive_sequential(self, rows: np.ndarray, tf: np.ndarray, src: np.ndarray, groups: np.ndarray) -> None:
         """DeriveLinesFromStats event by event (the reference; used when some op has no group)."""
