@@ -277,3 +277,18 @@ def test_offload_rows_in_c_equal_one_op_at_a_time(path, monkeypatch):
         assert getattr(fast, col).tolist() == getattr(slow, col).tolist(), col
     if path == DEVICE_CASES[0]:  # the real TPU profile has offloaded copies
         assert int(np.count_nonzero(fast.tid >= te.TID_OFFLOAD_FIRST)) > 0
+
+
+@pytest.mark.parametrize("path", DEVICE_CASES[:2], ids=lambda p: p.name)
+def test_first_pass_is_the_full_events_without_the_derived_lines(path):
+    """trace_events(derived=False) = the first rows of the full result, same order, no derived event."""
+    xp = path if path.suffix == ".pb" else next(path.rglob("*.xplane.pb"))
+    frame = decode(xp.read_bytes())
+    full, first = trace_events(frame), trace_events(frame, derived=False)
+    n = len(first)
+    assert 0 < n < len(full) and not (first.kind == 2).any() and (full.kind[n:] == 2).all()
+    for col in ("pid", "tid", "start_ps", "duration_ps", "source", "kind"):
+        assert getattr(first, col).tolist() == getattr(full, col)[:n].tolist(), col
+    assert [first.names[i] for i in first.name] == [full.names[i] for i in full.name[:n]]
+    derived_tids = set(full.tid[n:].tolist())
+    assert set(first.threads["tid"].to_list()) == set(full.threads["tid"].to_list()) - derived_tids

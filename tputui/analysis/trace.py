@@ -66,24 +66,48 @@ class Level:
 class TraceIndex:
     """Rows of events plus their level-of-detail pyramid (see module docstring)."""
 
+    # Set by the first pass over the raw events only (trace_events(derived=False)): the lines
+    # derived from op stats come with the final index (trace_cache.finish_index).
+    partial = False
+
     def __init__(self, ev: TraceEvents, progress: Callable[[str], None] | None = None, exact: bool = True) -> None:
         """exact=False: nest improperly nested tracks by open-event count for now (fast, a few
         events may share a row with an overlapping one); `refined()` later gives the exact index."""
         self.names = ev.names
         # A stable hue per name (not per intern order): the same op keeps its colour everywhere.
         self.name_hash = np.array([zlib.crc32(n.encode()) for n in ev.names], np.uint32)
-        self.frame = ev.frame
         self.processes = dict(ev.processes.iter_rows())
+        self.threads = ev.threads
         report = progress or (lambda msg: None)
         report(f"arranging {len(ev):,} events into tracks")
         self.exact = True
         self._arrange(ev, exact)
-        self._events = None if self.exact else ev  # kept only until refined
-        self.levels: list[Level] = [self._level0()]
+        self._cover()
+        self.init_state(ev.frame, None if self.exact else ev)
+        self.levels: list[Level] = [self.level0()]
+
+    def init_state(self, frame, events: TraceEvents | None = None) -> None:
+        """What is not arrays: the frame, search state, the pyramid's lock (also for an index
+        read back from disk, see trace_cache)."""
+        self._frame = frame
+        self.frame_loader: Callable[[], object] | None = None  # an index read from disk loads it on demand
+        self._events = events  # kept only until refined
         self._match_cache: dict = {}
         self.search_ids: np.ndarray | None = None
         self.pyramid_ready = False
         self._pyramid_lock = threading.Lock()
+
+    @property
+    def frame(self):
+        """The decoded frame the events come from (stats and full names for the details pane)."""
+        if self._frame is None and self.frame_loader is not None:
+            self._frame = self.frame_loader()
+        return self._frame
+
+    @property
+    def complete(self) -> bool:
+        """Every event (derived lines too), exactly nested, with its level-of-detail pyramid."""
+        return self.exact and self.pyramid_ready and not self.partial
 
     # --- building ------------------------------------------------------------------------
     def _arrange(self, ev: TraceEvents, exact: bool) -> None:
@@ -156,7 +180,7 @@ class TraceIndex:
         if self.t_max <= self.t_min:
             self.t_max = self.t_min + 1
 
-    def _level0(self) -> Level:
+    def _cover(self) -> None:
         n = self.num_events
         # Events of a row may overlap when they are not properly nested: per row, a running
         # max of ends tells whether anything started earlier still covers a time.
@@ -171,8 +195,12 @@ class TraceIndex:
                 a, c = int(self.row_first[r]), int(self.row_count[r])
                 cover[a:a + c] = np.maximum.accumulate(cover[a:a + c])
         self.cover = cover
+
+    def level0(self) -> Level:
+        """The finest level: the events themselves (blocks end where their row's cover does)."""
+        n = self.num_events
         idx = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-        return Level(0, self.start, cover, idx, idx, np.ones(n, np.int32), self.row_first, self.row_count)
+        return Level(0, self.start, self.cover, idx, idx, np.ones(n, np.int32), self.row_first, self.row_count)
 
     def build_pyramid(self, progress: Callable[[str], None] | None = None) -> None:
         """Merge levels until one more merge would not shrink the blocks (or covers the span).
@@ -513,6 +541,12 @@ def _merge(prev: Level, gap: int, dur: np.ndarray) -> Level:
 
 _INDEXES: weakref.WeakKeyDictionary[object, TraceIndex] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+
+
+def known_index(frame) -> TraceIndex | None:
+    """The index this process already built for the frame, if any."""
+    with _LOCK:
+        return _INDEXES.get(frame)
 
 
 def remember_index(frame, ix: TraceIndex) -> None:

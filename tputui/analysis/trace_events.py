@@ -144,9 +144,14 @@ class _Names:
         return i
 
 
-def trace_events(frame: XSpaceFrame) -> TraceEvents:
-    """Build the trace viewer's events of one host's frame."""
-    return _Build(frame).run()
+def trace_events(frame: XSpaceFrame, derived: bool = True) -> TraceEvents:
+    """Build the trace viewer's events of one host's frame.
+
+    derived=False leaves out the lines derived from TPU op stats (Framework Name Scope / Ops,
+    Source code, Host Offload Ops): the trace viewer's quick first pass. Its events are the
+    first rows of the full result, in the same order (the derived ones follow them).
+    """
+    return _Build(frame).run(derived)
 
 
 class _Build:
@@ -181,7 +186,7 @@ class _Build:
                 break
         return pids
 
-    def run(self) -> TraceEvents:
+    def run(self, derived: bool = True) -> TraceEvents:
         r = self.r
         pids = self.pid_of_plane()
         plane_pid = np.full(len(r.plane_name), -1, np.int64)
@@ -233,7 +238,7 @@ class _Build:
             self.add_regions(line_pid, line_tid, line_ok)
             for p, pid in pids.items():
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]):
-                    threads = _DeviceLines(self, p, pid).derive(threads)
+                    threads = _DeviceLines(self, p, pid).derive(threads, derived)
         return self.finish(pids, threads)
 
     def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]]) -> TraceEvents:
@@ -533,11 +538,11 @@ class _DeviceLines:
         hit = (j >= 0) & (ge[jc] >= s)
         return np.where(hit, jc, -1)
 
-    def derive(self, threads: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    def derive(self, threads: list[tuple[int, int, str]], derived: bool = True) -> list[tuple[int, int, str]]:
         b, r, f = self.b, self.b.r, self.b.f
         rows = np.concatenate([np.arange(f.line_events(li).start, f.line_events(li).stop) for li in self.lines]
                               + [np.zeros(0, np.int64)]).astype(np.int64)
-        if len(rows):
+        if len(rows) and derived:
             self.derive_from(rows)
         # RemoveEmptyLines: this plane keeps only lines with events.
         counts = {}
@@ -568,8 +573,10 @@ class _DeviceLines:
         out = []
         for owner, pick in (("metadata", None), ("event", rows)):
             vals = f.stat_values(owner, ["tf_op", "source", "_a"])
-            if pick is not None:
-                vals = vals.filter(pl.col("owner").is_in(pick))
+            if pick is not None and vals.height:  # a mask, not is_in: Polars converts a big list slowly
+                mine = np.zeros(b.r.num_events, bool)
+                mine[pick] = True
+                vals = vals.filter(pl.Series(mine[vals["owner"].to_numpy()]))
             out.append(vals)
         md_vals, ev_vals = out
         tf_md, src_md, asy_md = (np.full(n_md, -1, np.int64), np.full(n_md, -1, np.int64), np.zeros(n_md, bool))

@@ -35,7 +35,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static
 
 from tputui.analysis.result import NoDataError
-from tputui.analysis.trace import TraceIndex, index_for, remember_index
+from tputui.analysis.trace import TraceIndex
+from tputui.analysis.trace_cache import finish_index, open_index
 from tputui.screens.base import ToolScreen
 from tputui.widgets.timeline import Timeline, fmt_ps, fmt_tick, parse_time
 
@@ -143,10 +144,10 @@ class TraceViewerScreen(ToolScreen):
 
     # --- loading ----------------------------------------------------------------------------
     def analyze(self) -> TraceIndex:
-        frame = self.run_data.frame(self.host)
-        report = self.run_data.progress
-        # The quick index first (drawn at once); build_lod refines and swaps it.
-        index = index_for(frame, report, exact=False)
+        # The saved index, else the quick first pass (drawn at once); build_lod finishes and swaps it.
+        index = open_index(self.run_data, self.host, self.run_data.progress)
+        if index.num_events == 0 and index.partial:
+            index = finish_index(self.run_data, self.host, index)  # derived lines may be all there is
         if index.num_events == 0:
             host = self.host or self.run_data.hosts[0]
             raise NoDataError(f"no trace events on host {host} ({len(index.tracks)} thread / device line(s), "
@@ -166,7 +167,7 @@ class TraceViewerScreen(ToolScreen):
         if self.focus_request is not None:
             self.apply_focus(self.focus_request)
         self.update_status()
-        if not index.pyramid_ready or not index.exact:
+        if not index.complete:
             self.lod_note = "in the background: building the level of detail…"
             self.build_lod()
 
@@ -177,19 +178,20 @@ class TraceViewerScreen(ToolScreen):
         def report(msg: str) -> None:
             self.app.call_from_thread(self._lod_progress, msg)
 
-        exact = ix.refined(report)
-        exact.build_pyramid(report)
-        if exact is not ix:
-            remember_index(self.run_data.frame(self.host), exact)
-            self.app.call_from_thread(self._swap_index, exact)
+        final = finish_index(self.run_data, self.host, ix, report)
+        if final is not ix:
+            self.app.call_from_thread(self._swap_index, final)
         self.app.call_from_thread(self._lod_done)
 
     def _swap_index(self, index: TraceIndex) -> None:
         if self._replaced():  # the user moved on while the worker ran
             return
-        self.index = index
+        was_partial, self.index = self.index.partial, index
         if self.timeline is not None:
             self.timeline.set_index(index)
+            f = self.focus_request
+            if was_partial and f is not None and f.names:  # derived lines' events exist only now
+                self.apply_focus(f)
 
     def _lod_progress(self, msg: str) -> None:
         if self._replaced():  # the user moved on while the worker ran
