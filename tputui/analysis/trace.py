@@ -71,8 +71,9 @@ class TraceIndex:
     partial = False
 
     def __init__(self, ev: TraceEvents, progress: Callable[[str], None] | None = None, exact: bool = True) -> None:
-        """exact=False: nest improperly nested tracks by open-event count for now (fast, a few
-        events may share a row with an overlapping one); `refined()` later gives the exact index."""
+        """exact=False: nest every track by open-event count for now, unchecked (fast; where a
+        track is improperly nested a few events may share a row with an overlapping one); such
+        an index is not `exact`, and `refined()` gives the exact one."""
         self.names = ev.names
         # A stable hue per name (not per intern order): the same op keeps its colour everywhere.
         self.name_hash = np.array([zlib.crc32(n.encode()) for n in ev.names], np.uint32)
@@ -145,7 +146,7 @@ class TraceIndex:
         track = ev_track[order]
         start = ev.start_ps[order]
         end = start + ev.duration_ps[order]
-        depth, improper = _nesting_depth(track, start, end, len(self.tracks), exact)
+        depth, improper = _nesting_depth(track, start, end, len(self.tracks), exact, check=exact)
         self.exact = exact or not improper
         # Rows: each track gets max depth + 1 rows (at least one, even when empty).
         ntr = len(self.tracks)
@@ -383,6 +384,9 @@ def _track_time_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray, ntr
     n = len(start)
     if n == 0:
         return np.zeros(0, np.int64)
+    quick = _runs_in_order(track, start, dur)
+    if quick is not None:
+        return quick
     order = np.argsort(start, kind="stable")
     t = track[order]
     order = order[np.argsort(t.astype(np.uint16) if ntracks < 65536 else t, kind="stable")]
@@ -399,8 +403,29 @@ def _track_time_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray, ntr
     return order
 
 
+def _runs_in_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray | None:
+    """The (track, start, longest first) order without sorting events, when each track is one
+    contiguous run already in that order (a decoded file's lines usually are): the runs are
+    put in track order. None otherwise."""
+    n = len(start)
+    brk = np.flatnonzero(track[1:] != track[:-1]) + 1
+    first = np.concatenate(([0], brk))
+    run_track = track[first]
+    if len(np.unique(run_track)) != len(first):
+        return None  # a track in several runs: they need merging
+    ds = np.diff(start)
+    in_order = (ds > 0) | ((ds == 0) & (dur[1:] <= dur[:-1]))
+    in_order[brk - 1] = True  # across runs anything goes
+    if not in_order.all():
+        return None
+    lens = np.diff(np.concatenate((first, [n])))
+    by_track = np.argsort(run_track, kind="stable")
+    dest = np.concatenate(([0], np.cumsum(lens[by_track])[:-1]))  # where each run lands
+    return np.arange(n) - np.repeat(dest - first[by_track], lens[by_track])
+
+
 def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntracks: int,
-                   exact: bool = True) -> tuple[np.ndarray, bool]:
+                   exact: bool = True, check: bool = True) -> tuple[np.ndarray, bool]:
     """Depth of each event in its track's nesting tree (events sorted by track, start, longest first).
 
     An event's parent is the nearest earlier event of its track (not an instant) that lasts at
@@ -409,6 +434,7 @@ def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntrack
     Tracks where that count puts an event under a parent that does not contain it (a step that
     starts while a Python-tracer frame is still open, say) get the exact tree (`_tree_depth`),
     unless `exact` is False. Returns (depth, whether some track was improperly nested).
+    check=False skips that check (a first pass that is rebuilt anyway) and says "improper".
     """
     n = len(start)
     improper = False
@@ -427,7 +453,9 @@ def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntrack
         closed = np.where(opener[a:b], np.searchsorted(ends, start[a:b], "right"),
                           np.searchsorted(ends, start[a:b], "left"))
         depth[a:b] = started[a:b] - started[a] - closed
-        if not _contained_by_parents(start[a:b], end[a:b], depth[a:b]):
+        if not check:
+            improper = True
+        elif not _contained_by_parents(start[a:b], end[a:b], depth[a:b]):
             improper = True
             if exact:
                 depth[a:b] = _tree_depth(start[a:b], end[a:b])
