@@ -16,7 +16,8 @@ and times in one run, each step a fresh process on this machine (2 shared cores)
   - on hosts16, overview_page with `--jobs 1` against the default (when `tputui export` has
     --jobs), cold, and whether the two outputs are identical;
   - XProf 2.24's converter on the same files (../shared/tools/xprof_time.py: conversion alone,
-    without its process start), its peak RSS (the whole process, imports included).
+    without its process start), its peak RSS (the whole process, imports included);
+  - where the bytes go on one host (decoded frame columns, trace events, trace index).
 Min and median of the repeats (default 3, --quick 1). Writes the "scale" section of
 bench/RESULTS.md. Steps expected over 2 GB (x400, hosts16 and every XProf run) take
 /tmp/bigjob.lock (flock) one at a time: do not run this script itself under that lock.
@@ -82,6 +83,54 @@ async def main():
     print(json.dumps(marks))
 
 asyncio.run(main())
+"""
+
+
+# Child: where the bytes go for one host (decoded frame, trace events, trace index + pyramid),
+# and the process's peak RSS after each step.
+MEMORY_CHILD = r"""
+import json, resource, sys
+import numpy as np
+from tputui.analysis.trace import TraceIndex
+from tputui.analysis.trace_events import trace_events
+from tputui.data.cache import load_frame
+from tputui.data.logdir import open_logdir
+
+def mb(x):
+    return round(x / 1e6, 1)
+def rss():
+    return mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+def arrays(obj):
+    return {k: v.nbytes for k, v in vars(obj).items() if isinstance(v, np.ndarray)}
+
+out = {}
+hf = open_logdir(sys.argv[1]).runs[0].hosts[0]
+frame = load_frame(hf, use_cache=False)
+raw = frame.raw
+cols = arrays(raw)
+for owner in ("event_stats", "metadata_stats", "plane_stats"):
+    for k, v in arrays(getattr(raw, owner)).items():
+        cols[f"{owner}.{k}"] = v
+out["events"] = int(frame.num_events)
+out["event_stats"] = int(len(raw.event_stats.owner))
+out["frame_mb"] = mb(sum(cols.values()))
+out["frame_top"] = {k: mb(v) for k, v in sorted(cols.items(), key=lambda kv: -kv[1])[:8]}
+out["rss_after_decode"] = rss()
+ev = trace_events(frame)
+out["trace_events_mb"] = mb(sum(arrays(ev).values()))
+out["rss_after_events"] = rss()
+ix = TraceIndex(ev)
+del ev
+ix.build_pyramid()
+seen, total = set(), 0
+for arrs in [vars(ix).values()] + [vars(lv).values() for lv in ix.levels]:
+    for v in arrs:
+        if isinstance(v, np.ndarray) and id(v) not in seen:
+            seen.add(id(v)); total += v.nbytes
+out["trace_index_mb"] = mb(total)
+out["levels"] = [len(lv.start) for lv in ix.levels]
+out["rss_after_index"] = rss()
+print(json.dumps(out))
 """
 
 
@@ -157,7 +206,10 @@ def build(work: pathlib.Path, name: str) -> pathlib.Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     for f in files:
         if not f.exists():
-            shutil.copyfile(tiled, f)
+            try:
+                os.link(tiled, f)  # the same bytes under another host name: no copy needed
+            except OSError:
+                shutil.copyfile(tiled, f)
     return logdir
 
 
@@ -198,6 +250,14 @@ def time_first_frame(logdir: pathlib.Path, big: bool) -> dict:
             out[f"{kind}_from_saved"] = got["warm_index"]
             out["events"] = got["events"]
     return out
+
+
+def measure_memory(logdir: pathlib.Path, big: bool) -> dict:
+    with tempfile.TemporaryDirectory() as cache, big_lock(big):
+        _, rss, out = run_child([PY, "-c", MEMORY_CHILD, str(logdir)], env_with_cache(cache))
+    got = json.loads(out.strip().splitlines()[-1])
+    got["rss_mb"] = rss
+    return got
 
 
 def has_jobs_option() -> bool:
@@ -243,6 +303,7 @@ def main() -> None:
     ap.add_argument("--profiles", default="x100,x400,hosts16", help="which of x100, x400, hosts16")
     ap.add_argument("--tools", help="only these tools (comma-separated; default: every tool with data)")
     ap.add_argument("--no-xprof", action="store_true", help="skip XProf's converter")
+    ap.add_argument("--no-memory", action="store_true", help="skip the where-the-bytes-go step")
     ap.add_argument("--no-write", action="store_true", help="do not update bench/RESULTS.md")
     a = ap.parse_args()
     repeat = a.repeat or (1 if a.quick else 3)
@@ -262,7 +323,7 @@ def main() -> None:
                 tools = tools_with_data(logdir, cache)
             if a.tools:
                 tools = [t for t in tools if t in a.tools.split(",")]
-            r = results[name] = {"facts": profile_facts(logdir), "tools": {}, "frame": [], "jobs": []}
+            r = results[name] = {"facts": profile_facts(logdir), "tools": {}, "frame": [], "jobs": [], "memory": None}
             print(f"\n== {name}: {r['facts']}; tools: {', '.join(tools)}", flush=True)
             for i in range(repeat):  # alternate the sides each repeat: the machine is shared
                 for tool in tools:
@@ -281,6 +342,10 @@ def main() -> None:
                     r["frame"].append(f)
                     print(f"  trace viewer first frame: cold {f['cold']:.2f} s (final index {f['cold_complete']:.2f} s), "
                           f"warm {f['warm']:.2f} s", flush=True)
+                if i == 0 and not a.no_memory and name != "hosts16":
+                    r["memory"] = m = measure_memory(logdir, big)
+                    print(f"  memory: frame {m['frame_mb']:.0f} MB, trace events {m['trace_events_mb']:.0f} MB, "
+                          f"trace index {m['trace_index_mb']:.0f} MB; peak RSS {m['rss_mb']:.0f} MB", flush=True)
                 if name == "hosts16" and jobs:
                     j = time_jobs(logdir, "overview_page")
                     r["jobs"].append(j)
@@ -327,6 +392,15 @@ def render(results: dict, repeat: int, jobs: bool) -> str:
                       f"{fmt_pair([x['warm'] for x in f], ' s')} (from the saved index: "
                       f"{all(x['warm_from_saved'] for x in f)}); peak RSS cold / warm "
                       f"{max(x['cold_rss'] for x in f):.0f} / {max(x['warm_rss'] for x in f):.0f} MB."]
+        if r["memory"]:
+            m = r["memory"]
+            top = ", ".join(f"{k} {v:.0f}" for k, v in m["frame_top"].items())
+            lines += ["", f"Where the bytes go ({m['events']:,} events, {m['event_stats']:,} event stats): decoded frame "
+                      f"{m['frame_mb']:.0f} MB (largest columns, MB: {top}); the trace viewer's events "
+                      f"{m['trace_events_mb']:.0f} MB; its index + pyramid {m['trace_index_mb']:.0f} MB "
+                      f"(levels {', '.join(f'{x:,}' for x in m['levels'])}). Peak RSS of that process after the decode "
+                      f"{m['rss_after_decode']:.0f} MB, after the events {m['rss_after_events']:.0f} MB, after the index "
+                      f"{m['rss_after_index']:.0f} MB."]
         if name == "hosts16":
             if r["jobs"]:
                 j = r["jobs"]

@@ -491,4 +491,14 @@ async def test_second_open_draws_the_saved_index_at_once():
         assert ix.complete and not app.screen.lod_note and ix.num_events == n
         assert not app.run_data._frames  # drawn without decoding the profile
         await pilot.pause()
-        assert visible_text(app.screen.query_one("#timeline", Timeline)) == first_view
+        tl = app.screen.query_one("#timeline", Timeline)
+        assert visible_text(tl) == first_view
+        # Selecting an event reads its stats from the frame, loaded off the UI thread on demand.
+        i = int(np.flatnonzero((np.asarray(ix.source) >= 0) & (np.asarray(ix.kind) == 0))[0])
+        tl.select(np.array([i]), current=i)
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert ix.frame_ready and app.run_data._frames
+        text = details_text(app.screen)
+        assert ix.event_name(i) in text and "Duration" in text

@@ -106,6 +106,11 @@ class TraceIndex:
         return self._frame
 
     @property
+    def frame_ready(self) -> bool:
+        """False while an index read from disk has not loaded its frame yet (see `frame`)."""
+        return self._frame is not None or self.frame_loader is None
+
+    @property
     def complete(self) -> bool:
         """Every event (derived lines too), exactly nested, with its level-of-detail pyramid."""
         return self.exact and self.pyramid_ready and not self.partial

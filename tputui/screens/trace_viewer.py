@@ -183,6 +183,19 @@ class TraceViewerScreen(ToolScreen):
             self.app.call_from_thread(self._swap_index, final)
         self.app.call_from_thread(self._lod_done)
 
+    @work(thread=True, exclusive=True, group="trace-frame", description="event details")
+    def load_details_frame(self) -> None:
+        try:
+            _ = self.index.frame
+        except Exception as e:  # noqa: BLE001 - the view works without details; say why
+            self.app.call_from_thread(self.notify, f"cannot read the event's details: {e}", severity="warning")
+            return
+        self.app.call_from_thread(self._details_frame_loaded)
+
+    def _details_frame_loaded(self) -> None:
+        if not self._replaced():
+            self.update_details()
+
     def _swap_index(self, index: TraceIndex) -> None:
         if self._replaced():  # the user moved on while the worker ran
             return
@@ -387,6 +400,11 @@ class TraceViewerScreen(ToolScreen):
         tl = self.timeline
         details = self.query("#details")
         if tl is None or not details:
+            return
+        if len(tl.selection) == 1 and not tl.ix.frame_ready:
+            # An index read from the cache has no frame yet: its stats come from one, read off the UI thread.
+            details.first().update(Text("reading the event's details…", style="dim"))
+            self.load_details_frame()
             return
         details.first().update(self.details_renderable())
         for box in self.query("#details-box"):
