@@ -493,6 +493,8 @@ async def test_second_open_draws_the_saved_index_at_once():
         await pilot.pause()
         tl = app.screen.query_one("#timeline", Timeline)
         assert visible_text(tl) == first_view
+        status = str(app.screen.query_one("#status").render())
+        assert f"{n:,} events" in status and "background" not in status
         # Selecting an event reads its stats from the frame, loaded off the UI thread on demand.
         i = int(np.flatnonzero((np.asarray(ix.source) >= 0) & (np.asarray(ix.kind) == 0))[0])
         tl.select(np.array([i]), current=i)

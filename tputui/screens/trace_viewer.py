@@ -166,7 +166,8 @@ class TraceViewerScreen(ToolScreen):
         self.timeline.focus()
         if self.focus_request is not None:
             self.apply_focus(self.focus_request)
-        self.update_status()
+        # After the mount: a saved index has no background work whose progress would draw it later.
+        self.call_after_refresh(self.update_status)
         if not index.complete:
             self.lod_note = "in the background: building the level of detail…"
             self.build_lod()
