@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 
 import numpy as np
@@ -28,6 +27,7 @@ import tputui
 from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index, remember_index
 from tputui.analysis.trace_events import TraceEvents, trace_events
 from tputui.data.cache import cache_key, cache_root, prune
+from tputui.data.files import atomic_dir
 
 INDEX_VERSION = 1
 _ARRAYS = ("start", "end", "cover", "name", "source", "kind", "ev_row", "event_row", "row_count", "row_first",
@@ -108,10 +108,7 @@ def save_index(ix: TraceIndex, path: str) -> None:
     """Write a complete index as a cache entry at `path` (atomically; an existing one wins)."""
     if not ix.complete:
         raise ValueError("only a complete trace index is saved")
-    parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
-    try:
+    with atomic_dir(path) as tmp:
         for name in _ARRAYS:
             np.save(os.path.join(tmp, f"{name}.npy"), getattr(ix, name))
         for k, lv in enumerate(ix.levels[1:], 1):
@@ -127,13 +124,6 @@ def save_index(ix: TraceIndex, path: str) -> None:
         }
         with open(os.path.join(tmp, "index.json"), "w", encoding="utf-8") as f:
             json.dump(meta, f)
-        try:
-            os.rename(tmp, path)
-        except OSError:  # another process saved the same entry first: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def load_index(path: str) -> TraceIndex | None:
