@@ -1,7 +1,7 @@
 """Scale bench (issue 12): real-size TPU profiles, every tool, cold and warm, against XProf.
 
-usage: python bench/scale.py [--quick] [--repeat N] [--work DIR] [--profiles x100,x400,hosts16]
-                             [--tools a,b] [--no-xprof] [--no-write]
+usage: python bench/scale.py [--quick] [--repeat N] [--work DIR] [--resume] [--profiles x100,x400,hosts16]
+                             [--tools a,b] [--xprof-tools a,b] [--no-xprof] [--no-memory] [--no-write]
 
 Builds in a temp dir (or --work DIR, reused when the files are there; never committed), from the
 shared real TPU v6e profile tiled with ../shared/tools/gen/tpu_scaled.py:
@@ -19,7 +19,9 @@ and times in one run, each step a fresh process on this machine (2 shared cores)
     without its process start), its peak RSS (the whole process, imports included);
   - where the bytes go on one host (decoded frame columns, trace events, trace index).
 Min and median of the repeats (default 3, --quick 1). Writes the "scale" section of
-bench/RESULTS.md. Steps expected over 2 GB (x400, hosts16 and every XProf run) take
+bench/RESULTS.md. With --work, each profile's figures are also kept in DIR/scale_results.json as
+soon as they are measured, and --resume takes the profiles found there instead of measuring them
+again (a long run can be stopped and continued). Steps expected over 2 GB (x400, hosts16 and every XProf run) take
 /tmp/bigjob.lock (flock) one at a time: do not run this script itself under that lock.
 """
 from __future__ import annotations
@@ -303,6 +305,8 @@ def main() -> None:
     ap.add_argument("--profiles", default="x100,x400,hosts16", help="which of x100, x400, hosts16")
     ap.add_argument("--tools", help="only these tools (comma-separated; default: every tool with data)")
     ap.add_argument("--no-xprof", action="store_true", help="skip XProf's converter")
+    ap.add_argument("--xprof-tools", help="run XProf's converter only for these tools (comma-separated)")
+    ap.add_argument("--resume", action="store_true", help="with --work: keep the profiles already measured there")
     ap.add_argument("--no-memory", action="store_true", help="skip the where-the-bytes-go step")
     ap.add_argument("--no-write", action="store_true", help="do not update bench/RESULTS.md")
     a = ap.parse_args()
@@ -314,9 +318,15 @@ def main() -> None:
     work = pathlib.Path(a.work) if a.work else pathlib.Path(tempfile.mkdtemp(prefix="tputui-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     jobs = has_jobs_option()
+    saved = work / "scale_results.json"
+    done = json.loads(saved.read_text()) if a.resume and saved.exists() else {}
     results: dict[str, dict] = {}
     try:
         for name in names:
+            if name in done:
+                results[name] = done[name]
+                print(f"\n== {name}: kept from {saved}", flush=True)
+                continue
             logdir = build(work, name)
             big = name in BIG
             with tempfile.TemporaryDirectory() as cache, big_lock(big):
@@ -329,7 +339,8 @@ def main() -> None:
                 for tool in tools:
                     t = r["tools"].setdefault(tool, {"ours": [], "xprof": []})
                     t["ours"].append(time_export(logdir, tool, big))
-                    if not a.no_xprof and (i == 0 or not a.quick):
+                    if not a.no_xprof and (i == 0 or not a.quick) and (
+                            not a.xprof_tools or tool in a.xprof_tools.split(",")):
                         x = time_xprof(logdir, tool)
                         if x:
                             t["xprof"].append(x)
@@ -351,6 +362,9 @@ def main() -> None:
                     r["jobs"].append(j)
                     print(f"  overview_page --jobs 1 {j['jobs1']:.2f} s, default {j['default']:.2f} s, "
                           f"identical: {j['identical']}", flush=True)
+            if a.work:
+                done[name] = r
+                saved.write_text(json.dumps(done))
     finally:
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
