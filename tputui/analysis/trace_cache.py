@@ -56,6 +56,7 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
         progress(f"first pass over {hf.host}'s events ({frame.num_events:,})")
     ix = TraceIndex(trace_events(frame, derived=False), progress, exact=False)
     ix.partial = True
+    ix._events = None  # finish_index starts again from the frame: don't hold the raw events meanwhile
     return ix
 
 
