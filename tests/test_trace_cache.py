@@ -159,3 +159,30 @@ def test_events_of_a_built_index_are_its_events():
     ev = trace_events(decode(xplane("jax_mlp").read_bytes()))
     back = events_of(TraceIndex(ev))
     assert back.start_ps.tolist() == ev.start_ps.tolist() and back.tid.tolist() == ev.tid.tolist()
+
+
+@pytest.mark.parametrize("profile", ["jax_mlp", "tf_loop", PROFILE])
+def test_saved_index_reads_back_equal_on_every_profile(tmp_path, profile):
+    run = copy_run(tmp_path, profile)
+    built = finish_index(run, None, open_index(run, None))
+    same_index(built, load_index(entry_path(run, None)))
+
+
+def test_cover_is_written_only_when_it_differs_from_the_ends(tmp_path):
+    """cover (a row's running end) equals the events' ends in an exactly nested index, so it is
+    not written twice; should it differ, it is written and read back."""
+    from conftest import xplane
+
+    from tputui.data.xspace import decode
+
+    ix = TraceIndex(trace_events(decode(xplane("jax_mlp").read_bytes())))
+    ix.build_pyramid()
+    save_index(ix, str(tmp_path / "same"))
+    assert not os.path.exists(tmp_path / "same" / "cover.npy")
+    ix.cover = ix.end.copy()
+    ix.cover[1] += 7  # as if an event of that row ended later
+    ix.levels[0] = ix.level0()
+    save_index(ix, str(tmp_path / "differs"))
+    back = load_index(str(tmp_path / "differs"))
+    same_index(ix, back)
+    assert int(back.cover[1]) == int(ix.end[1]) + 7

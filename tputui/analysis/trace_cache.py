@@ -109,14 +109,18 @@ def save_index(ix: TraceIndex, path: str) -> None:
     """Write a complete index as a cache entry at `path` (atomically; an existing one wins)."""
     if not ix.complete:
         raise ValueError("only a complete trace index is saved")
+    # cover = end unless some row has overlapping events: then it is not written twice.
+    cover_is_end = ix.cover is ix.end or np.array_equal(ix.cover, ix.end)
     with atomic_dir(path) as tmp:
         for name in _ARRAYS:
-            np.save(os.path.join(tmp, f"{name}.npy"), getattr(ix, name))
+            if not (name == "cover" and cover_is_end):
+                np.save(os.path.join(tmp, f"{name}.npy"), getattr(ix, name))
         for k, lv in enumerate(ix.levels[1:], 1):
             for name in _LEVEL_ARRAYS:
                 np.save(os.path.join(tmp, f"L{k}.{name}.npy"), getattr(lv, name))
         meta = {
-            "version": INDEX_VERSION, "names": ix.names, "num_rows": ix.num_rows, "num_events": ix.num_events,
+            "version": INDEX_VERSION, "cover_is_end": cover_is_end, "names": ix.names,
+            "num_rows": ix.num_rows, "num_events": ix.num_events,
             "t_min": ix.t_min, "t_max": ix.t_max, "gaps": [lv.gap for lv in ix.levels[1:]],
             "tracks": [[t.pid, t.tid, t.name, t.section, t.first_row, t.num_rows] for t in ix.tracks],
             "sections": [[s.pid, s.name, s.tracks] for s in ix.sections],
@@ -136,7 +140,9 @@ def load_index(path: str) -> TraceIndex | None:
             meta = json.load(f)
         if meta.get("version") != INDEX_VERSION:
             return None
-        arr = {n: np.load(os.path.join(path, f"{n}.npy"), mmap_mode="r") for n in _ARRAYS}
+        arr = {n: np.load(os.path.join(path, f"{n}.npy"), mmap_mode="r") for n in _ARRAYS
+               if not (n == "cover" and meta.get("cover_is_end"))}
+        arr.setdefault("cover", arr["end"])
         levels = [Level(gap, *(np.load(os.path.join(path, f"L{k}.{n}.npy"), mmap_mode="r") for n in _LEVEL_ARRAYS))
                   for k, gap in enumerate(meta["gaps"], 1)]
         os.utime(path)  # recently used, for the LRU prune
