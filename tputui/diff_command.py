@@ -9,6 +9,8 @@ import argparse
 import json
 import sys
 
+from tputui.text_output import write_text
+
 EXIT_SLOWER = 1
 EXAMPLES = """A and B: logdirs, run folders or .xplane.pb files (local or gs://); a run name as B picks that
 run of A's logdir; the same logdir twice compares its previous run with its newest.
@@ -106,13 +108,7 @@ def main(argv: list[str]) -> int:
     ra, la, rb, lb = resolve_pair(a.a, a.b, a.run_a, a.run_b, use_cache=not a.no_cache)
     d = diff_runs(ra, rb, a.host, la, lb)
     text = render(d, a.format, a.table)
-    if a.output:
-        from tputui.data.files import atomic_open
-
-        with atomic_open(a.output, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write_text(text, a.output)
     if a.fail_if_slower is not None and d.slower_than(a.fail_if_slower):
         g = d.gate
         print(f"tputui: B is {g['delta_pct']:.2f}% slower than A ({g['measure']}: {g['a']:,.3f} -> {g['b']:,.3f} "

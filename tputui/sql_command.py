@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from tputui.query import table_help
+from tputui.text_output import write_text
 
 EXAMPLES = """tables:
 {tables}
@@ -56,11 +56,5 @@ def main(argv: list[str]) -> int:
     run = RunData(logdir.run(a.run), use_cache=not a.no_cache)
     result = run_query(run, a.query, a.host)
     text = render(result, a.format)
-    if a.output:
-        from tputui.data.files import atomic_open
-
-        with atomic_open(a.output, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write_text(text, a.output)
     return 0
