@@ -134,7 +134,7 @@ def test_fail_if_slower_is_a_ci_gate(capsys):
     capsys.readouterr()
     # The other way round B is faster: never trips.
     assert main(["diff", str(TWO), RUN_A, "--run-a", RUN_B, "--fail-if-slower", "0", "--format", "csv"]) == 0
-    assert capsys.readouterr().out.startswith("table,kind,name,only_in,a_time_us,b_time_us,delta_us")
+    assert capsys.readouterr().out.startswith("table,side,kind,name,only_in,a_time_us,b_time_us,delta_us")
 
 
 def test_run_name_as_b_and_labels():

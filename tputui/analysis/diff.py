@@ -272,9 +272,10 @@ class RunDiff:
 
     def tables(self) -> dict[str, pl.DataFrame]:
         ops = pl.concat([
-            self.hlo_ops.select(pl.lit("hlo").alias("table"), pl.col("category").alias("kind"), *OP_COLUMNS),
-            self.framework_ops.select(pl.lit("framework").alias("table"), pl.col("op_type").alias("kind"),
-                                      *OP_COLUMNS)])
+            self.hlo_ops.select(pl.lit("hlo").alias("table"), pl.lit("Device").alias("side"),
+                                pl.col("category").alias("kind"), *OP_COLUMNS),
+            self.framework_ops.select(pl.lit("framework").alias("table"), pl.col("host_or_device").alias("side"),
+                                      pl.col("op_type").alias("kind"), *OP_COLUMNS)])
         ops = ops.sort(pl.col("delta_us").abs(), descending=True, maintain_order=True)
         return {"ops": ops, "hlo_ops": self.hlo_ops, "framework_ops": self.framework_ops, "kpis": self.kpis,
                 "step_breakdown": self.step_breakdown, "memory": self.memory, "step_time": self.step_time_table()}
