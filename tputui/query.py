@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 import weakref
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 import polars as pl
@@ -169,7 +169,7 @@ def run_query(run: RunData, query: str, host: str | None = None) -> QueryResult:
     q = check_statement(query)
     catalog = Catalog(run, host)
     frames = catalog.frames()
-    t0 = time.perf_counter()
+    t0 = perf_counter()
     try:
         ctx = pl.SQLContext(frames=frames, eager=False)
         frame = ctx.execute(q).collect()
@@ -177,7 +177,7 @@ def run_query(run: RunData, query: str, host: str | None = None) -> QueryResult:
         raise
     except Exception as e:  # noqa: BLE001 - Polars' errors become one line that names what is wrong
         raise _explain(e, q, frames, catalog) from None
-    return QueryResult(q, frame, time.perf_counter() - t0, run.name)
+    return QueryResult(q, frame, perf_counter() - t0, run.name)
 
 
 def _first_line(e: Exception) -> str:

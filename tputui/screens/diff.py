@@ -26,7 +26,8 @@ from tputui.compare import diff_runs
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.screens.base import ContextBar
-from tputui.screens.op_tables import fmt_duration_us, write_csv
+from tputui.screens.op_tables import fmt_duration_us
+from tputui.screens.stacked import BackTable, StackedScreenMixin
 from tputui.widgets.table import FrameTable
 
 OP_COLUMNS = ["table", "side", "kind", "name", "only_in", "a_time_us", "b_time_us", "delta_us", "delta_pct",
@@ -57,7 +58,7 @@ def _fmt_delta_us(v) -> str:
     return "" if v is None else f"{v:+,.3f}"
 
 
-class DiffScreen(Screen):
+class DiffScreen(StackedScreenMixin, Screen):
     help_notes = ("A is the run you compare with, B the run you came from. Op times are total self times (µs); "
                   "rows sorted by the size of the change. [b]b[/b] / [b]Enter[/b] open the highlighted op's "
                   "events in B's trace viewer, [b]a[/b] in A's.")
@@ -138,7 +139,7 @@ class DiffScreen(Screen):
         top = Horizontal(Static(self._steps_table(d), id="diff-steps"), Static(self._kpi_table(d), id="diff-kpis"),
                          id="diff-top")
         ops = d.tables()["ops"].select(OP_COLUMNS)
-        table = FrameTable(ops, id="diff-ops", formats={
+        table = BackTable(ops, id="diff-ops", formats={
             "a_time_us": _fmt_us, "b_time_us": _fmt_us, "delta_us": _fmt_delta_us, "delta_pct": _fmt_delta_pct})
         only = f"{int((ops['only_in'] == 'A').sum())} only in A, {int((ops['only_in'] == 'B').sum())} only in B"
         table.border_title = f"Op deltas ({ops.height:,}; {only}) · s sort · / filter · b / a trace · x CSV"
@@ -193,18 +194,8 @@ class DiffScreen(Screen):
         return " · ".join(bits)
 
     # --- keys ----------------------------------------------------------------------------
-    def action_back(self) -> None:
-        if len(self.app.screen_stack) > 2:
-            self.app.pop_screen()
-
     def action_export_csv(self) -> None:
-        frame = self.query_one("#diff-ops", FrameTable).frame
-        try:
-            path = write_csv(frame, "diff")
-        except OSError as e:
-            self.notify(f"CSV export failed: {e}", severity="error")
-            return
-        self.notify(f"wrote {frame.height:,} rows to {path}", title="CSV export")
+        self.export_table_csv(self.query_one("#diff-ops", FrameTable), "diff")
 
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         event.stop()

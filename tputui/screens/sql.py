@@ -6,7 +6,6 @@ Esc goes back. Tables and columns: tputui/query.py, tputui/analysis/events_table
 """
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace
 
 import polars as pl
@@ -21,7 +20,7 @@ from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.query import TABLES, QueryResult, run_query
 from tputui.screens.base import ContextBar
-from tputui.screens.op_tables import write_csv
+from tputui.screens.stacked import BackTable, StackedScreenMixin
 from tputui.widgets.table import FrameTable
 
 EXAMPLE = "SELECT name, count(*) AS n, sum(duration_ns) / 1e6 AS ms FROM events GROUP BY name ORDER BY ms DESC"
@@ -29,7 +28,7 @@ MAX_TRACE_ROWS = 100_000  # events handed to the trace viewer at once
 _last_query: dict[str, str] = {}  # run name -> the last query typed (the prompt reopens with it)
 
 
-class SqlScreen(Screen):
+class SqlScreen(StackedScreenMixin, Screen):
     help_notes = ("Tables: " + ", ".join(f"[b]{t}[/b]" for t in TABLES) + ". Names and text are strings "
                   "(LIKE works); times in ns in [b]events[/b], µs in [b]ops[/b] / [b]hlo_ops[/b]. "
                   "Select [b]event_row[/b] (and [b]host[/b]) to show rows in the trace viewer with [b]v[/b].")
@@ -62,7 +61,7 @@ class SqlScreen(Screen):
             yield Input(_last_query.get(self.run_data.name, ""), placeholder=EXAMPLE, id="sql-prompt",
                         select_on_focus=False)
             yield Static("tables: " + ", ".join(TABLES) + " · Enter runs the query", id="sql-status", markup=False)
-            yield FrameTable(pl.DataFrame(), id="sql-rows")
+            yield BackTable(pl.DataFrame(), id="sql-rows")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -83,7 +82,6 @@ class SqlScreen(Screen):
 
     @work(thread=True, exclusive=True, group="sql", description="sql query")
     def run_query(self, query: str) -> None:
-        t0 = time.perf_counter()
         try:
             result = run_query(self.run_data, query, self.host)
         except UserError as e:
@@ -92,9 +90,9 @@ class SqlScreen(Screen):
         except Exception as e:  # noqa: BLE001 - one line on the screen, the app keeps running
             self.app.call_from_thread(self._failed, f"{type(e).__name__}: {e}")
             return
-        self.app.call_from_thread(self._show, result, time.perf_counter() - t0)
+        self.app.call_from_thread(self._show, result)
 
-    def _show(self, result: QueryResult, seconds: float) -> None:
+    def _show(self, result: QueryResult) -> None:
         if not self.is_mounted:
             return
         self.result = result
@@ -102,7 +100,7 @@ class SqlScreen(Screen):
         table.set_frame(result.frame)
         table.border_title = f"{result.frame.height:,} rows · s sort · / filter · v trace · x CSV"
         hint = "" if "event_row" in result.frame.columns else " · select event_row to show rows in the trace viewer"
-        self._status(f"{result.frame.height:,} rows, {len(result.frame.columns)} columns in {seconds:.2f} s{hint}")
+        self._status(f"{result.frame.height:,} rows, {len(result.frame.columns)} columns in {result.seconds:.2f} s{hint}")
         if result.frame.height:
             table.focus()
         self.refresh_bindings()
@@ -119,21 +117,8 @@ class SqlScreen(Screen):
         status.set_class(error, "error")
 
     # --- keys ----------------------------------------------------------------------------
-    def action_back(self) -> None:
-        if len(self.app.screen_stack) > 2:
-            self.app.pop_screen()
-
-    def action_focus_prompt(self) -> None:
-        self.query_one("#sql-prompt", Input).focus()
-
     def action_export_csv(self) -> None:
-        table = self.query_one("#sql-rows", FrameTable)
-        try:
-            path = write_csv(table.frame, "sql")
-        except OSError as e:
-            self.notify(f"CSV export failed: {e}", severity="error")
-            return
-        self.notify(f"wrote {table.frame.height:,} rows to {path}", title="CSV export")
+        self.export_table_csv(self.query_one("#sql-rows", FrameTable), "sql")
 
     def action_show_in_trace(self) -> None:
         target = trace_rows(self.query_one("#sql-rows", FrameTable), self.host, self.run_data.hosts)
