@@ -78,4 +78,4 @@ def _check_run_name(name: str, logdir: Logdir) -> None:
 
 
 def _label(path: str, run: str, mine: Logdir, other: Logdir) -> str:
-    return run if mine.root == other.root else f"{path.rstrip('/')} · {run}"
+    return run if mine.root == other.root else f"{os.path.basename(path.rstrip('/')) or path} · {run}"

@@ -7,6 +7,7 @@ viewer. Everything drawn comes from `analysis.diff.RunDiff`, loaded by `compare.
 """
 from __future__ import annotations
 
+import os
 import time
 from types import SimpleNamespace
 
@@ -32,6 +33,9 @@ from tputui.widgets.table import FrameTable
 
 OP_COLUMNS = ["table", "side", "kind", "name", "only_in", "a_time_us", "b_time_us", "delta_us", "delta_pct",
               "a_occurrences", "b_occurrences", "a_flop_rate_gflops", "b_flop_rate_gflops"]
+
+
+NARROW = 110  # columns below which the two summary tables stack
 
 
 def _fmt(v, digits: int = 3) -> str:
@@ -71,7 +75,7 @@ class DiffScreen(StackedScreenMixin, Screen):
     DEFAULT_CSS = """
     DiffScreen #diff-progress { padding: 0 1; color: $text-muted; }
     DiffScreen #diff-error { padding: 1 2; color: $error; }
-    DiffScreen #diff-top { height: auto; max-height: 50%; }
+    DiffScreen #diff-top { height: auto; max-height: 50%; overflow-y: auto; }
     DiffScreen #diff-steps, DiffScreen #diff-kpis { width: 1fr; height: auto; padding: 0 1; }
     DiffScreen #diff-notes { height: auto; padding: 0 1; color: $text-muted; }
     DiffScreen FrameTable { height: 1fr; min-height: 5; border: round $panel; }
@@ -144,8 +148,17 @@ class DiffScreen(StackedScreenMixin, Screen):
         only = f"{int((ops['only_in'] == 'A').sum())} only in A, {int((ops['only_in'] == 'B').sum())} only in B"
         table.border_title = f"Op deltas ({ops.height:,}; {only}) · s sort · / filter · b / a trace · x CSV"
         await body.mount(top, Static(self._notes(d), id="diff-notes", markup=False), table)
+        self._fit_top()
         table.focus()
         self.refresh_bindings()
+
+    def on_resize(self) -> None:
+        self._fit_top()
+
+    def _fit_top(self) -> None:
+        """Side by side when there is room, else the step table above the KPIs (numbers stay whole)."""
+        for top in self.query("#diff-top"):
+            top.styles.layout = "horizontal" if self.size.width >= NARROW else "vertical"
 
     def _steps_table(self, d: RunDiff) -> Table:
         t = Table(title="Step time (ms)", title_justify="left", expand=True, box=None, padding=(0, 1))
@@ -295,4 +308,4 @@ def _open_path(app, path: str, open_diff) -> None:
     except UserError as e:
         app.notify(str(e), title="Diff", severity="error", timeout=8)
         return
-    open_diff(RunData(run, use_cache=app.use_cache), f"{path.rstrip('/')} · {run.name}")
+    open_diff(RunData(run, use_cache=app.use_cache), f"{os.path.basename(path.rstrip('/'))} · {run.name}")
