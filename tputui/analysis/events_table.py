@@ -345,7 +345,7 @@ class EventColumns:
 
     def _host_group_names(self) -> pl.Series | None:
         """XProf's step-group name of each host event (null outside any group)."""
-        from tputui.analysis.steps import group_events
+        from tputui.analysis.event_groups import group_events
 
         try:
             g = group_events(self.frame)
