@@ -20,10 +20,11 @@ import sys
 import tempfile
 import time
 
+from overview import ensure_profile  # bench/overview.py: makes the big profile when it is missing
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEV_PY = sys.executable
 ORACLE_PY = os.environ.get("XPROF_PYTHON", "/opt/venvs/oracle/bin/python")
-TOOLS = ROOT.parent / "shared" / "tools"
 QUERIES = [
     # XProf's column names only, so DuckDB answers the same query over XProf's events db.
     "SELECT kernel_name, count(*) AS n, sum(end_ns - start_ns) AS ns FROM events GROUP BY kernel_name "
@@ -67,13 +68,6 @@ con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet('{sys.argv[1]}')"
 rows = con.execute(sys.argv[2]).fetchall()
 print(json.dumps({"query_s": time.perf_counter() - t0, "rows": len(rows)}), flush=True)
 """
-
-
-def ensure_profile(logdir: pathlib.Path) -> None:
-    if list(logdir.rglob("*.xplane.pb")):
-        return
-    print(f"making the big profile in {logdir} ...", flush=True)
-    subprocess.run([ORACLE_PY, "big_trace.py", str(logdir)], cwd=TOOLS / "gen", check=True)
 
 
 def _last_json(text: str) -> dict:

@@ -161,13 +161,9 @@ def run_export(argv: list[str]) -> int:
 
 
 def _is_special_file(path: str) -> bool:
-    import stat
+    from tputui.text_output import is_special_file
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+    return is_special_file(path)
 
 
 def _note_empty_table(tables: dict) -> None:

@@ -14,7 +14,7 @@ def write_text(text: str, output: str | None) -> None:
         sys.stdout.write(text)
         return
     try:
-        if _is_special_file(output):
+        if is_special_file(output):
             with open(output, "w", encoding="utf-8", newline="") as f:
                 f.write(text)
             return
@@ -26,7 +26,7 @@ def write_text(text: str, output: str | None) -> None:
         raise UserError(f"cannot write {output}: {(e.strerror or str(e)).lower()}") from None
 
 
-def _is_special_file(path: str) -> bool:
+def is_special_file(path: str) -> bool:
     try:
         mode = os.stat(path).st_mode
     except OSError:

@@ -27,7 +27,7 @@ from tputui.compare import diff_runs
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.screens.base import ContextBar
-from tputui.screens.op_tables import fmt_duration_us
+from tputui.screens.op_tables import fmt_duration_us, fmt_us
 from tputui.screens.stacked import BackTable, StackedScreenMixin
 from tputui.widgets.table import FrameTable
 
@@ -52,10 +52,6 @@ def _signed(v, suffix: str = "") -> str:
 
 def _fmt_delta_pct(v) -> str:
     return "" if v is None else f"{v:+.1f}%"
-
-
-def _fmt_us(v) -> str:
-    return "" if v is None else f"{v:,.3f}"
 
 
 def _fmt_delta_us(v) -> str:
@@ -111,15 +107,8 @@ class DiffScreen(StackedScreenMixin, Screen):
         def progress(msg: str) -> None:
             self.app.call_from_thread(self._progress, f"{msg}  ({time.monotonic() - t0:.1f} s)")
 
-        try:
-            result = diff_runs(self.run_a, self.run_b, self.host, self.label_a, self.label_b, progress)
-        except UserError as e:
-            self.app.call_from_thread(self._failed, str(e))
-            return
-        except Exception as e:  # noqa: BLE001 - one line on the screen, the app keeps running
-            self.app.call_from_thread(self._failed, f"{type(e).__name__}: {e}")
-            return
-        self.app.call_from_thread(self._loaded, result)
+        self.report(lambda: diff_runs(self.run_a, self.run_b, self.host, self.label_a, self.label_b, progress),
+                    self._loaded, self._failed)
 
     def _progress(self, text: str) -> None:
         for w in self.query("#diff-progress"):
@@ -144,7 +133,7 @@ class DiffScreen(StackedScreenMixin, Screen):
                          id="diff-top")
         ops = d.tables()["ops"].select(OP_COLUMNS)
         table = BackTable(ops, id="diff-ops", formats={
-            "a_time_us": _fmt_us, "b_time_us": _fmt_us, "delta_us": _fmt_delta_us, "delta_pct": _fmt_delta_pct})
+            "a_time_us": fmt_us, "b_time_us": fmt_us, "delta_us": _fmt_delta_us, "delta_pct": _fmt_delta_pct})
         only = f"{int((ops['only_in'] == 'A').sum())} only in A, {int((ops['only_in'] == 'B').sum())} only in B"
         table.border_title = f"Op deltas ({ops.height:,}; {only}) · s sort · / filter · b / a trace · x CSV"
         await body.mount(top, Static(self._notes(d), id="diff-notes", markup=False), table)

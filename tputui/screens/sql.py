@@ -17,7 +17,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from tputui.data.run_data import RunData
-from tputui.errors import UserError
 from tputui.query import TABLES, QueryResult, run_query
 from tputui.screens.base import ContextBar
 from tputui.screens.stacked import BackTable, StackedScreenMixin
@@ -82,15 +81,7 @@ class SqlScreen(StackedScreenMixin, Screen):
 
     @work(thread=True, exclusive=True, group="sql", description="sql query")
     def run_query(self, query: str) -> None:
-        try:
-            result = run_query(self.run_data, query, self.host)
-        except UserError as e:
-            self.app.call_from_thread(self._failed, str(e))
-            return
-        except Exception as e:  # noqa: BLE001 - one line on the screen, the app keeps running
-            self.app.call_from_thread(self._failed, f"{type(e).__name__}: {e}")
-            return
-        self.app.call_from_thread(self._show, result)
+        self.report(lambda: run_query(self.run_data, query, self.host), self._show, self._failed)
 
     def _show(self, result: QueryResult) -> None:
         if not self.is_mounted:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.actions import SkipAction
 
+from tputui.errors import UserError
 from tputui.screens.op_tables import write_csv
 from tputui.widgets.table import FrameTable
 
@@ -18,7 +19,20 @@ class BackTable(FrameTable):
 
 
 class StackedScreenMixin:
-    """`back` pops this screen (never the app's last tool screen); `export_table_csv(table, name)`."""
+    """`back` pops this screen (never the app's last tool screen); `export_table_csv(table, name)`;
+    `report(compute, done, failed)` runs `compute` (in a worker thread) and hands the UI thread its
+    result, or one line that says what went wrong."""
+
+    def report(self, compute, done, failed) -> None:
+        try:
+            result = compute()
+        except UserError as e:
+            self.app.call_from_thread(failed, str(e))
+            return
+        except Exception as e:  # noqa: BLE001 - one line on the screen, the app keeps running
+            self.app.call_from_thread(failed, f"{type(e).__name__}: {e}")
+            return
+        self.app.call_from_thread(done, result)
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
