@@ -57,7 +57,7 @@ def render_text(d) -> str:
         out.append("Step time: no steps in " + ("A and B" if not st["a"] and not st["b"] else "A" if not st["a"] else "B")
                    + "\n")
     out.append("Overview KPIs")
-    out.append(text_table(d.kpis))
+    out.append(text_table(d.kpis.drop("key")))
     for key in ("a", "b"):
         if d.bottleneck.get(f"{key}_statement"):
             out.append(f"Bottleneck {key.upper()}: {d.bottleneck[key + '_statement']}")

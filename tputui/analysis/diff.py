@@ -104,8 +104,11 @@ def _delta_frame(rows: list[tuple], key: str, a: str, b: str, delta: str) -> pl.
 def kpis(a: Side, b: Side) -> pl.DataFrame:
     ja = a.overview.to_json() if a.overview is not None else {}
     jb = b.overview.to_json() if b.overview is not None else {}
-    rows = [(label, _num(ja.get(key)), _num(jb.get(key))) for key, label in KPIS if key in ja or key in jb]
-    return _delta_frame(rows, "kpi", "a", "b", "delta")
+    shown = [(key, label) for key, label in KPIS if key in ja or key in jb]
+    rows = [(label, _num(ja.get(key)), _num(jb.get(key))) for key, label in shown]
+    # `key`: the overview page's JSON field, for scripts.
+    return _delta_frame(rows, "kpi", "a", "b", "delta").with_columns(
+        pl.Series("key", [key for key, _ in shown], dtype=pl.String))
 
 
 def _num(v) -> float | None:
