@@ -78,4 +78,7 @@ def _check_run_name(name: str, logdir: Logdir) -> None:
 
 
 def _label(path: str, run: str, mine: Logdir, other: Logdir) -> str:
-    return run if mine.root == other.root else f"{os.path.basename(path.rstrip('/')) or path} · {run}"
+    if mine.root == other.root:
+        return run
+    base = os.path.basename(path.rstrip("/")) or path
+    return run if run.endswith(base) else f"{base} · {run}"  # a run folder names itself
