@@ -22,6 +22,7 @@ Modules, XLA Ops, TraceMe, Overlay, TensorCore). Facts from XProf's events_db pa
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
@@ -76,7 +77,7 @@ def _device_name(name: str, kind: str, plane_id: int) -> str:
     return name
 
 
-def _texts(values: list[str | None], codes: np.ndarray) -> pl.Series:
+def _texts(values: Sequence[str | None], codes: np.ndarray) -> pl.Series:
     """A String column: `values[code]` per row, null where the value is None (codes index `values`)."""
     distinct = list(dict.fromkeys(v for v in values if v is not None))
     index = {v: i for i, v in enumerate(distinct)}
@@ -237,9 +238,9 @@ class EventColumns:
         raw = self.frame.raw
         line_id = self._line_ids()
         tc = self._is("tensor_core")
-        for lid, pre in _TC_LINES.items():
-            if pre:
-                prefix[tc & (line_id == lid)] = _PREFIXES.index(pre)
+        for lid, line_prefix in _TC_LINES.items():
+            if line_prefix:
+                prefix[tc & (line_id == lid)] = _PREFIXES.index(line_prefix)
         gpu_mod = self._is("gpu") & np.array([n.startswith("XLA Modules") for n in raw.line_name] + [False],
                                              bool)[raw.event_line]
         prefix[gpu_mod] = _PREFIXES.index("HLO Module:")

@@ -18,7 +18,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
 from tputui.analysis.diff import RunDiff
@@ -28,7 +28,7 @@ from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.screens.base import ContextBar
 from tputui.screens.op_tables import fmt_duration_us, fmt_us
-from tputui.screens.stacked import BackTable, StackedScreenMixin
+from tputui.screens.stacked import BackTable, StackedScreen
 from tputui.widgets.table import FrameTable
 
 OP_COLUMNS = ["table", "side", "kind", "name", "only_in", "a_time_us", "b_time_us", "delta_us", "delta_pct",
@@ -58,7 +58,7 @@ def _fmt_delta_us(v) -> str:
     return "" if v is None else f"{v:+,.3f}"
 
 
-class DiffScreen(StackedScreenMixin, Screen):
+class DiffScreen(StackedScreen):
     help_notes = ("A is the run you compare with, B the run you came from. Op times are total self times (µs); "
                   "rows sorted by the size of the change. [b]b[/b] / [b]Enter[/b] open the highlighted op's "
                   "events in B's trace viewer, [b]a[/b] in A's.")
@@ -111,7 +111,7 @@ class DiffScreen(StackedScreenMixin, Screen):
                     self._loaded, self._failed)
 
     def _progress(self, text: str) -> None:
-        for w in self.query("#diff-progress"):
+        for w in self.query("#diff-progress").results(Static):
             w.update(text)
 
     async def _failed(self, message: str) -> None:
@@ -278,7 +278,11 @@ def open_diff_picker(app, picker_cls) -> None:
 
     def picked(name: str | None) -> None:
         if name == OTHER:
-            app.push_screen(PathPrompt(), lambda path: path and _open_path(app, path, open_diff))
+            def typed(path: str | None) -> None:
+                if path:
+                    _open_path(app, path, open_diff)
+
+            app.push_screen(PathPrompt(), typed)
         elif name:
             open_diff(RunData(app.logdir.run(name), use_cache=app.use_cache), name)
 

@@ -13,13 +13,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from tputui.data.run_data import RunData
 from tputui.query import TABLES, QueryResult, run_query
 from tputui.screens.base import ContextBar
-from tputui.screens.stacked import BackTable, StackedScreenMixin
+from tputui.screens.stacked import BackTable, StackedScreen
 from tputui.widgets.table import FrameTable
 
 EXAMPLE = "SELECT name, count(*) AS n, sum(duration_ns) / 1e6 AS ms FROM events GROUP BY name ORDER BY ms DESC"
@@ -27,7 +26,7 @@ MAX_TRACE_ROWS = 100_000  # events handed to the trace viewer at once
 _last_query: dict[str, str] = {}  # run name -> the last query typed (the prompt reopens with it)
 
 
-class SqlScreen(StackedScreenMixin, Screen):
+class SqlScreen(StackedScreen):
     help_notes = ("Tables: " + ", ".join(f"[b]{t}[/b]" for t in TABLES) + ". Names and text are strings "
                   "(LIKE works); times in ns in [b]events[/b], µs in [b]ops[/b] / [b]hlo_ops[/b]. "
                   "Select [b]event_row[/b] (and [b]host[/b]) to show rows in the trace viewer with [b]v[/b].")

@@ -3,6 +3,7 @@ their table lets Esc through when it has no filter to clear; `x` writes the tabl
 from __future__ import annotations
 
 from textual.actions import SkipAction
+from textual.screen import Screen
 
 from tputui.errors import UserError
 from tputui.screens.op_tables import write_csv
@@ -18,7 +19,7 @@ class BackTable(FrameTable):
         super().action_clear_filter()
 
 
-class StackedScreenMixin:
+class StackedScreen(Screen):
     """`back` pops this screen (never the app's last tool screen); `export_table_csv(table, name)`;
     `report(compute, done, failed)` runs `compute` (in a worker thread) and hands the UI thread its
     result, or one line that says what went wrong."""
