@@ -86,6 +86,8 @@ TOOLS: list[Tool] = [
          "tputui.screens.pod_viewer:PodViewerScreen", has_data="tputui.analysis.pod_viewer:has_data"),
     Tool("megascale_stats", "Megascale stats", "tputui.analysis.megascale:analyze",
          "tputui.screens.megascale:MegascaleScreen", has_data="tputui.analysis.megascale:has_data"),
+    Tool("graph_viewer", "Graph viewer", "tputui.analysis.graph_viewer:analyze",
+         "tputui.screens.graph_viewer:GraphViewerScreen", has_data="tputui.analysis.graph_viewer:has_data"),
 ]
 
 
