@@ -43,7 +43,8 @@ def hlo_line(text: str) -> Text:
 class NeighbourhoodTable(FrameTable):
     """The graph view's table: Esc clears a filter, else goes back to the previous instruction."""
 
-    BINDINGS = [Binding("escape", "back", "Back", show=False)]
+    BINDINGS = [Binding("escape", "back", "Back", id="graph.table_back",
+                        tooltip="clear the filter, else back to the previous instruction")]
 
     def action_back(self) -> None:
         if self.filter_text:
@@ -98,19 +99,20 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
     # --- drawing ---------------------------------------------------------------------
     def show(self, result: GraphViewerResult) -> None:
         self.body.mount(Static("", id="gv-head"))
-        self.tree: Tree = Tree(result.module, id="gv-text")
-        self.tree.show_root = False
-        self.tree.guide_depth = 2
+        self.hlo_tree: Tree = Tree(result.module, id="gv-text")
+        self.hlo_tree.show_root = False
+        self.hlo_tree.guide_depth = 2
         self._comp_nodes = {}
         for row in result.computations.iter_rows(named=True):
             first = result.text.splitlines()[row["first_line"]]
-            node = self.tree.root.add(hlo_line(first), data=("computation", row["name"]),
+            node = self.hlo_tree.root.add(hlo_line(first), data=("computation", row["name"]),
                                       expand=False, allow_expand=True)
             self._comp_nodes[row["name"]] = node
             if row["kind"] == "entry":
                 self._fill(node)
                 node.expand()
-        self.body.mount(self.tree)
+                self._entry = node
+        self.body.mount(self.hlo_tree)
         self.body.mount(Static("", id="gv-center"))
         self.table = NeighbourhoodTable(id="gv-hood")
         self.body.mount(self.table)
@@ -144,21 +146,28 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
 
     def _show_text(self) -> None:
         r: GraphViewerResult = self.result
-        self.tree.display = True
+        self.hlo_tree.display = True
         self.query_one("#gv-center").display = False
         self.table.display = False
         n_ins = r.instructions.height
         self._head(Text.assemble(("Module ", "dim"), (r.module, "bold"),
                                  (f"  {len(r.computations)} computations, {n_ins:,} instructions", "dim"),
                                  (f"  ({len(r.modules)} modules: m)" if len(r.modules) > 1 else "", "dim")))
-        self.tree.border_title = "HLO text · Space fold · Enter neighbourhood · / search · b body · v trace"
-        self.tree.focus()
+        self.hlo_tree.border_title = "HLO text · Space fold · Enter neighbourhood · / search · b body · v trace"
+        self.hlo_tree.focus()
+        entry = getattr(self, "_entry", None)
+        if entry is not None and self.hlo_tree.cursor_line <= 0:  # start at the entry computation
+            self.call_after_refresh(self._start_at, entry)
         self._show_line(self._tree_instruction())
+
+    def _start_at(self, node) -> None:
+        self.hlo_tree.move_cursor(node)
+        self.hlo_tree.scroll_to_node(node, animate=False)
 
     def _show_graph(self) -> None:
         g = self.graph
         assert g is not None and g.node is not None
-        self.tree.display = False
+        self.hlo_tree.display = False
         center = self.query_one("#gv-center", Static)
         center.display = True
         self.table.display = True
@@ -192,7 +201,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
 
     # --- selection -----------------------------------------------------------------------
     def _tree_instruction(self) -> str | None:
-        node = self.tree.cursor_node if self.tree.display else None
+        node = self.hlo_tree.cursor_node if self.hlo_tree.display else None
         if node is not None and node.data and node.data[0] == "instruction":
             return node.data[1]
         return None
@@ -201,7 +210,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         """The instruction the keys act on: the tree's line or the graph table's row."""
         if self.result is None:
             return None
-        if self.tree.display:
+        if self.hlo_tree.display:
             return self._tree_instruction()
         row = self.table.row()
         return row["name"] if row else (self.graph.node if self.graph else None)
@@ -219,6 +228,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
 
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         event.stop()
+        event.prevent_default()  # Enter follows the edge here, not the mixin's "show in trace"
         if event.row and self.graph and event.row["name"] != self.graph.node:
             self.history.append(self.graph.node)
             self._open_graph(event.row["name"], keep_history=True)
@@ -236,7 +246,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
 
     # --- actions -------------------------------------------------------------------------
     def action_toggle_view(self) -> None:
-        if self.tree.display:
+        if self.hlo_tree.display:
             name = self.selected()
             if name is None:
                 self.notify("highlight an instruction (unfold a computation) first", severity="warning")
@@ -261,14 +271,14 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         node.expand()
         for leaf in node.children:
             if leaf.data == ("instruction", name):
-                self.call_after_refresh(self.tree.move_cursor, leaf)
+                self.call_after_refresh(self.hlo_tree.move_cursor, leaf)
                 break
 
     def action_back(self) -> None:
         box = self.query("#gv-search")
         if box and box.first().has_class("visible"):
             box.first().remove_class("visible")
-            (self.tree if self.tree.display else self.table).focus()
+            (self.hlo_tree if self.hlo_tree.display else self.table).focus()
             return
         if self.graph is None:
             return
@@ -310,7 +320,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         self.match_at = -1
         if not self.matches:
             self.notify(f"no instruction matches {event.value!r}", severity="warning")
-            (self.tree if self.tree.display else self.table).focus()
+            (self.hlo_tree if self.hlo_tree.display else self.table).focus()
             return
         self.action_next_match(1)
 

@@ -18,6 +18,7 @@ from textual.widgets import Static, Tree
 from tputui.analysis.op_events import hlo_op_rows, program_rows
 from tputui.analysis.op_profile import Node, OpProfile
 from tputui.screens.base import ToolScreen
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin, fmt_duration_us
 
 DEFAULT_CHILDREN = 10
@@ -87,7 +88,7 @@ def op_nodes(n: Node) -> list[Node]:
     return [o for c in n.children for o in op_nodes(c)]
 
 
-class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
+class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScreen):
     help_notes = ("Each row: share of the total time, FLOPS utilization (red low → green high) and HBM bandwidth "
                   "utilization. Enter / Space open a node; the card describes the highlighted one.")
     BINDINGS = [Binding("g", "toggle_grouping", "Program/category", id="op_profile.group",
@@ -99,8 +100,9 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
                 Binding("minus", "children(-1)", "Fewer children", id="op_profile.fewer", show=False,
                         tooltip="show 5 fewer children under each node"),
                 Binding("v", "show_in_trace", "Show in trace", id="op_profile.trace",
-                        tooltip="open the trace viewer on the highlighted op, every op of a category, or a program's runs")]
-    RESULT_ACTIONS = frozenset({"toggle_grouping", "toggle_idle", "children", "show_in_trace"})
+                        tooltip="open the trace viewer on the highlighted op, every op of a category, or a program's runs"),
+                graph_binding("op_profile")]
+    RESULT_ACTIONS = frozenset({"toggle_grouping", "toggle_idle", "children", "show_in_trace", "show_in_graph"})
     DEFAULT_CSS = """
     OpProfileScreen #split { height: 1fr; }
     OpProfileScreen Tree { width: 3fr; border: round $panel; }
@@ -178,6 +180,15 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
             step = 5 if self.children_shown >= 5 else 1
             self.children_shown = max(1, self.children_shown + delta * step)
             self._build()
+
+    def graph_target(self):
+        node = self.op_tree.cursor_node
+        n: Node | None = node.data if node is not None else None
+        if n is None:
+            return None
+        if not n.is_op:
+            return f"{display_name(n)} groups ops: pick one op for its graph"
+        return n.name, n.program_id or None
 
     def trace_target(self):
         node = self.op_tree.cursor_node
