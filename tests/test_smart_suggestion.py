@@ -77,3 +77,10 @@ def test_advice_tables_and_json():
     items = result.items()
     assert items["source"][0] == "XProf" and items["title"][0] == "BarrierCoresRule"
     assert set(result.tables()) == {"advice", "op_findings"}
+
+
+def test_padding_from_shape_text_for_the_op_profile_card():
+    assert perf_guide.padding_of_text("f32[3,100]{1,0:T(8,128)}") == (1200, 8 * 128 * 4)
+    assert perf_guide.padding_of_text("f32[5,1024,1024,256]{3,2,1,0:T(8,128)S(5)}") == (5 << 30, 5 << 30)
+    assert perf_guide.padding_of_text("bf16[7]{0}") == (14, 14)
+    assert perf_guide.padding_of_text("(f32[], s32[2]{0})") is None

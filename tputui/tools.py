@@ -88,6 +88,8 @@ TOOLS: list[Tool] = [
          "tputui.screens.megascale:MegascaleScreen", has_data="tputui.analysis.megascale:has_data"),
     Tool("graph_viewer", "Graph viewer", "tputui.analysis.graph_viewer:analyze",
          "tputui.screens.graph_viewer:GraphViewerScreen", has_data="tputui.analysis.graph_viewer:has_data"),
+    Tool("smart_suggestion", "Advice (smart suggestions)", "tputui.analysis.smart_suggestion:analyze",
+         "tputui.screens.advice:AdviceScreen"),
 ]
 
 

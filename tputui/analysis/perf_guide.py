@@ -14,6 +14,7 @@ Each check names the ops it found, the figures and what to change:
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +97,28 @@ def padding_of(shape: xd.ShapeProto) -> tuple[int, int]:
             continue
         physical[k] = -(-physical[k] // t) * t
     return logical, int(np.prod(physical, dtype=np.float64) * nbytes)
+
+
+_SHAPE_TEXT = re.compile(r"^(\w+)\[([\d,]*)\](?:\{([\d,]*)(?::([^}]*))?\})?$")
+_TILE_TEXT = re.compile(r"T\(([\d,*]+)\)")
+
+
+def padding_of_text(text: str) -> tuple[int, int] | None:
+    """padding_of for a shape as XLA prints it ("f32[3,100]{1,0:T(8,128)}"); None for tuples / unknown."""
+    m = _SHAPE_TEXT.match(text.strip())
+    if not m or not m.group(2):
+        return None
+    pt = m.group(1).upper()
+    if pt not in xd.PrimitiveType.keys():
+        return None
+    shape = xd.ShapeProto(element_type=xd.PrimitiveType.Value(pt), dimensions=[int(d) for d in m.group(2).split(",")])
+    if m.group(3):
+        shape.layout.minor_to_major.extend(int(d) for d in m.group(3).split(","))
+        tile = _TILE_TEXT.search(m.group(4) or "")
+        if tile:
+            shape.layout.tiles.add().dimensions.extend(
+                _ANY_TILE if d == "*" else int(d) for d in tile.group(1).split(","))
+    return padding_of(shape)
 
 
 def _materialized(model: HloModel):

@@ -2,10 +2,11 @@
 
 Keys: arrows move, Enter / Space expand or collapse, `g` program / category grouping, `i` IDLE
 on/off, `+` / `-` show more / fewer children per node (default 10), `v` shows the highlighted
-op (or every op of a category, or a program's runs) in the trace viewer. Each row shows time %,
+op (or every op of a category, or a program's runs) in the trace viewer, `G` the op's HLO graph.
+Each row shows time %,
 FLOPS utilization (red low -> green high) and HBM bandwidth %; the card on the right describes
 the highlighted node (category, utilizations, HLO text, shape / layout, framework op, source)
-with the padding advice XProf gives for convolutions.
+and, for an op, how much its layout's tiling pads its result (padded / logical bytes).
 """
 from __future__ import annotations
 
@@ -22,10 +23,7 @@ from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin, fmt_duration_us
 
 DEFAULT_CHILDREN = 10
-CONV_HELP = ("Convolutions run fastest when the feature (channel) and batch dimensions are padded to the "
-             "hardware tile: multiples of 128 for features and of 8 for batch on TPU. If this op's shape "
-             "has smaller or odd sizes there, much of the FLOPS utilization gap is padding; reshape or pad "
-             "the model to those multiples.")
+PADDING_HELP = "make the two most-minor dimensions multiples of the tile, e.g. 8 and 128"
 
 
 def util_color(u: float) -> str:
@@ -76,8 +74,16 @@ def node_card(n: Node, total_ps: int) -> Table:
         g.add_row("Framework op", Text(n.provenance))
     if n.source:
         g.add_row("Source", Text(n.source))
-    if "convolution" in n.category and n.is_op:
-        g.add_row("Note", Text(CONV_HELP, style="italic"))
+    padding = n.padding if n.is_op else None
+    if padding and padding[0]:
+        logical, padded = padding
+        ratio = padded / logical
+        text = Text(f"{ratio:.2f}x: {padded:,} bytes for {logical:,} logical", style="bold" if ratio >= 1.25 else "")
+        if ratio > 1.0:
+            text.append(f"  ({padded - logical:,} bytes of tile padding; {PADDING_HELP})", style="italic")
+        else:
+            text.append("  (no tile padding)", style="dim")
+        g.add_row("Padding", text)
     return g
 
 
