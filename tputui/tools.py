@@ -90,6 +90,8 @@ TOOLS: list[Tool] = [
          "tputui.screens.graph_viewer:GraphViewerScreen", has_data="tputui.analysis.graph_viewer:has_data"),
     Tool("smart_suggestion", "Advice (smart suggestions)", "tputui.analysis.smart_suggestion:analyze",
          "tputui.screens.advice:AdviceScreen"),
+    Tool("tf_data_bottleneck_analysis", "tf.data bottleneck", "tputui.analysis.tf_data_bottleneck:analyze",
+         "tputui.screens.tf_data:TfDataScreen", has_data="tputui.analysis.tf_data_bottleneck:has_data"),
 ]
 
 
