@@ -42,7 +42,7 @@ def test_real_profiles_have_no_counters_like_xprof(profile):
 def test_csv_has_the_hex_value():
     csv = export_text(run_of(COUNTERS), "perf_counters", "csv").splitlines()
     assert csv[0] == "host,chip,kernel,sample,counter,value,description,set,value_hex"
-    assert csv[5].startswith("v6e-counters,10,_counters_,0,hbm_rd_bytes,956397711104,"","",0xdeadbeef00")
+    assert csv[5] == 'v6e-counters,10,_counters_,0,hbm_rd_bytes,956397711104,"","",0xdeadbeef00'
 
 
 async def test_screen_bars_follow_the_counter():
