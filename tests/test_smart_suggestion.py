@@ -10,7 +10,7 @@ import json
 import pytest
 from conftest import FIXTURES, PROFILES
 
-from tputui.analysis import perf_guide, smart_suggestion
+from tputui.analysis import advice_rules, perf_guide, smart_suggestion
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.export import export_text
@@ -34,12 +34,12 @@ def test_suggestions_equal_xprof(path):
 
 def test_barrier_fractions_and_straggler():
     run = run_of(ADVICE / "barrier_4hosts")
-    hosts = [smart_suggestion.special_op_fractions(run.frame(h), h) for h in run.hosts]
+    hosts = [advice_rules.special_op_fractions(run.frame(h), h) for h in run.hosts]
     # 6 steps, first and last dropped; 2 cores per host
     assert all(len(h.per_step) == 4 and len(h.per_core) == 2 for h in hosts)
-    slow = smart_suggestion.stragglers(hosts)
+    slow = advice_rules.stragglers(hosts)
     assert [s[0] for s in slow] == ["bar-w-3"] and round(slow[0][1], 1) == 8.5
-    text = smart_suggestion.plain_text(smart_suggestion.barrier_cores_suggestion(hosts)["suggestionText"])
+    text = advice_rules.plain_text(advice_rules.barrier_cores_suggestion(hosts)["suggestionText"])
     assert text.startswith("Your program is likely bottlenecked by TPU barrier-cores operations:  an average of 12.7%")
     assert "• Host bar-w-3 average barrier-cores time fraction: 8.5%" in text
 

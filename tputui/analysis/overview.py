@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from tputui.analysis import advice_rules, perf_guide
 from tputui.analysis import input_pipeline as ip
 from tputui.analysis import op_metrics as om
 from tputui.data.run_data import RunData
@@ -45,6 +46,7 @@ class OverviewResult:
     device_tf_op_percent: float
     precision_statement: str
     tips: list[dict[str, str]] = field(default_factory=list)
+    advice: list[dict[str, Any]] = field(default_factory=list)  # advice_rules.advice_rows: XProf's rules, the guide's
 
     # --- views the screen and export share ----------------------------------------------------
     @property
@@ -120,6 +122,7 @@ class OverviewResult:
             "statement": self.bottleneck.input_statement,
             "input_conclusion": self.input_conclusion,
             "recommendation": self.recommendation(),
+            "advice": self.advice,
             "diagnostics": self.pipeline.diagnostics,
         }
 
@@ -216,7 +219,12 @@ def analyze_stats(run: RunData, stats: ip.HostStats) -> OverviewResult:
 
 
 def analyze(run: RunData, host: str | None = None, **options) -> OverviewResult:
-    return analyze_stats(run, ip.host_stats(run, host))
+    result = analyze_stats(run, ip.host_stats(run, host))
+    try:  # the recommendation panel's advice; never worth failing the overview for
+        result.advice = advice_rules.advice_rows(advice_rules.suggestions(run, host), perf_guide.checks(run, host))
+    except Exception:  # noqa: BLE001
+        result.advice = []
+    return result
 
 
 def has_data(run: RunData) -> bool:
