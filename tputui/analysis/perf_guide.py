@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis import host_map
 from tputui.analysis.hlo_modules import hlo_modules
 from tputui.analysis.hlo_shape import TUPLE, type_name
 from tputui.analysis.hlo_text import HloModel, shape_str
-from tputui.analysis.op_metrics import tensor_core_planes
+from tputui.analysis.op_stats import OpStats
 from tputui.data.run_data import RunData
 from tputui.proto import xla_data_pb2 as xd
 
@@ -253,14 +254,8 @@ def _host_offload_check(models: list[tuple[str, HloModel]]) -> Check | None:
 
 
 # --- input-bound ------------------------------------------------------------------------------
-def _input_check(run: RunData, host: str | None) -> Check | None:
-    from tputui.analysis.steps import run_steps
-
-    try:
-        db = run_steps(run, host)
-    except Exception:  # noqa: BLE001 - no steps: nothing to say about input
-        return None
-    steps = db.per_step()
+def _input_check(stats: OpStats) -> Check | None:
+    steps = stats.steps.per_step()
     if not len(steps):
         return None
     total = float(steps["duration_ps"].sum())
@@ -281,15 +276,10 @@ def _input_check(run: RunData, host: str | None) -> Check | None:
 
 def checks(run: RunData, host: str | None = None) -> list[Check]:
     models = [(m.name, HloModel.build(m.parse())) for m in hlo_modules(run, host)]
-    device_type, on_tpu = "TPU", False
-    for h in ([host] if host else run.hosts):
-        fr = run.frame(h)
-        planes = tensor_core_planes(fr)
-        if planes:
-            device_type = str(fr.plane_stat_map(planes[0]).get("device_type_string", "TPU") or "TPU")
-            on_tpu = True
-            break
-    found = [_input_check(run, host), _mxu_check(models, device_type, on_tpu), _padding_check(models),
+    stats = host_map.run_op_stats(run, host)  # the per-host op-stats, cached: the tools share it
+    on_tpu = stats.hardware_type == "TPU"
+    device_type = stats.device_type if on_tpu else "TPU"
+    found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models),
              _broadcast_check(models), _host_offload_check(models)]
     order = {"high": 0, "medium": 1, "info": 2}
     return sorted((c for c in found if c is not None), key=lambda c: order[c.severity])
