@@ -84,3 +84,20 @@ def test_padding_from_shape_text_for_the_op_profile_card():
     assert perf_guide.padding_of_text("f32[5,1024,1024,256]{3,2,1,0:T(8,128)S(5)}") == (5 << 30, 5 << 30)
     assert perf_guide.padding_of_text("bf16[7]{0}") == (14, 14)
     assert perf_guide.padding_of_text("(f32[], s32[2]{0})") is None
+
+
+def test_long_tail_and_per_core_batch():
+    import polars as pl
+
+    # 10 big matmuls (60% of the time at full rate) and 40 tiny elementwise ops (40%, no FLOPs)
+    ops = pl.DataFrame({"name": [f"dot.{i}" for i in range(10)] + [f"add.{i}" for i in range(40)],
+                        "self_time_ps": [6_000_000] * 10 + [1_000_000] * 40,
+                        "flops": [6_000_000 * 100] * 10 + [0] * 40, "occurrences": [1] * 50})
+    check = perf_guide.long_tail_check(ops, peak_tflops=100.0)
+    assert check is not None and len(check.findings) == 40 and "40.0% of device op time" in check.detail
+    assert perf_guide.long_tail_check(ops.head(12), peak_tflops=100.0) is None  # tail too small
+    f32 = xd.PrimitiveType.Value("F32")
+    shape = xd.ShapeProto(element_type=f32, dimensions=[60, 512])
+    tiled = xd.OpSharding(type=xd.OpSharding.OTHER, tile_assignment_dimensions=[8, 1], iota_reshape_dims=[8])
+    assert perf_guide.per_core_dims(shape, tiled) == [8, 512]
+    assert perf_guide.per_core_dims(shape, xd.OpSharding(type=xd.OpSharding.REPLICATED)) is None

@@ -253,6 +253,63 @@ def _host_offload_check(models: list[tuple[str, HloModel]]) -> Check | None:
                  "if they stall the step, offload less (e.g. fewer remat / optimizer-state offloads).", found[:50])
 
 
+# --- sharding and the op mix ------------------------------------------------------------------
+def per_core_dims(shape: xd.ShapeProto, sharding: xd.OpSharding) -> list[int] | None:
+    """A tiled parameter's shape on one core (dims divided by the tile counts, rounded up)."""
+    if sharding.type != xd.OpSharding.OTHER or not sharding.tile_assignment_dimensions:
+        return None
+    tiles = list(sharding.tile_assignment_dimensions)[:len(shape.dimensions)]
+    return [-(-d // t) for d, t in zip(shape.dimensions, tiles)]
+
+
+def _per_core_batch_check(models: list[tuple[str, HloModel]]) -> Check | None:
+    found = []
+    for module, m in models:
+        entry = m.comps.get(m.proto.entry_computation_id)
+        for ins in entry.instructions if entry is not None else ():
+            if ins.opcode != "parameter" or not ins.HasField("sharding") or len(ins.shape.dimensions) < 2:
+                continue
+            local = per_core_dims(ins.shape, ins.sharding)
+            split = local is not None and ins.shape.dimensions[0] >= ins.sharding.tile_assignment_dimensions[0] > 1
+            if split and (local[0] < 8 or local[0] % 8):
+                found.append(Finding(ins.name, module, {"global_shape": shape_str(ins.shape, layout=False),
+                                                        "per_core_batch": local[0],
+                                                        "per_core_dims": "x".join(map(str, local))}))
+    if not found:
+        return None
+    return Check("per_core_batch", "Per-core batch after sharding is small or unaligned", "info",
+                 f"{len(found)} sharded inputs leave each core a leading (batch) dimension that is under 8 or not a "
+                 f"multiple of 8 (e.g. {found[0].op}: {found[0].figures['per_core_dims']} per core).",
+                 "Choose the global batch as a multiple of 8 x the data-parallel cores, or shard another dimension.",
+                 found[:50])
+
+
+TAIL_TOP, TAIL_SHARE, LOW_FLOPS_FRACTION = 10, 0.2, 0.1
+
+
+def long_tail_check(ops: pl.DataFrame, peak_tflops: float) -> Check | None:
+    """Device ops past the top TAIL_TOP by self time that run under 10% of the peak FLOP rate and
+    together take TAIL_SHARE or more of the op time: the overhead of many small ops."""
+    ops = ops.filter(pl.col("name") != "IDLE").sort("self_time_ps", descending=True)
+    total = float(ops["self_time_ps"].sum()) if ops.height else 0.0
+    if total <= 0 or peak_tflops <= 0 or ops.height <= TAIL_TOP:
+        return None
+    tail = ops.slice(TAIL_TOP).with_columns(
+        rate=pl.col("flops") / (pl.col("self_time_ps").cast(pl.Float64) * 1e-12).clip(lower_bound=1e-30))
+    low = tail.filter(pl.col("rate") < LOW_FLOPS_FRACTION * peak_tflops * 1e12)
+    share = float(low["self_time_ps"].sum()) / total
+    if share < TAIL_SHARE:
+        return None
+    found = [Finding(r["name"], "", {"time_percent": round(100 * r["self_time_ps"] / total, 2),
+                                     "tflops": round(r["rate"] / 1e12, 3), "occurrences": r["occurrences"]})
+             for r in low.head(50).iter_rows(named=True)]
+    return Check("low_flops_tail", "A long tail of small, low-FLOPS ops", "medium",
+                 f"{low.height} ops outside the top {TAIL_TOP} run under {LOW_FLOPS_FRACTION:.0%} of the peak FLOP "
+                 f"rate and take {share:.1%} of device op time together.",
+                 "Fuse them: fewer, larger ops (jit larger functions, avoid host round trips and Python loops of "
+                 "small ops; scan instead of unrolled loops).", found)
+
+
 # --- input-bound ------------------------------------------------------------------------------
 def _input_check(stats: OpStats) -> Check | None:
     steps = stats.steps.per_step()
@@ -279,7 +336,12 @@ def checks(run: RunData, host: str | None = None) -> list[Check]:
     stats = host_map.run_op_stats(run, host)  # the per-host op-stats, cached: the tools share it
     on_tpu = stats.hardware_type == "TPU"
     device_type = stats.device_type if on_tpu else "TPU"
-    found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models),
+    tail = None
+    if on_tpu:
+        ops = host_map.run_device_ops(run, host)
+        tail = long_tail_check(ops.ops, ops.perf.peak_tflops)
+    found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models), tail,
+             _per_core_batch_check(models),
              _broadcast_check(models), _host_offload_check(models)]
     order = {"high": 0, "medium": 1, "info": 2}
     return sorted((c for c in found if c is not None), key=lambda c: order[c.severity])
