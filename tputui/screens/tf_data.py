@@ -46,8 +46,8 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     DEFAULT_CSS = """
     TfDataScreen #tfd-summary { height: auto; padding: 0 1; }
     TfDataScreen #tfd-pipes { height: auto; max-height: 10; border: round $panel; }
-    TfDataScreen #tfd-tree { height: 1fr; min-height: 6; border: round $panel; }
-    TfDataScreen #tfd-suggestion { height: auto; max-height: 8; padding: 0 1; }
+    TfDataScreen #tfd-tree { height: 1fr; min-height: 7; border: round $panel; }
+    TfDataScreen #tfd-suggestion { height: auto; max-height: 30%; padding: 0 1; }
     """
 
     def show(self, result: TfDataBottleneckResult) -> None:
