@@ -2,7 +2,7 @@
 
   tputui [LOGDIR] [--run R] [--host H] [--tool T] [--no-cache]
   tputui --demo
-  tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv] [-o FILE]
+  tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv|text|dot] [-o FILE]
   tputui export LOGDIR --list
   tputui capture ADDRESS LOGDIR ...      tputui monitor ADDRESS ...
   tputui sql LOGDIR QUERY ...            tputui diff A B ...
@@ -84,8 +84,8 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list runs, hosts and tools with data (JSON)")
     p.add_argument("--run", help="run to export (default: newest)")
     p.add_argument("--host", help="host to export (default: all hosts, or the first where a tool takes one)")
-    p.add_argument("--format", default="json", choices=("json", "csv"), help="json (default: the whole result) "
-                   "or csv (one table)")
+    p.add_argument("--format", default="json", choices=("json", "csv", "text", "dot"),
+                   help="json (default: the whole result), csv (one table); graph_viewer also text (HLO) and dot")
     p.add_argument("--table", help="CSV: which table (default: the tool's main table)")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
@@ -94,6 +94,8 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--module", help="memory_viewer: HLO module name")
     p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
     p.add_argument("--list-modules", action="store_true", help="memory_viewer: list HLO modules")
+    p.add_argument("--node", help="graph_viewer: the instruction whose neighbourhood to draw")
+    p.add_argument("--depth", help="graph_viewer: how many edges around --node (default 3)")
     p.add_argument("--dcn-gbps", type=_positive, help="megascale_stats: DCN bandwidth per host, Gbps")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="other tool options")
     return p
@@ -113,7 +115,7 @@ def _tool_options(a: argparse.Namespace) -> dict:
     from tputui.errors import UserError
 
     opts = {}
-    for key in ("module", "memory_space", "dcn_gbps"):
+    for key in ("module", "memory_space", "dcn_gbps", "node", "depth"):
         if getattr(a, key) is not None:
             opts[key] = getattr(a, key)
     if a.list_modules:
