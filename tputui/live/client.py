@@ -90,6 +90,18 @@ def describe_rpc_error(e: grpc.RpcError, address: str, what: str, timeout: float
     return LiveError(f"{what} on {address} failed: {name}: {details}")
 
 
+def server_answers(address: str, timeout: float) -> bool:
+    """A gRPC server is listening at `address` (the connection is up within `timeout`)."""
+    channel = grpc.insecure_channel(normalize_address(address))
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+        return True
+    except grpc.FutureTimeoutError:
+        return False
+    finally:
+        channel.close()
+
+
 @dataclass(frozen=True)
 class TracerOptions:
     """The ProfileOptions users choose (capture_tpu_profile's flags)."""
