@@ -95,7 +95,7 @@ class FakeLibtpu:
                              for d in range(self.cores))
         elif name == "tpu.runtime.tensorcore.dutycycle.percent":
             m.metrics.extend(tm.Metric(attribute=_int_attr("device-id", c),
-                                       gauge=tm.Gauge(as_double=round(55.0 + 10 * c + 7.5 * ((tick + c) % 4), 2)))
+                                       gauge=tm.Gauge(as_double=round(45.0 + 10 * c + 7.5 * ((tick + c) % 4), 2)))
                              for c in range(self.chips))
         elif name == "hlo.queue.size.gauge":
             m.metrics.extend(tm.Metric(attribute=_kv(device_ordinal=str(d), core_type="tensor_core"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -40,6 +41,10 @@ class CancelledError(LiveError):
 
 class UnimplementedError(LiveError):
     """The server does not implement this RPC (JAX / TF servers answer Monitor this way)."""
+
+
+class NoSessionError(LiveError):
+    """GetSnapshot found no continuous-profiling session (it ended, or the server restarted)."""
 
 
 _ADDRESS = re.compile(r"^(?:\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<host>[^:\s\[\]/]+)):(?P<port>\d{1,5})$")
@@ -84,6 +89,8 @@ def describe_rpc_error(e: grpc.RpcError, address: str, what: str, timeout: float
         return LiveError(f"{what} on {address}: deadline exceeded (no answer{limit}; is this a profiler port?)")
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return UnimplementedError(f"{what} on {address}: the server does not implement it ({details})")
+    if code == grpc.StatusCode.NOT_FOUND and "continuous profiling" in details.lower():
+        return NoSessionError(f"{what} on {address}: {details}")
     if code == grpc.StatusCode.INTERNAL and "another profiling session" in details.lower():
         return ServerBusyError(f"{what} on {address}: another profiling session is active on that server")
     name = code.name if code is not None else "ERROR"
@@ -154,6 +161,10 @@ class ProfilerClient:
             "/tensorflow.ProfilerService/Profile",
             request_serializer=service_pb2.ProfileRequest.SerializeToString,
             response_deserializer=None, _registered_method=True)
+        self._snapshot_raw = self._channel.unary_unary(
+            "/tensorflow.ProfilerService/GetSnapshot",
+            request_serializer=service_pb2.GetSnapshotRequest.SerializeToString,
+            response_deserializer=None, _registered_method=True)
 
     def close(self) -> None:
         self._channel.close()
@@ -190,6 +201,18 @@ class ProfilerClient:
         """Run one capture; the deadline is its duration plus a grace for the server's work."""
         timeout = request.opts.duration_ms / 1000.0 + PROFILE_GRACE_S
         return ProfileReply.from_bytes(self._call(self._profile_raw, request, "capture", timeout))
+
+    def start_continuous(self, request: service_pb2.ProfileRequest) -> None:
+        self._call(self._stub.StartContinuousProfiling, request, "continuous profiling", self.connect_timeout)
+
+    def stop_continuous(self, timeout: float | None = None) -> None:
+        self._call(self._stub.StopContinuousProfiling, service_pb2.StopContinuousProfilingRequest(),
+                   "stopping continuous profiling", timeout or self.connect_timeout)
+
+    def get_snapshot(self) -> ProfileReply:
+        """The XSpace of the running continuous-profiling session (everything since it started)."""
+        raw = self._call(self._snapshot_raw, service_pb2.GetSnapshotRequest(), "snapshot", PROFILE_GRACE_S)
+        return ProfileReply.from_bytes(raw)
 
     def monitor(self, duration_ms: int, level: int) -> service_pb2.MonitorResponse:
         req = service_pb2.MonitorRequest(duration_ms=duration_ms, monitoring_level=level, timestamp=True)
@@ -241,3 +264,24 @@ def trace_is_empty(reply: ProfileReply) -> bool:
     if reply.empty_trace:
         return True
     return reply.xspace is not None and not reply.has_events()
+
+
+def snapshot_window(client: ProfilerClient, request: service_pb2.ProfileRequest,
+                    wait: Callable[[float], bool]) -> ProfileReply:
+    """One window through continuous profiling: start, wait the window, GetSnapshot, stop.
+
+    A snapshot holds everything since its session started (measured on JAX: 1.1 MB after 2 s,
+    3.6 MB after 12 s), so a long-lived session would grow in the user's job; one short session
+    per window keeps it bounded, and a stop (`wait` returns True) ends tracing at once instead of
+    when a Profile call's duration runs out. UnimplementedError where the server lacks it.
+    """
+    client.start_continuous(request)
+    try:
+        if wait(request.opts.duration_ms / 1000.0):
+            raise CancelledError("snapshot stopped")
+        return client.get_snapshot()
+    finally:
+        try:
+            client.stop_continuous(timeout=5.0)
+        except LiveError:
+            pass  # the session may already be gone (server restarted); nothing to stop
