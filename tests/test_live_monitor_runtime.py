@@ -214,22 +214,25 @@ async def test_loopback_pair_two_real_workers_and_libtpu_live(server):
 # --- the command line ----------------------------------------------------------------------
 @pytest.mark.live
 def test_plain_lines_for_chips_and_two_workers(server):
-    with libtpu_server(FakeLibtpu("v3-8")) as metrics:
-        p = tputui("monitor", f"{server.address},{server.address.replace('127.0.0.1', 'localhost')}",
-                   "--runtime-metrics", metrics, "--plain", "--num-queries", "6", "--metrics-interval", "0.3",
-                   "--profile-every", "0.5", "--duration-ms", "300")
+    """The real JAX server and an in-process one answering the fixture window (325 steps)."""
+    fixture = FakeProfiler([response_with(xplane("jax_live_capture").read_bytes())])
+    with libtpu_server(FakeLibtpu("v3-8")) as metrics, fake_server(fixture) as other:
+        p = tputui("monitor", f"{server.address},{other}", "--runtime-metrics", metrics, "--plain",
+                   "--num-queries", "8", "--metrics-interval", "0.3", "--profile-every", "0.5", "--duration-ms", "300")
     assert p.returncode == 0, p.stderr
     blocks = [b.splitlines() for b in p.stdout.strip().split("\n\n")]
     runtime = [b for b in blocks if b[1].startswith("libtpu runtime metrics")]
-    assert len(runtime) == 6
+    assert len(runtime) == 8
     assert runtime[0][1] == f"libtpu runtime metrics ({metrics}): 4 chips, 2 TensorCores per chip"
     assert [line.split(":")[0] for line in runtime[0][2:6]] == ["Chip 0", "Chip 1", "Chip 2", "Chip 3"]
     assert "HBM " in runtime[0][2] and "duty cycle " in runtime[0][2] and "HLO execution p50 " in runtime[0][2]
-    worker_blocks = [b for b in blocks if b[1].startswith("Worker: ")]
-    assert {b[1] for b in worker_blocks} <= {f"Worker: {server.address}",
-                                            f"Worker: {server.address.replace('127.0.0.1', 'localhost')}"}
-    assert worker_blocks and any(line.startswith("Step time: ") for line in worker_blocks[0])
-    assert "monitoring 2 workers" in p.stderr
+    by_worker = {a: [b for b in blocks if b[1] == f"Worker: {a}"] for a in (server.address, other)}
+    assert all(by_worker.values()), p.stdout
+    for a, bs in by_worker.items():
+        assert any(line.startswith("Step time: ") for line in bs[0]), bs[0]
+    assert "over 325 steps" in "\n".join(by_worker[other][0])
+    assert any(line.startswith("Slowest worker: ") for b in blocks for line in b)
+    assert f"monitoring 2 workers: {server.address}, {other}" in p.stderr
 
 
 def test_no_libtpu_with_plain_is_one_line_and_exit_2():

@@ -91,7 +91,8 @@ def describe_rpc_error(e: grpc.RpcError, address: str, what: str, timeout: float
         return UnimplementedError(f"{what} on {address}: the server does not implement it ({details})")
     if code == grpc.StatusCode.NOT_FOUND and "continuous profiling" in details.lower():
         return NoSessionError(f"{what} on {address}: {details}")
-    if code == grpc.StatusCode.INTERNAL and "another profiling session" in details.lower():
+    if code == grpc.StatusCode.ALREADY_EXISTS or (code == grpc.StatusCode.INTERNAL
+                                                  and "another profiling session" in details.lower()):
         return ServerBusyError(f"{what} on {address}: another profiling session is active on that server")
     name = code.name if code is not None else "ERROR"
     return LiveError(f"{what} on {address} failed: {name}: {details}")
