@@ -228,7 +228,7 @@ def test_plain_lines_for_chips_and_two_workers(server):
     assert "HBM " in runtime[0][2] and "duty cycle " in runtime[0][2] and "HLO execution p50 " in runtime[0][2]
     by_worker = {a: [b for b in blocks if b[1] == f"Worker: {a}"] for a in (server.address, other)}
     assert all(by_worker.values()), p.stdout
-    for a, bs in by_worker.items():
+    for bs in by_worker.values():
         assert any(line.startswith("Step time: ") for line in bs[0]), bs[0]
     assert "over 325 steps" in "\n".join(by_worker[other][0])
     assert any(line.startswith("Slowest worker: ") for b in blocks for line in b)

@@ -30,7 +30,7 @@ def app_parser() -> argparse.ArgumentParser:
         epilog="subcommands (tputui SUBCOMMAND --help):\n"
                "  export   write a tool's result as JSON or CSV, no screen\n"
                "  capture  grab a profile from a running profiler server into a logdir\n"
-               "  monitor  live TPU utilization from a running profiler server\n\n"
+               "  monitor  live TPU figures: libtpu runtime metrics per chip, step time per worker\n\n"
                "examples:\n"
                "  tputui ./logs                          the newest run; t tool, r run, h host, ? help\n"
                "  tputui ./logs --tool trace_viewer      open a tool directly\n"
@@ -200,8 +200,8 @@ def monitor_parser() -> argparse.ArgumentParser:
                    help="seconds from one profile window to the next (default: 10 when runtime metrics are "
                         "followed, else back to back)")
     p.add_argument("--runtime-metrics", metavar="ADDRESS",
-                   help=f"libtpu's runtime-metrics service (default: {METRICS_ADDRESS} with --tpu local or on a "
-                        f"TPU VM; 'off' to skip)")
+                   help=f"libtpu's runtime-metrics service (default on a TPU VM and with --tpu local: "
+                        f"{METRICS_ADDRESS}; 'off' to skip)")
     p.add_argument("--metrics-interval", type=float, default=1.0, metavar="SECONDS",
                    help="seconds between runtime-metrics reads (default 1)")
     p.add_argument("--monitoring-level", type=int, default=2, choices=[1, 2],
@@ -236,7 +236,8 @@ def run_monitor(argv: list[str]) -> int:
         say("on a TPU VM: following this VM's chips and profiler server (--tpu local)")
         tpu = "local"
     addresses = addresses_from(a.address, tpu, a.zone, a.project, a.profiler_port, say=say)
-    metrics = a.runtime_metrics or (METRICS_ADDRESS if tpu == "local" else None)
+    # libtpu serves this VM's chips to local clients only: followed on a TPU VM, whoever is profiled
+    metrics = a.runtime_metrics or (METRICS_ADDRESS if tpu == "local" or on_tpu_vm() else None)
     poller = None if metrics in (None, "off") else RuntimePoller(metrics, a.metrics_interval)
     every = a.profile_every if a.profile_every is not None else (10.0 if poller else 0.0)
     sessions = [MonitorSession(x, a.duration_ms, a.monitoring_level, interval_s=every) for x in addresses]
