@@ -20,8 +20,8 @@ class LiveFeed:
     """`sessions` (one per worker) and an optional runtime-metrics `poller`.
 
     `items(n)`: n reads of the runtime metrics when it is followed (worker windows come in
-    between as they arrive), else n windows of every worker. `fail_fast`: a lone worker that
-    cannot be reached on its first cycle raises (nothing was ever there to watch).
+    between as they arrive), else n windows of every worker. `fail_fast`: runtime metrics (or a
+    lone worker) that cannot be read on the first cycle raise (nothing was ever there to watch).
     """
 
     def __init__(self, sessions: Iterable[MonitorSession], poller: RuntimePoller | None = None):
@@ -59,7 +59,7 @@ class LiveFeed:
         lone = fail_fast and self.poller is None and len(self.sessions) == 1
         sources = [(s.samples(num_queries, fail_fast=lone), self.poller is None) for s in self.sessions]
         if self.poller is not None:
-            sources.append((self.poller.readings(num_queries), True))
+            sources.append((self.poller.readings(num_queries, fail_fast=fail_fast), True))
 
         def pump(it: Iterator[Item]) -> None:
             try:

@@ -379,7 +379,8 @@ class RuntimePoller:
     def stopped(self) -> bool:
         return self._stop.is_set()
 
-    def readings(self, count: int | None = None) -> Iterator[RuntimeReading]:
+    def readings(self, count: int | None = None, fail_fast: bool = False) -> Iterator[RuntimeReading]:
+        """Readings as they come; `fail_fast`: a first read that fails raises (no libtpu to watch)."""
         n, failures = 0, 0
         with RuntimeMetricsClient(self.address, self.timeout) as client:
             self._client = client
@@ -394,6 +395,8 @@ class RuntimePoller:
                     except CancelledError:
                         return
                     except LiveError as e:
+                        if fail_fast and n == 1:
+                            raise
                         wait = max(self.interval_s, BACKOFF_S[min(failures, len(BACKOFF_S) - 1)])
                         failures += 1
                         last = count is not None and n >= count
