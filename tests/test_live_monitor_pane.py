@@ -9,6 +9,7 @@ import time
 import pytest
 from conftest import FIXTURES, xplane
 from helpers.live import FakeProfiler, fake_server, response_with
+from helpers.pane import drawn, settle, utc  # noqa: F401 (utc: a fixture, used by every test here)
 
 from tputui.live.feed import LiveFeed
 from tputui.live.monitor import MonitorSession, Sample, sample_from_xspace
@@ -18,39 +19,17 @@ from tputui.screens.monitor import MonitorScreen
 SIZE = (120, 36)
 STREAM = FIXTURES / "live" / "monitor_stream.jsonl"
 
+# Timestamps on screen are local time: pinned, so snapshots do not depend on the zone.
+pytestmark = pytest.mark.usefixtures("utc")
+
 
 def recorded() -> list[Sample]:
     return [Sample.from_json(json.loads(line)) for line in STREAM.read_text().splitlines()]
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    """Timestamps on screen are local time: pin the zone so snapshots do not depend on it."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
 def make_app(samples: list[Sample], **kw) -> MonitorApp:
     first = samples[0]
     return MonitorApp(MonitorScreen(lambda: iter(samples), addresses=[first.address], window_ms=first.window_ms, **kw))
-
-
-def drawn(widget) -> str:
-    """What a Static shows, as plain text (its rich content rendered at its width)."""
-    from rich.console import Console
-
-    console = Console(width=max(40, widget.size.width), record=True, file=open("/dev/null", "w"))
-    console.print(widget.content)
-    return console.export_text()
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def test_recorded_stream_is_a_real_run():

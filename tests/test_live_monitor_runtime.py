@@ -13,6 +13,7 @@ import pytest
 from conftest import xplane
 from helpers.libtpu_server import FakeLibtpu, libtpu_server
 from helpers.live import FakeProfiler, LiveServer, closed_port, fake_server, response_with, tputui
+from helpers.pane import drawn, settle, utc  # noqa: F401 (utc: a fixture, used by every test here)
 
 from tputui.live.feed import LiveFeed
 from tputui.live.monitor import MonitorSession, Sample, sample_from_xspace
@@ -25,28 +26,8 @@ SIZE = (120, 40)
 T0 = 1_795_354_000.0
 WORKERS = ["10.130.0.2:9012", "10.130.0.3:9012"]
 
-
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
-def drawn(widget) -> str:
-    from rich.console import Console
-
-    console = Console(width=max(40, widget.size.width), record=True, file=open("/dev/null", "w"))
-    console.print(widget.content)
-    return console.export_text()
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+# Timestamps on screen are local time: pinned, so snapshots do not depend on the zone.
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 def readings(n: int = 12, layout: str = "v5e-4") -> list[RuntimeReading]:
