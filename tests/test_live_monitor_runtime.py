@@ -30,9 +30,9 @@ WORKERS = ["10.130.0.2:9012", "10.130.0.3:9012"]
 pytestmark = pytest.mark.usefixtures("utc")
 
 
-def readings(n: int = 12, layout: str = "v5e-4") -> list[RuntimeReading]:
+def readings(n: int = 12, layout: str = "v5e-4", **fake) -> list[RuntimeReading]:
     """`n` reads of the loopback libtpu server (values move each read), times pinned a second apart."""
-    with libtpu_server(FakeLibtpu(layout)) as addr, RuntimeMetricsClient(addr) as c:
+    with libtpu_server(FakeLibtpu(layout, **fake)) as addr, RuntimeMetricsClient(addr) as c:
         out = [c.read() for _ in range(n)]
     return [dataclasses.replace(r, time=T0 + i, address="localhost:8431") for i, r in enumerate(out)]
 
@@ -96,6 +96,20 @@ async def test_pane_shows_a_row_per_chip_and_per_worker():
         assert screen.address == WORKERS[1]
         assert screen.query_one("#figures").border_title == f"Figures of the last window of {WORKERS[1]}"
         assert f"{windows()[1].step_ms_avg:.3f} ms" in drawn(screen.query_one("#figures"))
+
+
+@pytest.mark.parametrize("size, columns", [((120, 40), ["TC util", "queue", "HLO p50 / p99.9"]),
+                                           ((80, 24), ["TC util", "queue"])])
+async def test_optional_chip_columns_where_served_and_where_they_fit(size, columns):
+    items = readings(2, extra={"tpu.runtime.tensorcore.utilization.percent": [11.0, 22.0, 33.0, 44.0]})
+    app = make_app(items, addresses=[], runtime=True)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        chips = drawn(app.screen.query_one("#chips")).splitlines()
+        head = chips[0]
+        assert [c for c in ["TC util", "queue", "HLO p50 / p99.9"] if c in head] == columns
+        assert "11.0%" in chips[1] and "44.0%" in chips[4]  # chips 0 and 3: their TensorCore utilization
+        assert not any("…" in line for line in chips)
 
 
 async def test_runtime_errors_show_in_the_status_line_and_the_pane_keeps_the_last_good_reading():

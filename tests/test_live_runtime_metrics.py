@@ -114,3 +114,18 @@ def test_poller_turns_failures_into_readings_and_keeps_going(monkeypatch):
     got = list(RuntimePoller(addr, interval_s=0.01).readings(2))
     assert [bool(r.error) for r in got] == [True, True] and got[0].retry_in_s == 0.01 and got[1].retry_in_s is None
     assert got[0].error.startswith("no libtpu runtime metrics at")
+
+
+def test_tensorcore_utilization_where_libtpu_lists_it():
+    """tpu-info reads TensorCore utilization through libtpu's SDK, not this service; a libtpu that
+    lists a TensorCore utilization gauge here gets it read per chip, and none is read otherwise."""
+    name = "tpu.runtime.tensorcore.utilization.percent"  # a name as libtpu spells its gauges
+    with libtpu_server(FakeLibtpu("v5e-4", extra={name: [10.0, 20.5, 30.0, 40.0]})) as addr:
+        with RuntimeMetricsClient(addr) as c:
+            r = c.read()
+    assert [ch.tensorcore_util_pct for ch in r.chips] == [10.0, 20.5, 30.0, 40.0]
+    fake = FakeLibtpu("v5e-4")
+    with libtpu_server(fake) as addr, RuntimeMetricsClient(addr) as c:
+        r = c.read()
+    assert all(ch.tensorcore_util_pct is None for ch in r.chips)
+    assert not any("util" in n for n in fake.requests)

@@ -72,6 +72,8 @@ class FakeLibtpu:
     list_metrics: bool = True
     megascale: bool = True
     frozen: int | None = None  # answer every read as this tick (recording an oracle)
+    # more per-chip gauges to list and serve ({name: values}), for metrics only newer libtpus list
+    extra: dict[str, list[float]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
 
     def __post_init__(self):
@@ -105,6 +107,9 @@ class FakeLibtpu:
                                        distribution=_distribution(_bell(HLO_BUCKETS, 20 + d % 3, 1000 + 97 * tick),
                                                                   1.0, 1.5))
                              for d in range(self.cores))
+        elif name in self.extra:
+            m.metrics.extend(tm.Metric(attribute=_int_attr("device-id", c), gauge=tm.Gauge(as_double=v))
+                             for c, v in enumerate(self.extra[name]))
         elif name.startswith("megascale.") and self.megascale:
             for j, size in enumerate(("1MB-8MB", "8MB-64MB")):
                 m.metrics.append(tm.Metric(attribute=_kv(**{"buffer-size": size}),
@@ -139,7 +144,7 @@ class FakeLibtpu:
         if self.megascale:
             names += ["megascale.dcn_transfer_latencies.microsecond.cumulative.distribution",
                       "megascale.collective_end_to_end_latencies.microsecond.cumulative.distribution"]
-        names = [n for n in names if n not in self.unknown]
+        names = [n for n in names + list(self.extra) if n not in self.unknown]
         resp = tm.ListSupportedMetricsResponse(supported_metric=[tm.SupportedMetric(metric_name=n) for n in names])
         return resp.SerializeToString()
 

@@ -259,14 +259,24 @@ class MonitorScreen(Screen):
                 return Text("waiting for libtpu's runtime metrics…", style="dim")
             return Text("No runtime metrics yet: libtpu has not answered (see the status line).", style="dim")
         inner = self._pane_width("#chips")
-        # chip 4, bar, used/total 17, duty 6, history: 2 cells between columns; then the optional
-        # queue (5) and HLO execution (19) columns, each only where the bar and history keep 8 cells.
-        base = 4 + 17 + 6 + 2 * 4 + 2 * MIN_SPARK
-        show_queue = any(c.hlo_queue is not None for c in r.chips) and inner >= base + 7
-        show_exec = any(c.hlo_exec_us is not None for c in r.chips) and inner >= base + 7 * show_queue + 21
-        fixed = 4 + 17 + 6 + (5 if show_queue else 0) + (19 if show_exec else 0)
-        gaps = 2 * (4 + show_queue + show_exec)
-        free = max(2 * MIN_SPARK, inner - fixed - gaps - 2)  # 2 spare: a scrollbar may take them
+        # Optional columns (header, width, cell), most wanted first: each shown only where libtpu
+        # serves it and the bar and history keep 8 cells beside it.
+        optional = [
+            ("TC util", 7, lambda c: _pct(c.tensorcore_util_pct),
+             any(c.tensorcore_util_pct is not None for c in r.chips)),
+            ("queue", 5, lambda c: "n/a" if c.hlo_queue is None else str(c.hlo_queue),
+             any(c.hlo_queue is not None for c in r.chips)),
+            ("HLO p50 / p99.9", 19, lambda c: "n/a" if c.hlo_exec_us is None
+             else f"{_us(c.hlo_exec_us.p50)} / {_us(c.hlo_exec_us.p999)}",
+             any(c.hlo_exec_us is not None for c in r.chips)),
+        ]
+        used_w = 4 + 17 + 6 + 2 * 4 + 2 * MIN_SPARK + 2  # chip, used / total, duty, gaps, bar + history, spare
+        columns = []
+        for head, width, cell, present in optional:
+            if present and used_w + width + 2 <= inner:
+                columns.append((head, width, cell))
+                used_w += width + 2
+        free = 2 * MIN_SPARK + inner - used_w  # 2 spare cells kept: a scrollbar may take them
         bar_w = max(MIN_BAR, min(MAX_BAR, free // 3))
         spark_w = max(MIN_SPARK, free - bar_w)
         t = Table.grid(padding=(0, 2))
@@ -275,29 +285,19 @@ class MonitorScreen(Screen):
         t.add_column(justify="right", no_wrap=True, min_width=17)
         t.add_column(justify="right", no_wrap=True, min_width=6)
         t.add_column(no_wrap=True, width=spark_w)
-        head = [Text("chip", style="dim"), Text("HBM", style="dim"), Text("used / total", style="dim"),
-                Text("duty", style="dim"),
-                Text("duty cycle history (0 … 100%)" if spark_w >= 29 else "history", style="dim")]
-        if show_queue:
-            t.add_column(justify="right", no_wrap=True, min_width=5)
-            head.append(Text("queue", style="dim"))
-        if show_exec:
-            t.add_column(justify="right", no_wrap=True, min_width=19)
-            head.append(Text("HLO p50 / p99.9", style="dim"))
-        t.add_row(*head)
+        for _head, width, _cell in columns:
+            t.add_column(justify="right", no_wrap=True, min_width=width)
+        history = "duty cycle history (0 … 100%)" if spark_w >= 29 else "history"
+        t.add_row(*(Text(h, style="dim") for h in ("chip", "HBM", "used / total", "duty", history,
+                                                   *(c[0] for c in columns))))
         for c in r.chips:
             frac = (c.hbm_pct or 0.0) / 100.0
             used = (f"{c.hbm_used / GIB:.1f} / {c.hbm_total / GIB:.1f} GiB" if c.hbm_used is not None and c.hbm_total
                     else "n/a")
             series = self.state.chip_series(c.chip, "duty_cycle_pct")
-            row = [str(c.chip), bar_text(frac, bar_w, PALETTE[0]), used, _pct(c.duty_cycle_pct),
-                   Text(sparkline(series, spark_w, 0.0, 100.0), style=PALETTE[1])]
-            if show_queue:
-                row.append("n/a" if c.hlo_queue is None else str(c.hlo_queue))
-            if show_exec:
-                e = c.hlo_exec_us
-                row.append("n/a" if e is None else f"{_us(e.p50)} / {_us(e.p999)}")
-            t.add_row(*row)
+            t.add_row(str(c.chip), bar_text(frac, bar_w, PALETTE[0]), used, _pct(c.duty_cycle_pct),
+                      Text(sparkline(series, spark_w, 0.0, 100.0), style=PALETTE[1]),
+                      *(cell(c) for _head, _w, cell in columns))
         if not r.latencies_us:
             return t
         lines = Text()
