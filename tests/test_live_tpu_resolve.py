@@ -238,3 +238,27 @@ def test_pick_ports_tries_candidates_in_order_and_says_which_answered():
     said.clear()
     assert pick_ports([[dead, dead]], said.append, timeout=0.2) == [dead]
     assert said[0].startswith("no profiler server answered on 127.0.0.1 ports ")
+
+
+def test_monitor_follows_every_worker_of_a_multi_host_tpu(gcloud):
+    """`tputui monitor --tpu NAME`: two TPU VM workers (127.0.0.1 and 127.0.0.2, one profiler port),
+    each answering its own window; one block per worker and the slowest named."""
+    from conftest import xplane
+    from helpers.live import FakeProfiler, fake_server, response_with, tputui
+
+    set_nodes, _ = gcloud
+    slow, fast = xplane("jax_mlp").read_bytes(), xplane("jax_live_capture").read_bytes()
+    with fake_server(FakeProfiler([response_with(fast)])) as a:
+        port = int(a.rsplit(":", 1)[1])
+        with fake_server(FakeProfiler([response_with(slow)]), host="127.0.0.2", port=port) as b:
+            set_nodes({"tpu-vm": {"pod": node(endpoints=[("127.0.0.1", 8470), ("127.0.0.2", 8470)],
+                                              apiVersion="V2")}})
+            p = tputui("monitor", "--tpu", "pod", "--profiler-port", str(port), "--plain", "--num-queries", "1")
+    assert p.returncode == 0, p.stderr
+    blocks = [blk.splitlines() for blk in p.stdout.strip().split("\n\n")]
+    assert sorted(blk[1] for blk in blocks) == [f"Worker: {a}", f"Worker: {b}"]
+    steps = {blk[1]: next(ln for ln in blk if ln.startswith("Step time")) for blk in blocks}
+    assert steps[f"Worker: {a}"].endswith("over 325 steps") and steps[f"Worker: {b}"].endswith("over 18 steps")
+    slowest = [ln for blk in blocks for ln in blk if ln.startswith("Slowest worker: ")]
+    assert slowest and slowest[-1].startswith(f"Slowest worker: {b} (")
+    assert f"monitoring 2 workers: {a}, {b}" in p.stderr
