@@ -129,3 +129,22 @@ def test_tensorcore_utilization_where_libtpu_lists_it():
         r = c.read()
     assert all(ch.tensorcore_util_pct is None for ch in r.chips)
     assert not any("util" in n for n in fake.requests)
+
+
+def test_stop_cancels_a_read_in_flight():
+    """Quitting the pane must not wait out a stuck libtpu: stop() cancels the metric read."""
+    import threading
+
+    fake = FakeLibtpu(delay_s=5.0)
+    with libtpu_server(fake) as addr:
+        poller = RuntimePoller(addr, interval_s=0.1, timeout=10.0)
+        got: list = []
+        t = threading.Thread(target=lambda: got.extend(poller.readings(3)))
+        t.start()
+        for _ in range(100):  # until the first request reached the server
+            if fake.requests:
+                break
+            threading.Event().wait(0.02)
+        poller.stop()
+        t.join(timeout=3)
+        assert not t.is_alive() and got == []  # cancelled: no error reading, no more reads

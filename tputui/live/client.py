@@ -146,14 +146,49 @@ def profile_request(address: str, duration_ms: int, tracer: TracerOptions, *, se
     return req
 
 
-class ProfilerClient:
+class CancellableCalls:
+    """gRPC calls another thread can cancel (`cancel()`), so stopping never waits out a call.
+
+    Subclasses set `address` and say how a failed call reads (`_describe`)."""
+
+    address: str
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inflight = None
+
+    def _describe(self, e: grpc.RpcError, what: str, timeout: float) -> LiveError:
+        raise NotImplementedError
+
+    def _call(self, method, request, what: str, timeout: float):
+        call = method.future(request, timeout=timeout)
+        with self._lock:
+            self._inflight = call
+        try:
+            return call.result()
+        except grpc.FutureCancelledError:
+            raise CancelledError(f"{what} on {self.address} cancelled") from None
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.CANCELLED:
+                raise CancelledError(f"{what} on {self.address} cancelled") from None
+            raise self._describe(e, what, timeout) from None
+        finally:
+            with self._lock:
+                self._inflight = None
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._inflight is not None:
+                self._inflight.cancel()
+
+
+class ProfilerClient(CancellableCalls):
     """One server's ProfilerService stub with deadlines on every call."""
 
     def __init__(self, address: str, connect_timeout: float = CONNECT_TIMEOUT_S):
+        super().__init__()
         self.address = normalize_address(address)
         self.connect_timeout = connect_timeout
-        self._lock = threading.Lock()
-        self._inflight = None
         self._channel = grpc.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
         self._stub = service_grpc.ProfilerServiceStub(self._channel)
         # Profile answers stay bytes: the XSpace inside is sliced out, never parsed and re-serialized
@@ -176,27 +211,8 @@ class ProfilerClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _call(self, method, request, what: str, timeout: float):
-        """A call another thread can cancel (`cancel()`), so stopping never waits out a capture."""
-        call = method.future(request, timeout=timeout)
-        with self._lock:
-            self._inflight = call
-        try:
-            return call.result()
-        except grpc.FutureCancelledError:
-            raise CancelledError(f"{what} on {self.address} cancelled") from None
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.CANCELLED:
-                raise CancelledError(f"{what} on {self.address} cancelled") from None
-            raise describe_rpc_error(e, self.address, what, timeout) from None
-        finally:
-            with self._lock:
-                self._inflight = None
-
-    def cancel(self) -> None:
-        with self._lock:
-            if self._inflight is not None:
-                self._inflight.cancel()
+    def _describe(self, e: grpc.RpcError, what: str, timeout: float) -> LiveError:
+        return describe_rpc_error(e, self.address, what, timeout)
 
     def profile(self, request: service_pb2.ProfileRequest) -> ProfileReply:
         """Run one capture; the deadline is its duration plus a grace for the server's work."""

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 import grpc
 from google.protobuf.message import DecodeError
 
-from tputui.live.client import CancelledError, LiveError, normalize_address
+from tputui.live.client import CancellableCalls, CancelledError, LiveError, normalize_address
 from tputui.proto import tpu_metric_service_pb2 as tm
 from tputui.proto import tpu_metric_service_pb2_grpc as tm_grpc
 
@@ -198,10 +198,11 @@ class MetricNotServed(LiveError):
     """libtpu does not serve this metric name (older libtpu, or a single-slice job for megascale)."""
 
 
-class RuntimeMetricsClient:
+class RuntimeMetricsClient(CancellableCalls):
     """Reads libtpu's runtime metrics at `address` (local credentials, as tpu-info connects)."""
 
     def __init__(self, address: str = METRICS_ADDRESS, timeout: float = METRICS_TIMEOUT_S):
+        super().__init__()
         self.address = normalize_address(address)
         self.timeout = timeout
         self._channel = grpc.secure_channel(self.address, grpc.local_channel_credentials())
@@ -212,8 +213,6 @@ class RuntimeMetricsClient:
             _registered_method=True)
         self._stub = tm_grpc.RuntimeMetricServiceStub(self._channel)
         self._served: set[str] | None = None  # from ListSupportedMetrics, when libtpu has it
-        self._lock = threading.Lock()
-        self._inflight = None
 
     def close(self) -> None:
         self._channel.close()
@@ -224,12 +223,7 @@ class RuntimeMetricsClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def cancel(self) -> None:
-        with self._lock:
-            if self._inflight is not None:
-                self._inflight.cancel()
-
-    def _error(self, e: grpc.RpcError, name: str) -> LiveError:
+    def _describe(self, e: grpc.RpcError, name: str, timeout: float) -> LiveError:
         code = e.code()
         details = (e.details() or "").splitlines()[0] if e.details() else ""
         if code == grpc.StatusCode.UNAVAILABLE:
@@ -244,20 +238,7 @@ class RuntimeMetricsClient:
 
     def metric(self, name: str) -> tm.TPUMetric:
         """One metric's answer; LiveError (MetricNotServed for an unknown name) on failure."""
-        call = self._get.future(tm.MetricRequest(metric_name=name), timeout=self.timeout)
-        with self._lock:
-            self._inflight = call
-        try:
-            raw = call.result()
-        except grpc.FutureCancelledError:
-            raise CancelledError("runtime metrics stopped") from None
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.CANCELLED:
-                raise CancelledError("runtime metrics stopped") from None
-            raise self._error(e, name) from None
-        finally:
-            with self._lock:
-                self._inflight = None
+        raw = self._call(self._get, tm.MetricRequest(metric_name=name), name, self.timeout)
         try:
             resp = tm.MetricResponse.FromString(raw)
         except DecodeError:
@@ -274,7 +255,7 @@ class RuntimeMetricsClient:
                 resp = self._stub.ListSupportedMetrics(tm.ListSupportedMetricsRequest(), timeout=self.timeout)
             except grpc.RpcError as e:
                 if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    raise self._error(e, "ListSupportedMetrics") from None
+                    raise self._describe(e, "ListSupportedMetrics", self.timeout) from None
                 return None
             self._served = {m.metric_name for m in resp.supported_metric}
         return self._served
