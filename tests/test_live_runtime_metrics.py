@@ -104,8 +104,10 @@ def test_unknown_metric_names():
     fake = FakeLibtpu(unknown={rm.HLO_EXEC}, list_metrics=False, megascale=False)
     with libtpu_server(fake) as addr, RuntimeMetricsClient(addr) as c:
         r = c.read()
+        c.read()
     assert r.ok and all(ch.hlo_exec_us is None and ch.hlo_queue is not None for ch in r.chips)
     assert r.missing == [rm.HLO_EXEC] + [name for _, name in rm.LATENCIES] and r.latencies_us == {}
+    assert fake.listed == 1  # an older libtpu without the listing is asked once, not on every read
 
 
 def test_poller_turns_failures_into_readings_and_keeps_going(monkeypatch):

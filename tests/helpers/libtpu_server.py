@@ -79,6 +79,7 @@ class FakeLibtpu:
     def __post_init__(self):
         self.chips, self.per_chip, self.hbm = LAYOUTS[self.layout]
         self.tick = 0
+        self.listed = 0  # ListSupportedMetrics calls
         self._lock = threading.Lock()
 
     @property
@@ -136,6 +137,7 @@ class FakeLibtpu:
         return tm.MetricResponse(metric=m).SerializeToString()
 
     def list(self, request: bytes, context) -> bytes:
+        self.listed += 1
         if not self.list_metrics:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, "")
         names = ["tpu.runtime.hbm.memory.total.bytes", "tpu.runtime.hbm.memory.usage.bytes",

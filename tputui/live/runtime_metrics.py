@@ -213,6 +213,7 @@ class RuntimeMetricsClient(CancellableCalls):
             _registered_method=True)
         self._stub = tm_grpc.RuntimeMetricServiceStub(self._channel)
         self._served: set[str] | None = None  # from ListSupportedMetrics, when libtpu has it
+        self._listed = False
 
     def close(self) -> None:
         self._channel.close()
@@ -250,14 +251,14 @@ class RuntimeMetricsClient(CancellableCalls):
 
     def served(self) -> set[str] | None:
         """Metric names libtpu lists (None when it cannot list them: then every name is tried)."""
-        if self._served is None:
+        if not self._listed:
             try:
-                resp = self._stub.ListSupportedMetrics(tm.ListSupportedMetricsRequest(), timeout=self.timeout)
-            except grpc.RpcError as e:
-                if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    raise self._describe(e, "ListSupportedMetrics", self.timeout) from None
-                return None
-            self._served = {m.metric_name for m in resp.supported_metric}
+                resp = self._call(self._stub.ListSupportedMetrics, tm.ListSupportedMetricsRequest(),
+                                  "ListSupportedMetrics", self.timeout)
+                self._served = {m.metric_name for m in resp.supported_metric}
+            except MetricNotServed:
+                self._served = None  # an older libtpu without the listing
+            self._listed = True
         return self._served
 
     def _optional(self, name: str, missing: list[str]):
