@@ -30,6 +30,7 @@ from tputui.analysis.op_metrics import OpMetricsDb
 from tputui.analysis.steps import StepDb
 from tputui.analysis.tpu_steps import HostSteps, line_rows
 from tputui.data import schema
+from tputui.data.stat_values import stat_float
 from tputui.data.xspace import XSpaceFrame
 
 # Bump when HostOpStats or anything computed into it changes: cached entries of another
@@ -80,16 +81,16 @@ def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
     if tpu:
         st = frame.plane_stat_map(tpu[0])
         device_type, hardware = str(st.get(schema.STAT_DEVICE_TYPE_STRING) or "TPU"), "TPU"
-        peak_tf = float(st.get(schema.STAT_PEAK_TFLOPS) or 0.0)
-        peak_bw = float(st.get(schema.STAT_PEAK_HBM_BW) or 0.0)
+        peak_tf = stat_float(st, schema.STAT_PEAK_TFLOPS)
+        peak_bw = stat_float(st, schema.STAT_PEAK_HBM_BW)
     elif gpu:
         device_type, hardware = "GPU", "GPU"
     mxu = hbm = 0.0
     hp = frame.plane_index(schema.HOST_PLANE)
     if hp is not None:
         ps = frame.plane_stat_map(hp)
-        mxu = float(ps.get("matrix_unit_utilization_percent") or 0.0)
-        hbm = float(ps.get("hbm_utilization_percent") or 0.0)
+        mxu = stat_float(ps, "matrix_unit_utilization_percent")
+        hbm = stat_float(ps, "hbm_utilization_percent")
     device_db = om.device_op_metrics(frame) if (tpu or gpu) else None
     host_steps, step_db = steps.host_step_dbs(frame, host, hostname)
     return HostOpStats(
