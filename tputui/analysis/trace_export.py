@@ -29,6 +29,8 @@ import polars as pl
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_events import TraceEvents, trace_events
+from tputui.data.stat_values import to_int
+from tputui.data.xspace import XSpaceFrame
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
 CHUNK_ROWS = 500_000
@@ -144,6 +146,8 @@ class TraceExport:
         values are strings like XProf's; its internal stats (flow ids, root markers) are left out.
         """
         frame = self.events.frame
+        if frame is None:  # analyze() decodes the frame whenever args are asked for
+            raise ValueError("event args need the decoded frame, not a saved trace index")
         md_of_event = frame.events["metadata"].to_numpy()
         md_args = _stats_json(frame, "metadata")
         ev_args = _stats_json(frame, "event")
@@ -160,7 +164,7 @@ class TraceExport:
 INTERNAL_STATS = ("_p", "_pt", "_c", "_ct", "_r", "flops", "program_id", "symbol_id")
 
 
-def _stats_json(frame, owner: str) -> pl.DataFrame:
+def _stats_json(frame: XSpaceFrame, owner: str) -> pl.DataFrame:
     """owner, kv: the `"name":"value"` pairs of every stat of each owner row, comma-joined."""
     from tputui.data.raw import KIND_DOUBLE, KIND_INT64, KIND_REF, KIND_STR, KIND_UINT64
 
@@ -200,7 +204,7 @@ def micros(col: str, signed: bool = False) -> pl.Expr:
 
 
 def _float_exact(df: pl.DataFrame) -> bool:
-    return len(df) > 0 and max(int(df["start_ps"].abs().max()), int(df["duration_ps"].abs().max())) < FLOAT_EXACT_PS
+    return len(df) > 0 and max(to_int(df["start_ps"].abs().max()), to_int(df["duration_ps"].abs().max())) < FLOAT_EXACT_PS
 
 
 def _tails(names: list[str], complete: bool) -> pl.Series:
