@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from functools import cached_property
+from types import ModuleType
 
 import numpy as np
 import polars as pl
@@ -26,6 +27,7 @@ from tputui.data.raw import (
 )
 from tputui.errors import UserError
 
+wire: ModuleType | None  # None: the C extension is not built
 try:
     from tputui.data import wire  # the C decoder
 except ImportError:  # extension not built: protobuf's parser (slow, exact) does the work
