@@ -11,6 +11,7 @@ meaning depends on kind (int64, uint64 bits, double bits, ref id, or an index in
 """
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,7 +85,7 @@ class RawXSpace:
         return len(self.event_line)
 
 
-def decode_with_protobuf(data: bytes, plane_filter: Callable[[str], bool] | None = None) -> RawXSpace:
+def decode_with_protobuf(data: bytes | mmap.mmap, plane_filter: Callable[[str], bool] | None = None) -> RawXSpace:
     """Reference decoder: protobuf's own parse, walked one message at a time.
 
     Slow (a Python object per event), but obviously right; the fast decoder must

@@ -6,6 +6,7 @@ them; `names()` gives the strings for a column of ids when it is time to show th
 """
 from __future__ import annotations
 
+import mmap
 import threading
 from collections.abc import Callable, Iterable
 from functools import cached_property
@@ -53,7 +54,7 @@ def decode(data: bytes, planes: PlaneSelector = None) -> XSpaceFrame:
     return XSpaceFrame(decode_raw(data, planes))
 
 
-def decode_raw(data: bytes, planes: PlaneSelector = None) -> RawXSpace:
+def decode_raw(data: bytes | mmap.mmap, planes: PlaneSelector = None) -> RawXSpace:
     keep = plane_filter(planes)
     try:
         if wire is not None:
