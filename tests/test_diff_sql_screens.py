@@ -197,3 +197,16 @@ def test_sql_snapshot_without_color(snap_compare, frozen_query_time, monkeypatch
         await _type_query(pilot, QUERY)
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [SIZE, (80, 24)])
+def test_diff_picker_and_path_prompt_snapshot(snap_compare, size):
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("D")
+        await settle(pilot)
+        await pilot.press("down", "enter")  # "another logdir, run folder or file…"
+        await settle(pilot)
+        await pilot.press(*"/data/logs")
+
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
