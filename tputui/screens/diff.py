@@ -21,13 +21,13 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
+from tputui import format as fmt
 from tputui.analysis.diff import RunDiff
 from tputui.analysis.op_events import framework_op_rows, hlo_op_rows
 from tputui.compare import diff_runs
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.screens.base import ContextBar
-from tputui.screens.op_tables import fmt_duration_us, fmt_us
 from tputui.screens.stacked import BackTable, StackedScreen
 from tputui.widgets.table import FrameTable
 
@@ -51,7 +51,7 @@ def _signed(v, suffix: str = "") -> str:
 
 
 def _fmt_delta_pct(v) -> str:
-    return "" if v is None else f"{v:+.1f}%"
+    return "" if v is None else f"{v:+.1f}%"  # signed, unlike format.percent
 
 
 def _fmt_delta_us(v) -> str:
@@ -133,7 +133,7 @@ class DiffScreen(StackedScreen):
                          id="diff-top")
         ops = d.tables()["ops"].select(OP_COLUMNS)
         table = BackTable(ops, id="diff-ops", formats={
-            "a_time_us": fmt_us, "b_time_us": fmt_us, "delta_us": _fmt_delta_us, "delta_pct": _fmt_delta_pct})
+            "a_time_us": fmt.number, "b_time_us": fmt.number, "delta_us": _fmt_delta_us, "delta_pct": _fmt_delta_pct})
         only = f"{int((ops['only_in'] == 'A').sum())} only in A, {int((ops['only_in'] == 'B').sum())} only in B"
         table.border_title = f"Op deltas ({ops.height:,}; {only}) · s sort · / filter · b / a trace · x CSV"
         await body.mount(top, Static(self._notes(d), id="diff-notes", markup=False), table)
@@ -165,7 +165,7 @@ class DiffScreen(StackedScreen):
                       _fmt_delta_pct(r["delta_pct"]))
         g = d.gate
         if g["delta_pct"] is not None and g["measure"] != "mean step time":
-            t.add_row(g["measure"], fmt_duration_us(g["a"]), fmt_duration_us(g["b"]), "",
+            t.add_row(g["measure"], fmt.duration_us(g["a"]), fmt.duration_us(g["b"]), "",
                       _fmt_delta_pct(g["delta_pct"]))
         for r in d.step_breakdown.iter_rows(named=True) if d.step_a and d.step_b else []:
             if r["a_ms"] or r["b_ms"]:
@@ -284,7 +284,7 @@ def open_diff_picker(app, picker_cls) -> None:
 
             app.push_screen(PathPrompt(), typed)
         elif name:
-            open_diff(RunData(app.logdir.run(name), use_cache=app.use_cache), name)
+            open_diff(RunData(app.logdir.run(name), use_cache=app.use_cache, **app.scale), name)
 
     app.push_screen(picker_cls("Compare this run with (A)", choices, None,
                                f"[dim]B is this run: {current.name}[/dim]"), picked)
@@ -301,4 +301,4 @@ def _open_path(app, path: str, open_diff) -> None:
     except UserError as e:
         app.notify(str(e), title="Diff", severity="error", timeout=8)
         return
-    open_diff(RunData(run, use_cache=app.use_cache), f"{os.path.basename(path.rstrip('/'))} · {run.name}")
+    open_diff(RunData(run, use_cache=app.use_cache, **app.scale), f"{os.path.basename(path.rstrip('/'))} · {run.name}")
