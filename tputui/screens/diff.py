@@ -93,6 +93,7 @@ class DiffScreen(StackedScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._started = time.monotonic()
         self.load()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -102,30 +103,21 @@ class DiffScreen(StackedScreen):
 
     @work(thread=True, exclusive=True, group="diff", description="diff")
     def load(self) -> None:
-        t0 = time.monotonic()
+        self.report(lambda progress: diff_runs(self.run_a, self.run_b, self.host, self.label_a, self.label_b,
+                                               progress))
 
-        def progress(msg: str) -> None:
-            self.app.call_from_thread(self._progress, f"{msg}  ({time.monotonic() - t0:.1f} s)")
-
-        self.report(lambda: diff_runs(self.run_a, self.run_b, self.host, self.label_a, self.label_b, progress),
-                    self._loaded, self._failed)
-
-    def _progress(self, text: str) -> None:
+    def show_progress(self, text: str) -> None:
         for w in self.query("#diff-progress").results(Static):
-            w.update(text)
+            w.update(f"{text}  ({time.monotonic() - self._started:.1f} s)")
 
-    async def _failed(self, message: str) -> None:
-        if not self.is_mounted:
-            return
+    async def show_failure(self, message: str) -> None:
         self.error = message
         body = self.query_one("#body", Vertical)
         await body.remove_children()
         await body.mount(Static(message, id="diff-error", markup=False))
         self.notify(message, title="Diff", severity="error", timeout=8)
 
-    async def _loaded(self, d: RunDiff) -> None:
-        if not self.is_mounted:
-            return
+    async def show_result(self, d: RunDiff) -> None:
         self.result = d
         body = self.query_one("#body", Vertical)
         await body.remove_children()
