@@ -39,11 +39,9 @@ NARROW = 110  # columns below which the two summary tables stack
 
 
 def _fmt(v, digits: int = 3) -> str:
-    if v is None:
-        return "-"
     if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) >= 1000):
-        return f"{v:,.0f}"
-    return f"{v:,.{digits}f}"
+        return fmt.count(v)
+    return fmt.number(v, digits, missing="-")
 
 
 def _signed(v, suffix: str = "") -> str:
