@@ -34,7 +34,8 @@ def load_side(run: RunData, label: str, host: str | None = None, progress=None) 
         try:
             setattr(side, attr, run_tool(run, tool, host))
         except NoDataError as e:
-            side.notes.append(f"{tool}: {e}")
+            side.notes.append(f"no {tool}: {e}")
+    side.notes += [f"host {h} left out: {reason}" for h, reason in run.unreadable.items()]
     return side
 
 

@@ -58,7 +58,7 @@ class Side:
     hlo_stats: Any = None
     framework_op_stats: Any = None
     memory_profile: Any = None
-    notes: list[str] = field(default_factory=list)  # tools without data, in the user's words
+    notes: list[str] = field(default_factory=list)  # "no <tool>: why", hosts left out: one line each
 
 
 def _pct(a: float | None, b: float | None) -> float | None:

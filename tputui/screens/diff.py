@@ -180,7 +180,8 @@ class DiffScreen(StackedScreen):
 
     def _notes(self, d: RunDiff) -> str:
         bits = [f"input-bound classification A: {d.bottleneck['a'] or '-'} · B: {d.bottleneck['b'] or '-'}"]
-        missing = sorted({n.split(":")[0] for s in (d.a, d.b) for n in s.notes})
+        missing = sorted({n.split(":")[0].removeprefix("no ") for s in (d.a, d.b) for n in s.notes
+                          if n.startswith("no ")})
         if missing:
             bits.append("no data: " + ", ".join(missing))
         return " · ".join(bits)
