@@ -27,7 +27,7 @@ def load_side(run: RunData, label: str, host: str | None = None, progress=None) 
     run.require_hosts()
     if host is not None:
         run.host_file(host)  # one clear line when B lacks A's host
-    side = Side(label=label, run=run.name, hosts=[host] if host else run.hosts)
+    side = Side(label=label, run=run.name, hosts=[host] if host else run.hosts, path=run.run.path)
     for attr, tool in _TOOLS.items():
         if progress:
             progress(f"{label}: {tool}")
