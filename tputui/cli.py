@@ -135,8 +135,15 @@ def run_export(argv: list[str]) -> int:
     a = export_parser().parse_args(argv)
     logdir = open_logdir(a.logdir)
     if a.list:
-        text = json.dumps(listing(logdir, use_cache=not a.no_cache), indent=1) + "\n"
-        return _emit(text, a.output)
+        found = listing(logdir, use_cache=not a.no_cache)
+        _emit(json.dumps(found, indent=1) + "\n", a.output)
+        bad = sum(len(r.get("unreadable", ())) + len(r.get("unsupported", ())) for r in found["runs"])
+        if not found["readable_hosts"]:  # the listing still says which file failed and why
+            return _fail(f"no readable host profile under {a.logdir} ({bad} unreadable or unsupported: "
+                         "see the listing)")
+        if bad:
+            print(f"tputui: note: {bad} host file(s) unreadable or unsupported (see the listing)", file=sys.stderr)
+        return 0
     if not a.tool:
         return _fail("export needs --tool TOOL (or --list)")
     run = RunData(logdir.run(a.run), use_cache=not a.no_cache, jobs=a.jobs, dask=a.dask)
@@ -156,6 +163,9 @@ def run_export(argv: list[str]) -> int:
         written = write_result(result, a.format, sys.stdout, a.table)
     if written is not None and not a.table:
         _note_empty_table(written)
+    if run.unreadable:  # left out of an all-hosts result: say so, with the first reason
+        first = next(iter(run.unreadable.values()))
+        print(f"tputui: note: {len(run.unreadable)} unreadable host file(s) left out: {first}", file=sys.stderr)
     return 0
 
 

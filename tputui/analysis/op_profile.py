@@ -331,8 +331,8 @@ def from_device_ops(db: DeviceOps) -> OpProfile:
         peak_hbm_gbps=db.perf.peak_bws_gbps[0])
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> OpProfile:
-    return from_device_ops(host_map.run_device_ops(run, host, progress))
+def analyze(run, host: str | None = None, **options) -> OpProfile:
+    return from_device_ops(host_map.run_device_ops(run, host))
 
 
 def has_data(run) -> bool:

@@ -332,7 +332,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         self.notify(f"match {self.match_at + 1} of {len(self.matches)}", timeout=2)
 
     def action_pick_module(self) -> None:
-        from tputui.app import PickerScreen
+        from tputui.screens.pickers import PickerScreen
 
         choices = [(m, m) for m in self.result.modules]
         self.app.push_screen(PickerScreen("HLO module", choices, self.result.module), self._module_picked)

@@ -11,8 +11,9 @@ from textual.widgets import Static, Tree
 
 from tputui.analysis.tf_data import bottleneck_kind
 from tputui.analysis.tf_data_bottleneck import TfDataBottleneckResult, specific_advice
+from tputui.format import duration_us as fmt_duration_us
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, fmt_duration_us
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin
 from tputui.widgets.table import FrameTable
 
 KIND_WORDS = {"source": "a source dataset", "data_service": "tf.data service", "remote": "a remote source",
