@@ -5,6 +5,7 @@
   tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv|text|dot] [-o FILE]
   tputui export LOGDIR --list
   tputui capture ADDRESS LOGDIR ...      tputui monitor ADDRESS ...
+  tputui sql LOGDIR QUERY ...            tputui diff A B ...
 
 Every error the user can cause ends in one line on stderr and exit code 2.
 """
@@ -15,7 +16,7 @@ import os
 import sys
 
 EXIT_USAGE = 2
-SUBCOMMANDS = ("export", "capture", "monitor")
+SUBCOMMANDS = ("export", "capture", "monitor", "sql", "diff")
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -30,7 +31,9 @@ def app_parser() -> argparse.ArgumentParser:
         epilog="subcommands (tputui SUBCOMMAND --help):\n"
                "  export   write a tool's result as JSON or CSV, no screen\n"
                "  capture  grab a profile from a running profiler server into a logdir\n"
-               "  monitor  live TPU utilization from a running profiler server\n\n"
+               "  monitor  live TPU utilization from a running profiler server\n"
+               "  sql      answer a SQL query over a profile's events, ops and steps\n"
+               "  diff     compare two runs: step time, KPIs, op deltas (a CI gate)\n\n"
                "examples:\n"
                "  tputui ./logs                          the newest run; t tool, r run, h host, ? help\n"
                "  tputui ./logs --tool trace_viewer      open a tool directly\n"
@@ -170,13 +173,9 @@ def run_export(argv: list[str]) -> int:
 
 
 def _is_special_file(path: str) -> bool:
-    import stat
+    from tputui.text_output import is_special_file
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+    return is_special_file(path)
 
 
 def _note_empty_table(tables: dict) -> None:
@@ -265,6 +264,14 @@ def main(argv: list[str] | None = None) -> int:
             return run_export(argv[1:])
         if argv and argv[0] in ("capture", "monitor"):
             return run_live(argv[0], argv[1:])
+        if argv and argv[0] == "sql":
+            from tputui.sql_command import main as sql_main
+
+            return sql_main(argv[1:])
+        if argv and argv[0] == "diff":
+            from tputui.diff_command import main as diff_main
+
+            return diff_main(argv[1:])
         return run_app(argv)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

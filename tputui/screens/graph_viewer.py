@@ -22,6 +22,7 @@ from tputui.analysis.result import NoDataError
 from tputui.screens.base import ToolScreen
 from tputui.screens.memory_viewer import module_program_id
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.table import FrameTable
 
 _TOKEN = re.compile(r"(?P<root>^\s*ROOT )|(?P<entry>^ENTRY )|(?P<name>%[\w.\-]+)|(?P<shape>\b(?:pred|[suf]\d+|bf16|"
@@ -332,8 +333,6 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         self.notify(f"match {self.match_at + 1} of {len(self.matches)}", timeout=2)
 
     def action_pick_module(self) -> None:
-        from tputui.screens.pickers import PickerScreen
-
         choices = [(m, m) for m in self.result.modules]
         self.app.push_screen(PickerScreen("HLO module", choices, self.result.module), self._module_picked)
 

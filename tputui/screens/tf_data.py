@@ -9,9 +9,9 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static, Tree
 
+from tputui import format as fmt
 from tputui.analysis.tf_data import bottleneck_kind
 from tputui.analysis.tf_data_bottleneck import TfDataBottleneckResult, specific_advice
-from tputui.format import duration_us as fmt_duration_us
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin
 from tputui.widgets.table import FrameTable
@@ -28,8 +28,8 @@ def iterator_label(row: dict) -> Text:
     t.append(row["iterator"], style="bold" if row["critical"] else "")
     t.append("  async" if row["is_async"] else "", style="dim")
     t.append(f"  start {row['start_us']:+,.1f} µs", style="dim")
-    t.append(f"  duration {fmt_duration_us(row['duration_us'])}")
-    t.append(f"  self {fmt_duration_us(row['self_time_us'])}", style="bold" if row["bottleneck"] else "")
+    t.append(f"  duration {fmt.duration_us(row['duration_us'])}")
+    t.append(f"  self {fmt.duration_us(row['self_time_us'])}", style="bold" if row["bottleneck"] else "")
     t.append(f"  calls {row['calls']:,}", style="dim")
     return t
 
@@ -86,14 +86,14 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
         for row in r.iterator_tree(index).iter_rows(named=True):
             parent = nodes.get(row["parent"], tree.root)
             nodes[row["long_name"]] = parent.add(iterator_label(row), data=row["long_name"], expand=True)
-        tree.border_title = (f"{pipe.host} {pipe.name}: its slowest call, {fmt_duration_us(pipe.max_latency_ps / 1e6)}"
+        tree.border_title = (f"{pipe.host} {pipe.name}: its slowest call, {fmt.duration_us(pipe.max_latency_ps / 1e6)}"
                              f" · ▶ critical path · ★ bottleneck")
         text = Text()
         if pipe.bottleneck_iterator:
             kind = bottleneck_kind(pipe.bottleneck_iterator)
             text.append("Bottleneck: ", style="bold")
             text.append(f"{pipe.bottleneck_iterator}", style="bold red")
-            text.append(f" ({KIND_WORDS[kind]}), self time {fmt_duration_us(pipe.bottleneck_latency_ps / 1e6)} "
+            text.append(f" ({KIND_WORDS[kind]}), self time {fmt.duration_us(pipe.bottleneck_latency_ps / 1e6)} "
                         f"of the slowest call; {pipe.slow_calls} of {pipe.calls} calls over 50 µs.\n", style="")
             advice = specific_advice(pipe.bottleneck_iterator)
             if advice:
