@@ -71,6 +71,11 @@ class MegascaleResult:
         return {"host": self.host, "hosts": self.hosts, "cores_per_host": self.cores_per_host,
                 "dcn_gbps": self.dcn_gbps, "rows": rows.to_dicts(), "diagnostics": self.diagnostics}
 
+    @property
+    def exceeding_count(self) -> int:
+        """Collectives that need more than the DCN bandwidth set with `flag` (0 when none is set)."""
+        return int(self.rows["exceeds_network"].sum()) if self.dcn_gbps else 0
+
     def tables(self) -> dict[str, pl.DataFrame]:
         return {"megascale_stats": self.rows}
 

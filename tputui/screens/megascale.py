@@ -95,7 +95,7 @@ class MegascaleScreen(ToolScreen):
         text = Text.assemble((f"{n}", "bold"), " DCN collectives on host ", (result.host, "bold"),
                              f" ({DEVICE}, {result.cores_per_host} cores per host)")
         if result.dcn_gbps:
-            k = int(result.rows["exceeds_network"].sum())
+            k = result.exceeding_count
             text.append(f" · network {result.dcn_gbps:g} Gbps: ")
             text.append(f"{k}", style="bold")
             text.append(" need more (")
