@@ -28,12 +28,13 @@ def row_details(row: dict) -> Text:
     """Every figure of one collective on one line (what the table's right-hand columns hold)."""
     t = Text()
     t.append(row["name"], style="bold")
-    t.append(f" · {row['transfer_type']} · {row['occurrences']}× · slack {row['slack_time_ms']:.3f} ms · "
-             f"observed {row['observed_duration_ms']:.3f} ms · stall {row['stall_duration_ms']:.3f} ms "
-             f"(send {row['send_stall_ms']:.3f}, send-done {row['send_done_stall_ms']:.3f}, "
-             f"recv {row['recv_stall_ms']:.3f}, recv-done {row['recv_done_stall_ms']:.3f}) · "
-             f"aggregated stall {row['aggregated_total_stall_ms']:.3f} ms · "
-             f"{fmt.bytes_binary(row['data_transmitted_bytes'])} · needs {row['required_bandwidth_gbps']:,.2f} Gbps")
+    ms, num = fmt.duration_ms, fmt.number
+    t.append(f" · {row['transfer_type']} · {row['occurrences']}× · slack {ms(row['slack_time_ms'])} · "
+             f"observed {ms(row['observed_duration_ms'])} · stall {ms(row['stall_duration_ms'])} "
+             f"(send {num(row['send_stall_ms'])}, send-done {num(row['send_done_stall_ms'])}, "
+             f"recv {num(row['recv_stall_ms'])}, recv-done {num(row['recv_done_stall_ms'])}) · "
+             f"aggregated stall {ms(row['aggregated_total_stall_ms'])} · "
+             f"{fmt.bytes_binary(row['data_transmitted_bytes'])} · needs {num(row['required_bandwidth_gbps'], 2)} Gbps")
     if row.get("exceeds_network"):
         t.append("  more than the network", style="bold red")
     return t
