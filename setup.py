@@ -1,7 +1,8 @@
-"""Build the optional C wire decoder (tputui.data._wire).
+"""Build the optional C extensions: the wire decoder (tputui.data._wire) and event nesting
+(tputui.analysis._nesting).
 
-If no C compiler is available the build goes on without it and tputui falls back to
-protobuf's own parser (exact, but slower on large profiles).
+If no C compiler is available the build goes on without them and tputui falls back to
+protobuf's own parser and numpy (exact, but slower on large profiles).
 """
 from setuptools import Extension, setup
 
@@ -12,6 +13,12 @@ setup(
             sources=["tputui/data/_wire.c"],
             extra_compile_args=["-O3", "-std=c99"],
             optional=True,
-        )
+        ),
+        Extension(
+            "tputui.analysis._nesting",
+            sources=["tputui/analysis/_nesting.c"],
+            extra_compile_args=["-O3", "-std=c99"],
+            optional=True,
+        ),
     ]
 )
