@@ -13,15 +13,18 @@ DECIMAL_UNITS = (("GB", 10**9), ("MB", 10**6), ("kB", 10**3))
 TIME_UNITS_PS = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3))
 
 
+def _scaled(v: float, units, decimals: int, base: str) -> str:
+    """`v` in the first of `units` (largest first) it reaches, else in `base` without decimals."""
+    for unit, scale in units:
+        if abs(v) >= scale:
+            return f"{v / scale:,.{decimals}f} {unit}"
+    return f"{v:,.0f} {base}"
+
+
 # --- bytes -------------------------------------------------------------------------------------
 def bytes_binary(n: float | None, decimals: int = 2, missing: str = "") -> str:
     """Bytes in powers of 1024 (XProf's memory tools count in MiB / GiB): "27.61 MiB", "512 B"."""
-    if n is None or math.isnan(n):
-        return missing
-    for unit, scale in BINARY_UNITS:
-        if abs(n) >= scale:
-            return f"{n / scale:,.{decimals}f} {unit}"
-    return f"{n:,.0f} B"
+    return missing if n is None or math.isnan(n) else _scaled(n, BINARY_UNITS, decimals, "B")
 
 
 def bytes_binary_short(n: float | None, missing: str = "") -> str:
@@ -37,12 +40,7 @@ def bytes_binary_short(n: float | None, missing: str = "") -> str:
 
 def bytes_decimal(n: float | None, decimals: int = 1, missing: str = "") -> str:
     """Bytes in powers of 1000 (file and download sizes): "12.3 MB", "512 B"."""
-    if n is None or math.isnan(n):
-        return missing
-    for unit, scale in DECIMAL_UNITS:
-        if abs(n) >= scale:
-            return f"{n / scale:.{decimals}f} {unit}"
-    return f"{n:.0f} B"
+    return missing if n is None or math.isnan(n) else _scaled(n, DECIMAL_UNITS, decimals, "B")
 
 
 # --- times -------------------------------------------------------------------------------------
@@ -51,10 +49,7 @@ def duration_ps(ps: float | None, decimals: int = 3, missing: str = "", micro: s
     `micro` spells the microsecond ("us" where people type it back, "µs" in prose)."""
     if ps is None or math.isnan(ps):
         return missing
-    for unit, scale in TIME_UNITS_PS:
-        if abs(ps) >= scale:
-            return f"{ps / scale:,.{decimals}f} {micro if unit == 'us' else unit}"
-    return f"{ps:,.0f} ps"
+    return _scaled(ps, [(micro if unit == "us" else unit, scale) for unit, scale in TIME_UNITS_PS], decimals, "ps")
 
 
 def duration_us(us: float | None, decimals: int = 3, missing: str = "", micro: str = "µs") -> str:
