@@ -107,7 +107,7 @@ class MegascaleScreen(ToolScreen):
         self.query_one("#summary", Static).update(text)
         self.table.border_title = (f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter"
                                    " · g Gbps · enter trace")
-        flagged = set(result.rows.filter(result.rows["exceeds_network"])["name"].to_list())
+        flagged = result.flagged_names
         self.table.formats["name"] = (lambda v: f"! {v}" if v in flagged else v)
         self.table.refresh()
 
@@ -146,16 +146,13 @@ class MegascaleScreen(ToolScreen):
     def _trace(self, row) -> None:
         if not row or self.result is None:
             return
-        spans = self.result.recv_done_spans
-        sel = spans.filter(spans["name"] == row["name"]) if spans is not None else None
-        if sel is None or not len(sel):
+        span = self.result.first_recv_done(row["name"])
+        if span is None:
             self.query_one("#where", Static).update(
                 Text(f"{row['recv_op_name']} ({row['name']}): no complete occurrence on {DEVICE} to show"))
             return
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
-        first = sel.sort("start_ps").row(0, named=True)
         # The trace viewer opens on the app's host; with none picked that is the run's first host,
         # the same one this table is for.
-        show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=int(first["start_ps"]),
-                                                  end_ps=int(first["end_ps"])))
+        show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=span[0], end_ps=span[1]))
