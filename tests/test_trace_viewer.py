@@ -474,3 +474,36 @@ async def test_ctrl_arrows_scroll_a_long_details_pane():
         await pilot.press("ctrl+up")
         await pilot.pause()
         assert details.scroll_y == 0 and tl.has_focus
+
+
+async def test_second_open_draws_the_saved_index_at_once():
+    """The first open draws the quick pass and finishes in the background; a new app on the
+    same cache draws the saved, complete index straight away (no background work)."""
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        first_view = visible_text(tl)
+        n = tl.ix.num_events
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause()
+            if app.screen.query("#timeline"):
+                break
+        ix = app.screen.index
+        assert ix.complete and not app.screen.lod_note and ix.num_events == n
+        assert not app.run_data._frames  # drawn without decoding the profile
+        await pilot.pause()
+        tl = app.screen.query_one("#timeline", Timeline)
+        assert visible_text(tl) == first_view
+        status = str(app.screen.query_one("#status").render())
+        assert f"{n:,} events" in status and "background" not in status
+        # Selecting an event reads its stats from the frame, loaded off the UI thread on demand.
+        i = int(np.flatnonzero((np.asarray(ix.source) >= 0) & (np.asarray(ix.kind) == 0))[0])
+        tl.select(np.array([i]), current=i)
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert ix.frame_ready and app.run_data._frames
+        text = details_text(app.screen)
+        assert ix.event_name(i) in text and "Duration" in text

@@ -51,6 +51,8 @@ class TputuiApp(App):
         Binding("r", "pick_run", "Run", id="app.run"),
         Binding("h", "pick_host", "Host", id="app.host"),
         Binding("C", "capture", "Capture", id="app.capture"),
+        Binding("D", "diff", "Diff", id="app.diff", show=False, tooltip="compare this run with another run or logdir"),
+        Binding("colon", "sql", "SQL", id="app.sql", show=False, tooltip="SQL prompt over this run's events, ops and steps"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
@@ -97,6 +99,11 @@ class TputuiApp(App):
         self.host = host or None
         self.open_tool(self.tool_name)
 
+    def open_run_data(self, run: RunData, host: str | None, tool: str, **options) -> None:
+        """Open `tool` on a run the diff or SQL screen holds (maybe of another logdir)."""
+        self.run_data, self.host = run, host
+        self.open_tool(tool, **options)
+
     # --- pickers -----------------------------------------------------------------------
     def action_pick_run(self) -> None:
         choices = [(r.name, f"{r.name}   ({len(r.hosts)} host{'s' if len(r.hosts) != 1 else ''})")
@@ -137,6 +144,18 @@ class TputuiApp(App):
         from tputui.screens.capture_dialog import open_capture_dialog
 
         open_capture_dialog(self)
+
+    def action_sql(self) -> None:
+        from tputui.screens.sql import SqlScreen
+
+        if not isinstance(self.screen, SqlScreen):
+            self.push_screen(SqlScreen(self.run_data, self.host))
+
+    def action_diff(self) -> None:
+        """Pick the run (or another logdir) to compare this run with, then open the diff screen."""
+        from tputui.screens.diff import open_diff_picker
+
+        open_diff_picker(self, PickerScreen)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

@@ -2,9 +2,10 @@
 
   tputui [LOGDIR] [--run R] [--host H] [--tool T] [--no-cache]
   tputui --demo
-  tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv] [-o FILE]
+  tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv|text|dot] [-o FILE]
   tputui export LOGDIR --list
   tputui capture ADDRESS LOGDIR ...      tputui monitor ADDRESS ...
+  tputui sql LOGDIR QUERY ...            tputui diff A B ...
 
 Every error the user can cause ends in one line on stderr and exit code 2.
 """
@@ -15,7 +16,7 @@ import os
 import sys
 
 EXIT_USAGE = 2
-SUBCOMMANDS = ("export", "capture", "monitor")
+SUBCOMMANDS = ("export", "capture", "monitor", "sql", "diff")
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -30,7 +31,9 @@ def app_parser() -> argparse.ArgumentParser:
         epilog="subcommands (tputui SUBCOMMAND --help):\n"
                "  export   write a tool's result as JSON or CSV, no screen\n"
                "  capture  grab a profile from a running profiler server into a logdir\n"
-               "  monitor  live TPU utilization from a running profiler server\n\n"
+               "  monitor  live TPU utilization from a running profiler server\n"
+               "  sql      answer a SQL query over a profile's events, ops and steps\n"
+               "  diff     compare two runs: step time, KPIs, op deltas (a CI gate)\n\n"
                "examples:\n"
                "  tputui ./logs                          the newest run; t tool, r run, h host, ? help\n"
                "  tputui ./logs --tool trace_viewer      open a tool directly\n"
@@ -81,8 +84,8 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list runs, hosts and tools with data (JSON)")
     p.add_argument("--run", help="run to export (default: newest)")
     p.add_argument("--host", help="host to export (default: all hosts, or the first where a tool takes one)")
-    p.add_argument("--format", default="json", choices=("json", "csv"), help="json (default: the whole result) "
-                   "or csv (one table)")
+    p.add_argument("--format", default="json", choices=("json", "csv", "text", "dot"),
+                   help="json (default: the whole result), csv (one table); graph_viewer also text (HLO) and dot")
     p.add_argument("--table", help="CSV: which table (default: the tool's main table)")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
@@ -102,7 +105,8 @@ def export_parser() -> argparse.ArgumentParser:
 # Words and checks for the tools' options (which options exist comes from the registry).
 OPTION_HELP = {"module": "HLO module name or program id", "memory_space": "memory space (0 = HBM, or a name)",
                "list_modules": "list the HLO modules", "dcn_gbps": "DCN bandwidth per host, Gbps",
-               "max_snapshots": "snapshots on the memory timeline", "args": "every event's args in the JSON"}
+               "max_snapshots": "snapshots on the memory timeline", "args": "every event's args in the JSON",
+               "node": "the instruction whose neighbourhood to draw", "depth": "how many edges around --node (default 3)"}
 
 
 def tool_options() -> dict[str, tuple[list[str], object]]:
@@ -151,8 +155,15 @@ def run_export(argv: list[str]) -> int:
     a = export_parser().parse_args(argv)
     logdir = open_logdir(a.logdir)
     if a.list:
-        text = json.dumps(listing(logdir, use_cache=not a.no_cache), indent=1) + "\n"
-        return _emit(text, a.output)
+        found = listing(logdir, use_cache=not a.no_cache)
+        _emit(json.dumps(found, indent=1) + "\n", a.output)
+        bad = sum(len(r.get("unreadable", ())) + len(r.get("unsupported", ())) for r in found["runs"])
+        if not found["readable_hosts"]:  # the listing still says which file failed and why
+            return _fail(f"no readable host profile under {a.logdir} ({bad} unreadable or unsupported: "
+                         "see the listing)")
+        if bad:
+            print(f"tputui: note: {bad} host file(s) unreadable or unsupported (see the listing)", file=sys.stderr)
+        return 0
     if not a.tool:
         return _fail("export needs --tool TOOL (or --list)")
     run = RunData(logdir.run(a.run), use_cache=not a.no_cache, jobs=a.jobs, dask=a.dask)
@@ -172,17 +183,16 @@ def run_export(argv: list[str]) -> int:
         written = write_result(result, a.format, sys.stdout, a.table)
     if written is not None and not a.table:
         _note_empty_table(written)
+    if run.unreadable:  # left out of an all-hosts result: say so, with the first reason
+        first = next(iter(run.unreadable.values()))
+        print(f"tputui: note: {len(run.unreadable)} unreadable host file(s) left out: {first}", file=sys.stderr)
     return 0
 
 
 def _is_special_file(path: str) -> bool:
-    import stat
+    from tputui.text_output import is_special_file
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+    return is_special_file(path)
 
 
 def _note_empty_table(tables: dict) -> None:
@@ -271,6 +281,14 @@ def main(argv: list[str] | None = None) -> int:
             return run_export(argv[1:])
         if argv and argv[0] in ("capture", "monitor"):
             return run_live(argv[0], argv[1:])
+        if argv and argv[0] == "sql":
+            from tputui.sql_command import main as sql_main
+
+            return sql_main(argv[1:])
+        if argv and argv[0] == "diff":
+            from tputui.diff_command import main as diff_main
+
+            return diff_main(argv[1:])
         return run_app(argv)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

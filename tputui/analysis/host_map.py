@@ -25,9 +25,9 @@ from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
 from tputui.analysis.op_stats import HostOpStats, OpStats
 from tputui.data import derived_cache
 from tputui.data.cache import load_frame
-from tputui.data.logdir import HostFile
 from tputui.data.progress import Progress, current_progress
 from tputui.data.run_data import RunData
+from tputui.data.runs import HostFile
 from tputui.errors import UserError
 
 KIND = "opstats"

@@ -140,6 +140,10 @@ class ToolScreen(Screen):
         self.result, self.error = event.result, None
         await self._clear_body()
         self.show(event.result)
+        skipped = self.run_data.unreadable if self.host is None else {}
+        if skipped:  # an all-hosts result without them: say which and why
+            self.notify(f"{len(skipped)} unreadable host file(s) left out: {next(iter(skipped.values()))}",
+                        title=self.tool.title, severity="warning", timeout=8)
 
     async def on_tool_screen_load_failed(self, event: LoadFailed) -> None:
         message, no_data = event.text, event.no_data

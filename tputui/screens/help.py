@@ -62,6 +62,8 @@ HELP_TEXT = {  # longer words than the footer has room for
     "pick_run": "pick a run (newest first)",
     "pick_host": "pick a host (or all hosts)",
     "capture": "capture a profile from a live profiler server into a logdir",
+    "diff": "compare this run with another run (or another logdir): step time, KPIs, op deltas",
+    "sql": "SQL prompt: query this run's events, ops, hlo_ops and steps tables",
     "command_palette": "command palette: open a tool, switch run or host by name",
     "help": "this help",
     "quit": "quit",

@@ -37,7 +37,8 @@ from textual.widgets import Input, Static
 
 from tputui import format as fmt
 from tputui.analysis.result import NoDataError
-from tputui.analysis.trace import TraceIndex, index_for, remember_index
+from tputui.analysis.trace import TraceIndex
+from tputui.analysis.trace_cache import finish_index, open_index
 from tputui.analysis.trace_selection import earliest, events_of, selection_stats, self_share
 from tputui.data.progress import Progress
 from tputui.screens.base import ToolScreen
@@ -147,9 +148,10 @@ class TraceViewerScreen(ToolScreen):
 
     # --- loading ----------------------------------------------------------------------------
     def analyze(self, progress: Progress) -> TraceIndex:
-        frame = self.run_data.frame(self.host, progress=progress)
-        # The quick index first (drawn at once); build_lod refines and swaps it.
-        index = index_for(frame, progress, exact=False)
+        # The saved index, else the quick first pass (drawn at once); build_lod finishes and swaps it.
+        index = open_index(self.run_data, self.host, progress)
+        if index.num_events == 0 and index.partial:
+            index = finish_index(self.run_data, self.host, index)  # derived lines may be all there is
         if index.num_events == 0:
             host = self.host or self.run_data.hosts[0]
             raise NoDataError(f"no trace events on host {host} ({len(index.tracks)} thread / device line(s), "
@@ -168,8 +170,9 @@ class TraceViewerScreen(ToolScreen):
         self.timeline.focus()
         if self.focus_request is not None:
             self.apply_focus(self.focus_request)
-        self.update_status()
-        if not index.pyramid_ready or not index.exact:
+        # After the mount: a saved index has no background work whose progress would draw it later.
+        self.call_after_refresh(self.update_status)
+        if not index.complete:
             self.lod_note = "in the background: building the level of detail…"
             self.build_lod()
 
@@ -180,17 +183,28 @@ class TraceViewerScreen(ToolScreen):
         def report(msg: str) -> None:
             self.post_message(self.LodProgress(msg))
 
-        exact = ix.refined(report)
-        exact.build_pyramid(report)
-        if exact is not ix:
-            remember_index(self.run_data.frame(self.host), exact)
-        self.post_message(self.LodDone(exact))
+        self.post_message(self.LodDone(finish_index(self.run_data, self.host, ix, report)))
 
-    # The level-of-detail worker's news, as messages: a screen the user left drops them.
+    @work(thread=True, exclusive=True, group="trace-frame", description="event details")
+    def load_details_frame(self) -> None:
+        try:
+            _ = self.index.frame
+        except Exception as e:  # noqa: BLE001 - the view works without details; say why
+            self.app.call_from_thread(self.notify, f"cannot read the event's details: {e}", severity="warning")
+            return
+        self.post_message(self.DetailsFrameLoaded())
+
+    # The workers' news, as messages: a screen the user left drops them.
     class LodProgress(Message, bubble=False):
         def __init__(self, text: str) -> None:
             super().__init__()
             self.text = text
+
+    class DetailsFrameLoaded(Message, bubble=False):
+        pass
+
+    def on_trace_viewer_screen_details_frame_loaded(self, _event: DetailsFrameLoaded) -> None:
+        self.update_details()
 
     class LodDone(Message, bubble=False):
         def __init__(self, index: TraceIndex) -> None:
@@ -203,9 +217,12 @@ class TraceViewerScreen(ToolScreen):
 
     def on_trace_viewer_screen_lod_done(self, event: LodDone) -> None:
         if event.index is not self.index:
-            self.index = event.index
+            was_partial, self.index = self.index.partial, event.index
             if self.timeline is not None:
                 self.timeline.set_index(event.index)
+                f = self.focus_request
+                if was_partial and f is not None and f.names:  # derived lines' events exist only now
+                    self.apply_focus(f)
         self.lod_note = ""
         if self.timeline is not None:
             self.timeline.invalidate()
@@ -384,6 +401,11 @@ class TraceViewerScreen(ToolScreen):
         tl = self.timeline
         details = self.query("#details")
         if tl is None or not details:
+            return
+        if len(tl.selection) == 1 and not tl.ix.frame_ready:
+            # An index read from the cache has no frame yet: its stats come from one, read off the UI thread.
+            details.first().update(Text("reading the event's details…", style="dim"))
+            self.load_details_frame()
             return
         details.first().update(self.details_renderable())
         for box in self.query("#details-box"):
