@@ -28,6 +28,24 @@ def test_open_failure_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_data_is_fsynced_before_the_rename(tmp_path, monkeypatch):
+    import os
+
+    from tputui.data import files
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(files.os, "fsync", lambda fd: events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+                        or real_fsync(fd))
+    monkeypatch.setattr(files.os, "replace", lambda a, b: events.append(("replace", a)) or real_replace(a, b))
+    target = tmp_path / "out.bin"
+    with atomic_open(str(target)) as f:
+        f.write(b"new")
+    monkeypatch.undo()
+    assert [kind for kind, _ in events] == ["fsync", "replace"] and events[0][1] == events[1][1]  # the temp file
+    assert target.read_bytes() == b"new"
+
+
 def test_atomic_dir_renames_on_success_keeps_an_existing_one_and_cleans_up(tmp_path):
     from tputui.data.files import atomic_dir
 

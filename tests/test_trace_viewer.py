@@ -5,20 +5,22 @@ search and n / N, sections, go to time, timing marks, focus from other screens).
 """
 from __future__ import annotations
 
+import conftest
 import numpy as np
 import pytest
 from conftest import PROFILES
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
+from tputui.format import time_ps as fmt_ps
 from tputui.screens.trace_viewer import TraceFocus, TraceViewerScreen, show_in_trace_viewer
-from tputui.widgets.timeline import Timeline, fmt_ps, parse_time
+from tputui.widgets.timeline import Timeline, parse_time
 
 SIZE = (120, 36)
 
 
-def make_app(profile: str = "jax_mlp", **kw) -> TputuiApp:
-    return TputuiApp(open_logdir(str(PROFILES / profile)), tool="trace_viewer", **kw)
+def make_app(profile: str = "jax_mlp", **kw):
+    return conftest.make_app(profile, "trace_viewer", **kw)
 
 
 async def loaded(pilot) -> Timeline:
@@ -323,7 +325,7 @@ async def test_small_terminal_keeps_most_rows_for_the_timeline():
 
 
 async def test_help_explains_the_trace_keys():
-    from tputui.app import HelpScreen
+    from tputui.screens.help import HelpScreen
 
     app = make_app()
     async with app.run_test(size=(140, 45)) as pilot:
@@ -439,9 +441,10 @@ async def test_level_of_detail_finishing_after_the_user_left_is_ignored():
         app.open_tool("summary")
         await pilot.pause()
         await app.workers.wait_for_complete()
-        viewer._lod_progress("late")  # a worker reporting after the switch: no effect, no error
-        viewer._swap_index(tl.ix)
-        viewer._lod_done()
+        # A worker reporting after the switch: Textual drops messages to a closed screen.
+        assert not viewer.post_message(viewer.LodProgress("late"))
+        assert not viewer.post_message(viewer.LodDone(tl.ix))
+        await pilot.pause()
         assert viewer.lod_note.endswith("level of detail…") and app.screen.tool.name == "summary"
 
 

@@ -96,14 +96,22 @@ def export_text(run: RunData, tool: str, fmt: str = "json", host: str | None = N
 
 
 def listing(logdir: Logdir, use_cache: bool = True) -> dict[str, Any]:
-    """Runs, hosts and the tools with data in each run (`tputui export LOGDIR --list`)."""
+    """Runs, hosts and the tools with data in each run (`tputui export LOGDIR --list`).
+
+    Every host file is checked first; unreadable ones are listed under "unreadable" with the
+    reason (and left out when finding tools). `readable_hosts` counts the rest, over all runs."""
     runs = []
+    readable = 0
     for r in logdir.runs:
         rd = RunData(r, use_cache=use_cache)
+        rd.check_hosts()
         entry: dict[str, Any] = {"run": r.name, "path": r.path, "hosts": [h.host for h in r.hosts]}
         if r.unsupported:
             entry["unsupported"] = [f"{h.host}: .xplane.riegeli not supported yet" for h in r.unsupported]
         if rd.hosts:
             entry["tools"] = tools_with_data(rd)
+        if rd.unreadable:  # after the tools: finding them may decode and meet more damage
+            entry["unreadable"] = dict(rd.unreadable)
+        readable += len(rd.hosts)
         runs.append(entry)
-    return {"logdir": logdir.root, "runs": runs}
+    return {"logdir": logdir.root, "runs": runs, "readable_hosts": readable}

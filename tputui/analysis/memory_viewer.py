@@ -371,8 +371,33 @@ class MemoryViewerResult:
         return [to_mib(b) + add for b in self.unpadded_heap_bytes]
 
     @property
+    def peak_padding_mib(self) -> float:
+        """What the layouts' padding adds at the peak (peak minus unpadded peak)."""
+        return self.peak_heap_mib - self.peak_unpadded_heap_mib
+
+    @property
+    def padding_heap_mib(self) -> list[float]:
+        """Per program point, the padding part of the heap (the curve stacks it on the data)."""
+        return [h - u for h, u in zip(self.heap_mib, self.unpadded_heap_mib)]
+
+    @property
+    def peak_point(self) -> int:
+        """The first program point where the curve is highest: XProf's `peak_position` is the
+        point just before the peak allocation, so the curve reaches the peak one point later."""
+        return max(range(len(self.heap_bytes)), key=lambda i: (self.heap_bytes[i], -i)) if self.heap_bytes else 0
+
+    @property
+    def largest_buffer_mib(self) -> float:
+        return max((b.size_mib for b in self.buffers), default=0.0)
+
+    @property
     def buffers_by_size(self) -> list[PeakBuffer]:
         return [self.buffers[i] for i in self.by_size]
+
+    def buffer_at(self, rank: int, by_size: bool = False) -> PeakBuffer | None:
+        """The buffer of a `buffer_table` row (its `rank`, in program or size order)."""
+        order = self.buffers_by_size if by_size else self.buffers
+        return order[rank] if 0 <= rank < len(order) else None
 
     def to_json(self) -> dict[str, Any]:
         def buf(b: PeakBuffer) -> dict[str, Any]:
@@ -400,7 +425,10 @@ class MemoryViewerResult:
             "instructions": self.instruction_names,
         }
 
-    def buffer_table(self, order: list[PeakBuffer]) -> pl.DataFrame:
+    def buffer_table(self, by_size: bool = False) -> pl.DataFrame:
+        """The buffers live at the peak, in program order or largest first: one table for the
+        screen and for CSV export (sizes in MiB, as XProf reports them)."""
+        order = self.buffers_by_size if by_size else self.buffers
         return pl.DataFrame({
             "rank": list(range(len(order))),
             "name": [b.label if b.is_small else b.name for b in order],
@@ -416,8 +444,8 @@ class MemoryViewerResult:
 
     def tables(self) -> dict[str, pl.DataFrame]:
         return {
-            "buffers_at_peak": self.buffer_table(self.buffers),
-            "buffers_by_size": self.buffer_table(self.buffers_by_size),
+            "buffers_at_peak": self.buffer_table(),
+            "buffers_by_size": self.buffer_table(by_size=True),
             "heap": pl.DataFrame({
                 "program_point": list(range(len(self.heap_bytes))),
                 "instruction": self.instruction_names,

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import hlo_ops
+from tputui.analysis import hlo_ops, host_map
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
 
 EXPORT_CHILDREN = 100  # XProf's op_profile_limit
@@ -324,8 +324,8 @@ def from_device_ops(db: DeviceOps) -> OpProfile:
         peak_hbm_gbps=db.perf.peak_bws_gbps[0])
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> OpProfile:
-    return from_device_ops(hlo_ops.load(run, host, progress))
+def analyze(run, host: str | None = None, **options) -> OpProfile:
+    return from_device_ops(host_map.run_device_ops(run, host))
 
 
 def has_data(run) -> bool:

@@ -12,12 +12,15 @@ from typing import IO
 
 @contextlib.contextmanager
 def atomic_open(path: str, mode: str = "wb", **kwargs) -> Iterator[IO]:
-    """A temp file beside `path`: it replaces `path` when the block ends, and is removed when the
-    block (or the open) fails. Unique per process and thread, so concurrent writers don't collide."""
+    """A temp file beside `path`: it replaces `path` (after an fsync) when the block ends, and is
+    removed when the block (or the open) fails. Unique per process and thread, so concurrent
+    writers don't collide."""
     tmp = f"{path}.part-{os.getpid()}-{threading.get_ident()}"
     try:
         with open(tmp, mode, **kwargs) as f:
             yield f
+            f.flush()
+            os.fsync(f.fileno())  # on disk before the rename: a power loss leaves old or new, never half
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

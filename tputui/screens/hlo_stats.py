@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.hlo_stats import HloStats
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
@@ -15,9 +16,6 @@ from tputui.screens.op_tables import (
     ResultKeysMixin,
     TraceJumpMixin,
     Units,
-    fmt_pct100,
-    fmt_rank,
-    fmt_us,
 )
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
@@ -45,10 +43,13 @@ class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
         top = rows.head(max(3, min(8, ((self.size.height or 40) - 16) // 2)))  # small terminals keep the table
         self.body.mount(HBarChart(list(zip(top["hlo_op_name"].to_list(), top["total_self_time_percent"].to_list())),
                                   title="Top HLO ops: share of self time", unit="%", id="top"))
+        def pct(v):
+            return fmt.percent(v, 2)
+
         self.table = FrameTable(UNITS.show(rows), hidden=("hlo_op_expression",), id="hlo", formats=UNITS.formats({
-            "rank": fmt_rank, "total_time": fmt_us, "avg_time": fmt_us, "total_self_time": fmt_us,
-            "avg_self_time": fmt_us, "total_self_time_percent": fmt_pct100,
-            "cumulative_total_self_time_percent": fmt_pct100, "dma_stall_percent": fmt_pct100}))
+            "rank": fmt.count, "total_time": fmt.number, "avg_time": fmt.number, "total_self_time": fmt.number,
+            "avg_self_time": fmt.number, "total_self_time_percent": pct,
+            "cumulative_total_self_time_percent": pct, "dma_stall_percent": pct}))
         self.table.border_title = f"HLO ops ({rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.body.mount(Static("", id="expr", markup=False))

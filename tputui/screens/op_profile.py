@@ -15,10 +15,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static, Tree
 
+from tputui import format as fmt
 from tputui.analysis.op_events import hlo_op_rows, program_rows
 from tputui.analysis.op_profile import Node, OpProfile
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin, fmt_duration_us
+from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin
 
 DEFAULT_CHILDREN = 10
 CONV_HELP = ("Convolutions run fastest when the feature (channel) and batch dimensions are padded to the "
@@ -44,9 +45,9 @@ def display_name(n: Node) -> str:
 def node_label(n: Node, total_ps: int) -> Text:
     frac = n.raw_time_ps / total_ps if total_ps else 0.0
     t = Text(no_wrap=True, overflow="ellipsis")
-    t.append(f"{frac * 100:6.2f}% ", style="bold")
-    t.append(f"{n.flops_utilization * 100:6.2f}% flops ", style=util_color(n.flops_utilization))
-    t.append(f"{n.hbm_bandwidth_utilization * 100:6.2f}% hbm  ", style="dim")
+    t.append(fmt.fraction_percent(frac).rjust(7) + " ", style="bold")  # fixed widths keep the tree's columns
+    t.append(fmt.fraction_percent(n.flops_utilization).rjust(7) + " flops ", style=util_color(n.flops_utilization))
+    t.append(fmt.fraction_percent(n.hbm_bandwidth_utilization).rjust(7) + " hbm  ", style="dim")
     t.append(display_name(n))
     if n.children:
         t.append(f"  ({len(n.children)})", style="dim")
@@ -60,13 +61,13 @@ def node_card(n: Node, total_ps: int) -> Table:
     g.add_row("Name", Text(display_name(n)))
     if n.category:
         g.add_row("Category", n.category)
-    share = (n.raw_time_ps / total_ps * 100) if total_ps else 0.0
-    g.add_row("Time", f"{fmt_duration_us(n.raw_time_ps / 1e6)} ({share:.2f}%)")
+    share = fmt.share_percent(n.raw_time_ps, total_ps, 2, missing="0.00%")
+    g.add_row("Time", f"{fmt.duration_us(n.raw_time_ps / 1e6)} ({share})")
     if n.occurrences:
         g.add_row("Occurrences", f"{n.occurrences:,}")
-    g.add_row("FLOPS utilization", Text(f"{n.flops_utilization * 100:.3f}%", style=util_color(n.flops_utilization)))
+    g.add_row("FLOPS utilization", Text(fmt.fraction_percent(n.flops_utilization, 3), style=util_color(n.flops_utilization)))
     g.add_row("FLOPs", f"{n.model_flops:,}")
-    g.add_row("HBM bandwidth", f"{n.hbm_bandwidth_utilization * 100:.3f}% of peak")
+    g.add_row("HBM bandwidth", f"{fmt.fraction_percent(n.hbm_bandwidth_utilization, 3)} of peak")
     if n.expression:
         g.add_row("Expression", Text(n.expression))
     if n.shape:
@@ -117,9 +118,13 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
     def show(self, result: OpProfile) -> None:
         self.op_tree: Tree = Tree("op profile", id="tree")
         self.card = Static("", id="card")
-        self.body.mount(Horizontal(self.op_tree, VerticalScroll(self.card, id="card-box"), id="split"))
+        split = Horizontal(id="split")
+        self.body.mount(split)
+        # Mounted into the split (not passed to its constructor) so the tree has its screen now
+        # and takes the focus at once.
+        split.mount(self.op_tree, VerticalScroll(self.card, id="card-box"))
         self._build()
-        self.call_after_refresh(self.op_tree.focus)
+        self.op_tree.focus()
         self.refresh_bindings()
 
     def on_resize(self) -> None:

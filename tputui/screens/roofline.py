@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.analysis.roofline import RooflineModel
 from tputui.screens.base import ToolScreen
@@ -20,9 +21,6 @@ from tputui.screens.op_tables import (
     ResultKeysMixin,
     TraceJumpMixin,
     Units,
-    fmt_pct,
-    fmt_rank,
-    fmt_us,
 )
 from tputui.widgets.table import FrameTable
 
@@ -107,13 +105,13 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
 
     def show(self, result: RooflineModel) -> None:
         self.chart = Static("", id="chart")
-        pct = {c: fmt_pct for c in ("total_self_time_percent", "cumulative_total_self_time_percent",
+        pct = {c: fmt.fraction_percent for c in ("total_self_time_percent", "cumulative_total_self_time_percent",
                                     "total_time_in_percentage", "roofline_efficiency", "compute_efficiency",
                                     "max_mem_bw_utilization")}
         self.table = FrameTable(id="ops", hidden=("step", "include_infeed_outfeed", "source_info"),
-                                formats=UNITS.formats({"rank": fmt_rank, "total_time": fmt_us, "avg_time": fmt_us,
-                                                       "total_self_time": fmt_us, "avg_self_time": fmt_us,
-                                                       "total_time_per_core": fmt_us, **pct}))
+                                formats=UNITS.formats({"rank": fmt.count, "total_time": fmt.number, "avg_time": fmt.number,
+                                                       "total_self_time": fmt.number, "avg_self_time": fmt.number,
+                                                       "total_time_per_core": fmt.number, **pct}))
         self.body.mount(self.chart)
         self.body.mount(self.table)
         self._fill()
