@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -138,6 +139,9 @@ def test_save_is_atomic_and_keeps_an_existing_entry(tmp_path):
     entry = entry_path(run, None)
     before = os.stat(os.path.join(entry, "index.json")).st_mtime_ns
     save_index(ix, entry)  # a second writer: the first entry stays, no temp dir is left
+    for t in threading.enumerate():  # the decoded frame's own entry is written beside, in a thread
+        if t.name == "tputui-cache-write":
+            t.join()
     assert os.stat(os.path.join(entry, "index.json")).st_mtime_ns == before
     assert not [n for n in os.listdir(os.path.dirname(entry)) if n.startswith(".tmp-")]
     with pytest.raises(ValueError):
