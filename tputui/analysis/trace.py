@@ -446,7 +446,7 @@ def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntrack
     if n == 0:
         return np.zeros(0, np.int64), improper
     opener = end > start
-    started = np.cumsum(opener) - opener  # openers strictly before i
+    started: np.ndarray = np.cumsum(opener) - opener  # openers strictly before i
     bounds = np.searchsorted(track, np.arange(ntracks + 1))
     depth = np.empty(n, np.int64)
     for k in range(ntracks):  # per track, not per event
