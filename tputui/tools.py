@@ -101,6 +101,14 @@ TOOLS: list[Tool] = [
          "tputui.screens.pod_viewer:PodViewerScreen", has_data="tputui.analysis.pod_viewer:has_data"),
     Tool("megascale_stats", "Megascale stats", "tputui.analysis.megascale:analyze",
          "tputui.screens.megascale:MegascaleScreen", has_data="tputui.analysis.megascale:has_data"),
+    Tool("graph_viewer", "Graph viewer", "tputui.analysis.graph_viewer:analyze",
+         "tputui.screens.graph_viewer:GraphViewerScreen", has_data="tputui.analysis.graph_viewer:has_data"),
+    Tool("smart_suggestion", "Advice (smart suggestions)", "tputui.analysis.smart_suggestion:analyze",
+         "tputui.screens.advice:AdviceScreen"),
+    Tool("perf_counters", "Performance counters", "tputui.analysis.perf_counters:analyze",
+         "tputui.screens.perf_counters:PerfCountersScreen", has_data="tputui.analysis.perf_counters:has_data"),
+    Tool("tf_data_bottleneck_analysis", "tf.data bottleneck", "tputui.analysis.tf_data_bottleneck:analyze",
+         "tputui.screens.tf_data:TfDataScreen", has_data="tputui.analysis.tf_data_bottleneck:has_data"),
 ]
 
 

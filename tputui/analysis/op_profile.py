@@ -51,6 +51,13 @@ class Node:
     busy_time_ps: int | None = None  # the root's flop rate is over busy (non-idle) time, as XProf's
     children: list[Node] = field(default_factory=list)
 
+    @property
+    def padding(self) -> tuple[int, int] | None:
+        """(logical, padded) bytes of the op's result under its layout's tiling (perf_guide)."""
+        from tputui.analysis.perf_guide import padding_of_text
+
+        return padding_of_text(self.shape) if self.shape else None
+
     def add_metrics(self, o: Node) -> None:
         """XProf's CombineOpMetrics (grouping nodes sum their ops)."""
         self.raw_time_ps += o.raw_time_ps

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import host_map
+from tputui.analysis import advice_rules, host_map, perf_guide
 from tputui.analysis import input_analysis as ip
 from tputui.analysis import op_metrics as om
 from tputui.analysis.op_stats import OpStats
@@ -48,6 +48,7 @@ class OverviewResult:
     device_tf_op_percent: float
     precision_statement: str
     tips: list[dict[str, str]] = field(default_factory=list)
+    advice: list[dict[str, Any]] = field(default_factory=list)  # advice_rules.advice_rows: XProf's rules, the guide's
 
     # --- views the screen and export share ----------------------------------------------------
     @property
@@ -124,6 +125,7 @@ class OverviewResult:
             "statement": self.bottleneck.input_statement,
             "input_conclusion": self.input_conclusion,
             "recommendation": self.recommendation(),
+            "advice": self.advice,
             "diagnostics": self.pipeline.diagnostics,
         }
 
@@ -221,7 +223,12 @@ def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
 
 
 def analyze(run: RunData, host: str | None = None, **options) -> OverviewResult:
-    return analyze_stats(run.name, host_map.run_op_stats(run, host))
+    result = analyze_stats(run.name, host_map.run_op_stats(run, host))
+    try:  # the recommendation panel's advice; never worth failing the overview for
+        result.advice = advice_rules.advice_rows(advice_rules.suggestions(run, host), perf_guide.checks(run, host))
+    except Exception:  # noqa: BLE001
+        result.advice = []
+    return result
 
 
 def has_data(run: RunData) -> bool:

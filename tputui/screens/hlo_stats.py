@@ -9,6 +9,7 @@ from tputui import format as fmt
 from tputui.analysis.hlo_stats import HloStats
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import (
     CSV_TIP,
     TIMES_US,
@@ -25,13 +26,13 @@ UNITS = Units({**TIMES_US, "model_flop_rate": "GFLOP/s", "normalized_flop_rate":
                "operational_intensity": "FLOP/B"})
 
 
-class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
     help_notes = ("One row per HLO op; times in µs, rates and bandwidths with their unit in the header. The line "
                   "under the table is the highlighted op's HLO text. [b]v[/b] opens the trace viewer on its events.")
     BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="hlo.trace",
                         tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
-                Binding("x", "export_csv", "CSV", id="hlo.csv", tooltip=CSV_TIP)]
-    RESULT_ACTIONS = frozenset({"show_in_trace", "export_csv"})
+                Binding("x", "export_csv", "CSV", id="hlo.csv", tooltip=CSV_TIP), graph_binding("hlo")]
+    RESULT_ACTIONS = frozenset({"show_in_trace", "export_csv", "show_in_graph"})
     DEFAULT_CSS = """
     HloStatsScreen #top { height: auto; max-height: 10; padding: 0 1; }
     HloStatsScreen FrameTable { height: 1fr; border: round $panel; }
@@ -64,6 +65,13 @@ class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
         self.expression = row["hlo_op_expression"] if row else ""
         for w in self.query("#expr"):
             w.update(self.expression)
+
+    def graph_target(self):
+        row = self.table.row()
+        if row is None:
+            return None
+        program = row["program_id"]
+        return row["hlo_op_name"], int(program) if program and str(program).isdigit() else None
 
     def trace_target(self):
         row = self.table.row()

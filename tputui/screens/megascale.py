@@ -17,6 +17,7 @@ from textual.widgets import Input, Static
 from tputui import format as fmt
 from tputui.analysis.megascale import MegascaleResult
 from tputui.screens.base import ToolScreen
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.widgets.table import FrameTable
 
 HIDDEN = ("exceeds_network",)
@@ -46,8 +47,8 @@ def empty_line(result: MegascaleResult) -> str:
             " (megascale stats need a multi-slice TPU run).")
 
 
-class MegascaleScreen(ToolScreen):
-    BINDINGS = [Binding("g", "bandwidth", "DCN Gbps", id="megascale.gbps")]
+class MegascaleScreen(GraphJumpMixin, ToolScreen):
+    BINDINGS = [Binding("g", "bandwidth", "DCN Gbps", id="megascale.gbps"), graph_binding("megascale")]
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
     MegascaleScreen #empty { height: auto; padding: 1 1; color: $text-muted; }
@@ -141,6 +142,11 @@ class MegascaleScreen(ToolScreen):
 
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         self._trace(event.row)
+
+    def graph_target(self):
+        table = getattr(self, "table", None) if self.result is not None else None
+        row = table.row() if table is not None else None
+        return (row["recv_op_name"], None) if row else None
 
     def _trace(self, row) -> None:
         if not row or self.result is None:

@@ -19,6 +19,7 @@ from tputui import format as fmt
 from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory_space_name
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.memory_profile import summary_grid
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
@@ -101,7 +102,7 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
     return t
 
 
-class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
     help_notes = ("The curve is the module's heap over its program points (data + padding); the list is every "
                   "buffer live at the peak. Buffers under 16 KiB are folded into one row, as in XProf.")
     BINDINGS = [
@@ -114,8 +115,10 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
                 tooltip="open the trace viewer on the instruction at the cursor (curve) or defining the buffer (list)"),
         Binding("x", "export_csv", "CSV", id="memory_viewer.csv",
                 tooltip="write the buffer list as shown to a CSV file in the working directory"),
+        graph_binding("memory_viewer"),
     ]
-    RESULT_ACTIONS = frozenset({"pick_module", "pick_space", "toggle_order", "show_in_trace", "export_csv"})
+    RESULT_ACTIONS = frozenset({"pick_module", "pick_space", "toggle_order", "show_in_trace", "export_csv",
+                                "show_in_graph"})
     DEFAULT_CSS = """
     MemoryViewerScreen #mv-head { height: 1; padding: 0 1; }
     MemoryViewerScreen #mv-summary { height: auto; padding: 0 1; }
@@ -242,6 +245,12 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
         self.options = {**self.options, **options}
         self.by_size = False
         self.load()
+
+    def graph_target(self):
+        target = self.trace_target()
+        if target is None or isinstance(target, str):
+            return target
+        return target[0], self.result.module  # the instruction, in this very module
 
     def trace_target(self):
         r: MemoryViewerResult = self.result

@@ -68,6 +68,9 @@ def _summary(r: OverviewResult) -> Table:
     return t
 
 
+TOP_ADVICE = 3
+
+
 def _recommendation(r: OverviewResult) -> Text:
     rec = r.recommendation()
     # On TPU steps XProf leaves the generic bottleneck empty and states the input pipeline's verdict
@@ -86,6 +89,12 @@ def _recommendation(r: OverviewResult) -> Text:
     if rec["next_tool"]:
         t.append("Next: ", style="bold")
         t.append(f"{rec['next_tool']}  (n to open)")
+    if r.advice:  # the top of the advice tool's list (XProf's smart suggestions first)
+        t.append(f"\nAdvice ({len(r.advice)}, all in the Advice tool):", style="bold")
+        for item in r.advice[:TOP_ADVICE]:
+            t.append(f"\n  • {item['title']}", style="bold" if item["severity"] == "high" else "")
+            n = len(item["ops"])
+            t.append(f" ({item['source']}, {n} op{'' if n == 1 else 's'})" if n else f" ({item['source']})", style="dim")
     return t
 
 
