@@ -36,7 +36,7 @@ from tputui.cli import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
     code = main(sys.argv[1:])
 print(json.dumps({"s": time.perf_counter() - t, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "code": code, "err": err.getvalue().strip()[:160]}))
+                  "code": code, "err": err.getvalue().strip()}))
 """
 
 # Child: the warm open of one profile, split into the cache entry's checks and the rest.
@@ -92,6 +92,7 @@ def bad_inputs(tmp: pathlib.Path, repeat: int) -> dict[str, dict]:
     for name, argv in cases.items():
         runs = [child(CLI, *argv, cache=str(tmp / "cache")) for _ in range(repeat)]
         out[name] = min(runs, key=lambda r: r["s"])
+        out[name]["err"] = out[name]["err"].replace(str(tmp), "$TMP")
         print(f"{name}: {out[name]}")
     return out
 
