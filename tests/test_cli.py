@@ -178,7 +178,7 @@ def test_demo_with_a_logdir_and_a_mistyped_subcommand(capsys):
     code, _, err = run_cli(capsys, str(PROFILES / "jax_mlp"), "--demo")
     assert_one_line_error(code, err, "give a LOGDIR or --demo, not both")
     code, _, err = run_cli(capsys, "exprot")
-    assert_one_line_error(code, err, "no such file or directory: exprot (subcommands: export, capture, monitor)")
+    assert_one_line_error(code, err, "no such file or directory: exprot (subcommands: export, capture, monitor, sql, diff)")
 
 
 def test_export_help_names_every_tool(capsys):

@@ -2,9 +2,10 @@
 
   tputui [LOGDIR] [--run R] [--host H] [--tool T] [--no-cache]
   tputui --demo
-  tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv] [-o FILE]
+  tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv|text|dot] [-o FILE]
   tputui export LOGDIR --list
   tputui capture ADDRESS LOGDIR ...      tputui monitor ADDRESS ...
+  tputui sql LOGDIR QUERY ...            tputui diff A B ...
 
 Every error the user can cause ends in one line on stderr and exit code 2.
 """
@@ -15,7 +16,7 @@ import os
 import sys
 
 EXIT_USAGE = 2
-SUBCOMMANDS = ("export", "capture", "monitor")
+SUBCOMMANDS = ("export", "capture", "monitor", "sql", "diff")
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -30,7 +31,9 @@ def app_parser() -> argparse.ArgumentParser:
         epilog="subcommands (tputui SUBCOMMAND --help):\n"
                "  export   write a tool's result as JSON or CSV, no screen\n"
                "  capture  grab a profile from a running profiler server into a logdir\n"
-               "  monitor  live TPU utilization from a running profiler server\n\n"
+               "  monitor  live TPU utilization from a running profiler server\n"
+               "  sql      answer a SQL query over a profile's events, ops and steps\n"
+               "  diff     compare two runs: step time, KPIs, op deltas (a CI gate)\n\n"
                "examples:\n"
                "  tputui ./logs                          the newest run; t tool, r run, h host, ? help\n"
                "  tputui ./logs --tool trace_viewer      open a tool directly\n"
@@ -81,8 +84,8 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list runs, hosts and tools with data (JSON)")
     p.add_argument("--run", help="run to export (default: newest)")
     p.add_argument("--host", help="host to export (default: all hosts, or the first where a tool takes one)")
-    p.add_argument("--format", default="json", choices=("json", "csv"), help="json (default: the whole result) "
-                   "or csv (one table)")
+    p.add_argument("--format", default="json", choices=("json", "csv", "text", "dot"),
+                   help="json (default: the whole result), csv (one table); graph_viewer also text (HLO) and dot")
     p.add_argument("--table", help="CSV: which table (default: the tool's main table)")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
@@ -91,6 +94,8 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--module", help="memory_viewer: HLO module name")
     p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
     p.add_argument("--list-modules", action="store_true", help="memory_viewer: list HLO modules")
+    p.add_argument("--node", help="graph_viewer: the instruction whose neighbourhood to draw")
+    p.add_argument("--depth", help="graph_viewer: how many edges around --node (default 3)")
     p.add_argument("--dcn-gbps", type=_positive, help="megascale_stats: DCN bandwidth per host, Gbps")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="other tool options")
     return p
@@ -110,7 +115,7 @@ def _tool_options(a: argparse.Namespace) -> dict:
     from tputui.errors import UserError
 
     opts = {}
-    for key in ("module", "memory_space", "dcn_gbps"):
+    for key in ("module", "memory_space", "dcn_gbps", "node", "depth"):
         if getattr(a, key) is not None:
             opts[key] = getattr(a, key)
     if a.list_modules:
@@ -168,13 +173,9 @@ def run_export(argv: list[str]) -> int:
 
 
 def _is_special_file(path: str) -> bool:
-    import stat
+    from tputui.text_output import is_special_file
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+    return is_special_file(path)
 
 
 def _note_empty_table(tables: dict) -> None:
@@ -263,6 +264,14 @@ def main(argv: list[str] | None = None) -> int:
             return run_export(argv[1:])
         if argv and argv[0] in ("capture", "monitor"):
             return run_live(argv[0], argv[1:])
+        if argv and argv[0] == "sql":
+            from tputui.sql_command import main as sql_main
+
+            return sql_main(argv[1:])
+        if argv and argv[0] == "diff":
+            from tputui.diff_command import main as diff_main
+
+            return diff_main(argv[1:])
         return run_app(argv)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

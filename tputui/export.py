@@ -2,7 +2,8 @@
 
 A result writes JSON through `write_json(fp)` when it has one (large documents such as the
 trace stream out), else `to_json()` is dumped; CSV writes one of `tables()` (the first unless
-`table` names another).
+`table` names another). A result listing `text_formats` (the graph viewer: text, dot) writes
+those through `render(fmt)`.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.tools import TOOLS, get_tool, tools_with_data
 
-FORMATS = ("json", "csv")
+FORMATS = ("json", "csv", "text", "dot")
 
 
 class ExportError(UserError):
@@ -67,6 +68,10 @@ def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> di
             raise ExportError(f"no table {name!r} (tables: {', '.join(tables)})")
         out.write(csv_text(tables[name]))
         return tables
+    elif fmt in getattr(result, "text_formats", ()):
+        out.write(result.render(fmt))
+    elif fmt in FORMATS:
+        raise ExportError(f"--format {fmt} is for the graph viewer; use json or csv")
     else:
         raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
 

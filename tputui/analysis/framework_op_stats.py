@@ -100,8 +100,8 @@ def from_op_stats(hosts: list[HostOpStats]) -> FrameworkOpStats:
                             without_idle=_table(device, host, True, perf))
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> FrameworkOpStats:
-    return from_op_stats(host_map.host_op_stats(run, host, progress))
+def analyze(run, host: str | None = None, **options) -> FrameworkOpStats:
+    return from_op_stats(host_map.host_op_stats(run, host))
 
 
 def has_data(run) -> bool:

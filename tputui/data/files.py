@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from typing import IO
@@ -23,4 +25,22 @@ def atomic_open(path: str, mode: str = "wb", **kwargs) -> Iterator[IO]:
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str) -> Iterator[str]:
+    """A temp dir beside `path` to fill: renamed to `path` when the block ends (when another
+    writer got there first, theirs is kept and ours dropped), removed when the block fails."""
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+    try:
+        yield tmp
+        try:
+            os.rename(tmp, path)
+        except OSError:  # `path` exists: an entry is written once
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise

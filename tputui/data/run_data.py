@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tputui.data.cache import check_host_file, load_frame
+from tputui.data.progress import Progress, current_progress
 from tputui.data.runs import HostFile, LogdirError, Run
 from tputui.data.xspace import PlaneSelector, XSpaceFrame
 from tputui.errors import UserError
@@ -17,8 +17,6 @@ class RunData:
 
     run: Run
     use_cache: bool = True
-    # Called with a short message before slow steps (decode, download); screens set it.
-    progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     # Hosts whose file could not be read or decoded -> the one-line reason; left out of `hosts`.
     unreadable: dict[str, str] = field(default_factory=dict)
     _checked: set = field(default_factory=set, repr=False)  # hosts check_hosts found readable
@@ -73,14 +71,16 @@ class RunData:
             raise LogdirError(f"{hf.path}: .xplane.riegeli profiles (over 2 GiB) are not supported yet")
         return hf
 
-    def frame(self, host: str | None = None, planes: PlaneSelector = None, progress=None) -> XSpaceFrame:
-        """Decoded frame of one host (the first host when None)."""
+    def frame(self, host: str | None = None, planes: PlaneSelector = None,
+              progress: Progress | None = None) -> XSpaceFrame:
+        """Decoded frame of one host (the first host when None); slow steps report to `progress`,
+        else to the callback of the enclosing `reporting` block."""
         hf = self.host_file(host)
         key = (hf.host, None if planes is None else tuple(planes) if not callable(planes) else planes)
         with self._lock:
             fr = self._frames.get(key)
         if fr is None:
-            report = progress or self.progress
+            report = progress or current_progress()
             if report:
                 report(f"reading {hf.host} ({hf.size / 1e6:.1f} MB)")
             try:
@@ -97,6 +97,6 @@ class RunData:
         with self._lock:
             return (host, None) in self._frames
 
-    def frames(self, planes: PlaneSelector = None, progress=None) -> dict[str, XSpaceFrame]:
+    def frames(self, planes: PlaneSelector = None, progress: Progress | None = None) -> dict[str, XSpaceFrame]:
         """Every supported host's frame, in host order."""
         return {h: self.frame(h, planes, progress) for h in self.hosts}
