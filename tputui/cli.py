@@ -90,15 +90,34 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
     _add_scale_arguments(p)
-    # Tool options (passed to the tool's analysis as keyword arguments).
-    p.add_argument("--module", help="memory_viewer: HLO module name")
-    p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
-    p.add_argument("--list-modules", action="store_true", help="memory_viewer: list HLO modules")
-    p.add_argument("--node", help="graph_viewer: the instruction whose neighbourhood to draw")
-    p.add_argument("--depth", help="graph_viewer: how many edges around --node (default 3)")
-    p.add_argument("--dcn-gbps", type=_positive, help="megascale_stats: DCN bandwidth per host, Gbps")
+    # Tool options, from the registry: every keyword option a tool's analysis takes.
+    for name, (tools, default) in tool_options().items():
+        what = f"{', '.join(tools)}: {OPTION_HELP.get(name, name.replace('_', ' '))}"
+        flag = "--" + name.replace("_", "-")
+        if isinstance(default, bool):
+            p.add_argument(flag, action="store_true", default=None, help=what)
+        else:
+            p.add_argument(flag, type=OPTION_TYPES.get(name, str), help=what)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="other tool options")
     return p
+
+
+# Words and checks for the tools' options (which options exist comes from the registry).
+OPTION_HELP = {"module": "HLO module name or program id", "memory_space": "memory space (0 = HBM, or a name)",
+               "list_modules": "list the HLO modules", "dcn_gbps": "DCN bandwidth per host, Gbps",
+               "max_snapshots": "snapshots on the memory timeline", "args": "every event's args in the JSON",
+               "node": "the instruction whose neighbourhood to draw", "depth": "how many edges around --node (default 3)"}
+
+
+def tool_options() -> dict[str, tuple[list[str], object]]:
+    """option -> (the tools taking it, its default), in registry order."""
+    from tputui.tools import TOOLS
+
+    out: dict[str, tuple[list[str], object]] = {}
+    for t in TOOLS:
+        for name, default in t.options().items():
+            out.setdefault(name, ([], default))[0].append(t.name)
+    return out
 
 
 def _positive(text: str) -> float:
@@ -111,15 +130,13 @@ def _positive(text: str) -> float:
     return value
 
 
+OPTION_TYPES = {"dcn_gbps": _positive}
+
+
 def _tool_options(a: argparse.Namespace) -> dict:
     from tputui.errors import UserError
 
-    opts = {}
-    for key in ("module", "memory_space", "dcn_gbps", "node", "depth"):
-        if getattr(a, key) is not None:
-            opts[key] = getattr(a, key)
-    if a.list_modules:
-        opts["list_modules"] = True
+    opts = {key: getattr(a, key) for key in tool_options() if getattr(a, key, None) is not None}
     for kv in a.option:
         key, sep, value = kv.partition("=")
         if not sep:

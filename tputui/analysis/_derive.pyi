@@ -1,7 +1,3 @@
-# Types of the C extension tputui/analysis/_derive.c (the checker cannot read the built module).
-import numpy as np
-from typing_extensions import Buffer
-
-def std_sort(ranks: Buffer | np.ndarray, /) -> bytes: ...  # int64 positions in libstdc++ std::sort's order
-def pair_offload(label: Buffer | np.ndarray, kind: Buffer | np.ndarray, start: Buffer | np.ndarray,
-                 end: Buffer | np.ndarray, max_rows: int, /) -> bytes: ...  # int64 triples
+# Types of the optional C extension tputui/analysis/_derive.c (see its header).
+def std_sort(ranks: object, /) -> bytes: ...
+def pair_offload(label: object, kind: object, start: object, end: object, max_rows: int, /) -> bytes: ...

@@ -10,7 +10,7 @@ name when unique. Without a module: the one holding `node`, else the largest mod
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
@@ -19,9 +19,6 @@ from tputui.analysis.hlo_modules import HloModuleEntry, find_module, hlo_modules
 from tputui.analysis.hlo_text import HloModel, computation_spans, instruction_text, module_text, shape_str
 from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
-
-if TYPE_CHECKING:
-    from polars._typing import PolarsDataType  # a dtype class or instance (no public alias)
 
 DEFAULT_DEPTH = 3  # XProf's default graph_width
 TEXT_FORMATS = ("text", "dot")
@@ -138,9 +135,9 @@ def _tables(model: HloModel) -> tuple[pl.DataFrame, pl.DataFrame]:
                            "shape": shape_str(ins.shape), "line": first + 1 + n,
                            "operands": [model.instrs[o].name for o in ins.operand_ids if o in model.instrs],
                            "users": [model.instrs[u].name for u in model.users.get(iid, [])]})
-    comp_schema: dict[str, PolarsDataType] = {"name": pl.String, "first_line": pl.Int64, "last_line": pl.Int64, "kind": pl.String,
+    comp_schema: dict[str, Any] = {"name": pl.String, "first_line": pl.Int64, "last_line": pl.Int64, "kind": pl.String,
                    "instructions": pl.Int64}
-    ins_schema: dict[str, PolarsDataType] = {"name": pl.String, "opcode": pl.String, "computation": pl.String, "shape": pl.String,
+    ins_schema: dict[str, Any] = {"name": pl.String, "opcode": pl.String, "computation": pl.String, "shape": pl.String,
                   "line": pl.Int64, "operands": pl.List(pl.String), "users": pl.List(pl.String)}
     return pl.DataFrame(comps, schema=comp_schema), pl.DataFrame(instrs, schema=ins_schema)
 

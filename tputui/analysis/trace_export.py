@@ -29,7 +29,6 @@ import polars as pl
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_events import TraceEvents, trace_events
-from tputui.data.stat_values import to_int
 from tputui.data.xspace import XSpaceFrame
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
@@ -146,8 +145,8 @@ class TraceExport:
         values are strings like XProf's; its internal stats (flow ids, root markers) are left out.
         """
         frame = self.events.frame
-        if frame is None:  # analyze() decodes the frame whenever args are asked for
-            raise ValueError("event args need the decoded frame, not a saved trace index")
+        if frame is None:  # events read back from a saved index carry no stats (analyze decodes for args)
+            raise ValueError("args need the events' decoded frame")
         md_of_event = frame.events["metadata"].to_numpy()
         md_args = _stats_json(frame, "metadata")
         ev_args = _stats_json(frame, "event")
@@ -204,7 +203,10 @@ def micros(col: str, signed: bool = False) -> pl.Expr:
 
 
 def _float_exact(df: pl.DataFrame) -> bool:
-    return len(df) > 0 and max(to_int(df["start_ps"].abs().max()), to_int(df["duration_ps"].abs().max())) < FLOAT_EXACT_PS
+    if not len(df):
+        return False
+    biggest = max(int(np.abs(df["start_ps"].to_numpy()).max()), int(np.abs(df["duration_ps"].to_numpy()).max()))
+    return biggest < FLOAT_EXACT_PS
 
 
 def _tails(names: list[str], complete: bool) -> pl.Series:

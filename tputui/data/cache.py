@@ -67,8 +67,8 @@ def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None
     check_listed(hf)
     if is_remote(hf.path):
         return
-    key = cache_key(hf, None)  # a str: only a predicate has no key
-    if use_cache and key is not None and os.path.isfile(os.path.join(cache_root(), "frames", key, cache_entry.MANIFEST)):
+    key = cache_key(hf, None)
+    if use_cache and key and os.path.isfile(os.path.join(cache_root(), "frames", key, cache_entry.MANIFEST)):
         return
     data = read(hf, progress=progress)
     try:

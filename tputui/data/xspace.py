@@ -64,7 +64,7 @@ def decode_raw(data: bytes | mmap.mmap, planes: PlaneSelector = None) -> RawXSpa
         raise DecodeError(str(e)) from None
 
 
-def check(data) -> None:
+def check(data: bytes | mmap.mmap) -> None:
     """Raise DecodeError unless the top level of `data` is a well-formed XSpace: every field
     complete and inside the buffer (planes are located, not decoded)."""
     try:
