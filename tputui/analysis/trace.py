@@ -69,6 +69,7 @@ class TraceIndex:
     # Set by the first pass over the raw events only (trace_events(derived=False)): the lines
     # derived from op stats come with the final index (trace_cache.finish_index).
     partial = False
+    deferred: tuple[int, ...] = ()  # sections of a partial index whose events come with the final one
 
     def __init__(self, ev: TraceEvents, progress: Callable[[str], None] | None = None, exact: bool = True) -> None:
         """exact=False: nest every track by open-event count for now, unchecked (fast; where a
