@@ -1,4 +1,5 @@
-"""Build the optional C wire decoder (tputui.data._wire).
+"""Build the optional C extensions: the wire decoder (tputui.data._wire) and Riegeli's
+HighwayHash (tputui.data._highway).
 
 If no C compiler is available the build goes on without it and tputui falls back to
 protobuf's own parser (exact, but slower on large profiles).
@@ -12,6 +13,12 @@ setup(
             sources=["tputui/data/_wire.c"],
             extra_compile_args=["-O3", "-std=c99"],
             optional=True,
-        )
+        ),
+        Extension(  # Riegeli checksums (tputui/data/highway.py falls back to pure Python)
+            "tputui.data._highway",
+            sources=["tputui/data/_highway.c"],
+            extra_compile_args=["-O3", "-std=c99"],
+            optional=True,
+        ),
     ]
 )

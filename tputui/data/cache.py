@@ -120,13 +120,20 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
             return frame
         except (OSError, ValueError, KeyError):  # a damaged entry: decode again
             shutil.rmtree(entry, ignore_errors=True)
-    data = read_bytes(hf, progress=progress)
-    if progress:
-        progress(f"decoding {hf.host} ({len(data) / 1e6:.1f} MB)")
-    try:
-        raw = decode_raw(data, planes)
-    except DecodeError as e:
-        raise LogdirError(f"{hf.path}: {e}") from None
+    if hf.format == "riegeli":
+        from tputui.data.riegeli_xspace import read_riegeli
+
+        raw, skipped = read_riegeli(hf, planes, progress)
+        entry = None if skipped else entry  # a damaged file is read (and warned about) each time
+    else:
+        data = read_bytes(hf, progress=progress)
+        if progress:
+            progress(f"decoding {hf.host} ({len(data) / 1e6:.1f} MB)")
+        try:
+            raw = decode_raw(data, planes)
+        except DecodeError as e:
+            raise LogdirError(f"{hf.path}: {e}") from None
+        del data
     if entry:
         # Writing ~35 bytes per event costs more than decoding them: do it beside the caller.
         # Not a daemon thread, so a short-lived CLI process still finishes the entry.
