@@ -34,6 +34,10 @@ class ServerBusyError(LiveError):
     """The server is already running a profiling session (someone else is capturing)."""
 
 
+class AlreadyRunningError(LiveError):
+    """StartContinuousProfiling while a session runs (ours left over, or someone else's)."""
+
+
 class CancelledError(LiveError):
     """The call was cancelled from our side (the monitor is stopping)."""
 
@@ -84,6 +88,8 @@ def describe_rpc_error(e: grpc.RpcError, address: str, what: str, timeout: float
         return LiveError(f"{what} on {address}: deadline exceeded (no answer{limit}; is this a profiler port?)")
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return UnimplementedError(f"{what} on {address}: the server does not implement it ({details})")
+    if code == grpc.StatusCode.ALREADY_EXISTS:
+        return AlreadyRunningError(f"{what} on {address}: a profiling session is already running there")
     if code == grpc.StatusCode.INTERNAL and "another profiling session" in details.lower():
         return ServerBusyError(f"{what} on {address}: another profiling session is active on that server")
     name = code.name if code is not None else "ERROR"
@@ -178,6 +184,20 @@ class ProfilerClient:
         """Run one capture; the deadline is its duration plus a grace for the server's work."""
         timeout = request.opts.duration_ms / 1000.0 + PROFILE_GRACE_S
         return ProfileReply.from_bytes(self._call(self._profile_raw, request, "capture", timeout))
+
+    # Continuous profiling (servers keep a ring buffer; GetSnapshot returns it as a ProfileResponse).
+    def start_continuous(self, request: service_pb2.ProfileRequest) -> None:
+        self._call(self._stub.StartContinuousProfiling, request, "start continuous profiling", self.connect_timeout)
+
+    def snapshot(self, timeout: float = PROFILE_GRACE_S) -> ProfileReply:
+        raw = self._channel.unary_unary("/tensorflow.ProfilerService/GetSnapshot",
+                                        request_serializer=service_pb2.GetSnapshotRequest.SerializeToString,
+                                        response_deserializer=None, _registered_method=True)
+        return ProfileReply.from_bytes(self._call(raw, service_pb2.GetSnapshotRequest(), "snapshot", timeout))
+
+    def stop_continuous(self) -> None:
+        self._call(self._stub.StopContinuousProfiling, service_pb2.StopContinuousProfilingRequest(),
+                   "stop continuous profiling", self.connect_timeout)
 
     def monitor(self, duration_ms: int, level: int) -> service_pb2.MonitorResponse:
         req = service_pb2.MonitorRequest(duration_ms=duration_ms, monitoring_level=level, timestamp=True)

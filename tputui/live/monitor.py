@@ -23,9 +23,9 @@ from tputui.live.client import (
     ServerBusyError,
     TracerOptions,
     UnimplementedError,
-    profile_request,
     trace_is_empty,
 )
+from tputui.live.snapshots import SnapshotSource
 from tputui.live.tpu_resolve import add_tpu_arguments, addresses_from
 
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
@@ -158,6 +158,7 @@ class MonitorSession:
         self._client: ProfilerClient | None = None  # the connection of the cycle in flight
         self.last_xspace: bytes | None = None  # the last window, to open as a full profile
         self.last_xspace_time: float | None = None
+        self._windows = SnapshotSource(address, duration_ms, tracer)
 
     def stop(self) -> None:
         """Stop sampling; an in-flight capture is cancelled rather than waited out."""
@@ -165,6 +166,7 @@ class MonitorSession:
         client = self._client
         if client is not None:
             client.cancel()
+        self._windows.close()
 
     def restart(self) -> None:
         """Allow samples() again after stop() (the pane reopens after a full-profile visit)."""
@@ -187,7 +189,7 @@ class MonitorSession:
                                                    self.duration_ms)
                     except UnimplementedError:
                         self._use_monitor = False
-                resp = c.profile(profile_request(self.address, self.duration_ms, self.tracer))
+                resp = self._windows.window(c)  # a snapshot where supported, else a short capture
             finally:
                 self._client = None
         if trace_is_empty(resp):
@@ -205,6 +207,12 @@ class MonitorSession:
         `fail_fast`: a first cycle that cannot connect raises (nothing was ever there to watch).
         A busy server (someone else capturing) is always waited for.
         """
+        try:
+            yield from self._samples(num_queries, fail_fast)
+        finally:
+            self._windows.close()  # a continuous-profiling session we started ends with the stream
+
+    def _samples(self, num_queries: int | None, fail_fast: bool) -> Iterator[Sample]:
         n, failures, ever_ok = 0, 0, False
         while not self.stopped and (num_queries is None or n < num_queries):
             n += 1
