@@ -1,8 +1,8 @@
-"""Build the optional C extensions: the wire decoder (tputui.data._wire) and Riegeli's
-HighwayHash (tputui.data._highway).
+"""Build the optional C extensions: the wire decoder (tputui.data._wire), event nesting
+(tputui.analysis._nesting) and Riegeli's HighwayHash (tputui.data._highway).
 
-If no C compiler is available the build goes on without it and tputui falls back to
-protobuf's own parser (exact, but slower on large profiles).
+If no C compiler is available the build goes on without them and tputui falls back to
+protobuf's own parser and numpy / pure Python (exact, but slower on large profiles).
 """
 from setuptools import Extension, setup
 
@@ -11,6 +11,12 @@ setup(
         Extension(
             "tputui.data._wire",
             sources=["tputui/data/_wire.c"],
+            extra_compile_args=["-O3", "-std=c99"],
+            optional=True,
+        ),
+        Extension(
+            "tputui.analysis._nesting",
+            sources=["tputui/analysis/_nesting.c"],
             extra_compile_args=["-O3", "-std=c99"],
             optional=True,
         ),

@@ -206,10 +206,12 @@ class TputuiApp(App):
     ]
 
     def __init__(self, logdir: Logdir, run: str | None = None, host: str | None = None,
-                 tool: str | None = None, use_cache: bool = True) -> None:
+                 tool: str | None = None, use_cache: bool = True, jobs: int | None = None,
+                 dask: str | None = None) -> None:
         super().__init__()
         self.logdir, self.use_cache = logdir, use_cache
-        self.run_data = RunData(logdir.run(run), use_cache=use_cache)
+        self.scale = {"jobs": jobs, "dask": dask}  # how multi-host analyses run (RunData)
+        self.run_data = RunData(logdir.run(run), use_cache=use_cache, **self.scale)
         self.host = host
         self.tool_name = tool or "summary"
         self._available: dict[str, list[str]] = {}
@@ -236,7 +238,7 @@ class TputuiApp(App):
             self.push_screen(screen)
 
     def open_run(self, name: str) -> None:
-        self.run_data = RunData(self.logdir.run(name), use_cache=self.use_cache)
+        self.run_data = RunData(self.logdir.run(name), use_cache=self.use_cache, **self.scale)
         if self.host not in self.run_data.hosts:
             self.host = None
         self.open_tool(self.tool_name)

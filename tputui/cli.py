@@ -42,8 +42,27 @@ def app_parser() -> argparse.ArgumentParser:
     p.add_argument("--tool", help="tool to open directly (e.g. overview_page, trace_viewer)")
     p.add_argument("--demo", action="store_true", help="open the bundled demo profile")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
+    _add_scale_arguments(p)
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
+
+
+def _add_scale_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=_positive_int, metavar="N",
+                   help="worker processes for the per-host analysis of multi-host runs (default: one per core)")
+    p.add_argument("--dask", metavar="ADDRESS", default=os.environ.get("TPUTUI_DASK"),
+                   help="run the per-host analysis on this Dask scheduler, e.g. tcp://10.0.0.5:8786 "
+                        "(default: $TPUTUI_DASK; needs pip install 'tputui[dask]')")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
 
 
 def export_parser() -> argparse.ArgumentParser:
@@ -67,6 +86,7 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", help="CSV: which table (default: the tool's main table)")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
+    _add_scale_arguments(p)
     # Tool options (passed to the tool's analysis as keyword arguments).
     p.add_argument("--module", help="memory_viewer: HLO module name")
     p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
@@ -117,7 +137,7 @@ def run_export(argv: list[str]) -> int:
         return _emit(text, a.output)
     if not a.tool:
         return _fail("export needs --tool TOOL (or --list)")
-    run = RunData(logdir.run(a.run), use_cache=not a.no_cache)
+    run = RunData(logdir.run(a.run), use_cache=not a.no_cache, jobs=a.jobs, dask=a.dask)
     result = run_tool(run, a.tool, a.host, **_tool_options(a))  # checks the host, names the hosts
     if a.output and _is_special_file(a.output):  # /dev/null, a FIFO: write in place, never replace
         with open(a.output, "w", encoding="utf-8", newline="") as f:
@@ -218,7 +238,8 @@ def run_app(argv: list[str]) -> int:
             return _fail(f"unknown tool {a.tool!r} (tools: {', '.join(tool_names())})")
     from tputui.app import TputuiApp
 
-    app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache)
+    app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
+                    jobs=a.jobs, dask=a.dask)
     app.run()
     return app.return_code or 0
 

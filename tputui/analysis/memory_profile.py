@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis.event_groups import group_events
 from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
@@ -121,8 +122,6 @@ def _group_ids(frame: XSpaceFrame, rows: np.ndarray, ev: pl.DataFrame) -> np.nda
     """XProf's group id (step) of each memory event, -1 where it has none."""
     if ev["group_id"].null_count() < len(ev):  # already grouped when written
         return ev["group_id"].fill_null(-1).to_numpy()
-    from tputui.analysis.steps import group_events
-
     grouped = group_events(frame)
     pos = np.full(frame.num_events, -1, np.int64)
     pos[grouped.rows] = np.arange(len(grouped.rows))

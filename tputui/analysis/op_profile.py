@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import hlo_ops
+from tputui.analysis import hlo_ops, host_map
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
 
 EXPORT_CHILDREN = 100  # XProf's op_profile_limit
@@ -325,7 +325,7 @@ def from_device_ops(db: DeviceOps) -> OpProfile:
 
 
 def analyze(run, host: str | None = None, progress=None, **options) -> OpProfile:
-    return from_device_ops(hlo_ops.load(run, host, progress))
+    return from_device_ops(host_map.run_device_ops(run, host, progress))
 
 
 def has_data(run) -> bool:

@@ -3,7 +3,8 @@
 Performance summary (step time and its breakdown, device / host idle, device duty cycle, FLOPS and
 memory-bandwidth utilization, MXU utilization, 16/32-bit compute), the per-step graph, the top 10
 device ops, the run environment, XProf's recommendation (bottleneck statement and what to open next)
-and diagnostics. `analyze(run)` covers all hosts of the run together; `analyze(run, host)` one host.
+and diagnostics. `analyze(run)` covers all hosts of the run together; `analyze(run, host)` one host: a reduce over
+the hosts' op stats (op_stats.py), with the input-pipeline analysis XProf embeds (input_analysis.py).
 
 Facts from XProf (op_stats_to_overview_page.cc): idle / duty cycle / host idle are computed for TPUs
 only (XProf shows 0.0% otherwise); top ops are device ops rolled up to framework ops, ranked by self
@@ -17,8 +18,10 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import input_pipeline as ip
+from tputui.analysis import host_map
+from tputui.analysis import input_analysis as ip
 from tputui.analysis import op_metrics as om
+from tputui.analysis.op_stats import OpStats
 from tputui.data.run_data import RunData
 
 TOP_OPS = 10
@@ -30,7 +33,7 @@ _INNER_OPS = {"call", "conditional", "while", "megacore fusion"}  # XProf's MayH
 class OverviewResult:
     run: str
     hosts: list[str]
-    stats: ip.HostStats
+    stats: OpStats
     pipeline: ip.InputPipelineResult
     top_ops: pl.DataFrame  # name, category, self_time_percent, cumulative_time_percent, flop_rate_gflops
     device_idle_time_percent: float
@@ -164,7 +167,7 @@ def _tips(hardware: str) -> list[dict[str, str]]:
     ]
 
 
-def _utilization(stats: ip.HostStats, steps: pl.DataFrame) -> tuple[float, float]:
+def _utilization(stats: OpStats, steps: pl.DataFrame) -> tuple[float, float]:
     """FLOPS vs roofline and HBM bandwidth vs peak, over the steps (TPU with steps only)."""
     if stats.hardware_type != "TPU" or not len(steps) or not stats.peak_teraflops or not stats.peak_hbm_gbps:
         return 0.0, 0.0
@@ -180,8 +183,9 @@ def _utilization(stats: ip.HostStats, steps: pl.DataFrame) -> tuple[float, float
     return (100.0 * gflops / optimal if optimal else 0.0), 100.0 * gbps / stats.peak_hbm_gbps
 
 
-def analyze_stats(run: RunData, stats: ip.HostStats) -> OverviewResult:
-    pipeline = ip.analyze_stats(run, stats)
+def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
+    """The overview of combined op stats."""
+    pipeline = ip.analyze_stats(run_name, stats)
     dev, host = stats.device_db, stats.host_db
     tpu = stats.hardware_type == "TPU"
     device_idle = dev.idle_ratio * 100.0 if tpu else 0.0
@@ -203,7 +207,7 @@ def analyze_stats(run: RunData, stats: ip.HostStats) -> OverviewResult:
                      "reduced accuracy is acceptable).")
     flop_util, bw_util = _utilization(stats, steps)
     return OverviewResult(
-        run=run.name, hosts=stats.hosts, stats=stats, pipeline=pipeline, top_ops=top_device_ops(dev),
+        run=run_name, hosts=stats.hosts, stats=stats, pipeline=pipeline, top_ops=top_device_ops(dev),
         device_idle_time_percent=device_idle, host_idle_time_percent=host_idle, device_duty_cycle_percent=duty,
         idle_time_high_confidence_ps=int(dev.idle_duty_ps or 0) if tpu else 0,
         flop_rate_utilization_percent=flop_util, memory_bw_utilization_percent=bw_util,
@@ -215,8 +219,8 @@ def analyze_stats(run: RunData, stats: ip.HostStats) -> OverviewResult:
     )
 
 
-def analyze(run: RunData, host: str | None = None, **options) -> OverviewResult:
-    return analyze_stats(run, ip.host_stats(run, host))
+def analyze(run: RunData, host: str | None = None, progress=None, **options) -> OverviewResult:
+    return analyze_stats(run.name, host_map.run_op_stats(run, host, progress))
 
 
 def has_data(run: RunData) -> bool:

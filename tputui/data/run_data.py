@@ -17,6 +17,12 @@ class RunData:
     use_cache: bool = True
     # Called with a short message before slow steps (decode, download); screens set it.
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    # How per-host work (the op stats map) runs: worker processes (None: one per core) or a Dask
+    # scheduler address.
+    jobs: int | None = None
+    dask: str | None = None
+    # Results derived from the hosts (e.g. op stats), kept for this process by the analyses.
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
     _frames: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -59,6 +65,11 @@ class RunData:
             with self._lock:
                 self._frames[key] = fr
         return fr
+
+    def has_frame(self, host: str) -> bool:
+        """Whether the host's full frame is already decoded in this process."""
+        with self._lock:
+            return (host, None) in self._frames
 
     def frames(self, planes: PlaneSelector = None, progress=None) -> dict[str, XSpaceFrame]:
         """Every supported host's frame, in host order."""
