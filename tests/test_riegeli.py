@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import struct
 
@@ -198,12 +199,25 @@ def _trace_rows(doc, meta: bool = False) -> list:
                   for e in doc["traceEvents"] if e.get("ph") in ("X", "i"))
 
 
-def test_corrupt_chunk_costs_a_warning_and_figures_equal_xprof(caplog):
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def test_corrupt_chunk_costs_a_warning_and_figures_equal_xprof():
     fixture = RIEGELI / "jax_mlp_corrupt"
     run = run_of(fixture)
-    with caplog.at_level("WARNING", logger="tputui"):
+    seen = _Collect()
+    logging.getLogger("tputui").addHandler(seen)
+    try:
         frame = run.frame()
-    assert any("skipped a damaged region" in r.getMessage() for r in caplog.records)
+    finally:
+        logging.getLogger("tputui").removeHandler(seen)
+    assert len(seen.messages) == 1 and "skipped a damaged region" in seen.messages[0]
     assert 0 < frame.num_events < run_of(PROFILES / "jax_mlp").frame().num_events
     ours = json.loads(export_text(run, "framework_op_stats", "json"))
     theirs = json.loads((fixture / "oracle" / "framework_op_stats.json").read_text())
@@ -238,3 +252,29 @@ def test_unreadable_riegeli_file_is_one_line_error(tmp_path, capsys):
     code = main(["export", str(tmp_path), "--tool", "overview_page"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "not a Riegeli records file" in err, err
+
+
+def test_cli_warns_in_one_line_per_damaged_region(capsys):
+    code = main(["export", str(RIEGELI / "jax_mlp_corrupt"), "--tool", "framework_op_stats", "--no-cache"])
+    err = capsys.readouterr().err.splitlines()
+    assert code in (0, None)
+    assert len(err) == 1 and err[0].startswith("tputui: warning: ") and "skipped a damaged region" in err[0], err
+
+
+async def test_app_opens_a_damaged_riegeli_run_with_a_warning():
+    from tputui.app import PickerScreen, TputuiApp
+    from tputui.screens.summary import SummaryScreen
+
+    app = TputuiApp(open_logdir(str(RIEGELI / "jax_mlp_corrupt")), use_cache=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for _ in range(3):
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, SummaryScreen) and app.screen.error is None
+        warnings = [n for n in app._notifications if n.severity == "warning"]
+        assert any("skipped a damaged region" in str(n.message) for n in warnings)
+        assert not [n for n in app._notifications if n.severity == "error"]
+        await pilot.press("t")  # the run stays usable: the tool picker opens on it
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen)

@@ -5,6 +5,8 @@ Like TensorBoard's Runs / Tools / Host drop-downs, but from the keyboard: `r`, `
 """
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterable
 from functools import partial
 
@@ -192,6 +194,24 @@ class TputuiCommands(Provider):
                 yield Hit(score, matcher.highlight(text), cb, help=help_text or None)
 
 
+class _NotifyWarnings(logging.Handler):
+    """Warnings the data layer logs (from any thread) become notifications; the app goes on."""
+
+    def __init__(self, app: App) -> None:
+        super().__init__(logging.WARNING)
+        self.app = app
+
+    def emit(self, record: logging.LogRecord) -> None:
+        notify = partial(self.app.notify, record.getMessage(), severity="warning", timeout=15)
+        try:
+            if threading.get_ident() == self.app._thread_id:
+                notify()
+            else:
+                self.app.call_from_thread(notify)
+        except RuntimeError:  # the app is not running (any more)
+            pass
+
+
 class TputuiApp(App):
     TITLE = "tputui"
     CSS_PATH = "tputui.tcss"
@@ -218,9 +238,11 @@ class TputuiApp(App):
 
     def on_mount(self) -> None:
         self.open_tool(self.tool_name)
-        if self.run_data.run.unsupported:
-            self.notify(f"{len(self.run_data.run.unsupported)} host file(s) are .xplane.riegeli "
-                        "(profiles over 2 GiB): not supported yet", severity="warning", timeout=10)
+        self._warnings = _NotifyWarnings(self)  # e.g. a damaged .xplane.riegeli region skipped
+        logging.getLogger("tputui").addHandler(self._warnings)
+
+    def on_unmount(self) -> None:
+        logging.getLogger("tputui").removeHandler(self._warnings)
 
     # --- navigation --------------------------------------------------------------------
     def open_tool(self, name: str, **options) -> None:
