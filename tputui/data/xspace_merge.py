@@ -266,6 +266,47 @@ class XSpaceMerger:
         return {k: v for k, v in mapping.items() if k != v}
 
     # --- the merged space ------------------------------------------------------------------
+    def _time_order(self, lines, line_num, event_line, gather, offset) -> np.ndarray | None:
+        """Permutation that time-sorts the merged lines' events (None when they already are)."""
+        merged_line = np.array([len(ln.segments) > 1 for _, ln in lines], bool)
+        if not merged_line.any():
+            return None
+        occurrences = np.concatenate(self.events["num_occurrences"])[gather]
+        duration = np.concatenate(self.events["duration_ps"])[gather]
+        begin = np.where(occurrences > 0, 0, offset)  # aggregated events have no offset
+        same_line = event_line[1:] == event_line[:-1]
+        out_of_order = same_line & ((begin[1:] < begin[:-1]) | ((begin[1:] == begin[:-1]) & (duration[1:] > duration[:-1])))
+        bad_lines = np.unique(event_line[1:][out_of_order])
+        bad_lines = bad_lines[merged_line[bad_lines]]
+        if not len(bad_lines):
+            return None  # records that follow each other in time: nothing to move
+        order = np.arange(len(gather), dtype=np.int64)
+        first = np.concatenate(([0], np.cumsum(line_num)[:-1]))
+        for li in bad_lines.tolist():
+            a, b = int(first[li]), int(first[li] + line_num[li])
+            order[a:b] = a + np.lexsort((-duration[a:b], begin[a:b]))
+        return order
+
+    def _regroup_event_stats(self, gather: np.ndarray) -> StatColumns:
+        """Event stats in the events' new order: each event's run of stats moved as a block
+        (records give stats grouped by event, so no sort is needed)."""
+        es = self.event_stats.columns()
+        self.event_stats.parts.clear()
+        n = len(gather)
+        if not len(es.owner):
+            return es
+        if len(es.owner) > 1 and not bool(np.all(es.owner[1:] >= es.owner[:-1])):
+            o = np.argsort(es.owner, kind="stable")
+            es = StatColumns(es.owner[o], es.stat[o], es.kind[o], es.value[o])
+        per_event = np.bincount(es.owner, minlength=n)
+        first = np.concatenate(([0], np.cumsum(per_event)[:-1]))
+        counts = per_event[gather]
+        total = int(counts.sum())
+        starts = first[gather] - np.concatenate(([0], np.cumsum(counts)[:-1]))
+        idx = np.repeat(starts, counts) + np.arange(total, dtype=np.int64)
+        owner = np.repeat(np.arange(n, dtype=np.int64), counts)
+        return StatColumns(owner, es.stat[idx], es.kind[idx], es.value[idx])
+
     def finish(self) -> RawXSpace:
         if self.single is not None:
             return self.single
@@ -288,26 +329,18 @@ class XSpaceMerger:
         # A line that got events from several records comes out time-sorted (begin, then longer
         # first) in XProf; other lines keep their order. Checked against XProf's memory_profile
         # (which depends on event order) on the fixtures with lines and planes spread over records.
-        offset = np.concatenate(self.events["offset_ps"])[gather] + np.repeat(np.array(seg_delta, np.int64), counts)
-        duration = np.concatenate(self.events["duration_ps"])[gather]
-        occurrences = np.concatenate(self.events["num_occurrences"])[gather]
-        merged = np.repeat(np.array([len(ln.segments) > 1 for _, ln in lines], bool), line_num)
-        begin = np.where(merged, np.where(occurrences > 0, 0, offset), np.arange(total))  # aggregated: no offset
-        order = np.lexsort((np.where(merged, -duration, 0), begin, event_line))
-        gather, offset = gather[order], offset[order]
-        del duration, occurrences, begin, merged
+        offset = np.concatenate(self.events["offset_ps"])[gather]
+        offset += np.repeat(np.array(seg_delta, np.int64), counts)
+        order = self._time_order(lines, line_num, event_line, gather, offset)
+        if order is not None:
+            gather, offset = gather[order], offset[order]
         cols = {"offset_ps": offset}
         for k, parts in self.events.items():
             if k != "offset_ps":
                 cols[k] = np.concatenate(parts)[gather]
             parts.clear()
         line_first = np.concatenate(([0], np.cumsum(line_num)[:-1])) if len(line_num) else np.zeros(0, np.int64)
-        new_row = np.empty(total, np.int64)
-        new_row[gather] = np.arange(total, dtype=np.int64)
-        es = self.event_stats.columns()
-        es_owner = new_row[es.owner] if len(es.owner) else es.owner
-        o = np.argsort(es_owner, kind="stable")
-        event_stats = StatColumns(es_owner[o], es.stat[o], es.kind[o], es.value[o])
+        event_stats = self._regroup_event_stats(gather)
         # Metadata rows grouped by plane, as a decoder gives them.
         em_plane = np.array(self.em["plane"], np.int32)
         em_order = np.argsort(em_plane, kind="stable")
