@@ -503,3 +503,18 @@ def test_capture_writes_through_gcs(gcs_env):
     emu.create_bucket("cap2")
     write_remote("gs://cap2/run/plugins/profile/2026_05_05_00_00_00/h.xplane.pb", b"abc")
     assert emu.objects("cap2").keys() == {"run/plugins/profile/2026_05_05_00_00_00/h.xplane.pb"}
+
+
+def test_riegeli_run_reads_like_local(gcs_env):
+    """A .xplane.riegeli run from gs:// (downloaded once, then read record by record) equals the local one."""
+    emu, _ = gcs_env
+    src = PROFILES.parent / "riegeli" / "tpu_lines_zstd"
+    emu.upload_tree(str(src / "plugins"), BUCKET, "riegeli_tpu/plugins")
+    (run,) = open_logdir(f"gs://{BUCKET}/riegeli_tpu").runs
+    (host,) = run.hosts
+    assert host.format == "riegeli" and host.path.endswith(".xplane.riegeli")
+    a = RunData(run).frame()
+    b = RunData(open_logdir(str(src)).runs[0]).frame()
+    for table in ("planes", "lines", "events", "event_metadata", "event_stats"):
+        assert getattr(a, table).equals(getattr(b, table)), table
+    assert a.num_events > 20_000

@@ -200,9 +200,14 @@ class _NotifyWarnings(logging.Handler):
     def __init__(self, app: App) -> None:
         super().__init__(logging.WARNING)
         self.app = app
+        self.seen: set[str] = set()  # a file read again (another tool's planes) warns once
 
     def emit(self, record: logging.LogRecord) -> None:
-        notify = partial(self.app.notify, record.getMessage(), severity="warning", timeout=15)
+        message = record.getMessage()
+        if message in self.seen:
+            return
+        self.seen.add(message)
+        notify = partial(self.app.notify, message, severity="warning", timeout=15)
         try:
             if threading.get_ident() == self.app._thread_id:
                 notify()

@@ -250,8 +250,13 @@ def _warnings_to_stderr() -> None:
     import logging
 
     class ToStderr(logging.Handler):
+        seen: set[str] = set()  # a file read again (another tool's planes) warns once
+
         def emit(self, record: logging.LogRecord) -> None:
-            print(f"tputui: warning: {record.getMessage()}", file=sys.stderr, flush=True)  # stderr of the moment
+            message = record.getMessage()
+            if message not in self.seen:
+                self.seen.add(message)
+                print(f"tputui: warning: {message}", file=sys.stderr, flush=True)  # stderr of the moment
 
     log = logging.getLogger("tputui")
     if not any(type(h).__name__ == "ToStderr" for h in log.handlers):
