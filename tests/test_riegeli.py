@@ -278,3 +278,47 @@ async def test_app_opens_a_damaged_riegeli_run_with_a_warning():
         await pilot.press("t")  # the run stays usable: the tool picker opens on it
         await pilot.pause()
         assert isinstance(app.screen, PickerScreen)
+
+
+def _space(hostname: str, plane_stat: int, line_ts: int, events: list[tuple[int, str, int]], md: dict[int, str],
+           sm: dict[int, str]) -> bytes:
+    """One XSpace record: plane "/host:CPU", line id 7, events (offset_ps, name, step stat value)."""
+    from tputui.proto import xplane_pb2
+
+    space = xplane_pb2.XSpace(hostnames=[hostname])
+    plane = space.planes.add(id=1, name="/host:CPU")
+    for i, name in md.items():
+        plane.event_metadata[i].id, plane.event_metadata[i].name = i, name
+    for i, name in sm.items():
+        plane.stat_metadata[i].id, plane.stat_metadata[i].name = i, name
+    by_name = {v: k for k, v in md.items()}
+    step = {v: k for k, v in sm.items()}["step_num"]
+    plane.stats.add(metadata_id={v: k for k, v in sm.items()}["device_id"], int64_value=plane_stat)
+    line = plane.lines.add(id=7, name="thread", timestamp_ns=line_ts)
+    for offset, name, value in events:
+        ev = line.events.add(metadata_id=by_name[name], offset_ps=offset, duration_ps=10)
+        ev.stats.add(metadata_id=step, int64_value=value)
+    return space.SerializeToString()
+
+
+def test_merge_remaps_metadata_by_name_and_aligns_line_times():
+    first = _space("h", 1, 1000, [(0, "a", 1), (5000, "b", 2)], {1: "a", 2: "b"}, {1: "step_num", 2: "device_id"})
+    # The second record numbers the same names differently, adds a name, starts its line earlier,
+    # and repeats the plane stat (kept once) and the hostname (kept once).
+    second = _space("h", 9, 998, [(0, "b", 3), (1000, "c", 4)], {5: "b", 6: "c"}, {4: "device_id", 3: "step_num"})
+    buf = io.BytesIO()
+    write_records(buf, [[first], [second]], "zstd")
+    from tputui.data.riegeli_xspace import read_stream
+
+    raw, skipped = read_stream(io.BytesIO(buf.getvalue()), buf.getbuffer().nbytes, "t")
+    frame = XSpaceFrame(raw)
+    assert skipped == [] and raw.hostnames == ["h"] and raw.plane_name == ["/host:CPU"]
+    assert raw.line_timestamp_ns.tolist() == [998]  # the earlier start, offsets moved to match
+    ev = frame.events
+    names = frame.metadata_names(ev["metadata"].to_numpy()).cast(str).to_list()
+    steps = frame.stat_values("event", "step_num").sort("owner")["int"].to_list()
+    got = list(zip(ev["start_ps"].to_list(), names, steps))
+    # Merged lines come out time-sorted: absolute starts 998 ns, 999 ns, 1000 ns, 1005 ns.
+    assert got == [(998_000, "b", 3), (999_000, "c", 4), (1_000_000, "a", 1), (1_005_000, "b", 2)]
+    assert sorted(zip(raw.em_name, raw.em_id.tolist())) == [("a", 1), ("b", 2), ("c", 3)]  # new name: next id
+    assert frame.plane_stat_map(0) == {"device_id": 1}

@@ -156,11 +156,12 @@ class XSpaceMerger:
             for li in lines:
                 a = int(r.line_first_event[li])
                 b = a + int(r.line_num_events[li])
-                ev_mid[a:b] = _remap(ev_mid[a:b], em_map)
-                if es_sorted:
+                if em_map:  # usually empty: records of one profile share their metadata ids
+                    ev_mid[a:b] = _remap(ev_mid[a:b], em_map)
+                if sm_map and es_sorted:
                     sa, sb = np.searchsorted(es.owner, [a, b])
                     es_stat[sa:sb] = _remap(es_stat[sa:sb], sm_map)
-                else:
+                elif sm_map:
                     sel = (es.owner >= a) & (es.owner < b)
                     es_stat[sel] = _remap(es_stat[sel], sm_map)
                 line = to_lines.get(int(r.line_id[li]))
