@@ -288,9 +288,10 @@ class XSpaceMerger:
             order[a:b] = a + np.lexsort((-duration[a:b], begin[a:b]))
         return order
 
-    def _regroup_event_stats(self, gather: np.ndarray) -> StatColumns:
+    def _regroup_event_stats(self, gather: np.ndarray, segments: tuple | None = None) -> StatColumns:
         """Event stats in the events' new order: each event's run of stats moved as a block
-        (records give stats grouped by event, so no sort is needed)."""
+        (records give stats grouped by event, so no sort is needed). `segments` (starts, counts):
+        the events moved as whole runs, so their stats can be copied run by run."""
         es = self.event_stats.columns()
         self.event_stats.parts.clear()
         n = len(gather)
@@ -300,12 +301,18 @@ class XSpaceMerger:
             o = np.argsort(es.owner, kind="stable")
             es = StatColumns(es.owner[o], es.stat[o], es.kind[o], es.value[o])
         per_event = np.bincount(es.owner, minlength=n)
-        first = np.concatenate(([0], np.cumsum(per_event)[:-1]))
         counts = per_event[gather]
+        owner = np.repeat(np.arange(n, dtype=np.int64), counts)
+        if segments is not None:
+            bounds = np.concatenate(([0], np.cumsum(per_event)))
+            starts, seg_counts = segments
+            runs = list(zip(bounds[starts].tolist(), bounds[starts + seg_counts].tolist()))
+            return StatColumns(owner, *(np.concatenate([col[a:b] for a, b in runs]) if runs else col[:0]
+                                        for col in (es.stat, es.kind, es.value)))
+        first = np.concatenate(([0], np.cumsum(per_event)[:-1]))
         total = int(counts.sum())
         starts = first[gather] - np.concatenate(([0], np.cumsum(counts)[:-1]))
         idx = np.repeat(starts, counts) + np.arange(total, dtype=np.int64)
-        owner = np.repeat(np.arange(n, dtype=np.int64), counts)
         return StatColumns(owner, es.stat[idx], es.kind[idx], es.value[idx])
 
     def finish(self) -> RawXSpace:
@@ -333,15 +340,16 @@ class XSpaceMerger:
         offset = np.concatenate(self.events["offset_ps"])[gather]
         offset += np.repeat(np.array(seg_delta, np.int64), counts)
         order = self._time_order(lines, line_num, event_line, gather, offset)
+        segments = (np.array(seg_start, np.int64), counts)
         if order is not None:
-            gather, offset = gather[order], offset[order]
+            gather, offset, segments = gather[order], offset[order], None
         cols = {"offset_ps": offset}
         for k, parts in self.events.items():
             if k != "offset_ps":
                 cols[k] = np.concatenate(parts)[gather]
             parts.clear()
         line_first = np.concatenate(([0], np.cumsum(line_num)[:-1])) if len(line_num) else np.zeros(0, np.int64)
-        event_stats = self._regroup_event_stats(gather)
+        event_stats = self._regroup_event_stats(gather, segments)
         # Metadata rows grouped by plane, as a decoder gives them.
         em_plane = np.array(self.em["plane"], np.int32)
         em_order = np.argsort(em_plane, kind="stable")
