@@ -267,13 +267,13 @@ class XSpaceMerger:
         return {k: v for k, v in mapping.items() if k != v}
 
     # --- the merged space ------------------------------------------------------------------
-    def _time_order(self, lines, line_num, event_line, gather, offset) -> np.ndarray | None:
+    def _time_order(self, lines, line_num, event_line, take, offset) -> np.ndarray | None:
         """Permutation that time-sorts the merged lines' events (None when they already are)."""
         merged_line = np.array([len(ln.segments) > 1 for _, ln in lines], bool)
         if not merged_line.any():
             return None
-        occurrences = np.concatenate(self.events["num_occurrences"])[gather]
-        duration = np.concatenate(self.events["duration_ps"])[gather]
+        occurrences = take(self.events["num_occurrences"])
+        duration = take(self.events["duration_ps"])
         begin = np.where(occurrences > 0, 0, offset)  # aggregated events have no offset
         same_line = event_line[1:] == event_line[:-1]
         out_of_order = same_line & ((begin[1:] < begin[:-1]) | ((begin[1:] == begin[:-1]) & (duration[1:] > duration[:-1])))
@@ -281,7 +281,7 @@ class XSpaceMerger:
         bad_lines = bad_lines[merged_line[bad_lines]]
         if not len(bad_lines):
             return None  # records that follow each other in time: nothing to move
-        order = np.arange(len(gather), dtype=np.int64)
+        order = np.arange(len(offset), dtype=np.int64)
         first = np.concatenate(([0], np.cumsum(line_num)[:-1]))
         for li in bad_lines.tolist():
             a, b = int(first[li]), int(first[li] + line_num[li])
@@ -337,16 +337,22 @@ class XSpaceMerger:
         # A line that got events from several records comes out time-sorted (begin, then longer
         # first) in XProf; other lines keep their order. Checked against XProf's memory_profile
         # (which depends on event order) on the fixtures with lines and planes spread over records.
-        offset = np.concatenate(self.events["offset_ps"])[gather]
-        offset += np.repeat(np.array(seg_delta, np.int64), counts)
-        order = self._time_order(lines, line_num, event_line, gather, offset)
+        runs = [(a, a + c) for a, c in zip(seg_start, seg_count)]
+
+        def take(parts: list[np.ndarray]) -> np.ndarray:
+            """One event column in line order: whole runs copied (no per-event index)."""
+            col = np.concatenate(parts)
+            return np.concatenate([col[a:b] for a, b in runs]) if runs else col[:0]
+
+        offset = take(self.events["offset_ps"]) + np.repeat(np.array(seg_delta, np.int64), counts)
+        order = self._time_order(lines, line_num, event_line, take, offset)
         segments = (np.array(seg_start, np.int64), counts)
         if order is not None:
             gather, offset, segments = gather[order], offset[order], None
         cols = {"offset_ps": offset}
         for k, parts in self.events.items():
             if k != "offset_ps":
-                cols[k] = np.concatenate(parts)[gather]
+                cols[k] = take(parts) if segments is not None else np.concatenate(parts)[gather]
             parts.clear()
         line_first = np.concatenate(([0], np.cumsum(line_num)[:-1])) if len(line_num) else np.zeros(0, np.int64)
         event_stats = self._regroup_event_stats(gather, segments)
