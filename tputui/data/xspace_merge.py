@@ -109,6 +109,7 @@ class XSpaceMerger:
         self.events: dict[str, list[np.ndarray]] = {k: [] for k in ("metadata_id", "offset_ps", "num_occurrences",
                                                                        "duration_ps")}
         self.num_events = 0
+        self.part_base: list[int] = []  # first merged event row of each record's columns
 
     # --- one record ------------------------------------------------------------------------
     def add(self, r: RawXSpace) -> None:
@@ -180,6 +181,7 @@ class XSpaceMerger:
                 plane.stat_ids.add(sid)
                 self.plane_stats.add([plane.index], [sid], ps.kind[j:j + 1],
                                      _shift_values(ps.kind[j:j + 1], ps.value[j:j + 1], str_base, blob_base))
+        self.part_base.append(ev_base)
         for k, col in (("metadata_id", ev_mid), ("offset_ps", r.event_offset_ps),
                        ("num_occurrences", r.event_num_occurrences), ("duration_ps", r.event_duration_ps)):
             self.events[k].append(np.asarray(col, np.int64))
@@ -288,13 +290,29 @@ class XSpaceMerger:
             order[a:b] = a + np.lexsort((-duration[a:b], begin[a:b]))
         return order
 
-    def _regroup_event_stats(self, gather: np.ndarray, segments: tuple | None = None) -> StatColumns:
+    def _regroup_event_stats(self, n: int, gather: np.ndarray | None, segments: tuple | None) -> StatColumns:
         """Event stats in the events' new order: each event's run of stats moved as a block
-        (records give stats grouped by event, so no sort is needed). `segments` (starts, counts):
-        the events moved as whole runs, so their stats can be copied run by run."""
+        (records give stats grouped by event, so no sort is needed). `segments` (runs, take):
+        the events moved as whole runs of records' rows, so their stats are copied run by run."""
+        parts = self.event_stats.parts
+        if segments is not None and all(len(p[0]) < 2 or bool(np.all(p[0][1:] >= p[0][:-1])) for p in parts):
+            runs, take = segments
+            # Per record: each event's stat count and where its run of stats starts.
+            ends = self.part_base[1:] + [n]
+            per_event = [np.bincount(p[0] - base, minlength=end - base) for p, base, end
+                         in zip(parts, self.part_base, ends)]
+            bounds = [np.concatenate(([0], np.cumsum(c))) for c in per_event]
+            stat_runs = [(k, int(bounds[k][a]), int(bounds[k][b])) for k, a, b in runs]
+            owner = np.repeat(np.arange(n, dtype=np.int64), take(per_event))
+            cols = [np.concatenate([parts[k][i][a:b] for k, a, b in stat_runs]) if stat_runs else parts[0][i][:0]
+                    for i in (1, 2, 3)] if parts else [np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.int64)]
+            parts.clear()
+            return StatColumns(owner, *cols)
+        if gather is None:  # runs whose stats were not grouped by event: index them one by one
+            gather = np.concatenate([np.arange(self.part_base[k] + a, self.part_base[k] + b) for k, a, b in segments[0]]) \
+                if segments and segments[0] else np.zeros(0, np.int64)
         es = self.event_stats.columns()
-        self.event_stats.parts.clear()
-        n = len(gather)
+        parts.clear()
         if not len(es.owner):
             return es
         if len(es.owner) > 1 and not bool(np.all(es.owner[1:] >= es.owner[:-1])):
@@ -303,12 +321,6 @@ class XSpaceMerger:
         per_event = np.bincount(es.owner, minlength=n)
         counts = per_event[gather]
         owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-        if segments is not None:
-            bounds = np.concatenate(([0], np.cumsum(per_event)))
-            starts, seg_counts = segments
-            runs = list(zip(bounds[starts].tolist(), bounds[starts + seg_counts].tolist()))
-            return StatColumns(owner, *(np.concatenate([col[a:b] for a, b in runs]) if runs else col[:0]
-                                        for col in (es.stat, es.kind, es.value)))
         first = np.concatenate(([0], np.cumsum(per_event)[:-1]))
         total = int(counts.sum())
         starts = first[gather] - np.concatenate(([0], np.cumsum(counts)[:-1]))
@@ -331,23 +343,27 @@ class XSpaceMerger:
         counts = np.array(seg_count, np.int64)
         total = int(counts.sum())
         seg_first = np.concatenate(([0], np.cumsum(counts)[:-1])) if len(counts) else np.zeros(0, np.int64)
-        gather = np.repeat(np.array(seg_start, np.int64) - seg_first, counts) + np.arange(total, dtype=np.int64)
         line_num = np.array(line_counts, np.int64)
         event_line = np.repeat(np.arange(len(lines), dtype=np.int32), line_num)
         # A line that got events from several records comes out time-sorted (begin, then longer
         # first) in XProf; other lines keep their order. Checked against XProf's memory_profile
         # (which depends on event order) on the fixtures with lines and planes spread over records.
-        runs = [(a, a + c) for a, c in zip(seg_start, seg_count)]
+        seg_part = (np.searchsorted(np.array(self.part_base, np.int64), np.array(seg_start, np.int64), side="right") - 1
+                    if seg_start else np.zeros(0, np.int64))
+        # (record, first, end) of every run, in the record's own rows
+        runs = [(k, a - self.part_base[k], a - self.part_base[k] + c)
+                for k, a, c in zip(seg_part.tolist(), seg_start, seg_count)]
 
         def take(parts: list[np.ndarray]) -> np.ndarray:
-            """One event column in line order: whole runs copied (no per-event index)."""
-            col = np.concatenate(parts)
-            return np.concatenate([col[a:b] for a, b in runs]) if runs else col[:0]
+            """One event column in line order: whole runs copied from the records' columns."""
+            return np.concatenate([parts[k][a:b] for k, a, b in runs]) if runs else np.zeros(0, np.int64)
 
         offset = take(self.events["offset_ps"]) + np.repeat(np.array(seg_delta, np.int64), counts)
         order = self._time_order(lines, line_num, event_line, take, offset)
-        segments = (np.array(seg_start, np.int64), counts)
+        segments = (runs, take)
+        gather = None  # row of each event in the records' concatenated columns (only to re-sort)
         if order is not None:
+            gather = np.repeat(np.array(seg_start, np.int64) - seg_first, counts) + np.arange(total, dtype=np.int64)
             gather, offset, segments = gather[order], offset[order], None
         cols = {"offset_ps": offset}
         for k, parts in self.events.items():
@@ -355,7 +371,7 @@ class XSpaceMerger:
                 cols[k] = take(parts) if segments is not None else np.concatenate(parts)[gather]
             parts.clear()
         line_first = np.concatenate(([0], np.cumsum(line_num)[:-1])) if len(line_num) else np.zeros(0, np.int64)
-        event_stats = self._regroup_event_stats(gather, segments)
+        event_stats = self._regroup_event_stats(total, gather, segments)
         # Metadata rows grouped by plane, as a decoder gives them.
         em_plane = np.array(self.em["plane"], np.int32)
         em_order = np.argsort(em_plane, kind="stable")
