@@ -178,7 +178,7 @@ def test_demo_with_a_logdir_and_a_mistyped_subcommand(capsys):
     code, _, err = run_cli(capsys, str(PROFILES / "jax_mlp"), "--demo")
     assert_one_line_error(code, err, "give a LOGDIR or --demo, not both")
     code, _, err = run_cli(capsys, "exprot")
-    assert_one_line_error(code, err, "no such file or directory: exprot (subcommands: export, capture, monitor)")
+    assert_one_line_error(code, err, "no such file or directory: exprot (subcommands: export, capture, monitor, sql, diff)")
 
 
 def test_export_help_names_every_tool(capsys):
@@ -218,3 +218,24 @@ def test_output_to_a_special_file_writes_through_it(capsys, tmp_path):
     assert code == 0, err
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert json.loads(got[0])["hosts"][0]["host"] == "vm"
+
+
+def test_export_flags_come_from_the_registry(capsys):
+    """Every keyword option of every tool's analysis is an export flag naming its tools, and a
+    flag reaches the analysis (memory_profile's --max-snapshots thins the timeline)."""
+    from tputui.tools import TOOLS
+
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    out = capsys.readouterr().out
+    for t in TOOLS:
+        for name in t.option_names():
+            flag = "--" + name.replace("_", "-")
+            help_text = out.split("\n  " + flag, 1)[1].split("\n  --", 1)[0]  # its line(s) under options
+            assert t.name in help_text, (flag, help_text)
+    p = str(PROFILES / "tf_keras")
+    code, text, _ = run_cli(capsys, "export", p, "--tool", "memory_profile", "--max-snapshots", "50")
+    assert code == 0
+    doc = json.loads(text)
+    timelines = [a["timeline"] for a in doc["allocators"].values()]
+    assert timelines and all(len(tl) <= 50 for tl in timelines) and max(len(tl) for tl in timelines) > 10

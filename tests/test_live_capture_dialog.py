@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import PROFILES, xplane
+from conftest import PROFILES, settle, xplane
 from helpers.live import FakeProfiler, closed_port, fake_server, response_with
 
 from tputui.app import TputuiApp
@@ -12,12 +12,6 @@ from tputui.data.logdir import open_logdir
 from tputui.screens.capture_dialog import CaptureDialog, default_capture_logdir, open_capture_dialog
 
 SIZE = (120, 40)
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def app_on_copy(tmp_path) -> TputuiApp:
@@ -72,6 +66,10 @@ async def test_errors_stay_in_the_dialog(tmp_path):
         assert app.screen is dialog and not dialog.busy
         assert str(dialog.query_one("#capture-error").content).startswith("failed to connect to 127.0.0.1:")
         await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, CaptureDialog)
+        # A capture finishing after the dialog closed: its news is dropped, nothing breaks.
+        assert not dialog.post_message(dialog.Finished(error="late"))
         await pilot.pause()
         assert not isinstance(app.screen, CaptureDialog)
     assert len(open_logdir(str(tmp_path / "logs")).runs) == 1  # nothing written

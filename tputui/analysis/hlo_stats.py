@@ -67,8 +67,8 @@ def from_device_ops(db: DeviceOps) -> HloStats:
     return HloStats(rows=rows.select(COLUMNS), total_time_ps=db.total_time_ps)
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> HloStats:
-    return from_device_ops(host_map.run_device_ops(run, host, progress))
+def analyze(run, host: str | None = None, **options) -> HloStats:
+    return from_device_ops(host_map.run_device_ops(run, host))
 
 
 def has_data(run) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context, resource_tracker
 
@@ -26,15 +25,15 @@ from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
 from tputui.analysis.op_stats import HostOpStats, OpStats
 from tputui.data import derived_cache
 from tputui.data.cache import load_frame
-from tputui.data.logdir import HostFile
+from tputui.data.progress import Progress, current_progress
 from tputui.data.run_data import RunData
+from tputui.data.runs import HostFile
 from tputui.errors import UserError
 
 KIND = "opstats"
 PARALLEL_MIN_BYTES = 32 << 20  # default --jobs: worker processes only when the hosts add up to this
 DASK_ENV = "TPUTUI_DASK"
 
-Progress = Callable[[str], None]
 
 
 class ScaleOutError(UserError):
@@ -53,7 +52,7 @@ def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
 def host_op_stats(run: RunData, host: str | None = None, progress: Progress | None = None) -> list[HostOpStats]:
     """The op stats of one host, or of every host of the run (in host order)."""
     hosts = [host] if host else run.require_hosts()
-    report = progress or getattr(run, "progress", None)
+    report = progress or current_progress()
     found: dict[str, HostOpStats] = {}
     todo: list[str] = []
     for h in hosts:

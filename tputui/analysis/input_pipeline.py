@@ -13,8 +13,8 @@ from tputui.data.run_data import RunData
 __all__ = ["RECOMMENDATIONS", "InputPipelineResult", "analyze", "has_data", "html_to_text"]
 
 
-def analyze(run: RunData, host: str | None = None, progress=None, **options) -> InputPipelineResult:
-    stats = host_map.run_op_stats(run, host, progress)
+def analyze(run: RunData, host: str | None = None, **options) -> InputPipelineResult:
+    stats = host_map.run_op_stats(run, host)
     result = input_analysis.analyze_stats(run.name, stats)
     if result.tf_data_used:
         result.tf_data = tf_data.analyze_frames({h: run.frame(h) for h in stats.hosts})

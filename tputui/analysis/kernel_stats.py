@@ -69,8 +69,8 @@ def from_kernel_tables(tables: list[pl.DataFrame | None]) -> KernelStats:
     return KernelStats(rows=rows)
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> KernelStats:
-    return from_kernel_tables([h.kernels for h in host_map.host_op_stats(run, host, progress=progress)])
+def analyze(run, host: str | None = None, **options) -> KernelStats:
+    return from_kernel_tables([h.kernels for h in host_map.host_op_stats(run, host)])
 
 
 def has_data(run) -> bool:

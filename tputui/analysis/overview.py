@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import host_map
+from tputui.analysis import advice_rules, host_map, perf_guide
 from tputui.analysis import input_analysis as ip
 from tputui.analysis import op_metrics as om
 from tputui.analysis.op_stats import OpStats
@@ -48,6 +48,7 @@ class OverviewResult:
     device_tf_op_percent: float
     precision_statement: str
     tips: list[dict[str, str]] = field(default_factory=list)
+    advice: list[dict[str, Any]] = field(default_factory=list)  # advice_rules.advice_rows: XProf's rules, the guide's
 
     # --- views the screen and export share ----------------------------------------------------
     @property
@@ -94,11 +95,18 @@ class OverviewResult:
             "precision_statement": self.precision_statement, "tips": self.tips,
         }
 
+    @property
+    def step_time_ms(self) -> dict[str, float] | None:
+        """Step time in ms: count, avg, stddev, min, max (None without steps)."""
+        return {"count": len(self.steps), **self.pipeline.step_time_summary()} if self.has_steps else None
+
+    @property
+    def step_parts_ms(self) -> list[tuple[str, float]]:
+        """The step-time breakdown's averages (column, ms) with any time, the largest first."""
+        avg = self.pipeline.breakdown_summary()
+        return sorted(((c, v["avg"]) for c, v in avg.items() if v["avg"] > 0), key=lambda cv: -cv[1])
+
     def to_json(self) -> dict[str, Any]:
-        summary = self.pipeline.step_time_summary()
-        step_time = None
-        if self.has_steps:
-            step_time = {"count": len(self.steps), **summary}
         return {
             "tool": "overview_page", "run": self.run, "hosts": self.hosts,
             "device_idle_time_percent": self.device_idle_time_percent,
@@ -113,7 +121,7 @@ class OverviewResult:
             "device_compute_32bit_percent": self.device_compute_32bit_percent,
             "host_tf_op_percent": self.host_tf_op_percent, "device_tf_op_percent": self.device_tf_op_percent,
             "run_environment": self.run_environment(),
-            "step_time_ms": step_time,
+            "step_time_ms": self.step_time_ms,
             "step_time_breakdown_ms": self.pipeline.breakdown_summary(),
             "steps": [{"step": r["name"], "step_number": r["step"],
                        **{k: v for k, v in r.items() if k not in ("name", "step", "host_to_device_ms")}}
@@ -123,6 +131,7 @@ class OverviewResult:
             "statement": self.bottleneck.input_statement,
             "input_conclusion": self.input_conclusion,
             "recommendation": self.recommendation(),
+            "advice": self.advice,
             "diagnostics": self.pipeline.diagnostics,
         }
 
@@ -219,8 +228,13 @@ def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
     )
 
 
-def analyze(run: RunData, host: str | None = None, progress=None, **options) -> OverviewResult:
-    return analyze_stats(run.name, host_map.run_op_stats(run, host, progress))
+def analyze(run: RunData, host: str | None = None, **options) -> OverviewResult:
+    result = analyze_stats(run.name, host_map.run_op_stats(run, host))
+    try:  # the recommendation panel's advice; never worth failing the overview for
+        result.advice = advice_rules.advice_rows(advice_rules.suggestions(run, host), perf_guide.checks(run, host))
+    except Exception:  # noqa: BLE001
+        result.advice = []
+    return result
 
 
 def has_data(run: RunData) -> bool:

@@ -65,6 +65,29 @@ class PodViewerResult:
         }, schema={"core": pl.Int64, "host": pl.String, "chip": pl.Int64, "core_on_chip": pl.Int64})
         return self.steps.filter(pl.col("step") == step).join(info, on="core", how="left").sort("core")
 
+    @property
+    def dominant_category(self) -> int:
+        """Index (into CATEGORY_KEYS) of the category taking the most time over all steps."""
+        totals = [self.steps[f"{k}_us"].sum() for k in CATEGORY_KEYS]
+        return max(range(len(totals)), key=lambda i: (totals[i], -i))
+
+    def chip_frame(self, step: int) -> pl.DataFrame:
+        """One step per chip, in chip order: chip, host, cores, then the mean over the chip's
+        cores of each category with any time in ms (`<key>_ms`), and their sum `total_ms`."""
+        per_chip = (self.step_frame(step).group_by("chip", maintain_order=True)
+                    .agg(pl.col("host").first(), pl.len().alias("cores"),
+                         *[(pl.col(f"{k}_us").mean() / 1000).alias(f"{k}_ms") for k in CATEGORY_KEYS]).sort("chip"))
+        empty = [f"{k}_ms" for k in CATEGORY_KEYS if not per_chip[f"{k}_ms"].sum() > 0]
+        per_chip = per_chip.drop(empty)
+        parts = [c for c in per_chip.columns if c.endswith("_ms")]
+        return per_chip.with_columns(pl.sum_horizontal(parts).alias("total_ms") if parts else pl.lit(0.0).alias("total_ms"))
+
+    def cores_mean_ms(self, step: int, cores) -> dict[str, float]:
+        """Mean over `cores` in one step of each category and of the step (`total`), in ms."""
+        df = self.step_frame(step).filter(pl.col("core").is_in(list(cores)))
+        keys = [*CATEGORY_KEYS, "total"]
+        return {k: (df[f"{k}_us"].mean() / 1000 if len(df) else 0.0) for k in keys}
+
     def to_json(self) -> dict[str, Any]:
         steps = []
         for step in self.step_numbers:
@@ -144,10 +167,10 @@ def _ranges(xs: list[int]) -> str:
 
 
 # --- entry points ------------------------------------------------------------------------------
-def analyze(run, host: str | None = None, progress=None, **_options) -> PodViewerResult:
+def analyze(run, host: str | None = None, **_options) -> PodViewerResult:
     if not run.hosts:
         raise NoDataError("the run has no readable host")
-    return from_op_stats(host_map.host_op_stats(run, None, progress))
+    return from_op_stats(host_map.host_op_stats(run, None))
 
 
 def from_op_stats(stats: list[op_stats.HostOpStats]) -> PodViewerResult:

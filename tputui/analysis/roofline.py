@@ -139,8 +139,8 @@ def from_device_ops(db: DeviceOps, has_steps: bool = False) -> RooflineModel:
                          diagnostics=[] if has_steps else [NO_STEPS])
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> RooflineModel:
-    return from_device_ops(host_map.run_device_ops(run, host, progress))
+def analyze(run, host: str | None = None, **options) -> RooflineModel:
+    return from_device_ops(host_map.run_device_ops(run, host))
 
 
 def has_data(run) -> bool:

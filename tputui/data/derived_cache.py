@@ -17,8 +17,9 @@ import tempfile
 from typing import Any
 
 from tputui import __version__
-from tputui.data.cache import cache_root, prune
-from tputui.data.logdir import HostFile
+from tputui.data.cache import prune
+from tputui.data.runs import HostFile
+from tputui.data.storage import cache_root
 
 _FILE = "data.pkl"
 

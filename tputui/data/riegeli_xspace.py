@@ -7,12 +7,10 @@ record is a one-line error.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
-import os
+import mmap
 
-from tputui.data.logdir import HostFile, LogdirError
+from tputui.data.logdir import HostFile
 from tputui.data.raw import RawXSpace
 from tputui.data.riegeli import RecordReader, RiegeliError
 from tputui.data.xspace import DecodeError, PlaneSelector, decode_raw
@@ -21,27 +19,39 @@ from tputui.data.xspace_merge import XSpaceMerger
 log = logging.getLogger("tputui")
 
 
-@contextlib.contextmanager
-def _open(hf: HostFile, progress=None):
-    """(file object, size): local files are streamed; gs:// objects come whole (download cache)."""
-    if hf.path.startswith("gs://"):
-        from tputui.data import gcs
+class _BufferFile:
+    """seek/read over the buffer storage.read() gives (an mmap of a local file, or the bytes of
+    a gs:// object). Pages of an mmap are released once read, so memory follows the largest
+    chunk, not the file."""
 
-        data = gcs.read_bytes(hf, progress=progress)
-        yield io.BytesIO(data), len(data)
-        return
-    try:
-        f = open(hf.path, "rb")
-    except OSError as e:
-        raise LogdirError(f"{hf.path}: cannot read ({e.strerror or e})") from None
-    with f:
-        yield f, os.fstat(f.fileno()).st_size
+    def __init__(self, buf):
+        self.buf, self.pos, self.done = buf, 0, 0
+
+    def seek(self, pos: int) -> None:
+        self.pos = pos
+
+    def read(self, n: int) -> bytes:
+        out = bytes(self.buf[self.pos:self.pos + n])
+        self.pos += len(out)
+        self._release(self.pos)
+        return out
+
+    def _release(self, upto: int) -> None:
+        madvise = getattr(self.buf, "madvise", None)
+        start = self.done - self.done % mmap.PAGESIZE
+        end = upto - upto % mmap.PAGESIZE
+        if madvise is None or end - start < (8 << 20):  # in 8 MB steps
+            return
+        try:
+            madvise(mmap.MADV_DONTNEED, start, end - start)
+        except (OSError, ValueError):
+            return
+        self.done = end
 
 
-def read_riegeli(hf: HostFile, planes: PlaneSelector = None, progress=None) -> tuple[RawXSpace, list[str]]:
-    """(merged columns, warnings about skipped regions) of one riegeli host file."""
-    with _open(hf, progress) as (f, size):
-        return read_stream(f, size, hf.path, planes, progress, label=hf.host)
+def read_riegeli(data, hf: HostFile, planes: PlaneSelector = None, progress=None) -> tuple[RawXSpace, list[str]]:
+    """(merged columns, warnings about skipped regions) of one riegeli host file's content."""
+    return read_stream(_BufferFile(data), len(data), hf.path, planes, progress, label=hf.host)
 
 
 def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=None,

@@ -6,6 +6,7 @@ them; `names()` gives the strings for a column of ids when it is time to show th
 """
 from __future__ import annotations
 
+import mmap
 import threading
 from collections.abc import Callable, Iterable
 from functools import cached_property
@@ -25,6 +26,11 @@ from tputui.data.raw import (
     decode_with_protobuf,
 )
 from tputui.errors import UserError
+
+try:
+    from tputui.data import wire  # the C decoder
+except ImportError:  # extension not built: protobuf's parser (slow, exact) does the work
+    wire = None  # type: ignore[assignment]
 
 PlaneSelector = Callable[[str], bool] | Iterable[str] | None
 
@@ -46,16 +52,24 @@ def decode(data: bytes, planes: PlaneSelector = None) -> XSpaceFrame:
     return XSpaceFrame(decode_raw(data, planes))
 
 
-def decode_raw(data: bytes, planes: PlaneSelector = None) -> RawXSpace:
+def decode_raw(data: bytes | mmap.mmap, planes: PlaneSelector = None) -> RawXSpace:
     keep = plane_filter(planes)
-    try:
-        from tputui.data import wire
-    except ImportError:  # extension not built: the slow, exact path
-        wire = None
     try:
         if wire is not None:
             return wire.decode(data, keep)
         return decode_with_protobuf(data, keep)
+    except ValueError as e:
+        raise DecodeError(str(e)) from None
+
+
+def check(data: bytes | mmap.mmap) -> None:
+    """Raise DecodeError unless the top level of `data` is a well-formed XSpace: every field
+    complete and inside the buffer (planes are located, not decoded)."""
+    try:
+        if wire is not None:
+            wire.scan(data)
+        else:
+            decode_with_protobuf(data, lambda name: False)
     except ValueError as e:
         raise DecodeError(str(e)) from None
 

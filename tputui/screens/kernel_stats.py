@@ -5,10 +5,11 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.kernel_stats import KernelStats
 from tputui.analysis.op_events import kernel_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin, fmt_us
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
@@ -36,7 +37,7 @@ class KernelStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             self._size_chart()
             self.body.mount(self.top)
         self.table = FrameTable(result.rows, id="kernels", formats={
-            c: fmt_us for c in ("total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us")})
+            c: fmt.number for c in ("total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us")})
         self.table.border_title = f"Kernels ({result.rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.table.focus()

@@ -14,8 +14,10 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
+from tputui import format as fmt
 from tputui.analysis.megascale import MegascaleResult
 from tputui.screens.base import ToolScreen
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.widgets.table import FrameTable
 
 HIDDEN = ("exceeds_network",)
@@ -23,27 +25,17 @@ DEVICE = "/device:TPU:0"  # the only plane XProf reads DCN collectives from
 EMPTY_PREFIX = "No DCN (megascale) collectives: "  # the analysis' diagnostic; the screen says the host
 
 
-def _ms(v) -> str:
-    return f"{v:.3f}"
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:,.2f} {unit}"
-    return f"{n:,} B"
-
-
 def row_details(row: dict) -> Text:
     """Every figure of one collective on one line (what the table's right-hand columns hold)."""
     t = Text()
     t.append(row["name"], style="bold")
-    t.append(f" · {row['transfer_type']} · {row['occurrences']}× · slack {row['slack_time_ms']:.3f} ms · "
-             f"observed {row['observed_duration_ms']:.3f} ms · stall {row['stall_duration_ms']:.3f} ms "
-             f"(send {row['send_stall_ms']:.3f}, send-done {row['send_done_stall_ms']:.3f}, "
-             f"recv {row['recv_stall_ms']:.3f}, recv-done {row['recv_done_stall_ms']:.3f}) · "
-             f"aggregated stall {row['aggregated_total_stall_ms']:.3f} ms · "
-             f"{_bytes(row['data_transmitted_bytes'])} · needs {row['required_bandwidth_gbps']:,.2f} Gbps")
+    ms, num = fmt.duration_ms, fmt.number
+    t.append(f" · {row['transfer_type']} · {row['occurrences']}× · slack {ms(row['slack_time_ms'])} · "
+             f"observed {ms(row['observed_duration_ms'])} · stall {ms(row['stall_duration_ms'])} "
+             f"(send {num(row['send_stall_ms'])}, send-done {num(row['send_done_stall_ms'])}, "
+             f"recv {num(row['recv_stall_ms'])}, recv-done {num(row['recv_done_stall_ms'])}) · "
+             f"aggregated stall {ms(row['aggregated_total_stall_ms'])} · "
+             f"{fmt.bytes_binary(row['data_transmitted_bytes'])} · needs {num(row['required_bandwidth_gbps'], 2)} Gbps")
     if row.get("exceeds_network"):
         t.append("  more than the network", style="bold red")
     return t
@@ -56,8 +48,8 @@ def empty_line(result: MegascaleResult) -> str:
             " (megascale stats need a multi-slice TPU run).")
 
 
-class MegascaleScreen(ToolScreen):
-    BINDINGS = [Binding("g", "bandwidth", "DCN Gbps", id="megascale.gbps")]
+class MegascaleScreen(GraphJumpMixin, ToolScreen):
+    BINDINGS = [Binding("g", "bandwidth", "DCN Gbps", id="megascale.gbps"), graph_binding("megascale")]
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
     MegascaleScreen #empty { height: auto; padding: 1 1; color: $text-muted; }
@@ -90,9 +82,9 @@ class MegascaleScreen(ToolScreen):
         self.body.mount(Input(placeholder="DCN bandwidth per host in Gbps (empty: off), enter to apply",
                               id="gbps", type="number"))
         self.table = FrameTable(result.rows, id="rows", hidden=HIDDEN, formats={
-            c: _ms for c in result.rows.columns if c.endswith("_ms")} | {
+            c: fmt.number for c in result.rows.columns if c.endswith("_ms")} | {
             "required_bandwidth_gbps": lambda v: f"{v:.2f}",
-            "data_transmitted_bytes": lambda v: f"{v:,}"})
+            "data_transmitted_bytes": fmt.count})
         self.body.mount(self.table)
         self.body.mount(Static("", id="detail"))
         self.body.mount(Static("", id="where"))
@@ -105,7 +97,7 @@ class MegascaleScreen(ToolScreen):
         text = Text.assemble((f"{n}", "bold"), " DCN collectives on host ", (result.host, "bold"),
                              f" ({DEVICE}, {result.cores_per_host} cores per host)")
         if result.dcn_gbps:
-            k = int(result.rows["exceeds_network"].sum())
+            k = result.exceeding_count
             text.append(f" · network {result.dcn_gbps:g} Gbps: ")
             text.append(f"{k}", style="bold")
             text.append(" need more (")
@@ -116,7 +108,7 @@ class MegascaleScreen(ToolScreen):
         self.query_one("#summary", Static).update(text)
         self.table.border_title = (f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter"
                                    " · g Gbps · enter trace")
-        flagged = set(result.rows.filter(result.rows["exceeds_network"])["name"].to_list())
+        flagged = result.flagged_names
         self.table.formats["name"] = (lambda v: f"! {v}" if v in flagged else v)
         self.table.refresh()
 
@@ -152,19 +144,21 @@ class MegascaleScreen(ToolScreen):
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         self._trace(event.row)
 
+    def graph_target(self):
+        table = getattr(self, "table", None) if self.result is not None else None
+        row = table.row() if table is not None else None
+        return (row["recv_op_name"], None) if row else None
+
     def _trace(self, row) -> None:
         if not row or self.result is None:
             return
-        spans = self.result.recv_done_spans
-        sel = spans.filter(spans["name"] == row["name"]) if spans is not None else None
-        if sel is None or not len(sel):
+        span = self.result.first_recv_done(row["name"])
+        if span is None:
             self.query_one("#where", Static).update(
                 Text(f"{row['recv_op_name']} ({row['name']}): no complete occurrence on {DEVICE} to show"))
             return
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
-        first = sel.sort("start_ps").row(0, named=True)
         # The trace viewer opens on the app's host; with none picked that is the run's first host,
         # the same one this table is for.
-        show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=int(first["start_ps"]),
-                                                  end_ps=int(first["end_ps"])))
+        show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=span[0], end_ps=span[1]))

@@ -1,4 +1,4 @@
-"""Shared parts of the op-tool screens: number formats, CSV export to the working directory,
+"""Shared parts of the op-tool screens: column units, CSV export to the working directory,
 "show in trace viewer" (`v`) for the selected row, and keys that wait for a loaded result."""
 from __future__ import annotations
 
@@ -9,42 +9,10 @@ from typing import Any
 
 import polars as pl
 from textual import work
+from textual.message import Message
 
 from tputui.export import csv_text
 from tputui.screens.base import ToolScreen
-
-
-def fmt_us(v) -> str:
-    return "" if v is None else f"{v:,.3f}"
-
-
-def fmt_pct(v) -> str:
-    return "" if v is None else f"{v * 100:.2f}%"
-
-
-def fmt_pct100(v) -> str:
-    return "" if v is None else f"{v:.2f}%"
-
-
-def fmt_duration_us(us: float) -> str:
-    """A duration in the unit that reads best: s, ms or µs."""
-    if us >= 1e6:
-        return f"{us / 1e6:,.3f} s"
-    if us >= 1e3:
-        return f"{us / 1e3:,.3f} ms"
-    return f"{us:,.3f} µs"
-
-
-def fmt_rank(v) -> str:
-    return "" if v is None else f"{int(v):,}"
-
-
-def fmt_num(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:,.3f}" if abs(v) < 1e9 else f"{v:.3e}"
-    return f"{v:,}"
 
 
 class Units:
@@ -118,6 +86,14 @@ class ResultKeysMixin:
         return True
 
 
+def usable_target(screen, target):
+    """A jump target (tuple), or None after telling the user why not (no row, or the row's reason)."""
+    if target is None or isinstance(target, str):
+        screen.notify(target or "select an op first", severity="warning")
+        return None
+    return target
+
+
 EventFinder = Callable[[Any], Any]  # XSpaceFrame -> rows of frame.events, or a TraceFocus
 
 
@@ -135,35 +111,39 @@ class TraceJumpMixin:
     def action_show_in_trace(self: ToolScreen) -> None:
         if self.result is None:
             return
-        target = self.trace_target()
-        if target is None:
-            self.notify("select an op first", severity="warning")
-            return
-        if isinstance(target, str):
-            self.notify(target, severity="warning")
-            return
-        label, finder = target
-        self._find_trace_events(label, finder)
+        target = usable_target(self, self.trace_target())
+        if target is not None:
+            label, finder = target
+            self._find_trace_events(label, finder)
 
     def on_frame_table_row_selected(self, event) -> None:
         """Enter on a table row opens it in the trace viewer (the one drill-down these tables have)."""
         event.stop()
         self.action_show_in_trace()
 
+    class EventsFound(Message, bubble=False):
+        """The worker's answer: `found` (rows or a TraceFocus), or `error` (a message)."""
+
+        def __init__(self, label: str, found: Any = None, error: str | None = None) -> None:
+            super().__init__()
+            self.label, self.found, self.error = label, found, error
+
     @work(thread=True, exclusive=True, group="trace-jump", description="finding events")
     def _find_trace_events(self: ToolScreen, label: str, finder: EventFinder) -> None:
         try:
-            rows = finder(self.run_data.frame(self.host))
+            found = finder(self.run_data.frame(self.host))
         except Exception as e:  # noqa: BLE001 - say it, keep the screen
-            self.app.call_from_thread(self.notify, f"could not find the events of {label}: {e}", severity="error")
+            self.post_message(TraceJumpMixin.EventsFound(label, error=str(e)))
             return
-        self.app.call_from_thread(self._open_trace, label, rows)
+        self.post_message(TraceJumpMixin.EventsFound(label, found))
 
-    def _open_trace(self: ToolScreen, label: str, found) -> None:
+    def on_trace_jump_mixin_events_found(self: ToolScreen, event: TraceJumpMixin.EventsFound) -> None:
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
-        if not self.is_mounted or self not in self.app.screen_stack:
-            return  # the user moved on while the events were being found
+        label, found = event.label, event.found
+        if event.error is not None:
+            self.notify(f"could not find the events of {label}: {event.error}", severity="error")
+            return
         host = self.host or (self.run_data.hosts or ["-"])[0]
         focus = found if isinstance(found, TraceFocus) else TraceFocus(frame_rows=tuple(int(r) for r in found))
         if not focus.frame_rows and not focus.names and focus.start_ps is None:

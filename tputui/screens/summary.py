@@ -1,35 +1,18 @@
 """The first screen: what this run holds (hosts, planes, lines, span, capture options)."""
 from __future__ import annotations
 
-import polars as pl
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.widgets import Static
 
-from tputui.analysis.summary import RunSummary
+from tputui import format as fmt
+from tputui.analysis.summary import HostSummary, RunSummary
 from tputui.screens.base import ToolScreen
 from tputui.tools import TOOLS
 from tputui.widgets.table import FrameTable
-
-
-def fmt_ps(ps: float | None) -> str:
-    """Picoseconds in the unit a person reads best."""
-    if ps is None:
-        return "-"
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
-        if abs(ps) >= scale:
-            return f"{ps / scale:,.3f} {unit}"
-    return f"{ps:,.0f} ps"
-
-
-def fmt_bytes(n: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
-
 
 MAX_HOST_LINES = 8  # hosts listed one per line; the rest are counted
 
@@ -48,10 +31,15 @@ class SummaryScreen(ToolScreen):
     def find_tools(self) -> None:
         """Which tools have data: the first thing a newcomer needs (after the facts, so they
         draw at once); the tool picker reuses the answer."""
-        self.app.call_from_thread(self._tools_found, self.app.tools_with_data(self.run_data))
+        self.post_message(self.ToolsFound(self.app.tools_with_data(self.run_data)))
 
-    def _tools_found(self, names: list[str]) -> None:
-        self.tools_with_data = names
+    class ToolsFound(Message, bubble=False):
+        def __init__(self, names: list[str]) -> None:
+            super().__init__()
+            self.names = names
+
+    def on_summary_screen_tools_found(self, event: ToolsFound) -> None:
+        self.tools_with_data = event.names
         for w in self.query("#next"):
             w.update(self._next_text())
 
@@ -62,10 +50,7 @@ class SummaryScreen(ToolScreen):
             id="facts"))
         self.body.mount(Static(self._next_text(), id="next"))
         self.find_tools()
-        t = result.tables()["lines"]
-        lines = t.select("host", pl.col("plane_name").alias("plane"), pl.col("name").alias("line"), "events",
-                         span=t["last_end_ps"] - t["first_ps"])
-        table = FrameTable(lines, id="lines", formats={"span": fmt_ps})
+        table = FrameTable(result.line_spans(), id="lines", formats={"span": lambda ps: fmt.duration_ps(ps, missing="-")})
         table.border_title = "Lines (threads / device lines) — s sort · / filter"
         self.body.mount(table)
         table.focus()
@@ -92,14 +77,14 @@ class SummaryScreen(ToolScreen):
         for i, h in enumerate(r.hosts):
             if i == MAX_HOST_LINES and many:
                 t.add_row("", Text(f"… and {len(r.hosts) - i} more hosts (h picks one)", style="dim"))
-            span = fmt_ps(h.span_ps[1] - h.span_ps[0]) if h.span_ps else "-"
-            events = int(h.planes["events"].sum()) if h.planes.height else 0
+            span = fmt.duration_ps(h.span_ps[1] - h.span_ps[0]) if h.span_ps else "-"
+            events = h.num_events
             if not many:
-                t.add_row("File", Text(f"{fmt_bytes(h.size_bytes)} · span {span}"))
+                t.add_row("File", Text(f"{fmt.bytes_decimal(h.size_bytes)} · span {span}"))
             elif i < MAX_HOST_LINES:
-                t.add_row(h.host, Text(f"{fmt_bytes(h.size_bytes)} · span {span} · {events:,} events"))
+                t.add_row(h.host, Text(f"{fmt.bytes_decimal(h.size_bytes)} · span {span} · {events:,} events"))
             if not many:
-                t.add_row("Planes", Text(_planes_text(h.planes), overflow="fold"))
+                t.add_row("Planes", Text(_planes_text(h), overflow="fold"))
             for msg in h.errors:
                 t.add_row(f"{h.host} error" if many else "Error", Text(msg, style="red"))
             for msg in h.warnings:
@@ -119,13 +104,13 @@ class SummaryScreen(ToolScreen):
                 if k in h.capture_options and h.capture_options[k] not in ("", "0", None):
                     t.add_row(f"  {k}", str(h.capture_options[k]))
             if h.start_time_ns and h.stop_time_ns:
-                t.add_row("  captured for", fmt_ps((h.stop_time_ns - h.start_time_ns) * 1000))
+                t.add_row("  captured for", fmt.duration_ps((h.stop_time_ns - h.start_time_ns) * 1000))
         return t
 
 
-def _planes_text(planes: pl.DataFrame) -> str:
+def _planes_text(h: HostSummary) -> str:
     """Planes with events, with their counts; empty ones only counted."""
-    full = planes.filter(pl.col("events") > 0)
+    planes, full = h.planes, h.planes_with_events
     text = ", ".join(f"{n} ({e:,} events)" for n, e in zip(full["name"], full["events"]))
     empty = planes.height - full.height
     return text + (f"; {empty} empty" if empty else "") if text else f"{planes.height} planes, no events"
