@@ -251,7 +251,12 @@ def test_unreadable_riegeli_file_is_one_line_error(tmp_path, capsys):
     (run / "h.xplane.riegeli").write_bytes(os.urandom(5000))
     code = main(["export", str(tmp_path), "--tool", "overview_page"])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "not a Riegeli records file" in err, err
+    assert code == 2 and err.count("\n") == 1 and "not a Riegeli" in err, err
+    # A signature, then damage everywhere: nothing readable is one line too (after the warning).
+    (run / "h.xplane.riegeli").write_bytes(SIGNATURE + os.urandom(70_000))
+    code = main(["export", str(tmp_path), "--tool", "overview_page", "--no-cache"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and err[-1].startswith("tputui: error: ") and "no readable XSpace record" in err[-1], err
 
 
 def test_cli_warns_in_one_line_per_damaged_region(capsys):
