@@ -347,10 +347,32 @@ def run_app(argv: list[str]) -> int:
     return app.return_code or 0
 
 
+def _warnings_to_stderr() -> None:
+    """Warnings the data layer logs (a damaged .xplane.riegeli region skipped) as one stderr line
+    each; the app replaces this with notifications while it runs."""
+    import logging
+
+    class ToStderr(logging.Handler):
+        seen: set[str] = set()  # a file read again (another tool's planes) warns once
+
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if message not in self.seen:
+                self.seen.add(message)
+                print(f"tputui: warning: {message}", file=sys.stderr, flush=True)  # stderr of the moment
+
+    log = logging.getLogger("tputui")
+    if not any(type(h).__name__ == "ToStderr" for h in log.handlers):
+        log.addHandler(ToStderr(logging.WARNING))
+        log.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     from tputui.errors import UserError
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("export", "capture", "monitor"):  # the app shows them as notifications
+        _warnings_to_stderr()
     try:
         if argv and argv[0] == "export":
             return run_export(argv[1:])
