@@ -471,3 +471,19 @@ async def test_ctrl_arrows_scroll_a_long_details_pane():
         await pilot.press("ctrl+up")
         await pilot.pause()
         assert details.scroll_y == 0 and tl.has_focus
+
+
+async def test_no_color_draws_the_timeline(monkeypatch):
+    """NO_COLOR=1 puts Textual's monochrome filter on every line: each segment needs a style
+    (a bare Segment crashed it at once)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app("jax_mlp")
+    assert app.no_color
+    async with app.run_test(size=(80, 24)) as pilot:
+        tl = await loaded(pilot)
+        assert app.screen.error is None
+        assert all(seg.style is not None for strip in tl.frame() for seg in strip)
+        await pilot.press("d", "down", "w")  # pan, select, zoom: still drawing
+        await pilot.pause()
+        assert len(tl.selection) == 1 and "/col" in visible_text(tl)
+        assert "│" in app.export_screenshot()  # the filtered screen renders

@@ -206,7 +206,7 @@ class Timeline(Widget, can_focus=True):
     # --- frame ----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         frame = self.frame()
-        return frame[y] if y < len(frame) else Strip.blank(self.size.width)
+        return frame[y] if y < len(frame) else Strip.blank(self.size.width, self.style(("blank",)))
 
     def frame(self) -> list[Strip]:
         key = (self.size.width, self.size.height)
@@ -233,7 +233,7 @@ class Timeline(Widget, can_focus=True):
         for y in range(height - AXIS_LINES):
             i = self.top + y
             if i >= len(self._lines):
-                out.append(Strip.blank(width))
+                out.append(Strip.blank(width, self.style(("blank",))))
                 continue
             kind, v = self._lines[i]
             if kind == "section":
@@ -350,7 +350,7 @@ class Timeline(Widget, can_focus=True):
         segs = [Segment(_fit(label, g).ljust(g), self.style(("gutter", focused))), Segment("│", self.style(("axis",)))]
         cols = ix.row_columns(row, edges, level)
         if not (cols >= 0).any():
-            segs.append(Segment(" " * len(cols)))
+            segs.append(Segment(" " * len(cols), self.style(("blank",))))
             return Strip(segs)
         # Runs of equal block index.
         change = np.flatnonzero(np.diff(cols)) + 1
@@ -366,7 +366,7 @@ class Timeline(Widget, can_focus=True):
                                            durs.tolist(), sel.tolist(), mat.tolist()):
             n = b - a
             if blk < 0:
-                segs.append(Segment(" " * n))
+                segs.append(Segment(" " * n, self.style(("blank",))))
                 continue
             color = int(ix.name_hash[nm]) % len(PALETTE)
             if du == 0 and n == 1:
