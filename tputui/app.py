@@ -201,6 +201,8 @@ class TputuiApp(App):
         Binding("r", "pick_run", "Run", id="app.run"),
         Binding("h", "pick_host", "Host", id="app.host"),
         Binding("C", "capture", "Capture", id="app.capture"),
+        Binding("x", "screen.export_csv", "CSV", show=False, id="app.csv",
+                tooltip="write the table as CSV to the export folder (never the logdir)"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]

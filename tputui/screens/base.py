@@ -102,6 +102,12 @@ class ToolScreen(Screen):
             self.run_data.progress = None
         self.app.call_from_thread(self._loaded, result)
 
+    def action_export_csv(self) -> None:
+        """`x` (an app key, so every screen answers it): screens with a table override this
+        (CsvExportMixin); here it says what to use instead."""
+        self.notify(f"{self.tool.title} has no table to write as CSV; for everything it shows: "
+                    f"tputui export LOGDIR --tool {self.tool.name} --format json", severity="warning", timeout=8)
+
     def analyze(self) -> Any:
         """Runs in the worker thread. Override only to add steps; never touch widgets here."""
         return self.tool.analyze_fn()(self.run_data, self.host, **self.options)

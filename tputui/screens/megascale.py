@@ -16,6 +16,7 @@ from textual.widgets import Input, Static
 
 from tputui.analysis.megascale import MegascaleResult
 from tputui.screens.base import ToolScreen
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin
 from tputui.widgets.table import FrameTable
 
 HIDDEN = ("exceeds_network",)
@@ -56,8 +57,9 @@ def empty_line(result: MegascaleResult) -> str:
             " (megascale stats need a multi-slice TPU run).")
 
 
-class MegascaleScreen(ToolScreen):
-    BINDINGS = [Binding("g", "bandwidth", "DCN Gbps", id="megascale.gbps")]
+class MegascaleScreen(CsvExportMixin, ToolScreen):
+    BINDINGS = [Binding("g", "bandwidth", "DCN Gbps", id="megascale.gbps"),
+                Binding("x", "export_csv", "CSV", id="megascale.csv", tooltip=CSV_TIP)]
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
     MegascaleScreen #empty { height: auto; padding: 1 1; color: $text-muted; }
@@ -168,3 +170,6 @@ class MegascaleScreen(ToolScreen):
         # the same one this table is for.
         show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=int(first["start_ps"]),
                                                   end_ps=int(first["end_ps"])))
+
+    def export_frame(self):
+        return self.table.frame if self.table is not None else None
