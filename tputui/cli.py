@@ -42,6 +42,7 @@ def app_parser() -> argparse.ArgumentParser:
     p.add_argument("--tool", help="tool to open directly (e.g. overview_page, trace_viewer)")
     p.add_argument("--demo", action="store_true", help="open the bundled demo profile")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
+    _add_timeout(p)
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
 
@@ -67,6 +68,7 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", help="CSV: which table (default: the tool's main table)")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
+    _add_timeout(p)
     # Tool options (passed to the tool's analysis as keyword arguments).
     p.add_argument("--module", help="memory_viewer: HLO module name")
     p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
@@ -74,6 +76,39 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--dcn-gbps", type=_positive, help="megascale_stats: DCN bandwidth per host, Gbps")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="other tool options")
     return p
+
+
+def _add_timeout(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="gs://: give up listing the logdir after this long (default 30; 0 waits forever)")
+
+
+class _Status:
+    """Progress while opening a gs:// logdir: one line on a terminal's stderr, rewritten in place
+    and wiped before anything else is printed (nothing when stderr is a file or pipe)."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.on = label, sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, msg: str) -> None:
+        if self.on:
+            print(f"\r\033[Ktputui: {self.label}: {msg}"[:300], end="", file=sys.stderr, flush=True)
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _open_logdir(path: str, timeout: float):
+    from tputui.data.waiting import open_logdir_waiting
+
+    status = _Status(f"listing {path}")
+    try:
+        return open_logdir_waiting(path, timeout, status)
+    finally:
+        status.clear()
 
 
 def _positive(text: str) -> float:
@@ -106,12 +141,11 @@ def _tool_options(a: argparse.Namespace) -> dict:
 def run_export(argv: list[str]) -> int:
     import json
 
-    from tputui.data.logdir import open_logdir
     from tputui.data.run_data import RunData
     from tputui.export import listing, run_tool, write_result
 
     a = export_parser().parse_args(argv)
-    logdir = open_logdir(a.logdir)
+    logdir = _open_logdir(a.logdir, a.timeout)
     if a.list:
         text = json.dumps(listing(logdir, use_cache=not a.no_cache), indent=1) + "\n"
         return _emit(text, a.output)
@@ -188,8 +222,6 @@ def run_app(argv: list[str]) -> int:
 
         print(f"tputui {__version__}")
         return 0
-    from tputui.data.logdir import open_logdir
-
     if a.demo and a.logdir:
         return _fail("give a LOGDIR or --demo, not both")
     if a.demo:
@@ -203,7 +235,7 @@ def run_app(argv: list[str]) -> int:
         return _fail("give a LOGDIR (or --demo)")
     if not os.path.exists(path) and not any(c in path for c in "/.:"):  # a mistyped subcommand, most likely
         return _fail(f"no such file or directory: {path} (subcommands: {', '.join(SUBCOMMANDS)})")
-    logdir = open_logdir(path)  # bad paths fail here, before the screen takes over
+    logdir = _open_logdir(path, a.timeout)  # bad paths fail here, before the screen takes over
     run = logdir.run(a.run)
     if a.host:
         run.host(a.host)
