@@ -43,8 +43,10 @@ ALL_PROFILES = ["jax_live_capture", "jax_mlp", "jax_two_runs", "tf_keras", "tf_l
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own cache dir: nothing leaks into ~/.cache or between tests."""
+    """Every test gets its own cache and config dirs: nothing leaks into ~/.cache, the user's
+    saved theme never changes a snapshot, and nothing leaks between tests."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 @pytest.fixture(scope="module")

@@ -276,3 +276,23 @@ async def test_a_filter_stays_visible_after_the_filter_bar_closes():
         await pilot.press("escape")
         assert table.row_count == total
         assert "filter" not in table.render_line(table.size.height - 1).text
+
+
+async def test_theme_is_kept_between_runs(tmp_path, monkeypatch):
+    """A theme picked in the app comes back on the next start (from the user config dir)."""
+    import json
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.theme == "textual-dark" and not (tmp_path / "tputui").exists()  # nothing saved at start
+        app.theme = "solarized-light"
+        await pilot.pause()
+    assert json.loads((tmp_path / "tputui" / "settings.json").read_text()) == {"theme": "solarized-light"}
+    again = make_app("jax_mlp")
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert again.theme == "solarized-light" and again.screen.error is None
+    (tmp_path / "tputui" / "settings.json").write_text('{"theme": "no-such-theme"}')
+    assert make_app("jax_mlp").theme == "textual-dark"  # an unknown name is ignored

@@ -133,13 +133,15 @@ async def test_search_highlights_and_n_N_step_through_matches():
         await pilot.press("N")
         assert int(tl.selection[0]) == first
         # Matches are drawn highlighted: some visible block carries the match style.
-        from tputui.widgets.timeline import MATCH_BG, SELECTED_BG
+        from tputui.widgets.timeline import MATCH_BG
 
-        def drawn_with(bg):
-            return any(seg.style is not None and seg.style.bgcolor is not None
-                       and seg.style.bgcolor.name == bg.lower() for strip in tl.frame() for seg in strip)
+        def drawn_with(style):
+            return any(seg.style == style for strip in tl.frame() for seg in strip)
 
-        assert drawn_with(MATCH_BG) and drawn_with(SELECTED_BG)
+        match = tl.style(("block", 0, False, True))
+        assert drawn_with(match) and match.bgcolor.name == MATCH_BG.lower()
+        selected = tl.get_component_rich_style("timeline--selected")  # the theme's text colour as background
+        assert drawn_with(selected) and selected.bgcolor.name == app.current_theme.foreground.lower()
         await pilot.press("asterisk")
         assert len(tl.selection) == 60
         assert "60 events" in details_text(app.screen)
@@ -487,3 +489,19 @@ async def test_no_color_draws_the_timeline(monkeypatch):
         await pilot.pause()
         assert len(tl.selection) == 1 and "/col" in visible_text(tl)
         assert "│" in app.export_screenshot()  # the filtered screen renders
+
+
+async def test_axis_and_labels_follow_the_theme():
+    """Axis labels, gutter and sections are drawn in the theme's colours: readable on a light theme."""
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        dark = tl.style(("axis_label",)).color.name
+        app.theme = "textual-light"
+        await pilot.pause()
+        light_label = tl.style(("axis_label",))
+        assert light_label.color.name != dark
+        # Contrast: the label colour is the theme's foreground, far from its background.
+        fg, bg = light_label.color.triplet, tl.rich_style.bgcolor.triplet
+        assert sum(abs(a - b) for a, b in zip(fg, bg)) > 3 * 128
+        assert any(seg.style == light_label for seg in tl.frame()[0])  # the frame was redrawn with it

@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
 from tputui.tools import TOOLS, get_tool, tools_with_data
+from tputui.userdirs import load_settings, save_setting
 
 
 class PickerScreen(ModalScreen[str | None]):
@@ -138,7 +139,7 @@ HELP_TEXT = {  # longer words than the footer has room for
     "pick_run": "pick a run (newest first)",
     "pick_host": "pick a host (or all hosts)",
     "capture": "capture a profile from a live profiler server into a logdir",
-    "command_palette": "command palette: open a tool, switch run or host by name",
+    "command_palette": "command palette: open a tool, switch run or host by name, change the theme (kept)",
     "help": "this help",
     "quit": "quit",
 }
@@ -215,6 +216,22 @@ class TputuiApp(App):
         self.host = host
         self.tool_name = tool or "summary"
         self._available: dict[str, list[str]] = {}
+        self._restore_theme()
+
+    # --- theme: kept between runs in the user's config file (never the logdir) ------------
+    def _restore_theme(self) -> None:
+        saved = load_settings().get("theme")
+        if isinstance(saved, str) and saved in self.available_themes:
+            self.theme = saved
+        self._saved_theme = self.theme
+
+    def watch_theme(self, theme: str) -> None:
+        if getattr(self, "_saved_theme", theme) != theme:  # the user picked one (Ctrl+P, "theme")
+            self._saved_theme = theme
+            try:
+                save_setting("theme", theme)
+            except OSError as e:  # a read-only home must not stop the app
+                self.notify(f"could not save the theme: {e}", severity="warning")
 
     def on_mount(self) -> None:
         self.open_tool(self.tool_name)
