@@ -296,3 +296,14 @@ async def test_theme_is_kept_between_runs(tmp_path, monkeypatch):
         assert again.theme == "solarized-light" and again.screen.error is None
     (tmp_path / "tputui" / "settings.json").write_text('{"theme": "no-such-theme"}')
     assert make_app("jax_mlp").theme == "textual-dark"  # an unknown name is ignored
+
+
+@pytest.mark.parametrize("tool", ["summary", "trace_viewer"])
+async def test_ctrl_c_quits_from_a_screen_and_from_a_picker(tool):
+    for keys in (["ctrl+c"], ["r", "ctrl+c"], ["slash", "ctrl+c"]):
+        app = make_app("jax_mlp", tool=tool)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press(*keys)
+            await pilot.pause()
+            assert not app.is_running, keys

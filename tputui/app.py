@@ -206,6 +206,8 @@ class TputuiApp(App):
                 tooltip="write the table as CSV to the export folder (never the logdir)"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
+        # Ctrl+C quits as in htop / k9s / lazygit (Textual would copy text or say "press ^q").
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.quit_ctrl_c"),
     ]
 
     def __init__(self, logdir: Logdir, run: str | None = None, host: str | None = None,
