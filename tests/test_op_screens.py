@@ -330,3 +330,24 @@ def test_screen_csv_writes_nested_cells_like_export(tmp_path, monkeypatch):
     frame = pl.DataFrame({"op": ["a", "b"], "dims": [[1, 2], [3]]})
     path = write_csv(frame, "demo")
     assert open(path).read() == csv_text(frame) == 'op,dims\na,"[1, 2]"\nb,[3]\n'
+
+
+async def test_an_active_filter_leads_the_table_title():
+    """As in k9s: "/matmul 2 of 29 · Framework ops ..." while the filter is on, across a new title."""
+    app = make_app("tf_loop", "framework_op_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#ops", FrameTable)
+
+        def drawn() -> str:
+            return table._border_title.plain
+
+        assert drawn() == table.border_title and drawn().startswith("Framework ops (29)")
+        await pilot.press("slash", *"matmul", "enter")
+        n = table.row_count
+        assert 0 < n < 29 and drawn() == f"/matmul {n} of 29 · {table.border_title}"
+        await pilot.press("i")  # the screen sets a new title (IDLE hidden): the filter stays in front
+        assert table.border_title.startswith("Framework ops (28)")
+        assert drawn().startswith(f"/matmul {n} of 28 · Framework ops (28)")
+        await pilot.press("escape")
+        assert drawn() == table.border_title

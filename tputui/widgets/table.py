@@ -18,12 +18,15 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.markup import escape
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 Formatter = Callable[[Any], str]
+_DRAWN_TITLE = Widget.__dict__["border_title"]  # Textual's descriptor for the title drawn in the border
 MAX_COL_WIDTH = 60
 SAMPLE_ROWS = 200
 
@@ -96,6 +99,7 @@ class FrameTable(ScrollView, can_focus=True):
         self._widths: list[int] = []
         self.sort_by: tuple[str, bool] | None = sort
         self.filter_text = ""
+        self._title_base: str | None = None
         if frame is not None:
             self.set_frame(frame)
 
@@ -148,8 +152,27 @@ class FrameTable(ScrollView, can_focus=True):
         if not keep_cursor:
             self.cursor_row = 0
         self.cursor_row = max(0, min(self.cursor_row, view.height - 1))
+        self._title_filter()
         self.refresh()
         self._post_highlight()
+
+    # The screen's title (border_title) is kept apart from the one drawn: while a filter is on,
+    # the drawn title leads with it and its counts ("/matmul 7 of 29 · Ops"), as k9s does.
+    @property
+    def border_title(self) -> str | None:  # type: ignore[override]
+        return getattr(self, "_title_base", None)
+
+    @border_title.setter
+    def border_title(self, title: str | None) -> None:
+        self._title_base = title
+        self._title_filter()
+
+    def _title_filter(self) -> None:
+        title = self._title_base
+        if getattr(self, "filter_text", "") and hasattr(self, "_view"):  # (Widget.__init__ sets a title early)
+            shown = f"/{escape(self.filter_text)} {self._view.height:,} of {self._source.height:,}"
+            title = f"{shown} · {title}" if title else shown
+        _DRAWN_TITLE.__set__(self, title)
 
     def row(self, index: int | None = None) -> dict[str, Any] | None:
         i = self.cursor_row if index is None else index
