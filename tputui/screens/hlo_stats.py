@@ -10,26 +10,27 @@ from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import (
     CSV_TIP,
-    TIMES_US,
+    TIME_COLUMNS,
     CsvExportMixin,
     ResultKeysMixin,
     TraceJumpMixin,
     Units,
     fmt_pct100,
     fmt_rank,
-    fmt_us,
+    fmt_time_us,
 )
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
-UNITS = Units({**TIMES_US, "model_flop_rate": "GFLOP/s", "normalized_flop_rate": "GFLOP/s",
+UNITS = Units({"model_flop_rate": "GFLOP/s", "normalized_flop_rate": "GFLOP/s",
                **{c: "GiB/s" for c in ("measured_memory_bw", "hbm_bw", "cmem_read_bw", "cmem_write_bw")},
                "operational_intensity": "FLOP/B"})
 
 
 class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
-    help_notes = ("One row per HLO op; times in µs, rates and bandwidths with their unit in the header. The line "
-                  "under the table is the highlighted op's HLO text. [b]v[/b] opens the trace viewer on its events.")
+    help_notes = ("One row per HLO op; times in human units (CSV keeps µs), rates and bandwidths with their "
+                  "unit in the header. The line under the table is the highlighted op's HLO text. [b]v[/b] opens "
+                  "the trace viewer on its events.")
     BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="hlo.trace",
                         tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
                 Binding("x", "export_csv", "CSV", id="hlo.csv", tooltip=CSV_TIP)]
@@ -45,9 +46,12 @@ class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
         top = rows.head(max(3, min(8, ((self.size.height or 40) - 16) // 2)))  # small terminals keep the table
         self.body.mount(HBarChart(list(zip(top["hlo_op_name"].to_list(), top["total_self_time_percent"].to_list())),
                                   title="Top HLO ops: share of self time", unit="%", id="top"))
-        self.table = FrameTable(UNITS.show(rows), hidden=("hlo_op_expression",), id="hlo", formats=UNITS.formats({
-            "rank": fmt_rank, "total_time": fmt_us, "avg_time": fmt_us, "total_self_time": fmt_us,
-            "avg_self_time": fmt_us, "total_self_time_percent": fmt_pct100,
+        self.table = FrameTable(
+            UNITS.show(rows), hidden=("hlo_op_expression", "rank", "program_id"), id="hlo", key="hlo_op_name",
+            lead=("total_self_time", "total_self_time_percent", "occurrences", "avg_self_time", "category",
+                  "bound_by", "total_time", "avg_time"),
+            formats=UNITS.formats({
+            "rank": fmt_rank, **{c: fmt_time_us for c in TIME_COLUMNS}, "total_self_time_percent": fmt_pct100,
             "cumulative_total_self_time_percent": fmt_pct100, "dma_stall_percent": fmt_pct100}))
         self.table.border_title = f"HLO ops ({rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)

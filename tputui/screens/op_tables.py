@@ -28,6 +28,22 @@ def fmt_pct100(v) -> str:
     return "" if v is None else f"{v:.2f}%"
 
 
+def fmt_time_us(v) -> str:
+    """A time in µs in human units, three significant digits: 77.8 s, 1.23 ms, 412 us, 35 ns.
+    Tables show this; CSV / JSON exports keep the full-precision µs values."""
+    if v is None or v != v:
+        return ""
+    if v == 0:
+        return "0"
+    a = abs(v)
+    for unit, scale in (("s", 1e6), ("ms", 1e3), ("us", 1.0), ("ns", 1e-3)):
+        if a >= scale or unit == "ns":
+            x = v / scale
+            digits = 0 if abs(x) >= 100 else 1 if abs(x) >= 10 else 2
+            return f"{x:.{digits}f} {unit}"
+    return ""  # pragma: no cover - the loop always returns
+
+
 def fmt_duration_us(us: float) -> str:
     """A duration in the unit that reads best: s, ms or µs."""
     if us >= 1e6:
@@ -73,7 +89,7 @@ class Units:
 
 
 CSV_TIP = "write the table as shown (filtered, sorted) to a CSV file in the export folder (never the logdir)"
-TIMES_US = {c: "µs" for c in ("total_time", "avg_time", "total_self_time", "avg_self_time", "total_time_per_core")}
+TIME_COLUMNS = ("total_time", "avg_time", "total_self_time", "avg_self_time", "total_time_per_core")
 
 
 def write_csv(frame: pl.DataFrame, tool: str, logdir: str | None = None) -> str:

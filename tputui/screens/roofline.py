@@ -15,18 +15,18 @@ from tputui.analysis.roofline import RooflineModel
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import (
     CSV_TIP,
-    TIMES_US,
+    TIME_COLUMNS,
     CsvExportMixin,
     ResultKeysMixin,
     TraceJumpMixin,
     Units,
     fmt_pct,
     fmt_rank,
-    fmt_us,
+    fmt_time_us,
 )
 from tputui.widgets.table import FrameTable
 
-UNITS = Units({**TIMES_US, **{c: "GFLOP/s" for c in ("measured_flop_rate", "model_flop_rate", "optimal_flop_rate")},
+UNITS = Units({**{c: "GFLOP/s" for c in ("measured_flop_rate", "model_flop_rate", "optimal_flop_rate")},
                **{c: "GiB/s" for c in ("measured_memory_bw", "hbm_bw", "cmem_read_bw", "cmem_write_bw",
                                         "vmem_read_bw", "vmem_write_bw")},
                **{c: "FLOP/B" for c in ("operational_intensity", "hbm_operational_intensity",
@@ -110,10 +110,9 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
         pct = {c: fmt_pct for c in ("total_self_time_percent", "cumulative_total_self_time_percent",
                                     "total_time_in_percentage", "roofline_efficiency", "compute_efficiency",
                                     "max_mem_bw_utilization")}
-        self.table = FrameTable(id="ops", hidden=("step", "include_infeed_outfeed", "source_info"),
-                                formats=UNITS.formats({"rank": fmt_rank, "total_time": fmt_us, "avg_time": fmt_us,
-                                                       "total_self_time": fmt_us, "avg_self_time": fmt_us,
-                                                       "total_time_per_core": fmt_us, **pct}))
+        self.table = FrameTable(id="ops", hidden=("step", "include_infeed_outfeed", "source_info", "rank"),
+                                key="operation", formats=UNITS.formats({"rank": fmt_rank, **pct,
+                                                                        **{c: fmt_time_us for c in TIME_COLUMNS}}))
         self.body.mount(self.chart)
         self.body.mount(self.table)
         self._fill()
