@@ -58,7 +58,7 @@ async def test_op_profile_tree_keys():
         tree = screen.query_one(Tree)
         programs = [c.data.name for c in tree.root.children]
         assert programs[0].startswith("jit_f(") and "IDLE" in programs
-        await pilot.press("g")  # by category
+        await pilot.press("b")  # by category
         assert [c.data.name for c in tree.root.children][:2] == ["copy-done", "IDLE"]
         await pilot.press("i")  # without IDLE
         assert "IDLE" not in [c.data.name for c in tree.root.children if c.data]
@@ -88,7 +88,7 @@ async def test_hlo_stats_and_roofline_keys():
         assert isinstance(screen, RooflineScreen) and screen.error is None
         ops = screen.query_one("#ops", FrameTable)
         assert ops.row_count == 17
-        await pilot.press("i")
+        await pilot.press("e")
         assert screen.include_feed is False and ops.row_count == 17  # no infeed ops here
         await pilot.press("down", "down", "down", "down")  # a fusion: it has flops, drawn as ◆
         await pilot.pause()
@@ -298,7 +298,7 @@ async def test_screen_keys_are_hidden_without_a_result():
         screen = app.screen
         assert screen.error and screen.check_action("show_in_trace", ()) is False
         assert screen.check_action("toggle_grouping", ()) is False
-        await pilot.press("v", "g", "i")  # nothing happens, nothing breaks
+        await pilot.press("v", "b", "i")  # nothing happens, nothing breaks
         await settle(pilot)
         assert app.screen is screen and screen.error
 

@@ -58,7 +58,7 @@ def empty_line(result: MegascaleResult) -> str:
 
 
 class MegascaleScreen(CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("g", "bandwidth", "DCN Gbps", id="megascale.gbps"),
+    BINDINGS = [Binding("B", "bandwidth", "DCN Gbps", id="megascale.gbps"),
                 Binding("x", "export_csv", "CSV", id="megascale.csv", tooltip=CSV_TIP)]
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
@@ -117,7 +117,7 @@ class MegascaleScreen(CsvExportMixin, ToolScreen):
             text.append(f"\n{d}", style="dim")
         self.query_one("#summary", Static).update(text)
         self.table.border_title = (f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter"
-                                   " · g Gbps · enter trace")
+                                   " · B Gbps · enter trace")
         flagged = set(result.rows.filter(result.rows["exceeds_network"])["name"].to_list())
         self.table.formats["name"] = (lambda v: f"! {v}" if v in flagged else v)
         self.table.refresh()

@@ -50,7 +50,7 @@ class PodViewerScreen(ToolScreen):
     BINDINGS = [
         Binding("right_square_bracket", "step(1)", "Next step", id="pod.next"),
         Binding("left_square_bracket", "step(-1)", "Prev step", id="pod.prev"),
-        Binding("c", "category(1)", "Category", id="pod.category"),
+        Binding("k", "category(1)", "Category", id="pod.category"),
     ]
     DEFAULT_CSS = """
     PodViewerScreen StepBar { height: 1; padding: 0 1; }

@@ -93,7 +93,7 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
     help_notes = ("Each ● is an op with FLOPs at (operational intensity, FLOP rate); ◆ is the highlighted one. Left "
                   "of the ridge the HBM bandwidth bounds an op, right of it the peak FLOP rate. [b]/[/b] filters the "
                   "table and the chart together.")
-    BINDINGS = [Binding("i", "toggle_feed", "Infeed/outfeed", id="roofline.feed",
+    BINDINGS = [Binding("e", "toggle_feed", "Infeed/outfeed", id="roofline.feed",
                         tooltip="include or exclude infeed / outfeed ops (XProf's toggle)"),
                 Binding("v", "show_in_trace", "Show in trace", id="roofline.trace",
                         tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
@@ -124,7 +124,7 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
         self.table.set_frame(UNITS.show(lead_columns(ops)))
         feed = "included" if self.include_feed else "excluded"
         self.table.border_title = (f"Ops ({ops.height:,}), infeed/outfeed {feed}"
-                                   " · s sort · / filter · i infeed/outfeed · v trace · x CSV")
+                                   " · s sort · / filter · e infeed/outfeed · v trace · x CSV")
         self._draw(self.table.row())
 
     def _draw(self, row) -> None:
