@@ -155,7 +155,7 @@ class PodViewerScreen(ToolScreen):
         bar.append("colour: ", style="dim")
         bar.append(CATEGORY_NAMES[key], style="bold")
         bar.append(f"   {len(df)} core{'s' if len(df) != 1 else ''} · {self.pod.device_type}   "
-                   "[ ] step · c category", style="dim")
+                   "[ ] step · k category", style="dim")
         self.query_one("#stepbar", StepBar).update(bar)
         self.query_one("#legend", Static).update(self.heatmap.legend())
         # Stacked columns: per chip (x = global chip id), the mean over its cores, in ms.
