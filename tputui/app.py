@@ -140,6 +140,7 @@ HELP_TEXT = {  # longer words than the footer has room for
     "pick_host": "pick a host (or all hosts)",
     "capture": "capture a profile from a live profiler server into a logdir",
     "command_palette": "command palette: open a tool, switch run or host by name, change the theme (kept)",
+    "back": "back to the previous screen (cursor, sort, filter and scroll as they were)",
     "help": "this help",
     "quit": "quit",
 }
@@ -193,6 +194,9 @@ class TputuiCommands(Provider):
                 yield Hit(score, matcher.highlight(text), cb, help=help_text or None)
 
 
+HISTORY = 8  # screens kept for Esc (each holds its loaded result)
+
+
 class TputuiApp(App):
     TITLE = "tputui"
     CSS_PATH = "tputui.tcss"
@@ -205,14 +209,17 @@ class TputuiApp(App):
         Binding("x", "screen.export_csv", "CSV", show=False, id="app.csv",
                 tooltip="write the table as CSV to the export folder (never the logdir)"),
         Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("escape", "back", "Back", show=False, id="app.back",
+                tooltip="back to the previous screen (its cursor, sort, filter and scroll as they were)"),
         Binding("q", "quit", "Quit", id="app.quit"),
         # Ctrl+C quits as in htop / k9s / lazygit (Textual would copy text or say "press ^q").
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.quit_ctrl_c"),
     ]
 
     def __init__(self, logdir: Logdir, run: str | None = None, host: str | None = None,
-                 tool: str | None = None, use_cache: bool = True) -> None:
+                 tool: str | None = None, use_cache: bool = True, watch: float | None = None) -> None:
         super().__init__()
+        self.watch_seconds = watch
         self.logdir, self.use_cache = logdir, use_cache
         self.run_data = RunData(logdir.run(run), use_cache=use_cache)
         self.host = host
@@ -237,6 +244,8 @@ class TputuiApp(App):
 
     def on_mount(self) -> None:
         self.open_tool(self.tool_name)
+        if self.watch_seconds:
+            self.set_interval(self.watch_seconds, partial(self.rescan, True))
         if self.run_data.run.unsupported:
             self.notify(f"{len(self.run_data.run.unsupported)} host file(s) are .xplane.riegeli "
                         "(profiles over 2 GiB): not supported yet", severity="warning", timeout=10)
@@ -251,10 +260,46 @@ class TputuiApp(App):
 
             screen_cls = GenericToolScreen
         screen = screen_cls(self.run_data, self.host, tool, **options)
-        if len(self.screen_stack) > 1:
+        # Every jump keeps the screen it leaves (Esc returns to it as it was), up to HISTORY deep.
+        if len(self.screen_stack) > HISTORY:
             self.switch_screen(screen)
         else:
             self.push_screen(screen)
+
+    def action_back(self) -> None:
+        from tputui.screens.base import ToolScreen
+
+        if len(self.screen_stack) <= 2:  # the default screen and the first tool
+            self.notify("nothing to go back to (q quits)", timeout=3)
+            return
+        previous = self.screen_stack[-2]
+        if isinstance(previous, ToolScreen):  # the pickers act on what that screen shows
+            self.run_data, self.host, self.tool_name = previous.run_data, previous.host, previous.tool.name
+        self.pop_screen()
+
+    # --- reload: new runs captured while the app is open -----------------------------------
+    @work(thread=True, exclusive=True, group="rescan", description="rescanning the logdir")
+    def rescan(self, quiet: bool = False) -> None:
+        """List the logdir again (R / F5, or every --watch seconds) and say which runs are new."""
+        from tputui.data.waiting import open_logdir_waiting
+        from tputui.errors import UserError
+
+        try:
+            fresh = open_logdir_waiting(self.logdir.root)
+        except UserError as e:
+            self.call_from_thread(self.notify, f"rescan failed: {e}", severity="error")
+            return
+        self.call_from_thread(self._rescanned, fresh, quiet)
+
+    def _rescanned(self, fresh: Logdir, quiet: bool) -> None:
+        known = {r.name for r in self.logdir.runs}
+        new = [r.name for r in fresh.runs if r.name not in known]
+        self.logdir = fresh
+        if new:
+            shown = ", ".join(new[:3]) + (f" and {len(new) - 3} more" if len(new) > 3 else "")
+            self.notify(f"{len(new)} new run{'s' if len(new) > 1 else ''}: {shown} (r picks a run)", timeout=8)
+        elif not quiet:
+            self.notify(f"no new runs ({len(fresh.runs)} in the logdir)", timeout=3)
 
     def open_run(self, name: str) -> None:
         self.run_data = RunData(self.logdir.run(name), use_cache=self.use_cache)

@@ -43,6 +43,8 @@ def app_parser() -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true", help="open the bundled demo profile")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
     _add_timeout(p)
+    p.add_argument("--watch", type=_positive, metavar="SECONDS",
+                   help="rescan the logdir every SECONDS for runs captured meanwhile (R / F5 rescans once)")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
 
@@ -250,7 +252,8 @@ def run_app(argv: list[str]) -> int:
             return _fail(f"unknown tool {a.tool!r} (tools: {', '.join(tool_names())})")
     from tputui.app import TputuiApp
 
-    app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache)
+    app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
+                    watch=a.watch)
     app.run()
     return app.return_code or 0
 

@@ -36,7 +36,8 @@ class ContextBar(Static):
 class ToolScreen(Screen):
     """Loads `tool`'s result for (run, host) in a worker, then draws it via `show`."""
 
-    BINDINGS = [Binding("f5", "reload", "Reload", show=False)]
+    BINDINGS = [Binding("f5,R", "reload", "Reload", show=False,
+                        tooltip="reload: rescan the logdir for new runs and load this tool again")]
     help_notes = ""  # a few words `?` shows under this screen's keys (markup)
     DEFAULT_CSS = """
     ToolScreen #body { height: 1fr; }
@@ -80,6 +81,9 @@ class ToolScreen(Screen):
         self.load()
 
     def action_reload(self) -> None:
+        rescan = getattr(self.app, "rescan", None)
+        if rescan is not None:
+            rescan()
         self.load()
 
     @work(thread=True, exclusive=True, group="analysis", description="analysis")
@@ -145,7 +149,8 @@ class ToolScreen(Screen):
             await self.body.mount(Static("t picks a tool that has data in this run", classes="no-data-hint"))
             return
         await self.body.mount(Static(message, classes="error", id="error", markup=False))
-        self.notify(message, title=self.tool.title, severity="error", timeout=8)
+        if self.app.screen is self:  # a screen kept for Esc fails quietly; it shows the error when back
+            self.notify(message, title=self.tool.title, severity="error", timeout=8)
 
     def show(self, result: Any) -> None:  # pragma: no cover - subclasses draw
         raise NotImplementedError

@@ -30,6 +30,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import work
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Static
@@ -309,8 +310,10 @@ class TraceViewerScreen(ToolScreen):
         prompt = self.query("#prompt")
         if prompt and prompt.first().has_focus:
             self.hide_prompt()
-        elif self.timeline is not None:
+        elif self.timeline is not None and len(self.timeline.selection):
             self.timeline.select([])
+        else:
+            raise SkipAction()  # nothing to clear: Esc goes on to the app (back)
 
     def action_prompt(self, kind: str) -> None:
         if self.timeline is None:

@@ -17,6 +17,7 @@ import polars as pl
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.markup import escape
@@ -353,8 +354,9 @@ class FrameTable(ScrollView, can_focus=True):
         self.app.push_screen(ColumnChooser(self.all_columns, self.hidden, self.key), chosen)
 
     def action_clear_filter(self) -> None:
-        if self.filter_text:
-            self.set_filter("")
+        if not self.filter_text:
+            raise SkipAction()  # nothing to clear: Esc goes on to the app (back)
+        self.set_filter("")
 
     def action_select(self) -> None:
         self.post_message(self.RowSelected(self, self.row()))
