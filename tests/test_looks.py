@@ -22,7 +22,7 @@ SCREENS = [  # (tool, fixture logdir) with data for the tool
     ("hlo_stats", PROFILES / "tpu_v6e_inference"),
     ("roofline_model", PROFILES / "tpu_v6e_inference"),
     ("kernel_stats", FIXTURES / "gpu_kernels"),
-    ("memory_profile", PROFILES / "jax_mlp"),
+    ("memory_profile", PROFILES / "tf_keras"),
     ("memory_viewer", PROFILES / "tpu_v6e_inference"),
     ("pod_viewer", FIXTURES / "pod" / "pod_v4_32"),
     ("megascale_stats", FIXTURES / "pod" / "dcn_2slices"),
