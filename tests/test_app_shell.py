@@ -22,6 +22,7 @@ async def settle(pilot) -> None:
 
 
 def make_app(profile: str = "tpu_v6e_inference", **kw) -> TputuiApp:
+    kw.setdefault("tool", "summary")
     return TputuiApp(open_logdir(str(PROFILES / profile)), **kw)
 
 
@@ -100,7 +101,7 @@ async def test_corrupt_host_file_is_a_notification_not_a_crash(tmp_path):
     good = next((PROFILES / "jax_mlp").rglob("*.xplane.pb")).read_bytes()
     (run / "broken.xplane.pb").write_bytes(good[: len(good) // 3])
     shutil.copy(next((PROFILES / "jax_mlp").rglob("*.xplane.pb")), run / "fine.xplane.pb")
-    app = TputuiApp(open_logdir(str(tmp_path)), host="broken")
+    app = TputuiApp(open_logdir(str(tmp_path)), host="broken", tool="summary")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "truncated or corrupt" in (app.screen.error or "")
@@ -233,7 +234,7 @@ async def test_summary_says_which_tools_have_data_and_the_picker_reuses_it():
 async def test_summary_of_many_hosts_is_one_line_per_host():
     from conftest import ROOT
 
-    app = TputuiApp(open_logdir(str(ROOT / "tests" / "fixtures" / "pod" / "pod_v4_32")))
+    app = TputuiApp(open_logdir(str(ROOT / "tests" / "fixtures" / "pod" / "pod_v4_32")), tool="summary")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.screen
@@ -308,3 +309,17 @@ async def test_ctrl_c_quits_from_a_screen_and_from_a_picker(tool):
             await pilot.press(*keys)
             await pilot.pause()
             assert not app.is_running, keys
+
+
+@pytest.mark.parametrize("profile", ["tpu_v6e_inference", "tf_loop"])
+async def test_default_first_screen_is_the_overview(profile):
+    """XProf opens on the overview page; so do we (the summary stays on t)."""
+    app = TputuiApp(open_logdir(str(PROFILES / profile)))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(5):
+            await settle(pilot)
+        assert app.screen.tool.name == "overview_page" == app.tool_name and app.screen.error is None
+        assert app.screen.result.run_environment is not None
+        app.open_tool("summary")
+        await settle(pilot)
+        assert app.screen.tool.name == "summary" and len(app.screen_stack) == 3

@@ -194,6 +194,25 @@ class TputuiCommands(Provider):
                 yield Hit(score, matcher.highlight(text), cb, help=help_text or None)
 
 
+def fmt_size(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def run_facts(run) -> str:
+    """What the run picker says about a run: capture time, hosts, size (markup)."""
+    from datetime import datetime
+
+    when = run.sort_key
+    when = when / 1e6 if when > 1e11 else when  # a GCS generation counts microseconds
+    stamp = datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M") if when else "-"
+    n = len(run.hosts)
+    return f"[dim]{stamp} · {n} host{'s' if n != 1 else ''} · {fmt_size(sum(h.size for h in run.hosts))}[/dim]"
+
+
+DEFAULT_TOOL = "overview_page"
 HISTORY = 8  # screens kept for Esc (each holds its loaded result)
 
 
@@ -223,7 +242,10 @@ class TputuiApp(App):
         self.logdir, self.use_cache = logdir, use_cache
         self.run_data = RunData(logdir.run(run), use_cache=use_cache)
         self.host = host
-        self.tool_name = tool or "summary"
+        # With no --tool: the overview page (what XProf opens on), or the summary when the run
+        # has no data for it (the summary stays on `t`).
+        self.tool_name = tool or DEFAULT_TOOL
+        self._default_first = tool is None
         self._available: dict[str, list[str]] = {}
         self._restore_theme()
 
@@ -251,7 +273,15 @@ class TputuiApp(App):
                         "(profiles over 2 GiB): not supported yet", severity="warning", timeout=10)
 
     # --- navigation --------------------------------------------------------------------
-    def open_tool(self, name: str, **options) -> None:
+    def no_data_on_first_screen(self, screen) -> bool:
+        """The default first screen has nothing to show: the summary takes its place (True)."""
+        if not (self._default_first and len(self.screen_stack) == 2 and self.screen is screen):
+            return False
+        self._default_first = False
+        self.open_tool("summary", replace=True)
+        return True
+
+    def open_tool(self, name: str, replace: bool = False, **options) -> None:
         tool = get_tool(name)
         self.tool_name = name
         screen_cls = tool.screen_class()
@@ -261,7 +291,8 @@ class TputuiApp(App):
             screen_cls = GenericToolScreen
         screen = screen_cls(self.run_data, self.host, tool, **options)
         # Every jump keeps the screen it leaves (Esc returns to it as it was), up to HISTORY deep.
-        if len(self.screen_stack) > HISTORY:
+        self._default_first = self._default_first and len(self.screen_stack) == 1
+        if replace or len(self.screen_stack) > HISTORY:
             self.switch_screen(screen)
         else:
             self.push_screen(screen)
@@ -313,15 +344,17 @@ class TputuiApp(App):
 
     # --- pickers -----------------------------------------------------------------------
     def action_pick_run(self) -> None:
-        choices = [(r.name, f"{r.name}   ({len(r.hosts)} host{'s' if len(r.hosts) != 1 else ''})")
-                   for r in self.logdir.runs]
+        width = max((len(r.name) for r in self.logdir.runs), default=0) + 3
+        choices = [(r.name, r.name.ljust(width) + run_facts(r)) for r in self.logdir.runs]
         self.push_screen(PickerScreen("Run", choices, self.run_data.name),
                          lambda pick: pick and pick != self.run_data.name and self.open_run(pick))
 
     def action_pick_host(self) -> None:
         hosts = self.run_data.hosts
         choices = [("", "all hosts")] if len(hosts) > 1 else []
-        choices += [(h, h) for h in hosts]
+        sizes = {h.host: h.size for h in self.run_data.run.hosts}
+        width = max((len(h) for h in hosts), default=0) + 3
+        choices += [(h, h.ljust(width) + f"[dim]{fmt_size(sizes.get(h, 0))}[/dim]") for h in hosts]
         self.push_screen(PickerScreen("Host", choices, self.host or ("" if len(hosts) > 1 else hosts[0])),
                          lambda pick: pick is not None and self.open_host(pick))
 

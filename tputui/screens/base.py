@@ -144,6 +144,9 @@ class ToolScreen(Screen):
             return
         self.error = message
         await self._clear_body()
+        fallback = getattr(self.app, "no_data_on_first_screen", None)
+        if no_data and fallback is not None and fallback(self):
+            return
         if no_data:  # one calm line that says why; t picks another tool
             await self.body.mount(Static(f"No data: {message}", classes="no-data", id="error", markup=False))
             await self.body.mount(Static("t picks a tool that has data in this run", classes="no-data-hint"))
