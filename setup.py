@@ -1,17 +1,19 @@
-"""Build the optional C wire decoder (tputui.data._wire).
+"""Build the optional C extensions: the wire decoder (tputui.data._wire), event nesting
+(tputui.analysis._nesting) and the trace viewer's sequential derive steps (tputui.analysis._derive).
 
-If no C compiler is available the build goes on without it and tputui falls back to
-protobuf's own parser (exact, but slower on large profiles).
+If no C compiler is available the build goes on without them and tputui falls back to
+protobuf's own parser, numpy and the Python replays (exact, but slower on large profiles).
 """
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
         Extension(
-            "tputui.data._wire",
-            sources=["tputui/data/_wire.c"],
+            f"tputui.{name}",
+            sources=[f"tputui/{name.replace('.', '/')}.c"],
             extra_compile_args=["-O3", "-std=c99"],
             optional=True,
         )
+        for name in ("data._wire", "analysis._nesting", "analysis._derive")
     ]
 )

@@ -44,10 +44,10 @@ if mode == "single":  # one GET for the whole object, for comparison
     gcs.MIN_PART = gcs.MAX_PART = 1 << 40
 spent = {"read": 0.0}
 _read = gcs.read_bytes
-def timed_read(hf, progress=None):
+def timed_read(*args, **kwargs):
     t = time.perf_counter()
     try:
-        return _read(hf, progress=progress)
+        return _read(*args, **kwargs)
     finally:
         spent["read"] += time.perf_counter() - t
 gcs.read_bytes = timed_read

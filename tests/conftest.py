@@ -57,3 +57,27 @@ def server():
     s = LiveServer(seconds=240)
     yield s
     s.stop()
+
+
+# --- app tests ----------------------------------------------------------------------------------
+def make_app(profile: str | pathlib.Path = "tpu_v6e_inference", tool: str | None = "summary", **kw):
+    """The app on a fixture profile (a name under tests/fixtures/profiles or tests/fixtures, or a
+    path), opening `tool` (the summary unless named; None: the app's own default, the overview).
+    Textual is imported here, not at the top: headless tests stay headless."""
+    from tputui.app import TputuiApp
+    from tputui.data.logdir import open_logdir
+
+    root = pathlib.Path(profile)
+    if not root.is_absolute():
+        root = PROFILES / profile if (PROFILES / profile).exists() else FIXTURES / profile
+    return TputuiApp(open_logdir(str(root)), tool=tool, **kw)
+
+
+async def settle(pilot, rounds: int = 3) -> None:
+    """Until the app is quiet: workers done and what they reported drawn. Worker results arrive
+    as messages handled after the worker ends, and drawing them may start more workers (the
+    summary's tool check, the trace viewer's level of detail), hence a few rounds."""
+    for _ in range(rounds):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()

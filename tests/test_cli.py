@@ -178,7 +178,7 @@ def test_demo_with_a_logdir_and_a_mistyped_subcommand(capsys):
     code, _, err = run_cli(capsys, str(PROFILES / "jax_mlp"), "--demo")
     assert_one_line_error(code, err, "give a LOGDIR or --demo, not both")
     code, _, err = run_cli(capsys, "exprot")
-    assert_one_line_error(code, err, "no such file or directory: exprot (subcommands: export, capture, monitor)")
+    assert_one_line_error(code, err, "no such file or directory: exprot (subcommands: export, capture, monitor, sql, diff)")
 
 
 def test_export_help_names_every_tool(capsys):
@@ -218,3 +218,15 @@ def test_output_to_a_special_file_writes_through_it(capsys, tmp_path):
     assert code == 0, err
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert json.loads(got[0])["hosts"][0]["host"] == "vm"
+
+
+def test_demo_offers_a_cpu_and_a_tpu_profile_each_under_1_mb():
+    from tputui.data.logdir import open_logdir
+    from tputui.data.run_data import RunData
+    from tputui.demo import demo_logdir
+    from tputui.export import run_tool
+
+    runs = open_logdir(demo_logdir()).runs
+    assert len(runs) == 2 and all(h.size < 1 << 20 for r in runs for h in r.hosts)
+    kinds = {r.name: run_tool(RunData(r), "summary", None).device_type for r in runs}
+    assert any("TPU" in (k or "") for k in kinds.values()), kinds

@@ -8,7 +8,7 @@ from conftest import PROFILES
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
-from tputui.screens.op_tables import fmt_time_us
+from tputui.format import human_us as fmt_time_us
 from tputui.widgets.column_chooser import ColumnChooser
 from tputui.widgets.table import FrameTable
 

@@ -25,9 +25,10 @@ from gcs_emulator import Emulator, RecordingProxy, free_port  # noqa: E402
 
 from tputui.analysis.result import NoDataError  # noqa: E402
 from tputui.data import gcs  # noqa: E402
-from tputui.data.cache import read_bytes  # noqa: E402
 from tputui.data.logdir import LogdirError, open_logdir  # noqa: E402
 from tputui.data.run_data import RunData  # noqa: E402
+from tputui.data.storage import gcs_cache_dir  # noqa: E402
+from tputui.data.storage import read as read_buffer  # noqa: E402
 from tputui.export import run_tool, write_result  # noqa: E402
 from tputui.tools import TOOLS  # noqa: E402
 
@@ -38,6 +39,11 @@ ANON_401 = ("Anonymous caller does not have storage.objects.list access to the G
             "bucket. Permission 'storage.objects.list' denied on resource (or it may not exist).")
 DENIED_403 = ("ci-reader@proj.iam.gserviceaccount.com does not have storage.objects.get access to the "
               "Google Cloud Storage object. Permission 'storage.objects.get' denied on resource (or it may not exist).")
+
+
+def read_bytes(hf, progress=None) -> bytes:
+    """A host file's bytes through storage's read path (local files come back memory-mapped)."""
+    return bytes(read_buffer(hf, progress=progress))
 
 
 @pytest.fixture(scope="session")
@@ -378,7 +384,7 @@ def test_permission_denied_on_list_and_on_read(gcs_env):
 def _cache():
     import pathlib
 
-    return pathlib.Path(gcs.cache_dir())
+    return pathlib.Path(gcs_cache_dir())
 
 
 def test_no_credentials(gcs_env):
@@ -464,13 +470,14 @@ def test_write_bytes_creates_only_the_new_object(gcs_env):
     emu.upload("captures", "logs/plugins/profile/2026_01_01_00_00_00/old.xplane.pb", b"old")
     before = emu.objects("captures")
     target = "gs://captures/logs/plugins/profile/2026_04_04_00_00_00/w0.xplane.pb"
-    gcs.write_bytes(target, b"new profile bytes")
+    new = b"\x22\x02w0"  # an XSpace holding one hostname (field 4)
+    gcs.write_bytes(target, new)
     after = emu.objects("captures")
     assert set(after) - set(before) == {"logs/plugins/profile/2026_04_04_00_00_00/w0.xplane.pb"}
     assert {k: after[k] for k in before} == before
     assert [r.query.get("ifGenerationMatch") for r in proxy.writes()] == ["0"]  # never overwrites
     hf = open_logdir("gs://captures/logs").runs[0].hosts[0]
-    assert hf.host == "w0" and read_bytes(hf) == b"new profile bytes"
+    assert hf.host == "w0" and read_bytes(hf) == new
 
 
 def test_write_errors(gcs_env):
@@ -503,3 +510,23 @@ def test_capture_writes_through_gcs(gcs_env):
     emu.create_bucket("cap2")
     write_remote("gs://cap2/run/plugins/profile/2026_05_05_00_00_00/h.xplane.pb", b"abc")
     assert emu.objects("cap2").keys() == {"run/plugins/profile/2026_05_05_00_00_00/h.xplane.pb"}
+
+
+def test_host_checks_on_gs_download_nothing_and_list_marks_a_bad_object(gcs_env, capsys):
+    """Checking gs:// hosts goes by the listed size (no GET: a Dask or worker decode may fetch
+    them instead); a bad object is found when a tool decodes it, and --list marks it."""
+    from tputui.cli import main
+
+    emu, proxy = gcs_env
+    emu.create_bucket("mixed")
+    good = (PROFILES / "jax_mlp").rglob("vm.xplane.pb").__next__().read_bytes()
+    emu.upload("mixed", "plugins/profile/r/vm.xplane.pb", good)
+    emu.upload("mixed", "plugins/profile/r/bad.xplane.pb", good[:5000])
+    proxy.reset()
+    rd = RunData(open_logdir("gs://mixed").runs[0], use_cache=False)
+    assert rd.check_hosts() == {} and not proxy.downloads()
+    code = main(["export", "gs://mixed", "--list", "--no-cache"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "1 host file(s) unreadable" in err
+    (run,) = json.loads(out)["runs"]
+    assert list(run["unreadable"]) == ["bad"] and "truncated or corrupt XSpace" in run["unreadable"]["bad"]

@@ -8,6 +8,7 @@ import pytest
 from conftest import FIXTURES
 from op_tools_helpers import datatable_rows, mismatches, run_of
 
+from tputui.analysis import gpu_kernels
 from tputui.analysis import kernel_stats as ks
 from tputui.analysis.result import NoDataError
 from tputui.data.logdir import open_logdir
@@ -29,12 +30,12 @@ def test_rows_equal_xprof():
 
 
 def test_launch_parsing_and_tensor_core_rules():
-    p = ks.parse_launch("regs:32 static_shared:8 dynamic_shared:0 grid:2,3,4 block:128,1,1 occ_pct:12.5 junk")
+    p = gpu_kernels.parse_launch("regs:32 static_shared:8 dynamic_shared:0 grid:2,3,4 block:128,1,1 occ_pct:12.5 junk")
     assert (p["regs"], p["static_shared"], p["grid"], p["block"], p["occ"]) == (32, 8, (2, 3, 4), (128, 1, 1), 12.5)
-    assert ks.parse_launch("grid:1,2 block:x,1,1")["grid"] == (1, 1, 1)
-    assert ks.uses_tensor_core("volta_h884gemm") and not ks.uses_tensor_core("EigenMetaKernel")
-    assert ks.einsum_tensor_core_eligible("ab,bc->ac") and not ks.einsum_tensor_core_eligible("ab->ba")
-    assert ks.op_tensor_core_eligible("a/b/Conv2D") and not ks.op_tensor_core_eligible("a/Relu")
+    assert gpu_kernels.parse_launch("grid:1,2 block:x,1,1")["grid"] == (1, 1, 1)
+    assert gpu_kernels.uses_tensor_core("volta_h884gemm") and not gpu_kernels.uses_tensor_core("EigenMetaKernel")
+    assert gpu_kernels.einsum_tensor_core_eligible("ab,bc->ac") and not gpu_kernels.einsum_tensor_core_eligible("ab->ba")
+    assert gpu_kernels.op_tensor_core_eligible("a/b/Conv2D") and not gpu_kernels.op_tensor_core_eligible("a/Relu")
 
 
 def test_top_kernels_and_no_gpu():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import PROFILES, xplane
+from conftest import PROFILES, settle, xplane
 from helpers.live import FakeProfiler, closed_port, fake_server, response_with
 
 from tputui.app import TputuiApp
@@ -12,12 +12,6 @@ from tputui.data.logdir import open_logdir
 from tputui.screens.capture_dialog import CaptureDialog, default_capture_logdir, open_capture_dialog
 
 SIZE = (120, 40)
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def app_on_copy(tmp_path) -> TputuiApp:

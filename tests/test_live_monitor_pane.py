@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from conftest import FIXTURES, xplane
+from conftest import FIXTURES, settle, xplane
 from helpers.live import FakeProfiler, fake_server, response_with
 
 from tputui.live.monitor import History, MonitorSession, Sample, sample_from_xspace
@@ -43,12 +43,6 @@ def drawn(widget) -> str:
     console = Console(width=max(40, widget.size.width), record=True, file=open("/dev/null", "w"))
     console.print(widget.content)
     return console.export_text()
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def test_recorded_stream_is_a_real_run():

@@ -4,7 +4,7 @@ the one-line empty state; one SVG snapshot."""
 from __future__ import annotations
 
 import polars as pl
-from conftest import FIXTURES
+from conftest import FIXTURES, make_app, settle
 from textual.widgets import Input
 
 from tputui.app import TputuiApp
@@ -17,14 +17,8 @@ DCN = FIXTURES / "pod" / "dcn_2slices"
 SIZE = (120, 40)
 
 
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def app() -> TputuiApp:
-    return TputuiApp(open_logdir(str(DCN)), tool="megascale_stats")
+def app():
+    return make_app(DCN, "megascale_stats")
 
 
 async def test_table_bandwidth_flag_and_enter():

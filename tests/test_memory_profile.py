@@ -234,3 +234,18 @@ def test_memory_ids_agree_on_every_profile(profile):
     assert mp.has_data(run) == bool(expected)
     if expected:
         assert mp.analyze(run).memory_ids == expected
+
+
+def test_memory_event_row_finds_the_snapshot_event():
+    """The trace jump's matcher (analysis side): a timeline snapshot leads back to its event."""
+    from tputui.analysis.memory_profile import memory_event_row
+
+    run = RunData(open_logdir(str(PROFILES / "tf_keras")).run(None), use_cache=False)
+    result = mp.analyze(run)
+    memory_id, allocator = next(iter(result.allocators.items()))
+    snap = allocator.timeline.row(allocator.peak_index, named=True)
+    frame = run.frame(result.host)
+    row = memory_event_row(frame, snap["time_ps"], snap["activity"], memory_id)
+    event = mp.memory_events(frame).filter(pl.col("row") == row)
+    assert event["time_ps"].to_list() == [snap["time_ps"]] and event["activity"].to_list() == [snap["activity"]]
+    assert memory_event_row(frame, snap["time_ps"], snap["activity"], "no such allocator") is None

@@ -1,24 +1,19 @@
 """The memory profile screen from the keyboard: summary, timeline cursor, allocator picker, breakdown."""
 from __future__ import annotations
 
-from conftest import PROFILES
+from functools import partial
 
-from tputui.app import PickerScreen, TputuiApp
-from tputui.data.logdir import open_logdir
+import conftest
+from conftest import settle
+
 from tputui.screens.memory_profile import AreaChart, MemoryProfileScreen
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.table import FrameTable
 
 SIZE = (120, 40)
 
 
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def make_app(profile: str) -> TputuiApp:
-    return TputuiApp(open_logdir(str(PROFILES / profile)), tool="memory_profile", use_cache=False)
+make_app = partial(conftest.make_app, tool="memory_profile", use_cache=False)
 
 
 def card(screen) -> str:

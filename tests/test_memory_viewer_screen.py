@@ -1,25 +1,24 @@
 """The memory viewer screen from the keyboard: module and memory-space pickers, heap curve, buffers."""
 from __future__ import annotations
 
-from conftest import PROFILES
+from functools import partial
 
-from tputui.app import PickerScreen, TputuiApp
+import conftest
+from conftest import PROFILES, settle
+
+from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
+from tputui.data.run_data import RunData
+from tputui.export import export_text
 from tputui.screens.memory_profile import AreaChart
 from tputui.screens.memory_viewer import MemoryViewerScreen
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.table import FrameTable
 
 SIZE = (120, 40)
 
 
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def make_app(profile: str) -> TputuiApp:
-    return TputuiApp(open_logdir(str(PROFILES / profile)), tool="memory_viewer", use_cache=False)
+make_app = partial(conftest.make_app, tool="memory_viewer", use_cache=False)
 
 
 async def pick_module(pilot, text: str) -> None:
@@ -52,7 +51,7 @@ async def test_module_picker_curve_and_buffers():
         assert "params_0__0_.1" in str(screen.query_one("#mv-buffer").render())
         await pilot.press("b")
         assert screen.by_size and table.row(8)["name"].startswith("small")
-        sizes = table.frame["size"].to_list()
+        sizes = table.frame["size_mib"].to_list()
         assert sizes == sorted(sizes, reverse=True)
 
 
@@ -125,3 +124,20 @@ async def test_summary_and_peak_fit_a_small_terminal():
         assert "3.19 KiB" in text and "4.39 KiB" in text and "…" not in text
         point = app.screen.query_one("#mv-point")
         assert "▲ peak" in point.render_lines(point.region.reset_offset)[0].text
+
+
+async def test_screen_csv_is_the_export_csv(tmp_path, monkeypatch):
+    """`x` on the buffer list and `tputui export --format csv` write one table: same columns,
+    same units (MiB, as XProf), same rows for the same order."""
+
+    monkeypatch.setenv("TPUTUI_EXPORT_DIR", str(tmp_path))
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pick_module(pilot, "train_step")
+        await pilot.press("tab", "x")
+        await settle(pilot)
+    written = next(tmp_path.glob("memory_viewer-*.csv")).read_text()
+    run = RunData(open_logdir(str(PROFILES / "jax_mlp")).run(None), use_cache=False)
+    exported = export_text(run, "memory_viewer", fmt="csv", module="jit_train_step(32)")
+    assert written.splitlines() == exported.strip().splitlines()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import FIXTURES, PROFILES
+from conftest import FIXTURES, make_app, settle
 from textual.widgets import Tree
 
 from tputui.app import TputuiApp
@@ -17,17 +17,6 @@ from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
 SIZE = (120, 40)
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def make_app(profile: str, tool: str) -> TputuiApp:
-    root = FIXTURES / "gpu_kernels" if profile == "gpu_kernels" else PROFILES / profile
-    return TputuiApp(open_logdir(str(root)), tool=tool)
 
 
 async def test_framework_op_stats_keys(tmp_path, monkeypatch):
@@ -244,12 +233,15 @@ async def test_op_profile_shows_ops_categories_and_programs_in_the_trace_viewer(
 async def test_all_hosts_jump_says_which_host_the_trace_shows():
     root = FIXTURES / "pod" / "pod_v4_32"
     app = TputuiApp(open_logdir(str(root)), tool="hlo_stats")
+    said: list[str] = []  # every notification (the toasts expire after 6 s: a slow machine misses them)
+    notify = app.notify
+    app.notify = lambda message, *a, **kw: (said.append(str(message)), notify(message, *a, **kw))[1]
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.screen.host is None and app.screen.query_one("#hlo", FrameTable).row()["hlo_op_name"] == "fusion.12"
         trace = await open_trace(pilot)
         assert set(selected(trace)) == {"fusion.12"}
-        assert any("the trace viewer shows one host" in n.message for n in app._notifications)
+        assert any("the trace viewer shows one host" in m for m in said)
 
 
 async def test_kernel_stats_shows_launches_in_the_trace_viewer():

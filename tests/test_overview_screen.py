@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import os
 
-from conftest import PROFILES
+import conftest
+from conftest import PROFILES, settle
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
@@ -15,14 +16,8 @@ from tputui.widgets.table import FrameTable
 SIZE = (120, 40)
 
 
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def make_app(profile: str, tool: str = "overview_page") -> TputuiApp:
-    return TputuiApp(open_logdir(str(PROFILES / profile)), tool=tool, use_cache=False)
+def make_app(profile: str, tool: str = "overview_page"):
+    return conftest.make_app(profile, tool, use_cache=False)
 
 
 def text_of(screen, selector: str) -> str:

@@ -94,3 +94,27 @@ def test_breakdown_formula_sparse_core_and_idle():
     assert bd["all_others"] == 1000 - (500 + 100 + 50 + 10 + 5 + 7 + 30 + 20)
     assert sum(bd.values()) == 1000  # the categories partition the step
     assert pv.bottleneck(bd) == "Device compute"
+
+
+def test_chip_frame_is_the_mean_of_each_chips_cores():
+    """The per-chip columns the screen draws: each chip's mean over its cores (ms), exact."""
+    import polars as pl
+
+    r = pv.analyze(run_of(POD / "pod_v4_32"))
+    step = r.step_numbers[0]
+    chips = r.chip_frame(step)
+    cores = r.step_frame(step)
+    assert chips["chip"].to_list() == sorted(cores["chip"].unique().to_list())
+    for row in chips.iter_rows(named=True):
+        mine = cores.filter(pl.col("chip") == row["chip"])
+        assert row["cores"] == len(mine) and row["host"] == mine["host"][0]
+        parts = [k for k in pv.CATEGORY_KEYS if f"{k}_ms" in chips.columns]
+        for k in parts:
+            assert row[f"{k}_ms"] == pytest.approx(mine[f"{k}_us"].mean() / 1000, rel=1e-12)
+        assert row["total_ms"] == pytest.approx(sum(row[f"{k}_ms"] for k in parts), rel=1e-12)
+    # Categories without any time are left out; the means over a chip's cores match cores_mean_ms.
+    assert all(chips[c].sum() > 0 for c in chips.columns if c.endswith("_ms") and c != "total_ms")
+    first = chips.row(0, named=True)
+    mean = r.cores_mean_ms(step, cores.filter(pl.col("chip") == first["chip"])["core"].to_list())
+    assert mean["device_compute"] == pytest.approx(first["device_compute_ms"], rel=1e-12)
+    assert r.dominant_category == pv.CATEGORY_KEYS.index("device_compute")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import ALL_PROFILES, PROFILES, oracle_dir
 
+from tputui.analysis import host_map
 from tputui.analysis import steps as S
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
@@ -34,7 +35,7 @@ def _oracle_steps(profile, run):
 @pytest.mark.parametrize("profile,run", list(_runs()))
 def test_steps_match_xprof(profile, run):
     want, table = _oracle_steps(profile, run)
-    db = S.run_steps(RunData(run))
+    db = host_map.run_op_stats(RunData(run)).steps
     got = db.per_step()
     assert len(got) == len(want)
     if not want:

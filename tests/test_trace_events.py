@@ -243,3 +243,52 @@ def test_step_name_stats_in_the_file_name_events():
     ev = trace_events(decode(space.SerializeToString()))
     assert [ev.names[i] for i in ev.name.tolist()] == ["my step 0", "my step 1", "my step 2"]
     assert ev.start_ps.tolist() == [1000, 11000, 21000]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_std_sort_in_c_equals_the_python_replay(seed):
+    """The C replay (_derive.std_sort) against the Python reference: exact order, ties included."""
+    from tputui.analysis import stdsort
+
+    if stdsort._derive is None:
+        pytest.skip("the C extension is not built")
+    rng = np.random.default_rng(seed)
+    for n in (2, 17, 100, 3000):
+        a, b = rng.integers(0, max(n // 8, 2), n), rng.integers(0, 3, n)  # many ties
+        assert sort_order(a, b).tolist() == sort_order(a, b, use_c=False).tolist()
+    for c in json.loads((FIXTURES / "stdsort_cases.json").read_text())["cases"]:
+        assert sort_order(np.array(c["keys"])).tolist() == c["order"]
+
+
+@pytest.mark.parametrize("path", DEVICE_CASES, ids=lambda p: p.name)
+def test_offload_rows_in_c_equal_one_op_at_a_time(path, monkeypatch):
+    """Host Offload Ops rows from _derive.pair_offload equal _OffloadRows' (same events, same order)."""
+    from tputui.analysis import trace_events as te
+
+    if te._derive is None:
+        pytest.skip("the C extension is not built")
+    xp = path if path.suffix == ".pb" else next(path.rglob("*.xplane.pb"))
+    frame = decode(xp.read_bytes())
+    fast = trace_events(frame)
+    monkeypatch.setattr(te, "OFFLOAD_IN_C", False)
+    slow = trace_events(frame)
+    assert fast.names == slow.names
+    for col in ("pid", "tid", "start_ps", "duration_ps", "name", "source", "kind"):
+        assert getattr(fast, col).tolist() == getattr(slow, col).tolist(), col
+    if path == DEVICE_CASES[0]:  # the real TPU profile has offloaded copies
+        assert int(np.count_nonzero(fast.tid >= te.TID_OFFLOAD_FIRST)) > 0
+
+
+@pytest.mark.parametrize("path", DEVICE_CASES[:2], ids=lambda p: p.name)
+def test_first_pass_is_the_full_events_without_the_derived_lines(path):
+    """trace_events(derived=False) = the first rows of the full result, same order, no derived event."""
+    xp = path if path.suffix == ".pb" else next(path.rglob("*.xplane.pb"))
+    frame = decode(xp.read_bytes())
+    full, first = trace_events(frame), trace_events(frame, derived=False)
+    n = len(first)
+    assert 0 < n < len(full) and not (first.kind == 2).any() and (full.kind[n:] == 2).all()
+    for col in ("pid", "tid", "start_ps", "duration_ps", "source", "kind"):
+        assert getattr(first, col).tolist() == getattr(full, col)[:n].tolist(), col
+    assert [first.names[i] for i in first.name] == [full.names[i] for i in full.name[:n]]
+    derived_tids = set(full.tid[n:].tolist())
+    assert set(first.threads["tid"].to_list()) == set(full.threads["tid"].to_list()) - derived_tids

@@ -49,6 +49,30 @@ def test_track_time_order_is_a_lexsort():
         assert _track_time_order(track, start, dur, 4).tolist() == np.lexsort((-dur, start, track)).tolist()
 
 
+def test_track_time_order_of_lines_already_in_order_is_a_lexsort():
+    """Each track one run in (start, longest first) order, as decoded lines come: no sort needed."""
+    from tputui.analysis.trace import _runs_in_order
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        ntr = int(rng.integers(1, 6))
+        parts = []
+        for t in rng.permutation(ntr).tolist():
+            m = int(rng.integers(0, 30))
+            start, dur = rng.integers(0, 50, m), rng.integers(0, 20, m)
+            o = np.lexsort((-dur, start))
+            parts.append((np.full(m, t), start[o], dur[o]))
+        track, start, dur = (np.concatenate(c) for c in zip(*parts))
+        if not len(track):
+            continue
+        assert _runs_in_order(track, start, dur) is not None
+        assert _track_time_order(track, start, dur, ntr).tolist() == np.lexsort((-dur, start, track)).tolist()
+    # A track in two runs, or a run out of order: the general path.
+    assert _runs_in_order(np.array([0, 1, 0]), np.array([1, 2, 3]), np.array([1, 1, 1])) is None
+    assert _runs_in_order(np.array([0, 0]), np.array([2, 1]), np.array([1, 1])) is None
+    assert _runs_in_order(np.array([0, 0]), np.array([1, 1]), np.array([1, 2])) is None
+
+
 def test_nesting_depth_matches_the_sequential_tree():
     rng = np.random.default_rng(2)
     for _ in range(1000):

@@ -5,20 +5,22 @@ search and n / N, sections, go to time, timing marks, focus from other screens).
 """
 from __future__ import annotations
 
+import conftest
 import numpy as np
 import pytest
 from conftest import PROFILES
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
+from tputui.format import time_ps as fmt_ps
 from tputui.screens.trace_viewer import TraceFocus, TraceViewerScreen, show_in_trace_viewer
-from tputui.widgets.timeline import Timeline, fmt_ps, parse_time
+from tputui.widgets.timeline import Timeline, parse_time
 
 SIZE = (120, 36)
 
 
-def make_app(profile: str = "jax_mlp", **kw) -> TputuiApp:
-    return TputuiApp(open_logdir(str(PROFILES / profile)), tool="trace_viewer", **kw)
+def make_app(profile: str = "jax_mlp", **kw):
+    return conftest.make_app(profile, "trace_viewer", **kw)
 
 
 async def loaded(pilot) -> Timeline:
@@ -325,7 +327,7 @@ async def test_small_terminal_keeps_most_rows_for_the_timeline():
 
 
 async def test_help_explains_the_trace_keys():
-    from tputui.app import HelpScreen
+    from tputui.screens.help import HelpScreen
 
     app = make_app()
     async with app.run_test(size=(140, 45)) as pilot:
@@ -443,10 +445,10 @@ async def test_level_of_detail_finishing_after_the_user_left_is_ignored():
         await app.workers.wait_for_complete()
         # A worker reporting after the switch: the viewer is kept for Esc (back history), so it
         # takes the late reports quietly, and the summary stays on top.
-        viewer._lod_progress("late")
-        viewer._swap_index(tl.ix)
-        viewer._lod_done()
-        assert viewer.lod_note == "" and app.screen.tool.name == "summary"
+        viewer.post_message(viewer.LodProgress("late"))
+        viewer.post_message(viewer.LodDone(tl.ix))
+        await pilot.pause()
+        assert app.screen.tool.name == "summary"
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is viewer and viewer.error is None
@@ -510,3 +512,36 @@ async def test_axis_and_labels_follow_the_theme():
         fg, bg = light_label.color.triplet, tl.rich_style.bgcolor.triplet
         assert sum(abs(a - b) for a, b in zip(fg, bg)) > 3 * 128
         assert any(seg.style == light_label for seg in tl.frame()[0])  # the frame was redrawn with it
+
+
+async def test_second_open_draws_the_saved_index_at_once():
+    """The first open draws the quick pass and finishes in the background; a new app on the
+    same cache draws the saved, complete index straight away (no background work)."""
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        first_view = visible_text(tl)
+        n = tl.ix.num_events
+    app = make_app("tpu_v6e_inference")
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause()
+            if app.screen.query("#timeline"):
+                break
+        ix = app.screen.index
+        assert ix.complete and not app.screen.lod_note and ix.num_events == n
+        assert not app.run_data._frames  # drawn without decoding the profile
+        await pilot.pause()
+        tl = app.screen.query_one("#timeline", Timeline)
+        assert visible_text(tl) == first_view
+        status = str(app.screen.query_one("#status").render())
+        assert f"{n:,} events" in status and "background" not in status
+        # Selecting an event reads its stats from the frame, loaded off the UI thread on demand.
+        i = int(np.flatnonzero((np.asarray(ix.source) >= 0) & (np.asarray(ix.kind) == 0))[0])
+        tl.select(np.array([i]), current=i)
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert ix.frame_ready and app.run_data._frames
+        text = details_text(app.screen)
+        assert ix.event_name(i) in text and "Duration" in text

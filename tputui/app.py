@@ -5,170 +5,19 @@ Like TensorBoard's Runs / Tools / Host drop-downs, but from the keyboard: `r`, `
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 from functools import partial
 
-from rich.markup import escape
-from rich.table import Table
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList, Static
-from textual.widgets.option_list import Option
 
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
+from tputui.screens.help import HelpScreen, help_lines
+from tputui.screens.pickers import PickerScreen
 from tputui.tools import TOOLS, get_tool, tools_with_data
 from tputui.userdirs import load_settings, save_setting
-
-
-class PickerScreen(ModalScreen[str | None]):
-    """A filterable list of choices; Enter picks, Esc cancels."""
-
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
-    DEFAULT_CSS = """
-    PickerScreen { align: center middle; }
-    PickerScreen > Vertical { width: 70; max-width: 90%; height: auto; max-height: 80%;
-                              border: round $accent; background: $surface; padding: 0 1; }
-    PickerScreen OptionList, PickerScreen OptionList:focus { height: auto; max-height: 24; border: none;
-                                                             padding: 0; background: $surface; }
-    PickerScreen Input, PickerScreen Input:focus { border: none; height: 1; padding: 0 1;
-                                                   background: $boost; margin: 0 0 1 0; }
-    PickerScreen .note { height: auto; margin-top: 1; }
-    """
-
-    def __init__(self, title: str, choices: list[tuple[str, str]], current: str | None = None,
-                 note: str = "") -> None:
-        super().__init__()
-        self.title_text, self.choices, self.current, self.note = title, choices, current, note
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(f"[b]{self.title_text}[/b]  [dim]type to filter · Enter pick · Esc cancel[/dim]")
-            yield Input(placeholder="filter", id="picker-filter", select_on_focus=False)
-            yield OptionList(*self._options(""), id="picker-options")
-            if self.note:
-                yield Static(self.note, classes="note")
-
-    def _options(self, needle: str) -> list[Option]:
-        needle = needle.lower()
-        return [Option(("● " if key == self.current else "  ") + label, id=key)
-                for key, label in self.choices if needle in label.lower() or needle in key.lower()]
-
-    def on_mount(self) -> None:
-        ol = self.query_one(OptionList)
-        keys = [k for k, _ in self.choices]
-        if self.current in keys:
-            ol.highlighted = keys.index(self.current)
-        ol.focus()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        ol = self.query_one(OptionList)
-        ol.clear_options()
-        ol.add_options(self._options(event.value))
-        if ol.option_count:
-            ol.highlighted = 0
-
-    def on_input_submitted(self) -> None:
-        ol = self.query_one(OptionList)
-        if ol.highlighted is not None:
-            self.dismiss(ol.get_option_at_index(ol.highlighted).id)
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(event.option.id)
-
-    def on_key(self, event) -> None:
-        # Typing a printable character while the list has focus starts filtering.
-        inp = self.query_one(Input)
-        if event.is_printable and not inp.has_focus and event.character not in (" ",):
-            inp.focus()
-            inp.insert_text_at_cursor(event.character)
-            event.stop()
-
-
-class HelpScreen(ModalScreen[None]):
-    """Every key the current screen answers to, then the app-wide ones; scrolls when long."""
-
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss(None)", "Close")]
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 84; max-width: 95%; height: auto; max-height: 90%;
-                                  border: round $accent; background: $surface; padding: 0 1; }
-    HelpScreen > VerticalScroll:focus { border: round $accent; }
-    HelpScreen Static { height: auto; }
-    """
-
-    def __init__(self, lines: Iterable[tuple[str, str]], title: str, everywhere: Iterable[tuple[str, str]] = (),
-                 notes: str = "") -> None:
-        super().__init__()
-        self.screen_lines, self.everywhere = list(lines), list(everywhere)
-        self.lines = self.screen_lines + self.everywhere
-        self.title_text, self.notes = title, notes
-
-    def compose(self) -> ComposeResult:
-        width = max((len(k) for k, _ in self.lines), default=4)
-
-        def block(lines: list[tuple[str, str]]) -> Table:
-            t = Table.grid(padding=(0, 2))
-            t.add_column(width=width, style="bold", no_wrap=True)
-            t.add_column()  # long descriptions wrap inside their own column
-            for k, d in lines:
-                t.add_row(k, d)
-            return t
-
-        with VerticalScroll():
-            yield Static(f"[b]{escape(self.title_text)}[/b] — keys  [dim](↑ ↓ scroll · Esc closes)[/dim]\n")
-            yield Static(block(self.screen_lines))
-            if self.notes:
-                yield Static("\n" + self.notes)
-            if self.everywhere:
-                yield Static("\n[b]Everywhere[/b]\n")
-                yield Static(block(self.everywhere))
-
-    def on_mount(self) -> None:
-        self.query_one(VerticalScroll).focus()
-
-
-# Textual's own focus / copy / horizontal-page keys: true, but noise in a list of what tputui does.
-HELP_SKIP = {"app.focus_next", "app.focus_previous", "screen.copy_text", "page_left", "page_right"}
-HELP_TEXT = {  # longer words than the footer has room for
-    "pick_tool": "pick a tool (the list shows the tools with data in this run)",
-    "pick_run": "pick a run (newest first)",
-    "pick_host": "pick a host (or all hosts)",
-    "capture": "capture a profile from a live profiler server into a logdir",
-    "command_palette": "command palette: open a tool, switch run or host by name, change the theme (kept)",
-    "back": "back to the previous screen (cursor, sort, filter and scroll as they were)",
-    "help": "this help",
-    "quit": "quit",
-}
-
-
-def help_lines(app: App, screen) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(this screen's keys, app-wide keys) from the active bindings; one line per action."""
-    groups: dict[tuple[bool, str], list] = {}
-    for active in screen.active_bindings.values():
-        b = active.binding
-        if not b.description or b.action in HELP_SKIP:
-            continue
-        app_wide = active.node is app
-        entry = groups.setdefault((app_wide, b.action), [[], ""])
-        display = b.key_display or app.get_key_display(b)
-        if display not in entry[0]:
-            entry[0].append(display)
-        entry[1] = entry[1] or HELP_TEXT.get(b.action) or b.tooltip or b.description
-    def keys_text(keys: list[str]) -> str:  # plain keys before their ctrl variants: "q ^q"
-        return " ".join(sorted(keys, key=lambda k: k.startswith("^") or "+" in k))
-
-    here = [(keys_text(keys), text) for (app_wide, action), (keys, text)
-            in sorted(groups.items(), key=lambda kv: kv[0][1] == "reload") if not app_wide]
-    order = list(HELP_TEXT)
-    everywhere = [(keys_text(keys), text) for (app_wide, action), (keys, text)
-                  in sorted(groups.items(), key=lambda kv: order.index(kv[0][1]) if kv[0][1] in order else 99)
-                  if app_wide]
-    return here, everywhere
 
 
 class TputuiCommands(Provider):
@@ -227,6 +76,8 @@ class TputuiApp(App):
         Binding("C", "capture", "Capture", id="app.capture"),
         Binding("x", "screen.export_csv", "CSV", show=False, id="app.csv",
                 tooltip="write the table as CSV to the export folder (never the logdir)"),
+        Binding("D", "diff", "Diff", id="app.diff", show=False, tooltip="compare this run with another run or logdir"),
+        Binding("colon", "sql", "SQL", id="app.sql", show=False, tooltip="SQL prompt over this run's events, ops and steps"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("escape", "back", "Back", show=False, id="app.back",
                 tooltip="back to the previous screen (its cursor, sort, filter and scroll as they were)"),
@@ -236,11 +87,13 @@ class TputuiApp(App):
     ]
 
     def __init__(self, logdir: Logdir, run: str | None = None, host: str | None = None,
-                 tool: str | None = None, use_cache: bool = True, watch: float | None = None) -> None:
+                 tool: str | None = None, use_cache: bool = True, jobs: int | None = None,
+                 dask: str | None = None, watch: float | None = None) -> None:
         super().__init__()
         self.watch_seconds = watch
         self.logdir, self.use_cache = logdir, use_cache
-        self.run_data = RunData(logdir.run(run), use_cache=use_cache)
+        self.scale = {"jobs": jobs, "dask": dask}  # how multi-host analyses run (RunData)
+        self.run_data = RunData(logdir.run(run), use_cache=use_cache, **self.scale)
         self.host = host
         # With no --tool: the overview page (what XProf opens on), or the summary when the run
         # has no data for it (the summary stays on `t`).
@@ -333,7 +186,7 @@ class TputuiApp(App):
             self.notify(f"no new runs ({len(fresh.runs)} in the logdir)", timeout=3)
 
     def open_run(self, name: str) -> None:
-        self.run_data = RunData(self.logdir.run(name), use_cache=self.use_cache)
+        self.run_data = RunData(self.logdir.run(name), use_cache=self.use_cache, **self.scale)
         if self.host not in self.run_data.hosts:
             self.host = None
         self.open_tool(self.tool_name)
@@ -341,6 +194,11 @@ class TputuiApp(App):
     def open_host(self, host: str | None) -> None:
         self.host = host or None
         self.open_tool(self.tool_name)
+
+    def open_run_data(self, run: RunData, host: str | None, tool: str, **options) -> None:
+        """Open `tool` on a run the diff or SQL screen holds (maybe of another logdir)."""
+        self.run_data, self.host = run, host
+        self.open_tool(tool, **options)
 
     # --- pickers -----------------------------------------------------------------------
     def action_pick_run(self) -> None:
@@ -384,6 +242,18 @@ class TputuiApp(App):
         from tputui.screens.capture_dialog import open_capture_dialog
 
         open_capture_dialog(self)
+
+    def action_sql(self) -> None:
+        from tputui.screens.sql import SqlScreen
+
+        if not isinstance(self.screen, SqlScreen):
+            self.push_screen(SqlScreen(self.run_data, self.host))
+
+    def action_diff(self) -> None:
+        """Pick the run (or another logdir) to compare this run with, then open the diff screen."""
+        from tputui.screens.diff import open_diff_picker
+
+        open_diff_picker(self, PickerScreen)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

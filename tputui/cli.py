@@ -2,9 +2,10 @@
 
   tputui [LOGDIR] [--run R] [--host H] [--tool T] [--no-cache]
   tputui --demo
-  tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv] [-o FILE]
+  tputui export LOGDIR --tool T [--run R] [--host H] [--format json|csv|text|dot] [-o FILE]
   tputui export LOGDIR --list
   tputui capture ADDRESS LOGDIR ...      tputui monitor ADDRESS ...
+  tputui sql LOGDIR QUERY ...            tputui diff A B ...
 
 Every error the user can cause ends in one line on stderr and exit code 2.
 """
@@ -15,7 +16,7 @@ import os
 import sys
 
 EXIT_USAGE = 2
-SUBCOMMANDS = ("export", "capture", "monitor")
+SUBCOMMANDS = ("export", "capture", "monitor", "sql", "diff")
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
@@ -30,7 +31,9 @@ def app_parser() -> argparse.ArgumentParser:
         epilog="subcommands (tputui SUBCOMMAND --help):\n"
                "  export   write a tool's result as JSON or CSV, no screen\n"
                "  capture  grab a profile from a running profiler server into a logdir\n"
-               "  monitor  live TPU utilization from a running profiler server\n\n"
+               "  monitor  live TPU utilization from a running profiler server\n"
+               "  sql      answer a SQL query over a profile's events, ops and steps\n"
+               "  diff     compare two runs: step time, KPIs, op deltas (a CI gate)\n\n"
                "examples:\n"
                "  tputui ./logs                          the newest run; t tool, r run, h host, ? help\n"
                "  tputui ./logs --tool trace_viewer      open a tool directly\n"
@@ -40,13 +43,33 @@ def app_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", help="run to open (default: newest)")
     p.add_argument("--host", help="host to open (default: all hosts / the first)")
     p.add_argument("--tool", help="tool to open directly (e.g. overview_page, trace_viewer)")
-    p.add_argument("--demo", action="store_true", help="open the bundled demo profile")
+    p.add_argument("--demo", action="store_true",
+                   help="open the bundled demo profiles (a JAX CPU run; r switches to a TPU v6e run)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
+    _add_scale_arguments(p)
     _add_timeout(p)
     p.add_argument("--watch", type=_positive, metavar="SECONDS",
                    help="rescan the logdir every SECONDS for runs captured meanwhile (R / F5 rescans once)")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
+
+
+def _add_scale_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=_positive_int, metavar="N",
+                   help="worker processes for the per-host analysis of multi-host runs (default: one per core)")
+    p.add_argument("--dask", metavar="ADDRESS", default=os.environ.get("TPUTUI_DASK"),
+                   help="run the per-host analysis on this Dask scheduler, e.g. tcp://10.0.0.5:8786 "
+                        "(default: $TPUTUI_DASK; needs pip install 'tputui[dask]')")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
 
 
 def export_parser() -> argparse.ArgumentParser:
@@ -65,16 +88,19 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list runs, hosts and tools with data (JSON)")
     p.add_argument("--run", help="run to export (default: newest)")
     p.add_argument("--host", help="host to export (default: all hosts, or the first where a tool takes one)")
-    p.add_argument("--format", default="json", choices=("json", "csv"), help="json (default: the whole result) "
-                   "or csv (one table)")
+    p.add_argument("--format", default="json", choices=("json", "csv", "text", "dot"),
+                   help="json (default: the whole result), csv (one table); graph_viewer also text (HLO) and dot")
     p.add_argument("--table", help="CSV: which table (default: the tool's main table)")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
+    _add_scale_arguments(p)
     _add_timeout(p)
     # Tool options (passed to the tool's analysis as keyword arguments).
     p.add_argument("--module", help="memory_viewer: HLO module name")
     p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
     p.add_argument("--list-modules", action="store_true", help="memory_viewer: list HLO modules")
+    p.add_argument("--node", help="graph_viewer: the instruction whose neighbourhood to draw")
+    p.add_argument("--depth", help="graph_viewer: how many edges around --node (default 3)")
     p.add_argument("--dcn-gbps", type=_positive, help="megascale_stats: DCN bandwidth per host, Gbps")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="other tool options")
     return p
@@ -95,7 +121,10 @@ class _Status:
 
     def __call__(self, msg: str) -> None:
         if self.on:
-            print(f"\r\033[Ktputui: {self.label}: {msg}"[:300], end="", file=sys.stderr, flush=True)
+            import shutil
+
+            width = shutil.get_terminal_size().columns - 1  # one line: \r can only rewrite that
+            print(f"\r\033[K{f'tputui: {self.label}: {msg}'[:width]}", end="", file=sys.stderr, flush=True)
             self.shown = True
 
     def clear(self) -> None:
@@ -127,7 +156,7 @@ def _tool_options(a: argparse.Namespace) -> dict:
     from tputui.errors import UserError
 
     opts = {}
-    for key in ("module", "memory_space", "dcn_gbps"):
+    for key in ("module", "memory_space", "dcn_gbps", "node", "depth"):
         if getattr(a, key) is not None:
             opts[key] = getattr(a, key)
     if a.list_modules:
@@ -149,11 +178,18 @@ def run_export(argv: list[str]) -> int:
     a = export_parser().parse_args(argv)
     logdir = _open_logdir(a.logdir, a.timeout)
     if a.list:
-        text = json.dumps(listing(logdir, use_cache=not a.no_cache), indent=1) + "\n"
-        return _emit(text, a.output)
+        found = listing(logdir, use_cache=not a.no_cache)
+        _emit(json.dumps(found, indent=1) + "\n", a.output)
+        bad = sum(len(r.get("unreadable", ())) + len(r.get("unsupported", ())) for r in found["runs"])
+        if not found["readable_hosts"]:  # the listing still says which file failed and why
+            return _fail(f"no readable host profile under {a.logdir} ({bad} unreadable or unsupported: "
+                         "see the listing)")
+        if bad:
+            print(f"tputui: note: {bad} host file(s) unreadable or unsupported (see the listing)", file=sys.stderr)
+        return 0
     if not a.tool:
         return _fail("export needs --tool TOOL (or --list)")
-    run = RunData(logdir.run(a.run), use_cache=not a.no_cache)
+    run = RunData(logdir.run(a.run), use_cache=not a.no_cache, jobs=a.jobs, dask=a.dask)
     result = run_tool(run, a.tool, a.host, **_tool_options(a))  # checks the host, names the hosts
     if a.output and _is_special_file(a.output):  # /dev/null, a FIFO: write in place, never replace
         with open(a.output, "w", encoding="utf-8", newline="") as f:
@@ -170,17 +206,16 @@ def run_export(argv: list[str]) -> int:
         written = write_result(result, a.format, sys.stdout, a.table)
     if written is not None and not a.table:
         _note_empty_table(written)
+    if run.unreadable:  # left out of an all-hosts result: say so, with the first reason
+        first = next(iter(run.unreadable.values()))
+        print(f"tputui: note: {len(run.unreadable)} unreadable host file(s) left out: {first}", file=sys.stderr)
     return 0
 
 
 def _is_special_file(path: str) -> bool:
-    import stat
+    from tputui.text_output import is_special_file
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+    return is_special_file(path)
 
 
 def _note_empty_table(tables: dict) -> None:
@@ -253,7 +288,7 @@ def run_app(argv: list[str]) -> int:
     from tputui.app import TputuiApp
 
     app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
-                    watch=a.watch)
+                    jobs=a.jobs, dask=a.dask, watch=a.watch)
     app.run()
     return app.return_code or 0
 
@@ -267,6 +302,14 @@ def main(argv: list[str] | None = None) -> int:
             return run_export(argv[1:])
         if argv and argv[0] in ("capture", "monitor"):
             return run_live(argv[0], argv[1:])
+        if argv and argv[0] == "sql":
+            from tputui.sql_command import main as sql_main
+
+            return sql_main(argv[1:])
+        if argv and argv[0] == "diff":
+            from tputui.diff_command import main as diff_main
+
+            return diff_main(argv[1:])
         return run_app(argv)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

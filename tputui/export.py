@@ -2,7 +2,8 @@
 
 A result writes JSON through `write_json(fp)` when it has one (large documents such as the
 trace stream out), else `to_json()` is dumped; CSV writes one of `tables()` (the first unless
-`table` names another).
+`table` names another). A result listing `text_formats` (the graph viewer: text, dot) writes
+those through `render(fmt)`.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.tools import TOOLS, get_tool, tools_with_data
 
-FORMATS = ("json", "csv")
+FORMATS = ("json", "csv", "text", "dot")
 
 
 class ExportError(UserError):
@@ -67,6 +68,10 @@ def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> di
             raise ExportError(f"no table {name!r} (tables: {', '.join(tables)})")
         out.write(csv_text(tables[name]))
         return tables
+    elif fmt in getattr(result, "text_formats", ()):
+        out.write(result.render(fmt))
+    elif fmt in FORMATS:
+        raise ExportError(f"--format {fmt} is for the graph viewer; use json or csv")
     else:
         raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
 
@@ -96,14 +101,22 @@ def export_text(run: RunData, tool: str, fmt: str = "json", host: str | None = N
 
 
 def listing(logdir: Logdir, use_cache: bool = True) -> dict[str, Any]:
-    """Runs, hosts and the tools with data in each run (`tputui export LOGDIR --list`)."""
+    """Runs, hosts and the tools with data in each run (`tputui export LOGDIR --list`).
+
+    Every host file is checked first; unreadable ones are listed under "unreadable" with the
+    reason (and left out when finding tools). `readable_hosts` counts the rest, over all runs."""
     runs = []
+    readable = 0
     for r in logdir.runs:
         rd = RunData(r, use_cache=use_cache)
+        rd.check_hosts()
         entry: dict[str, Any] = {"run": r.name, "path": r.path, "hosts": [h.host for h in r.hosts]}
         if r.unsupported:
             entry["unsupported"] = [f"{h.host}: .xplane.riegeli not supported yet" for h in r.unsupported]
         if rd.hosts:
             entry["tools"] = tools_with_data(rd)
+        if rd.unreadable:  # after the tools: finding them may decode and meet more damage
+            entry["unreadable"] = dict(rd.unreadable)
+        readable += len(rd.hosts)
         runs.append(entry)
-    return {"logdir": logdir.root, "runs": runs}
+    return {"logdir": logdir.root, "runs": runs, "readable_hosts": readable}

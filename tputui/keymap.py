@@ -13,6 +13,7 @@ APP = [
     ("x", "CSV of the table shown, into the export folder (never the logdir)"),
     ("v, Enter", "show the selected op / row in the trace viewer"),
     ("C", "capture a profile from a live server"),
+    ("D", "compare this run with another run or logdir"), (":", "SQL prompt over this run"),
     ("Ctrl+P", "command palette: tools, runs, hosts, theme (kept between runs)"),
     ("?", "the keys of this screen"), ("q, Ctrl+C", "quit"),
 ]
@@ -26,15 +27,23 @@ SCREENS = [
     ("e", "infeed / outfeed on/off (roofline)"), ("B", "DCN bandwidth (megascale)"),
     ("u", "free memory on/off (memory profile)"), ("k", "category (pod viewer)"),
     ("[ ]", "previous / next step (pod viewer)"), ("I J O", "open input pipeline / the suggested tool / overview"),
-    ("M", "memory space (memory viewer)"),
+    ("M", "memory space (memory viewer)"), ("G", "show the op in its HLO graph"),
     ("w a s d, f, g, m, n N, /, 1-4", "trace viewer: zoom / pan (as XProf), fit, go to, mark, matches, search, modes"),
 ]
 # Letters with two meanings on purpose, and why.
 SHARED = {
     "s": "zoom out in the trace viewer (XProf's W A S D, which has no table); sort in tables",
-    "m": "mark in the trace viewer (XProf's key); pick the memory id / HLO module in the memory tools",
+    "m": "mark in the trace viewer (XProf's key); pick the memory id / HLO module (memory tools, graph viewer)",
     "slash": "search in the trace viewer, filter in tables: both find",
     "p": "peak in memory charts; pause in the live monitor",
+}
+
+# Double meanings that came with screens merged after the key map (diff: a / b show run A / B in
+# the trace viewer; graph viewer: g switches its view, b ...): to rebind, then drop from here.
+TO_REBIND = {
+    "a": "pan left in the trace viewer; run A's events in the diff screen",
+    "b": "group / order by; the graph viewer's body toggle; run B's events in the diff screen",
+    "g": "go to a time in the trace viewer; switch the graph viewer's view",
 }
 
 

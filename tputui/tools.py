@@ -11,6 +11,9 @@ import importlib
 import inspect
 from dataclasses import dataclass
 
+from tputui.data.progress import reporting
+from tputui.errors import UserError
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -23,15 +26,19 @@ class Tool:
 
     def analyze_fn(self):
         """The tool's analysis, after a check that the run (or host) has a readable profile,
-        so every tool says the same clear thing about e.g. a run of .xplane.riegeli files."""
+        so every tool says the same clear thing about e.g. a run of .xplane.riegeli files; over
+        all hosts, host files that cannot be read are left out (and listed in run.unreadable).
+        `progress` (a callable taking one short message) hears about slow reads and decodes."""
         analyze = _load(self.analysis)
 
-        def checked(run, host=None, **options):
-            if host is None:
+        def checked(run, host=None, progress=None, **options):
+            if host is None:  # all hosts: the readable ones (the others are in run.unreadable)
+                run.check_hosts()
                 run.require_hosts()
             else:
                 run.host_file(host)
-            return analyze(run, host, **options)
+            with reporting(progress):
+                return analyze(run, host, **options)
 
         return checked
 
@@ -39,18 +46,26 @@ class Tool:
         """The keyword options the analysis names (anything else it would silently ignore)."""
         params = inspect.signature(_load(self.analysis)).parameters.values()
         return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                and p.name not in ("run", "host", "progress")]
+                and p.name not in ("run", "host")]
 
     def screen_class(self):
         return _load(self.screen) if self.screen else None
 
     def available(self, run) -> bool:
+        """Whether the run has data for this tool. A host file that cannot be read is left out
+        (the run records it in `run.unreadable`) and the others asked again; another UserError
+        means no data; any other failure is a bug and is raised."""
         if self.has_data is None:
-            return True
-        try:
-            return bool(_load(self.has_data)(run))
-        except Exception:  # a tool that cannot tell is listed; opening it says why
-            return True
+            return bool(run.hosts)
+        while run.hosts:
+            failed = len(run.unreadable)
+            try:
+                return bool(_load(self.has_data)(run))
+            except UserError:
+                if len(run.unreadable) == failed:  # not a host file that failed: no data
+                    return False
+            # else that host is now left out of run.hosts: ask again about the others
+        return False
 
 
 def _load(path: str):
@@ -86,6 +101,14 @@ TOOLS: list[Tool] = [
          "tputui.screens.pod_viewer:PodViewerScreen", has_data="tputui.analysis.pod_viewer:has_data"),
     Tool("megascale_stats", "Megascale stats", "tputui.analysis.megascale:analyze",
          "tputui.screens.megascale:MegascaleScreen", has_data="tputui.analysis.megascale:has_data"),
+    Tool("graph_viewer", "Graph viewer", "tputui.analysis.graph_viewer:analyze",
+         "tputui.screens.graph_viewer:GraphViewerScreen", has_data="tputui.analysis.graph_viewer:has_data"),
+    Tool("smart_suggestion", "Advice (smart suggestions)", "tputui.analysis.smart_suggestion:analyze",
+         "tputui.screens.advice:AdviceScreen"),
+    Tool("perf_counters", "Performance counters", "tputui.analysis.perf_counters:analyze",
+         "tputui.screens.perf_counters:PerfCountersScreen", has_data="tputui.analysis.perf_counters:has_data"),
+    Tool("tf_data_bottleneck_analysis", "tf.data bottleneck", "tputui.analysis.tf_data_bottleneck:analyze",
+         "tputui.screens.tf_data:TfDataScreen", has_data="tputui.analysis.tf_data_bottleneck:has_data"),
 ]
 
 

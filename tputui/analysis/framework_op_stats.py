@@ -12,10 +12,11 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import hlo_ops, op_metrics
+from tputui.analysis import hlo_ops, host_map, op_metrics
 from tputui.analysis.hlo_ops import IDLE, MEM_COLUMNS, PerfEnv
+from tputui.analysis.op_roofline import execution_times, roofline_metrics
+from tputui.analysis.op_stats import HostOpStats
 from tputui.analysis.result import NoDataError
-from tputui.analysis.roofline import execution_times, roofline_metrics
 
 MAX_OPS = 500  # XProf shows at most 500 device and 500 host ops
 
@@ -85,22 +86,22 @@ class FrameworkOpStats:
                 "framework_op_stats_without_idle": self.without_idle.rename(EXPORT_RENAMES)}
 
 
-def from_frames(frames: list) -> FrameworkOpStats:
-    perf = hlo_ops.perf_env(frames)
-    host = op_metrics.combine([op_metrics.host_op_metrics(fr) for fr in frames], update_num_cores=False)
-    dev_dbs = [op_metrics.device_op_metrics(fr) for fr in frames if hlo_ops.device_planes(fr)]
+def from_op_stats(hosts: list[HostOpStats]) -> FrameworkOpStats:
+    """The reduce: host ops of every host, device ops of the TPU hosts, rolled up to framework ops."""
+    perf = hlo_ops.combine_perf([h.perf for h in hosts])
+    host = op_metrics.combine([h.host_db for h in hosts], update_num_cores=False)
+    dev_dbs = [h.device_db for h in hosts if h.has_tpu_planes and h.device_db is not None]
     device = op_metrics.tf_op_metrics(op_metrics.combine(dev_dbs), with_idle=True) if dev_dbs else None
     if device is None and host.ops.is_empty() and not host.total_time_ps:
         # XProf still shows a single empty IDLE row here; we say why there is nothing.
-        if not any(fr.plane_index("/host:CPU") is not None for fr in frames):
+        if not any(h.has_host_plane for h in hosts):
             raise NoDataError("no host or device ops in this profile")
     return FrameworkOpStats(with_idle=_table(device, host, False, perf),
                             without_idle=_table(device, host, True, perf))
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> FrameworkOpStats:
-    hosts = [host] if host else run.hosts
-    return from_frames([run.frame(h, progress=progress) for h in hosts])
+def analyze(run, host: str | None = None, **options) -> FrameworkOpStats:
+    return from_op_stats(host_map.host_op_stats(run, host))
 
 
 def has_data(run) -> bool:

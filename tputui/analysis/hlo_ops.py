@@ -12,6 +12,7 @@ read from the TPU planes' event metadata and the HLO protos:
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -282,23 +283,32 @@ def fused_children_from_hlo(protos: dict[int, bytes], wanted: list[tuple[int, st
     return out
 
 
-def program_names(frames: list[XSpaceFrame]) -> dict[int, str]:
-    """program_id -> HLO module name, from `/host:metadata` (or the `XLA Modules` events)."""
-    names: dict[int, str] = {}
+def program_name_entries(fr: XSpaceFrame) -> list[tuple[int, str, bool]]:
+    """(program_id, module name, from /host:metadata) in plane order, from `/host:metadata` and the
+    device planes' `<module>(<program_id>)` event metadata (see program_names)."""
+    out = []
     pat = re.compile(r"^(.*)\((\d+)\)$")
-    for fr in frames:
-        for i, n in enumerate(fr.raw.plane_name):
-            if n != "/host:metadata" and not DEVICE_PLANE.match(n):
-                continue
-            sel = np.flatnonzero(fr.raw.em_plane == i)
-            for m in sel:
-                mt = pat.match(fr.raw.em_name[m])
-                if mt and (n == "/host:metadata" or int(mt.group(2)) not in names):
-                    names[int(mt.group(2))] = mt.group(1)
+    for i, n in enumerate(fr.raw.plane_name):
+        if n != "/host:metadata" and not DEVICE_PLANE.match(n):
+            continue
+        for m in np.flatnonzero(fr.raw.em_plane == i):
+            mt = pat.match(fr.raw.em_name[m])
+            if mt:
+                out.append((int(mt.group(2)), mt.group(1), n == "/host:metadata"))
+    return out
+
+
+def program_names(entries: list[list[tuple[int, str, bool]]]) -> dict[int, str]:
+    """program_id -> HLO module name over hosts: `/host:metadata` names win, else the first seen."""
+    names: dict[int, str] = {}
+    for host_entries in entries:
+        for pid, name, meta in host_entries:
+            if meta or pid not in names:
+                names[pid] = name
     return names
 
 
-def _metadata_extras(fr: XSpaceFrame, host: int) -> pl.DataFrame:
+def _metadata_extras(fr: XSpaceFrame) -> pl.DataFrame:
     """Per (program_id, name): the per-execution facts op_metrics does not carry (memory traffic
     by memory space, source, shape) read from the device planes' event metadata."""
     raw = fr.raw
@@ -320,7 +330,7 @@ def _metadata_extras(fr: XSpaceFrame, host: int) -> pl.DataFrame:
                 "source_line": int(line_s) if line_s.isdigit() else 0,
                 "source_stack": str(f.get("source_stack", "")),
                 "shape_with_layout": str(f.get("shape_with_layout", "")),
-                "metadata_key": f"{host}:{plane}:{m}", **mem,
+                "metadata_key": f"{plane}:{m}", **mem,
             })
     if not rows:
         return pl.DataFrame()
@@ -328,14 +338,54 @@ def _metadata_extras(fr: XSpaceFrame, host: int) -> pl.DataFrame:
         ["program_id", "name"], keep="first", maintain_order=True)
 
 
-def device_ops(frames: list[XSpaceFrame]) -> DeviceOps:
-    """Every TPU plane of the given hosts combined (op_metrics' database plus memory traffic,
-    source and fused children from the event metadata)."""
-    dbs = [op_metrics.device_op_metrics(fr) for fr in frames if device_planes(fr)]
-    db = op_metrics.combine(dbs)
-    if not dbs or db.ops.height == 0:
+@dataclass
+class HostDeviceOps:
+    """One TPU host's part of the device ops (op_stats' map): its op database plus what the event
+    metadata adds (memory traffic, source, shape), fused children per metadata key and program
+    names. Metadata keys are "<plane>:<metadata row>" within the host."""
+
+    db: op_metrics.OpMetricsDb
+    extras: pl.DataFrame
+    fused: dict[str, list[FusedChild]]
+    program_names: list[tuple[int, str, bool]]
+
+
+def host_device_ops(fr: XSpaceFrame, db: op_metrics.OpMetricsDb) -> HostDeviceOps:
+    """The map: one host's device-op facts, read from its frame once."""
+    extras = _metadata_extras(fr)
+    fused: dict[str, list[FusedChild]] = {}
+    if extras.height:
+        for key in extras["metadata_key"].to_list():
+            fused[key] = _fused_children(fr, int(key.split(":")[1]))
+        # XProf takes the fused level from the HLO protos when the metadata has no children.
+        fusions = db.ops.filter(pl.col("category").str.ends_with(" fusion")).select("program_id", "name").join(
+            extras.select("program_id", "name", "metadata_key"), on=["program_id", "name"])
+        missing = [(int(p), n, k) for p, n, k in fusions.iter_rows() if not fused.get(k)]
+        if missing:
+            got = fused_children_from_hlo(hlo_protos([fr]), [(p, n) for p, n, _ in missing])
+            for p, n, k in missing:
+                fused[k] = got.get((p, n), [])
+    return HostDeviceOps(db=db, extras=extras, fused=fused, program_names=program_name_entries(fr))
+
+
+def combine_perf(envs: list[PerfEnv]) -> PerfEnv:
+    """Over hosts (as perf_env over their frames): cores add up, the first TPU host gives the peaks."""
+    first = next((e for e in envs if e.hardware != "CPU"), None)
+    out = dataclasses.replace(first) if first is not None else PerfEnv()
+    out.core_count = sum(e.core_count for e in envs)
+    return out
+
+
+def combine_device_ops(parts: list[HostDeviceOps | None], perf: PerfEnv) -> DeviceOps:
+    """The reduce: every TPU host's device ops combined (XProf's ALL_HOSTS op metrics db with memory
+    traffic, source and fused children). `parts` follows the run's host order, None for hosts
+    without TPU planes."""
+    present = [p for p in parts if p is not None]
+    db = op_metrics.combine([p.db for p in present])
+    if not present or db.ops.height == 0:
         raise NoDataError("no TPU device ops in this profile (XLA Ops lines on /device:TPU planes)")
-    extras = [e for h, fr in enumerate(frames) if (e := _metadata_extras(fr, h)).height]
+    extras = [p.extras.with_columns(metadata_key=pl.lit(f"{h}:") + pl.col("metadata_key"))
+              for h, p in enumerate(parts) if p is not None and p.extras.height]
     ops = db.with_idle()
     if extras:
         ex = pl.concat(extras, how="vertical_relaxed").unique(["program_id", "name"], keep="first",
@@ -351,25 +401,12 @@ def device_ops(frames: list[XSpaceFrame]) -> DeviceOps:
     fused: dict[str, list[FusedChild]] = {}
     for key in ops["metadata_key"].to_list():
         if key:
-            h, _, m = key.split(":")
-            fused[key] = _fused_children(frames[int(h)], int(m))
-    # XProf takes the fused level from the HLO protos when the metadata has no children.
-    fusions = ops.filter(pl.col("category").str.ends_with(" fusion") & (pl.col("metadata_key") != ""))
-    missing = [(int(p), n, k) for p, n, k in fusions.select("program_id", "name", "metadata_key").iter_rows()
-               if not fused.get(k)]
-    if missing:
-        got = fused_children_from_hlo(hlo_protos(frames), [(p, n) for p, n, _ in missing])
-        for p, n, k in missing:
-            fused[k] = got.get((p, n), [])
+            h, _, local = key.partition(":")
+            fused[key] = parts[int(h)].fused.get(local, [])  # type: ignore[union-attr]
     return DeviceOps(ops=ops, total_time_ps=db.total_time_ps, total_op_time_ps=db.total_op_time_ps,
-                     perf=perf_env(frames), program_names=program_names(frames), fused=fused)
-
-
-def load(run, host: str | None = None, progress=None) -> DeviceOps:
-    """DeviceOps of one host, or of every host combined (XProf's ALL_HOSTS) when host is None."""
-    hosts = [host] if host else run.hosts
-    frames = [run.frame(h, progress=progress) for h in hosts]
-    return device_ops(frames)
+                     perf=perf,
+                     program_names=program_names([p.program_names for p in parts if p is not None]),
+                     fused=fused)
 
 
 def sorted_by_self_time(ops: pl.DataFrame) -> pl.DataFrame:

@@ -64,6 +64,11 @@ def _layout_text(layout: xd.LayoutProto) -> str:
     return "{" + head + (":" + parts if parts else "") + "}"
 
 
+def layout_text(layout: xd.LayoutProto) -> str:
+    """XLA's text for one layout, e.g. "{1,0:T(8,128)S(1)}" (scalars print "{:T(128)}")."""
+    return _layout_text(layout)
+
+
 def shape_text(shape: xd.ShapeProto, with_layout: bool = True) -> str:
     """XLA's human string for a shape (with its layout, as the memory viewer shows it)."""
     if shape.element_type == TUPLE:

@@ -10,9 +10,9 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import hlo_ops
+from tputui.analysis import hlo_ops, host_map
 from tputui.analysis.hlo_ops import DeviceOps
-from tputui.analysis.roofline import execution_times, roofline_metrics, source_text
+from tputui.analysis.op_roofline import execution_times, roofline_metrics, source_text
 
 COLUMNS = [
     "rank", "program_id", "category", "hlo_op_name", "hlo_op_expression", "tf_op_name", "occurrences",
@@ -67,8 +67,8 @@ def from_device_ops(db: DeviceOps) -> HloStats:
     return HloStats(rows=rows.select(COLUMNS), total_time_ps=db.total_time_ps)
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> HloStats:
-    return from_device_ops(hlo_ops.load(run, host, progress))
+def analyze(run, host: str | None = None, **options) -> HloStats:
+    return from_device_ops(host_map.run_device_ops(run, host))
 
 
 def has_data(run) -> bool:

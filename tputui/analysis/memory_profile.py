@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis.event_groups import group_events
 from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
@@ -111,18 +112,30 @@ def _stat_columns(frame: XSpaceFrame, rows: np.ndarray) -> pl.DataFrame:
     return out
 
 
-def _memory_id(ev: pl.DataFrame) -> pl.Series:
+def _memory_id_expr() -> pl.Expr:
     """XProf's memory id: the allocator name, else the device ordinal / index on host."""
     ordinal = pl.coalesce(pl.col("device_ordinal"), pl.col("index_on_host")).cast(pl.String)
-    return ev.select(pl.coalesce(pl.col("allocator_name"), ordinal, pl.lit("")).alias("memory_id"))["memory_id"]
+    return pl.coalesce(pl.col("allocator_name"), ordinal, pl.lit(""))
+
+
+def _memory_id(ev: pl.DataFrame) -> pl.Series:
+    return ev.select(_memory_id_expr().alias("memory_id"))["memory_id"]
+
+
+def memory_event_row(frame: XSpaceFrame, time_ps: int, activity: str, memory_id: str) -> int | None:
+    """The row in `frame.events` of one timeline snapshot's memory event (its time, activity
+    and memory id), for the trace viewer to select; None when the frame has no such event."""
+    ev = memory_events(frame)
+    if not len(ev):
+        return None
+    at = ev.filter((pl.col("time_ps") == time_ps) & (pl.col("activity") == activity) & (_memory_id_expr() == memory_id))
+    return int(at["row"][0]) if len(at) else None
 
 
 def _group_ids(frame: XSpaceFrame, rows: np.ndarray, ev: pl.DataFrame) -> np.ndarray:
     """XProf's group id (step) of each memory event, -1 where it has none."""
     if ev["group_id"].null_count() < len(ev):  # already grouped when written
         return ev["group_id"].fill_null(-1).to_numpy()
-    from tputui.analysis.steps import group_events
-
     grouped = group_events(frame)
     pos = np.full(frame.num_events, -1, np.int64)
     pos[grouped.rows] = np.arange(len(grouped.rows))
@@ -157,6 +170,12 @@ class AllocatorProfile:
     @property
     def num_deallocations(self) -> int:
         return int((self.timeline["activity"] == DEALLOCATION).sum())
+
+    @property
+    def peak_index(self) -> int | None:
+        """The timeline snapshot nearest the peak (where the chart marks it); None when empty."""
+        times = self.timeline["time_ps"].to_numpy()
+        return int(np.argmin(np.abs(times - self.peak_time_ps))) if len(times) else None
 
     def summary(self) -> dict[str, Any]:
         return {

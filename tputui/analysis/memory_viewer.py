@@ -15,21 +15,18 @@ trace to replay when several exist), we use allocation index order.
 """
 from __future__ import annotations
 
-import functools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
+from tputui.analysis.hlo_modules import HloModuleEntry, find_module, hlo_modules  # noqa: F401 (re-exported)
 from tputui.analysis.hlo_shape import shape_text, subshape, unpadded_bytes
 from tputui.analysis.result import NoDataError
-from tputui.data import pbwire
 from tputui.data.run_data import RunData
 from tputui.proto import hlo_pb2
 
-METADATA_PLANE = "/host:metadata"
-HLO_PROTO_STAT = "Hlo Proto"
 SMALL_BUFFER_BYTES = 16 * 1024  # XProf's default small_buffer_size
 MIB = float(1 << 20)
 
@@ -46,65 +43,6 @@ def memory_space_name(color: int) -> str:
 
 def to_mib(n_bytes: int | float) -> float:
     return n_bytes / MIB
-
-
-# --- reading the HLO protos ----------------------------------------------------------------
-@dataclass(frozen=True)
-class HloModuleEntry:
-    """One XLA program found in the profile (name as XProf lists it: `<module>(<program id>)`)."""
-
-    name: str
-    module_name: str
-    program_id: int
-    host: str
-    data: bytes = field(repr=False)
-
-    def parse(self) -> hlo_pb2.HloProto:
-        try:
-            return _parse_hlo(self.data)
-        except Exception as e:  # protobuf raises DecodeError with little context
-            raise NoDataError(f"HLO module {self.name}: unreadable HloProto ({e})") from None
-
-
-@functools.lru_cache(maxsize=16)
-def _parse_hlo(data: bytes) -> hlo_pb2.HloProto:
-    """Parsed once per distinct proto (module pickers and defaults ask again and again)."""
-    proto = hlo_pb2.HloProto()
-    proto.ParseFromString(data)
-    return proto
-
-
-def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
-    """Every program with an `Hlo Proto`, sorted by name (XProf's module list order)."""
-    hosts = [host] if host else run.hosts
-    found: dict[str, HloModuleEntry] = {}
-    for h in hosts:
-        fr = run.frame(h, planes=[METADATA_PLANE])
-        plane = fr.plane_index(METADATA_PLANE)
-        if plane is None:
-            continue
-        md = fr.event_metadata.filter(pl.col("plane") == plane)
-        for row, md_id in zip(md["metadata"].to_list(), md["id"].to_list()):
-            stats = fr.metadata_stat_map(row)
-            data = stats.get(HLO_PROTO_STAT)
-            if not isinstance(data, bytes):
-                continue
-            # XProf's program id: the `program_id` stat (JAX), else the metadata id (as uint64).
-            program_id = stats.get("program_id", md_id)
-            program_id = int(program_id) & 0xFFFFFFFFFFFFFFFF
-            module_name = _module_name(data)
-            name = f"{module_name}({program_id})"
-            found.setdefault(name, HloModuleEntry(name, module_name, program_id, h, data))
-    return sorted(found.values(), key=lambda m: m.name)
-
-
-def _module_name(data: bytes) -> str:
-    """HloProto.hlo_module (field 1).name (field 1), read from the wire without a full parse."""
-    module = pbwire.first_bytes_field(data, 1)
-    name = pbwire.first_bytes_field(module, 1) if module is not None else None
-    if name is None:
-        return _parse_hlo(data).hlo_module.name  # unusual layout: let protobuf sort it out
-    return name.decode("utf-8", "replace")
 
 
 def has_data(run: RunData) -> bool:
@@ -371,8 +309,33 @@ class MemoryViewerResult:
         return [to_mib(b) + add for b in self.unpadded_heap_bytes]
 
     @property
+    def peak_padding_mib(self) -> float:
+        """What the layouts' padding adds at the peak (peak minus unpadded peak)."""
+        return self.peak_heap_mib - self.peak_unpadded_heap_mib
+
+    @property
+    def padding_heap_mib(self) -> list[float]:
+        """Per program point, the padding part of the heap (the curve stacks it on the data)."""
+        return [h - u for h, u in zip(self.heap_mib, self.unpadded_heap_mib)]
+
+    @property
+    def peak_point(self) -> int:
+        """The first program point where the curve is highest: XProf's `peak_position` is the
+        point just before the peak allocation, so the curve reaches the peak one point later."""
+        return max(range(len(self.heap_bytes)), key=lambda i: (self.heap_bytes[i], -i)) if self.heap_bytes else 0
+
+    @property
+    def largest_buffer_mib(self) -> float:
+        return max((b.size_mib for b in self.buffers), default=0.0)
+
+    @property
     def buffers_by_size(self) -> list[PeakBuffer]:
         return [self.buffers[i] for i in self.by_size]
+
+    def buffer_at(self, rank: int, by_size: bool = False) -> PeakBuffer | None:
+        """The buffer of a `buffer_table` row (its `rank`, in program or size order)."""
+        order = self.buffers_by_size if by_size else self.buffers
+        return order[rank] if 0 <= rank < len(order) else None
 
     def to_json(self) -> dict[str, Any]:
         def buf(b: PeakBuffer) -> dict[str, Any]:
@@ -400,7 +363,10 @@ class MemoryViewerResult:
             "instructions": self.instruction_names,
         }
 
-    def buffer_table(self, order: list[PeakBuffer]) -> pl.DataFrame:
+    def buffer_table(self, by_size: bool = False) -> pl.DataFrame:
+        """The buffers live at the peak, in program order or largest first: one table for the
+        screen and for CSV export (sizes in MiB, as XProf reports them)."""
+        order = self.buffers_by_size if by_size else self.buffers
         return pl.DataFrame({
             "rank": list(range(len(order))),
             "name": [b.label if b.is_small else b.name for b in order],
@@ -416,8 +382,8 @@ class MemoryViewerResult:
 
     def tables(self) -> dict[str, pl.DataFrame]:
         return {
-            "buffers_at_peak": self.buffer_table(self.buffers),
-            "buffers_by_size": self.buffer_table(self.buffers_by_size),
+            "buffers_at_peak": self.buffer_table(),
+            "buffers_by_size": self.buffer_table(by_size=True),
             "heap": pl.DataFrame({
                 "program_point": list(range(len(self.heap_bytes))),
                 "instruction": self.instruction_names,
@@ -578,19 +544,6 @@ class ModuleList:
 
 def _total_allocation(proto: hlo_pb2.HloProto, color: int = 0) -> int:
     return sum(a.size for a in proto.buffer_assignment.buffer_allocations if a.color == color)
-
-
-def find_module(modules: list[HloModuleEntry], wanted: str) -> HloModuleEntry:
-    """A module by its full name, its program id, or its bare name when that is unique."""
-    for m in modules:
-        if wanted in (m.name, str(m.program_id)):
-            return m
-    same = [m for m in modules if m.module_name == wanted]
-    if len(same) == 1:
-        return same[0]
-    names = ", ".join(m.name for m in (same or modules))
-    what = "is ambiguous" if same else "not found"
-    raise NoDataError(f"HLO module {wanted!r} {what}; modules: {names}")
 
 
 def default_module(modules: list[HloModuleEntry]) -> HloModuleEntry:

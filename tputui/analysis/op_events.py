@@ -123,7 +123,7 @@ def framework_op_rows(frame: XSpaceFrame, side: str, name: str) -> np.ndarray:
 def kernel_rows(frame: XSpaceFrame, kernel: str, op_name: str = "", grid: str = "", block: str = "") -> np.ndarray:
     """Launches of `kernel` (kernel stats' kernel_name) for `op_name`, with those grid / block dims
     ("x,y,z" as the table shows them; empty matches any)."""
-    from tputui.analysis.kernel_stats import DERIVED_LINE_ID_MIN, parse_launch
+    from tputui.analysis.gpu_kernels import DERIVED_LINE_ID_MIN, parse_launch
 
     raw = frame.raw
     planes = op_metrics.gpu_planes(frame)

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import hlo_ops
+from tputui.analysis import hlo_ops, host_map
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
 
 EXPORT_CHILDREN = 100  # XProf's op_profile_limit
@@ -50,6 +50,13 @@ class Node:
     dedup_key: str = ""
     busy_time_ps: int | None = None  # the root's flop rate is over busy (non-idle) time, as XProf's
     children: list[Node] = field(default_factory=list)
+
+    @property
+    def padding(self) -> tuple[int, int] | None:
+        """(logical, padded) bytes of the op's result under its layout's tiling (perf_guide)."""
+        from tputui.analysis.perf_guide import padding_of_text
+
+        return padding_of_text(self.shape) if self.shape else None
 
     def add_metrics(self, o: Node) -> None:
         """XProf's CombineOpMetrics (grouping nodes sum their ops)."""
@@ -324,8 +331,8 @@ def from_device_ops(db: DeviceOps) -> OpProfile:
         peak_hbm_gbps=db.perf.peak_bws_gbps[0])
 
 
-def analyze(run, host: str | None = None, progress=None, **options) -> OpProfile:
-    return from_device_ops(hlo_ops.load(run, host, progress))
+def analyze(run, host: str | None = None, **options) -> OpProfile:
+    return from_device_ops(host_map.run_device_ops(run, host))
 
 
 def has_data(run) -> bool:

@@ -3,7 +3,8 @@
 Performance summary (step time and its breakdown, device / host idle, device duty cycle, FLOPS and
 memory-bandwidth utilization, MXU utilization, 16/32-bit compute), the per-step graph, the top 10
 device ops, the run environment, XProf's recommendation (bottleneck statement and what to open next)
-and diagnostics. `analyze(run)` covers all hosts of the run together; `analyze(run, host)` one host.
+and diagnostics. `analyze(run)` covers all hosts of the run together; `analyze(run, host)` one host: a reduce over
+the hosts' op stats (op_stats.py), with the input-pipeline analysis XProf embeds (input_analysis.py).
 
 Facts from XProf (op_stats_to_overview_page.cc): idle / duty cycle / host idle are computed for TPUs
 only (XProf shows 0.0% otherwise); top ops are device ops rolled up to framework ops, ranked by self
@@ -17,8 +18,10 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import input_pipeline as ip
+from tputui.analysis import advice_rules, host_map, perf_guide
+from tputui.analysis import input_analysis as ip
 from tputui.analysis import op_metrics as om
+from tputui.analysis.op_stats import OpStats
 from tputui.data.run_data import RunData
 
 TOP_OPS = 10
@@ -30,7 +33,7 @@ _INNER_OPS = {"call", "conditional", "while", "megacore fusion"}  # XProf's MayH
 class OverviewResult:
     run: str
     hosts: list[str]
-    stats: ip.HostStats
+    stats: OpStats
     pipeline: ip.InputPipelineResult
     top_ops: pl.DataFrame  # name, category, self_time_percent, cumulative_time_percent, flop_rate_gflops
     device_idle_time_percent: float
@@ -45,6 +48,7 @@ class OverviewResult:
     device_tf_op_percent: float
     precision_statement: str
     tips: list[dict[str, str]] = field(default_factory=list)
+    advice: list[dict[str, Any]] = field(default_factory=list)  # advice_rules.advice_rows: XProf's rules, the guide's
 
     # --- views the screen and export share ----------------------------------------------------
     @property
@@ -91,11 +95,12 @@ class OverviewResult:
             "precision_statement": self.precision_statement, "tips": self.tips,
         }
 
+    @property
+    def step_time_ms(self) -> dict[str, float] | None:
+        """Step time in ms: count, avg, stddev, min, max (None without steps)."""
+        return {"count": len(self.steps), **self.pipeline.step_time_summary()} if self.has_steps else None
+
     def to_json(self) -> dict[str, Any]:
-        summary = self.pipeline.step_time_summary()
-        step_time = None
-        if self.has_steps:
-            step_time = {"count": len(self.steps), **summary}
         return {
             "tool": "overview_page", "run": self.run, "hosts": self.hosts,
             "device_idle_time_percent": self.device_idle_time_percent,
@@ -110,7 +115,7 @@ class OverviewResult:
             "device_compute_32bit_percent": self.device_compute_32bit_percent,
             "host_tf_op_percent": self.host_tf_op_percent, "device_tf_op_percent": self.device_tf_op_percent,
             "run_environment": self.run_environment(),
-            "step_time_ms": step_time,
+            "step_time_ms": self.step_time_ms,
             "step_time_breakdown_ms": self.pipeline.breakdown_summary(),
             "steps": [{"step": r["name"], "step_number": r["step"],
                        **{k: v for k, v in r.items() if k not in ("name", "step", "host_to_device_ms")}}
@@ -120,6 +125,7 @@ class OverviewResult:
             "statement": self.bottleneck.input_statement,
             "input_conclusion": self.input_conclusion,
             "recommendation": self.recommendation(),
+            "advice": self.advice,
             "diagnostics": self.pipeline.diagnostics,
         }
 
@@ -164,7 +170,7 @@ def _tips(hardware: str) -> list[dict[str, str]]:
     ]
 
 
-def _utilization(stats: ip.HostStats, steps: pl.DataFrame) -> tuple[float, float]:
+def _utilization(stats: OpStats, steps: pl.DataFrame) -> tuple[float, float]:
     """FLOPS vs roofline and HBM bandwidth vs peak, over the steps (TPU with steps only)."""
     if stats.hardware_type != "TPU" or not len(steps) or not stats.peak_teraflops or not stats.peak_hbm_gbps:
         return 0.0, 0.0
@@ -180,8 +186,9 @@ def _utilization(stats: ip.HostStats, steps: pl.DataFrame) -> tuple[float, float
     return (100.0 * gflops / optimal if optimal else 0.0), 100.0 * gbps / stats.peak_hbm_gbps
 
 
-def analyze_stats(run: RunData, stats: ip.HostStats) -> OverviewResult:
-    pipeline = ip.analyze_stats(run, stats)
+def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
+    """The overview of combined op stats."""
+    pipeline = ip.analyze_stats(run_name, stats)
     dev, host = stats.device_db, stats.host_db
     tpu = stats.hardware_type == "TPU"
     device_idle = dev.idle_ratio * 100.0 if tpu else 0.0
@@ -203,7 +210,7 @@ def analyze_stats(run: RunData, stats: ip.HostStats) -> OverviewResult:
                      "reduced accuracy is acceptable).")
     flop_util, bw_util = _utilization(stats, steps)
     return OverviewResult(
-        run=run.name, hosts=stats.hosts, stats=stats, pipeline=pipeline, top_ops=top_device_ops(dev),
+        run=run_name, hosts=stats.hosts, stats=stats, pipeline=pipeline, top_ops=top_device_ops(dev),
         device_idle_time_percent=device_idle, host_idle_time_percent=host_idle, device_duty_cycle_percent=duty,
         idle_time_high_confidence_ps=int(dev.idle_duty_ps or 0) if tpu else 0,
         flop_rate_utilization_percent=flop_util, memory_bw_utilization_percent=bw_util,
@@ -216,7 +223,12 @@ def analyze_stats(run: RunData, stats: ip.HostStats) -> OverviewResult:
 
 
 def analyze(run: RunData, host: str | None = None, **options) -> OverviewResult:
-    return analyze_stats(run, ip.host_stats(run, host))
+    result = analyze_stats(run.name, host_map.run_op_stats(run, host))
+    try:  # the recommendation panel's advice; never worth failing the overview for
+        result.advice = advice_rules.advice_rows(advice_rules.suggestions(run, host), perf_guide.checks(run, host))
+    except Exception:  # noqa: BLE001
+        result.advice = []
+    return result
 
 
 def has_data(run: RunData) -> bool:

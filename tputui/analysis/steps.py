@@ -1,26 +1,24 @@
 """Step detection and per-step time breakdown, as XProf computes them.
 
-Used by the overview, input pipeline, pod viewer and the live monitor. API (stable; add, don't rename):
+Used by the op stats map (op_stats.py) and the live monitor. API (stable; add, don't rename):
 
     StepDb                  `steps` (Polars, one row per step and core; see STEP_COLUMNS),
                             `diagnostics` (list of warning lines), `kind` ("host" | "device" | "none"),
                             `has_steps`, `step_times_ms()` and `summary_ms()` (count/avg/min/max/stddev)
     host_steps(frame)       steps of a CPU-only host: root events (`_r`, e.g. StepTraceAnnotation /
                             tf.profiler Trace with step_num) grouped like XProf's event forest
-    device_steps(frame)     TPU steps per TensorCore as XProf groups them (via pod_viewer), per-core breakdown
+                            (event_groups.py)
+    device_steps(frame)     TPU steps per TensorCore as XProf groups them (tpu_steps.py), per-core breakdown
     steps(frame)            what XProf uses for one host: device steps when the host has TPU planes,
                             else host steps (GPU: host steps)
-    run_steps(run, host)    the same for one host or all hosts of a run (steps intersected by number)
-    group_events(frame)     GroupedEvents: XProf's group_id per event (-1 ungrouped) and group names
+    host_step_dbs(frame)    that, plus XProf's per-core step database, from one grouping pass
+    combine_hosts_steps(h)  the steps of several hosts (intersected as XProf does)
     NO_STEP_MARKER          XProf's diagnostic when no step is found
     BREAKDOWN_TYPES         event-type columns of the breakdown (ps), highest priority last
 
 How XProf gets there (xla/tsl/profiler/utils/group_events.cc, xprof/convert/xplane_to_step_events.cc,
 step_events_to_steps_db.cc, utils/event_span.cc), reproduced here:
-- Events nest per thread; producer/consumer stats (`_p`/`_pt` -> `_c`/`_ct`) link threads unless both
-  sides of one id have 64+ events; ExecutorState::Process links to IteratorGetNextOp by (id, iter_num).
-- Root events (`_r`, level = its value; legacy `TraceContext`) are taken by level (high first), then
-  time; each root not already reached starts a group that spreads to everything it reaches.
+- Host events are grouped into steps (event_groups.group_events).
 - A group's step time is its longest marker (`train*` / `test*` / `TraceContext*` events, or a root
   that named the group); its events are typed (host compute, wait for input = IteratorGetNext*, host to
   device = infeed enqueue / memcpy HtoD, ...), overlaps resolved by type priority, clipped to the step;
@@ -36,11 +34,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from tputui.analysis.op_metrics import (
-    nest_parents,
-    parse_tf_op,
-    tensor_core_planes,
-)
+from tputui.analysis import tpu_steps
+from tputui.analysis.event_groups import group_events
+from tputui.analysis.op_metrics import parse_tf_op, tensor_core_planes
+from tputui.data.schema import GPU_PLANE_PREFIX
 from tputui.data.xspace import XSpaceFrame
 
 NO_STEP_MARKER = (
@@ -108,311 +105,8 @@ class StepDb:
                 "stddev": float(t.std(ddof=1)) if len(t) > 1 else 0.0}
 
 
-# --- event grouping ---------------------------------------------------------------------------
 _EXPLICIT_MARKER = re.compile(r"^(train|test|TraceContext)[^/]*$")
-_IMPLICIT_ROOTS = {"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"}
 _NOT_REAL_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
-_TF_DATA_FUNCTION_RUNS = {
-    "InstantiatedCapturedFunction::Run", "InstantiatedCapturedFunction::RunAsync",
-    "InstantiatedCapturedFunction::RunInstantiated", "InstantiatedCapturedFunction::RunWithBorrowedArgs",
-}
-_LOOP_OPS = {"WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"}
-_ITERATOR_GET_NEXT = {"IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute"}
-_MAX_FANOUT = 64  # XProf skips a producer/consumer id with 64+ events on both sides
-
-_GROUP_STATS = ["_r", "step_num", "iter_num", "_p", "_pt", "_c", "_ct", "id", "correlation_id",
-                "is_async", "graph_type"]
-
-
-@dataclass
-class GroupedEvents:
-    """XProf's grouping of one frame's host events into steps (groups); arrays are parallel."""
-    rows: np.ndarray  # event row in the frame
-    start: np.ndarray  # ps
-    end: np.ndarray
-    name_idx: np.ndarray  # index into `event_names`
-    event_names: list[str]
-    group: np.ndarray  # group id, -1 ungrouped
-    names: dict[int, str]  # group id -> name ("train 3")
-    starter: dict[int, int]  # group id -> index (into the arrays) of the root that started it
-    named_roots: np.ndarray  # bool: roots that named their group (non-implicit starters)
-    parent: np.ndarray  # nesting parent (index into the arrays), -1 for none
-
-    @classmethod
-    def empty(cls, event_names=None) -> GroupedEvents:
-        z = np.zeros(0, np.int64)
-        return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool), z)
-
-
-_ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxProcessBatch": 2, "BatchingSessionRun": 1}
-
-
-class _Sparse:
-    """One event stat over the grouped events, kept sparse: positions (sorted) and int values
-    (text values as text ids). Most stats sit on few events."""
-
-    def __init__(self, pos: np.ndarray, val: np.ndarray):
-        order = np.argsort(pos, kind="stable")
-        self.pos, self.val = pos[order], val[order]
-
-    def lookup(self, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(present, value) at positions `where`."""
-        where = np.asarray(where, np.int64)
-        if len(self.pos) == 0:
-            return np.zeros(len(where), bool), np.zeros(len(where), np.int64)
-        i = np.clip(np.searchsorted(self.pos, where), 0, len(self.pos) - 1)
-        has = self.pos[i] == where
-        return has, np.where(has, self.val[i], 0)
-
-    def get(self, where: int) -> int | None:
-        i = int(np.searchsorted(self.pos, where))
-        return int(self.val[i]) if i < len(self.pos) and self.pos[i] == where else None
-
-
-def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray, names: list[str]) -> dict[str, _Sparse]:
-    """{name: _Sparse} for event stats of the events `rows` (positions index `rows`)."""
-    sv = frame.stat_values("event", names)
-    contiguous = len(rows) and rows[-1] - rows[0] + 1 == len(rows)
-    out = {}
-    for name in names:
-        s = sv.filter(pl.col("stat_name") == name)
-        own = s["owner"].to_numpy().astype(np.int64)
-        val = np.where(s["text_id"].to_numpy() >= 0, s["text_id"].to_numpy(), s["int"].fill_null(0).to_numpy())
-        if contiguous:
-            p = own - rows[0]
-            ok = (p >= 0) & (p < len(rows))
-        else:
-            i = np.clip(np.searchsorted(rows, own), 0, max(len(rows) - 1, 0))
-            ok = rows[i] == own if len(rows) else np.zeros(len(own), bool)
-            p = i
-        out[name] = _Sparse(p[ok].astype(np.int64), val[ok].astype(np.int64))
-    return out
-
-
-def _sorted_longest_first(s: np.ndarray, e: np.ndarray) -> bool:
-    if len(s) < 2:
-        return True
-    ok = s[1:] >= s[:-1]
-    if not ok.all():
-        return False
-    tie = np.flatnonzero(s[1:] == s[:-1])
-    return not (e[tie + 1] > e[tie]).any()
-
-
-def _depths(parent: np.ndarray) -> np.ndarray:
-    depth = np.zeros(len(parent), np.int64)
-    anc = parent.copy()
-    while True:
-        live = anc >= 0
-        if not live.any():
-            return depth
-        depth[live] += 1
-        anc[live] = parent[anc[live]]
-
-
-def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
-    """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default)."""
-    if plane is None:
-        plane = frame.plane_index("/host:CPU")
-    raw = frame.raw
-    names = raw.em_name + [""]
-    if plane is None:
-        return GroupedEvents.empty(names)
-    lines = frame.lines_of(plane)
-    rows = np.concatenate([np.arange(frame.line_events(ln).start, frame.line_events(ln).stop, dtype=np.int64)
-                           for ln in lines] or [np.zeros(0, np.int64)])
-    if len(rows) == 0 or any(nm in _LOOP_OPS for nm in raw.em_name):
-        # XProf does not group TF graphs with loop ops (While/For) at all.
-        g = GroupedEvents.empty(names)
-        return g
-    md = frame.events["metadata"].to_numpy()[rows]
-    md_i = np.where(md >= 0, md, len(names) - 1)
-    st = _sparse_stats(frame, rows, _GROUP_STATS)
-    if rows[-1] - rows[0] + 1 == len(rows):  # the plane's lines are one block: slice, don't copy
-        block = slice(int(rows[0]), int(rows[-1]) + 1)
-        start = frame.start_ps[block]
-        end = start + raw.event_duration_ps[block]
-        line = raw.event_line[block]
-    else:
-        start = frame.start_ps[rows]
-        end = start + raw.event_duration_ps[rows]
-        line = raw.event_line[rows]
-    n = len(rows)
-    group = np.full(n, -1, np.int64)
-    name_index: dict[str, list[int]] = {}
-    for i, nm in enumerate(names):
-        name_index.setdefault(nm, []).append(i)
-
-    def named_at(where: np.ndarray, *wanted: str) -> np.ndarray:
-        idx = [i for w in wanted for i in name_index.get(w, [])]
-        table = np.zeros(len(names), bool)
-        table[idx] = True
-        return table[md_i[where]]
-
-    # Per-thread nesting (async events stay out of it), in (start, -end) order per line.
-    parent = np.full(n, -1, np.int64)
-    async_pos = st["is_async"].pos[st["is_async"].val != 0]
-    is_async = np.zeros(n, bool)
-    is_async[async_pos] = True
-    line_bounds = np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1, [n]])
-    for a, b in zip(line_bounds[:-1].tolist(), line_bounds[1:].tolist()):
-        s_, e_ = start[a:b], end[a:b]
-        seg = None
-        if not _sorted_longest_first(s_, e_):  # files are usually sorted already
-            seg = a + np.lexsort((-e_, s_))
-        if len(async_pos) and is_async[a:b].any():
-            seg = (np.arange(a, b) if seg is None else seg)
-            seg = seg[~is_async[seg]]
-        if seg is None:
-            p = nest_parents(s_, e_)
-            parent[a:b] = np.where(p >= 0, p + a, -1)
-        elif len(seg):
-            p = nest_parents(start[seg], end[seg])
-            parent[seg] = np.where(p >= 0, seg[np.clip(p, 0, None)], -1)
-    depth = _depths(parent)
-
-    # Flow edges: producer (type, id) -> consumers (type, id).
-    flow = None
-    p_rows = np.intersect1d(st["_p"].pos, st["_pt"].pos)
-    c_rows = np.intersect1d(st["_c"].pos, st["_ct"].pos)
-    if len(p_rows) and len(c_rows):
-        pk = np.stack([st["_pt"].lookup(p_rows)[1], st["_p"].lookup(p_rows)[1]], 1)
-        ck = np.stack([st["_ct"].lookup(c_rows)[1], st["_c"].lookup(c_rows)[1]], 1)
-        keys, inv = np.unique(np.concatenate([pk, ck]), axis=0, return_inverse=True)
-        inv = inv.ravel()
-        pcode, ccode = inv[:len(p_rows)], inv[len(p_rows):]
-        npk = np.bincount(pcode, minlength=len(keys))
-        nck = np.bincount(ccode, minlength=len(keys))
-        ok_key = ~((npk >= _MAX_FANOUT) & (nck >= _MAX_FANOUT))
-        pm, cm = ok_key[pcode], ok_key[ccode]
-        flow = (p_rows[pm], pcode[pm], c_rows[cm], ccode[cm], len(keys))
-
-    # Inter-thread: the last ExecutorState::Process with (id, iter_num) -> IteratorGetNext ops.
-    keyed = np.intersect1d(st["id"].pos, st["iter_num"].pos)
-    exec_rows = keyed[named_at(keyed, "ExecutorState::Process")]
-    ign_rows = keyed[named_at(keyed, *_ITERATOR_GET_NEXT)]
-    links = []
-    if len(exec_rows) and len(ign_rows):
-        pkeys = {}
-        for r in exec_rows.tolist():  # file order: the last one with a key wins, as in XProf
-            pkeys[(st["id"].get(r), st["iter_num"].get(r))] = r
-        for r in ign_rows.tolist():
-            src = pkeys.get((st["id"].get(r), st["iter_num"].get(r)))
-            if src is not None:
-                links.append((src, r))
-    links_arr = np.array(links, np.int64).reshape(-1, 2)
-
-    # tf.data function runs mark step ids whose roots are skipped.
-    tfd = st["id"].pos[named_at(st["id"].pos, *_TF_DATA_FUNCTION_RUNS)]
-    tfdata_ids = set(st["id"].lookup(tfd)[1].tolist())
-
-    # Roots: TF loop iterations if any, else `_r` events (and legacy TraceContext, ...).
-    big = np.iinfo(np.int64).max
-    label = np.full(n, big, np.int64)
-    root_rows: list[int] = []
-    loop_first = _tf_loop_iterations(st, exec_rows, tfdata_ids, start)
-    if loop_first:
-        for rank, (first, members) in enumerate(loop_first):
-            label[members] = rank
-            root_rows.append(first)
-    else:
-        by_name = np.zeros(len(names), np.int64)
-        for nm, lvl in list(_ROOT_LEVEL_BY_NAME.items()) + [("TraceContext", 1)]:
-            by_name[name_index.get(nm, [])] = lvl
-        named_roots = np.flatnonzero(by_name[md_i] > 0) if by_name.any() else np.zeros(0, np.int64)
-        cand = np.union1d(st["_r"].pos, named_roots)
-        level = np.where(by_name[md_i[cand]] > 0, by_name[md_i[cand]], st["_r"].lookup(cand)[1])
-        if tfdata_ids and len(cand):
-            has_id, ids = st["id"].lookup(cand)
-            skip = has_id & np.isin(ids, list(tfdata_ids))
-            cand, level = cand[~skip], level[~skip]
-        order = np.lexsort((cand, start[cand], -level))
-        cand = cand[order]
-        label[cand] = np.arange(len(cand))
-        root_rows = cand.tolist()
-
-    # Spread labels (min wins = the earliest-processed root reaching an event) to a fixed point:
-    # down the nesting (level by level), along flows and links.
-    by_depth = np.argsort(depth, kind="stable")
-    dcounts = np.bincount(depth)
-    dstarts = np.concatenate([[0], np.cumsum(dcounts)])
-    for _ in range(100):
-        for d in range(1, len(dcounts)):
-            idx = by_depth[dstarts[d]:dstarts[d + 1]]
-            label[idx] = np.minimum(label[idx], label[parent[idx]])
-        changed = False
-        if flow is not None:
-            prow, pcode, crow, ccode, nk = flow
-            kmin = np.full(nk, big, np.int64)
-            np.minimum.at(kmin, pcode, label[prow])
-            new = np.minimum(label[crow], kmin[ccode])
-            changed |= bool((new != label[crow]).any())
-            label[crow] = new
-        if len(links_arr):
-            new = np.minimum(label[links_arr[:, 1]], label[links_arr[:, 0]])
-            changed |= bool((new != label[links_arr[:, 1]]).any())
-            np.minimum.at(label, links_arr[:, 1], label[links_arr[:, 0]])
-        if not changed:
-            break
-
-    # Group ids: roots that kept their own label start groups, numbered in processing order.
-    unreached = np.iinfo(np.int64).max
-    starters = [(rank, r) for rank, r in enumerate(root_rows) if label[r] == rank]
-    gid_of_rank = np.full(len(root_rows) + 1, -1, np.int64)
-    for gid, (rank, _) in enumerate(starters):
-        gid_of_rank[rank] = gid
-    has = label != unreached
-    group[has] = gid_of_rank[np.minimum(label[has], len(root_rows))]
-
-    group_names, starter = {}, {}
-    named = np.zeros(n, bool)
-    for gid, (_rank, r) in enumerate(starters):
-        nm = names[md_i[r]]
-        implicit = nm in _IMPLICIT_ROOTS
-        prefix = ""
-        graph = st["graph_type"].get(r)
-        if graph is not None:
-            prefix = frame.text(graph) + " "
-        elif not implicit:
-            prefix = nm + " "
-        num = _context_step_num(r, st, parent)
-        group_names[gid] = f"{prefix}{gid if num is None else num}"
-        starter[gid] = int(r)
-        if not implicit and not loop_first:
-            named[r] = True
-    return GroupedEvents(rows, start, end, md_i, names, group, group_names, starter, named, parent)
-
-
-def _context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
-    """iter_num, else step_num, of the event or its nearest ancestor (XProf's GetContextStat)."""
-    for key in ("iter_num", "step_num"):
-        a = r
-        while a >= 0:
-            v = st[key].get(a)
-            if v is not None:
-                return v
-            a = int(parent[a])
-    return None
-
-
-def _tf_loop_iterations(st: dict, exec_rows: np.ndarray, tfdata_ids: set, start: np.ndarray):
-    """XProf's TF while-loop steps: ExecutorState::Process by (id, iter_num); loops only."""
-    if not len(exec_rows):
-        return []
-    rows = exec_rows
-    df = pl.DataFrame({"row": rows, "sid": st["id"].lookup(rows)[1], "it": st["iter_num"].lookup(rows)[1],
-                       "t": start[rows]})
-    if tfdata_ids:
-        df = df.filter(~pl.col("sid").is_in(list(tfdata_ids)))
-    loops = df.group_by("sid").agg(pl.col("it").n_unique().alias("n"), pl.col("it").max().alias("mx"))
-    loops = loops.filter(~((pl.col("n") == 1) & (pl.col("mx") == 0)))
-    if not len(loops):
-        return []
-    df = df.filter(pl.col("sid").is_in(loops["sid"].implode()))
-    it = df.sort("t", "row").group_by("sid", "it", maintain_order=True).agg(
-        pl.col("row").first().alias("first"), pl.col("t").first().alias("t0"), pl.col("row").alias("members"))
-    it = it.sort("t0", "first")
-    return [(int(f), np.asarray(m, np.int64)) for f, m in zip(it["first"], it["members"])]
 
 
 # --- host steps ---------------------------------------------------------------------------------
@@ -644,12 +338,10 @@ def host_steps(frame: XSpaceFrame, host: str = "", drop_incomplete: bool = True)
 # --- device (TPU) steps -------------------------------------------------------------------------
 def _tpu_rows(per_step, host: str) -> pl.DataFrame:
     """[(step, begin, dur, {core: category ps})] -> STEP_COLUMNS rows, one per (step, core)."""
-    from tputui.analysis.pod_viewer import tpu_breakdown
-
     rows = []
     for step, begin, dur, per_core in per_step:
         for core, cats in sorted(per_core.items()):
-            bd = tpu_breakdown(cats, dur)
+            bd = tpu_steps.tpu_breakdown(cats, dur)
             t = dict.fromkeys(BREAKDOWN_TYPES, 0)
             t.update(device_compute_32=bd["device_compute"], device_to_device=bd["device_to_device"],
                      device_collectives=bd["device_collectives"], device_wait_host=bd["input"],
@@ -660,22 +352,60 @@ def _tpu_rows(per_step, host: str) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=STEP_COLUMNS) if rows else empty_steps()
 
 
-def device_steps(frame: XSpaceFrame, host: str = "") -> StepDb:
-    """TPU steps as XProf builds them (see tputui.analysis.pod_viewer): each TensorCore's `Steps`
-    events take the group of the XLA module they overlap; a step is a group seen on every core,
-    lasting as long as its longest marker; per core its op self time by HLO category gives the
+def device_steps_of(db: tpu_steps.HostSteps, host: str = "") -> StepDb:
+    """TPU steps from XProf's per-core step database (tpu_steps.host_step_db): each TensorCore's
+    `Steps` events take the group of the XLA module they overlap; a step is a group seen on every
+    core, lasting as long as its longest marker; per core its op self time by HLO category gives the
     breakdown (input = infeed / host recv, output = outfeed / host send, collectives, device to
     device, all others = idle, compute = the rest). Steps are not dropped (the device already did)."""
-    from tputui.analysis.pod_viewer import host_step_db
-
-    db = host_step_db(frame, host)
     steps_ = [(n, b, d, pc) for n, b, d, pc in db.steps if pc and d > 0]
     if not steps_:
         return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")
     return StepDb(steps=_tpu_rows(steps_, host), kind="device")
 
 
+def device_steps(frame: XSpaceFrame, host: str = "") -> StepDb:
+    return device_steps_of(tpu_steps.host_step_db(frame, host), host)
+
+
+# --- CPU / GPU: the generic per-core step database ------------------------------------------------
+def drop_incomplete_steps(db: StepDb) -> StepDb:
+    """XProf drops the first and last (possibly partial) host steps when there are more than 5."""
+    if db.kind != "host" or len(db.steps) <= DROP_INCOMPLETE_ABOVE:
+        return db
+    return StepDb(steps=db.steps.slice(1, len(db.steps) - 2), diagnostics=db.diagnostics, kind=db.kind)
+
+
+def generic_step_db(db: StepDb, host: str, hostname: str, gpu: bool) -> tpu_steps.HostSteps:
+    """CPU / GPU: XProf's generic step events of the host (all of them), on core 1."""
+    out = []
+    for r in db.steps.iter_rows(named=True):
+        t = {k[:-3]: v for k, v in r.items() if k.endswith("_ps") and k not in ("begin_ps", "end_ps", "duration_ps")}
+        cats = {
+            "device_compute": t["device_compute_32"] + t["device_compute_16"],
+            "device_to_device": t["device_to_device"] + t["device_wait_device"],
+            "device_collectives": t["device_collectives"], "host_compute": t["host_compute"],
+            "kernel_launch": t["host_prepare"],
+            "input": t["host_wait_input"] + t["host_to_device"] + t["device_wait_host"],
+            "output": t["device_to_host"], "compilation": t["host_compile"], "all_others": t["unknown"],
+        }
+        out.append((int(r["step"]), int(r["begin_ps"]), int(r["duration_ps"]), {1: cats}))
+    cores = {1: tpu_steps.CoreInfo(1, hostname, 0, 0, 0, 0)}
+    return tpu_steps.HostSteps(host, "GPU" if gpu else "CPU", gpu, cores, out, generic=True)
+
+
 # --- entry points -------------------------------------------------------------------------------
+def host_step_dbs(frame: XSpaceFrame, host: str, hostname: str) -> tuple[StepDb, tpu_steps.HostSteps]:
+    """One host's steps as XProf reports them, and its per-core step database, from one pass of
+    event grouping."""
+    if tensor_core_planes(frame):
+        db = tpu_steps.host_step_db(frame, host)
+        return device_steps_of(db, host), db
+    all_steps = host_steps(frame, host, drop_incomplete=False)
+    gpu = any(n.startswith(GPU_PLANE_PREFIX) for n in frame.raw.plane_name)
+    return drop_incomplete_steps(all_steps), generic_step_db(all_steps, host, hostname, gpu)
+
+
 def steps(frame: XSpaceFrame, host: str = "") -> StepDb:
     """The steps XProf finds on one host."""
     if tensor_core_planes(frame):
@@ -683,22 +413,17 @@ def steps(frame: XSpaceFrame, host: str = "") -> StepDb:
     return host_steps(frame, host)
 
 
-def run_steps(run, host: str | None = None) -> StepDb:
-    """Steps of one host (`host`) or of every host of a run. Several TPU hosts: XProf's step
-    intersection (pod_viewer.combine_hosts: hosts aligned by step timespans, steps renumbered 0..n-1,
-    cores keyed host index * 1000 + core). Several CPU hosts: steps aligned by position, the
-    slowest host's step kept."""
-    hosts = [host] if host else run.hosts
+def combine_hosts_steps(hosts) -> StepDb:
+    """Steps of several hosts (each with `.steps`, `.step_db`, `.has_tpu_planes`, e.g. op_stats'
+    HostOpStats). One host: its own. Several TPU hosts: XProf's step intersection
+    (tpu_steps.combine_hosts: hosts aligned by step timespans, steps renumbered 0..n-1, cores keyed
+    host index * 1000 + core). Several CPU hosts: steps aligned by position, the slowest host's kept."""
     if len(hosts) == 1:
-        return steps(run.frame(hosts[0]), hosts[0])
-    frames = {h: run.frame(h) for h in hosts}
-    if any(tensor_core_planes(f) for f in frames.values()):
-        from tputui.analysis.pod_viewer import combine_hosts, host_step_db
-
-        dbs = [host_step_db(f, h) for h, f in frames.items()]
-        combined, _, _ = combine_hosts(dbs)
+        return hosts[0].steps
+    if any(h.has_tpu_planes for h in hosts):
+        combined, _, _ = tpu_steps.combine_hosts([h.step_db for h in hosts])
         per_step = []
-        for _k, (step, per_core) in enumerate(combined):
+        for step, per_core in combined:
             cats = {c: v[1] for c, v in per_core.items() if not v[2]}
             dur = max((v[0] for v in per_core.values()), default=0)
             if cats and dur > 0:
@@ -711,7 +436,7 @@ def run_steps(run, host: str | None = None) -> StepDb:
         out = out.with_columns(duration_ps=pl.Series([dur_of.get((s_, c), d) for s_, c, d in zip(
             out["step"].to_list(), out["core"].to_list(), out["duration_ps"].to_list())], dtype=pl.Int64))
         return StepDb(steps=out.with_columns(end_ps=pl.col("begin_ps") + pl.col("duration_ps")), kind="device")
-    dbs = [steps(f, h) for h, f in frames.items()]
+    dbs = [h.steps for h in hosts]
     found = [d for d in dbs if d.has_steps]
     if len(found) < len(dbs) or not found:
         return StepDb(diagnostics=[NO_STEP_MARKER], kind="none")

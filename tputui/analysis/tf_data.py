@@ -88,7 +88,8 @@ class PipelineStats:
     bottleneck_iterator: str  # short name ("MapAndBatch")
     bottleneck_long_name: str  # "Iterator::Root::Prefetch::MapAndBatch"
     bottleneck_latency_ps: int
-    iterators: pl.DataFrame  # slowest call: iterator, long_name, is_async, calls, duration, self, blocking
+    iterators: pl.DataFrame  # slowest call: iterator, long_name, is_async, calls, start (from the call's
+    # start), duration, self, blocking (on the critical path), depth in the iterator tree
 
     @property
     def suggestion(self) -> str:
@@ -210,10 +211,13 @@ def _host_pipelines(host: str, fr: XSpaceFrame) -> list[PipelineStats]:
         blocking = [(s["self_ps"], it) for it, s in stats.items() if s["blocking"]]
         b_self, b_id = max(blocking, key=lambda x: x[0]) if blocking and max(blocking)[0] > 0 else (0, None)
         b_long = stats[b_id]["long_name"] if b_id is not None else ""
+        call_start = int(start[calls[0]])
         iters = pl.DataFrame([{"iterator": s["long_name"].split("::")[-1], "long_name": s["long_name"],
                                "is_async": s["long_name"].split("::")[-1] in _ASYNC, "calls": s["calls"],
+                               "start_us": (s["start_ps"] - call_start) / 1e6,
                                "duration_us": s["dur_ps"] / 1e6, "self_time_us": s["self_ps"] / 1e6,
-                               "blocking": s["blocking"]} for s in stats.values()])
+                               "blocking": s["blocking"], "depth": len(s["long_name"].split("::")) - 2}
+                              for s in stats.values()])
         out.append(PipelineStats(
             host=host, name=f"Host:{n_pipe}", root_id=root_id, calls=len(calls),
             avg_latency_ps=int(lat.sum() // len(lat)), min_latency_ps=int(lat.min()), max_latency_ps=int(lat.max()),
@@ -228,7 +232,9 @@ def _walk(i, blocking, level, children, ids, start, dur, name_of, stats) -> None
     if level > 100 or not ids[0][i]:
         return
     it = int(ids[1][i])
-    s = stats.setdefault(it, {"long_name": name_of(i), "dur_ps": 0, "self_ps": 0, "calls": 0, "blocking": False})
+    s = stats.setdefault(it, {"long_name": name_of(i), "dur_ps": 0, "self_ps": 0, "calls": 0, "blocking": False,
+                              "start_ps": int(start[i])})
+    s["start_ps"] = min(s["start_ps"], int(start[i]))
     s["dur_ps"] += int(dur[i])
     self_ps = int(dur[i])
     a, b = int(start[i]), int(start[i] + dur[i])

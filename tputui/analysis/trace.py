@@ -66,24 +66,54 @@ class Level:
 class TraceIndex:
     """Rows of events plus their level-of-detail pyramid (see module docstring)."""
 
+    # Set by the first pass over the raw events only (trace_events(derived=False)): the lines
+    # derived from op stats come with the final index (trace_cache.finish_index).
+    partial = False
+
     def __init__(self, ev: TraceEvents, progress: Callable[[str], None] | None = None, exact: bool = True) -> None:
-        """exact=False: nest improperly nested tracks by open-event count for now (fast, a few
-        events may share a row with an overlapping one); `refined()` later gives the exact index."""
+        """exact=False: nest every track by open-event count for now, unchecked (fast; where a
+        track is improperly nested a few events may share a row with an overlapping one); such
+        an index is not `exact`, and `refined()` gives the exact one."""
         self.names = ev.names
         # A stable hue per name (not per intern order): the same op keeps its colour everywhere.
         self.name_hash = np.array([zlib.crc32(n.encode()) for n in ev.names], np.uint32)
-        self.frame = ev.frame
         self.processes = dict(ev.processes.iter_rows())
+        self.threads = ev.threads
         report = progress or (lambda msg: None)
         report(f"arranging {len(ev):,} events into tracks")
         self.exact = True
         self._arrange(ev, exact)
-        self._events = None if self.exact else ev  # kept only until refined
-        self.levels: list[Level] = [self._level0()]
+        self._cover()
+        self.init_state(ev.frame, None if self.exact else ev)
+        self.levels: list[Level] = [self.level0()]
+
+    def init_state(self, frame, events: TraceEvents | None = None) -> None:
+        """What is not arrays: the frame, search state, the pyramid's lock (also for an index
+        read back from disk, see trace_cache)."""
+        self._frame = frame
+        self.frame_loader: Callable[[], object] | None = None  # an index read from disk loads it on demand
+        self._events = events  # kept only until refined
         self._match_cache: dict = {}
         self.search_ids: np.ndarray | None = None
         self.pyramid_ready = False
         self._pyramid_lock = threading.Lock()
+
+    @property
+    def frame(self):
+        """The decoded frame the events come from (stats and full names for the details pane)."""
+        if self._frame is None and self.frame_loader is not None:
+            self._frame = self.frame_loader()
+        return self._frame
+
+    @property
+    def frame_ready(self) -> bool:
+        """False while an index read from disk has not loaded its frame yet (see `frame`)."""
+        return self._frame is not None or self.frame_loader is None
+
+    @property
+    def complete(self) -> bool:
+        """Every event (derived lines too), exactly nested, with its level-of-detail pyramid."""
+        return self.exact and self.pyramid_ready and not self.partial
 
     # --- building ------------------------------------------------------------------------
     def _arrange(self, ev: TraceEvents, exact: bool) -> None:
@@ -121,7 +151,7 @@ class TraceIndex:
         track = ev_track[order]
         start = ev.start_ps[order]
         end = start + ev.duration_ps[order]
-        depth, improper = _nesting_depth(track, start, end, len(self.tracks), exact)
+        depth, improper = _nesting_depth(track, start, end, len(self.tracks), exact, check=exact)
         self.exact = exact or not improper
         # Rows: each track gets max depth + 1 rows (at least one, even when empty).
         ntr = len(self.tracks)
@@ -156,7 +186,7 @@ class TraceIndex:
         if self.t_max <= self.t_min:
             self.t_max = self.t_min + 1
 
-    def _level0(self) -> Level:
+    def _cover(self) -> None:
         n = self.num_events
         # Events of a row may overlap when they are not properly nested: per row, a running
         # max of ends tells whether anything started earlier still covers a time.
@@ -171,8 +201,12 @@ class TraceIndex:
                 a, c = int(self.row_first[r]), int(self.row_count[r])
                 cover[a:a + c] = np.maximum.accumulate(cover[a:a + c])
         self.cover = cover
+
+    def level0(self) -> Level:
+        """The finest level: the events themselves (blocks end where their row's cover does)."""
+        n = self.num_events
         idx = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-        return Level(0, self.start, cover, idx, idx, np.ones(n, np.int32), self.row_first, self.row_count)
+        return Level(0, self.start, self.cover, idx, idx, np.ones(n, np.int32), self.row_first, self.row_count)
 
     def build_pyramid(self, progress: Callable[[str], None] | None = None) -> None:
         """Merge levels until one more merge would not shrink the blocks (or covers the span).
@@ -355,6 +389,9 @@ def _track_time_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray, ntr
     n = len(start)
     if n == 0:
         return np.zeros(0, np.int64)
+    quick = _runs_in_order(track, start, dur)
+    if quick is not None:
+        return quick
     order = np.argsort(start, kind="stable")
     t = track[order]
     order = order[np.argsort(t.astype(np.uint16) if ntracks < 65536 else t, kind="stable")]
@@ -371,8 +408,29 @@ def _track_time_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray, ntr
     return order
 
 
+def _runs_in_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray | None:
+    """The (track, start, longest first) order without sorting events, when each track is one
+    contiguous run already in that order (a decoded file's lines usually are): the runs are
+    put in track order. None otherwise."""
+    n = len(start)
+    brk = np.flatnonzero(track[1:] != track[:-1]) + 1
+    first = np.concatenate(([0], brk))
+    run_track = track[first]
+    if len(np.unique(run_track)) != len(first):
+        return None  # a track in several runs: they need merging
+    ds = np.diff(start)
+    in_order = (ds > 0) | ((ds == 0) & (dur[1:] <= dur[:-1]))
+    in_order[brk - 1] = True  # across runs anything goes
+    if not in_order.all():
+        return None
+    lens = np.diff(np.concatenate((first, [n])))
+    by_track = np.argsort(run_track, kind="stable")
+    dest = np.concatenate(([0], np.cumsum(lens[by_track])[:-1]))  # where each run lands
+    return np.arange(n) - np.repeat(dest - first[by_track], lens[by_track])
+
+
 def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntracks: int,
-                   exact: bool = True) -> tuple[np.ndarray, bool]:
+                   exact: bool = True, check: bool = True) -> tuple[np.ndarray, bool]:
     """Depth of each event in its track's nesting tree (events sorted by track, start, longest first).
 
     An event's parent is the nearest earlier event of its track (not an instant) that lasts at
@@ -381,6 +439,7 @@ def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntrack
     Tracks where that count puts an event under a parent that does not contain it (a step that
     starts while a Python-tracer frame is still open, say) get the exact tree (`_tree_depth`),
     unless `exact` is False. Returns (depth, whether some track was improperly nested).
+    check=False skips that check (a first pass that is rebuilt anyway) and says "improper".
     """
     n = len(start)
     improper = False
@@ -399,7 +458,9 @@ def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntrack
         closed = np.where(opener[a:b], np.searchsorted(ends, start[a:b], "right"),
                           np.searchsorted(ends, start[a:b], "left"))
         depth[a:b] = started[a:b] - started[a] - closed
-        if not _contained_by_parents(start[a:b], end[a:b], depth[a:b]):
+        if not check:
+            improper = True
+        elif not _contained_by_parents(start[a:b], end[a:b], depth[a:b]):
             improper = True
             if exact:
                 depth[a:b] = _tree_depth(start[a:b], end[a:b])
@@ -513,6 +574,12 @@ def _merge(prev: Level, gap: int, dur: np.ndarray) -> Level:
 
 _INDEXES: weakref.WeakKeyDictionary[object, TraceIndex] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+
+
+def known_index(frame) -> TraceIndex | None:
+    """The index this process already built for the frame, if any."""
+    with _LOCK:
+        return _INDEXES.get(frame)
 
 
 def remember_index(frame, ix: TraceIndex) -> None:

@@ -44,6 +44,11 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.stdsort import sort_order
+
+try:
+    from tputui.analysis import _derive
+except ImportError:  # built without a C compiler: the one-at-a-time Python path
+    _derive = None
 from tputui.data.xspace import XSpaceFrame
 
 HOST_PLANE = "/host:CPU"
@@ -87,6 +92,7 @@ HOST_MEMORY_LABEL = "S(5)"
 # compare with the op-by-op reference).
 DERIVE_COLUMNS = True
 STD_SORT_MAX = 400_000  # events of one TPU core up to which std::sort's tie order is replayed
+OFFLOAD_IN_C = True  # tests switch it off to compare with _OffloadRows
 
 # Where an event comes from (TraceEvents.kind).
 KIND_RAW, KIND_REGION, KIND_DERIVED = 0, 1, 2
@@ -138,9 +144,14 @@ class _Names:
         return i
 
 
-def trace_events(frame: XSpaceFrame) -> TraceEvents:
-    """Build the trace viewer's events of one host's frame."""
-    return _Build(frame).run()
+def trace_events(frame: XSpaceFrame, derived: bool = True) -> TraceEvents:
+    """Build the trace viewer's events of one host's frame.
+
+    derived=False leaves out the lines derived from TPU op stats (Framework Name Scope / Ops,
+    Source code, Host Offload Ops): the trace viewer's quick first pass. Its events are the
+    first rows of the full result, in the same order (the derived ones follow them).
+    """
+    return _Build(frame).run(derived)
 
 
 class _Build:
@@ -175,7 +186,7 @@ class _Build:
                 break
         return pids
 
-    def run(self) -> TraceEvents:
+    def run(self, derived: bool = True) -> TraceEvents:
         r = self.r
         pids = self.pid_of_plane()
         plane_pid = np.full(len(r.plane_name), -1, np.int64)
@@ -227,7 +238,7 @@ class _Build:
             self.add_regions(line_pid, line_tid, line_ok)
             for p, pid in pids.items():
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]):
-                    threads = _DeviceLines(self, p, pid).derive(threads)
+                    threads = _DeviceLines(self, p, pid).derive(threads, derived)
         return self.finish(pids, threads)
 
     def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]]) -> TraceEvents:
@@ -527,11 +538,11 @@ class _DeviceLines:
         hit = (j >= 0) & (ge[jc] >= s)
         return np.where(hit, jc, -1)
 
-    def derive(self, threads: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    def derive(self, threads: list[tuple[int, int, str]], derived: bool = True) -> list[tuple[int, int, str]]:
         b, r, f = self.b, self.b.r, self.b.f
         rows = np.concatenate([np.arange(f.line_events(li).start, f.line_events(li).stop) for li in self.lines]
                               + [np.zeros(0, np.int64)]).astype(np.int64)
-        if len(rows):
+        if len(rows) and derived:
             self.derive_from(rows)
         # RemoveEmptyLines: this plane keeps only lines with events.
         counts = {}
@@ -562,8 +573,10 @@ class _DeviceLines:
         out = []
         for owner, pick in (("metadata", None), ("event", rows)):
             vals = f.stat_values(owner, ["tf_op", "source", "_a"])
-            if pick is not None:
-                vals = vals.filter(pl.col("owner").is_in(pick))
+            if pick is not None and vals.height:  # a mask, not is_in: Polars converts a big list slowly
+                mine = np.zeros(b.r.num_events, bool)
+                mine[pick] = True
+                vals = vals.filter(pl.Series(mine[vals["owner"].to_numpy()]))
             out.append(vals)
         md_vals, ev_vals = out
         tf_md, src_md, asy_md = (np.full(n_md, -1, np.int64), np.full(n_md, -1, np.int64), np.zeros(n_md, bool))
@@ -605,9 +618,46 @@ class _DeviceLines:
             self.derive_columns(rows_i, tf_i, src_i, groups)  # every op is in a step / module
         else:
             self.derive_sequential(rows_i, tf_i, src_i, groups)
-        offload_rows = _OffloadRows(self)
-        for row in rows_i[offload[interesting]].tolist():  # copy start/done pairs only
-            offload_rows.add(row)
+        self.add_offload_rows(rows_i[offload[interesting]])
+
+    def add_offload_rows(self, rows: np.ndarray) -> None:
+        """Host Offload Ops rows from copy start/done ops (rows: in sorted order). In C when
+        built (`_derive.pair_offload`); `_OffloadRows` is the reference, one op at a time."""
+        if _derive is None or not OFFLOAD_IN_C:
+            offload_rows = _OffloadRows(self)
+            for row in rows.tolist():  # copy start/done pairs only
+                offload_rows.add(row)
+            return
+        if not len(rows):
+            return
+        b, r = self.b, self.b.r
+        md_u, md_inv = np.unique(b.ev_md[rows], return_inverse=True)
+        labels: dict[str, int] = {}
+        label_of_md = np.zeros(len(md_u), np.int64)
+        kind_of_md = np.zeros(len(md_u), np.int64)
+        for k, md in enumerate(md_u.tolist()):  # per distinct op, not per event
+            shown = r.em_display_name[md] or r.em_name[md]
+            label_of_md[k] = labels.setdefault(offload_name(shown), len(labels))
+            kind_of_md[k] = 1 if "-start" in shown else 2 if "-done" in shown else 0
+        label = label_of_md[md_inv]
+        s = b.start[rows].astype(np.int64)
+        e = s + b.dur[rows]
+        pairs = np.frombuffer(_derive.pair_offload(label, kind_of_md[md_inv], s, e, MAX_OFFLOAD_ROWS),
+                              np.int64).reshape(-1, 3)
+        if not len(pairs):
+            return
+        first, done, pick = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+        # Intern the labels in the order the pairs meet them (as the one-at-a-time path does).
+        text = list(labels)
+        pair_label = label[first]
+        u, at = np.unique(pair_label, return_index=True)
+        name_of_label = np.zeros(len(text), np.int32)
+        for lab in u[np.argsort(at)].tolist():
+            name_of_label[lab] = b.names.id(text[lab])
+        for k in np.unique(pick).tolist():  # per row (<= MAX_OFFLOAD_ROWS)
+            m = pick == k
+            self.arrays.setdefault(TID_OFFLOAD_FIRST + k, []).append(
+                (s[first[m]], e[done[m]], name_of_label[pair_label[m]], rows[first[m]]))
 
     def derive_sequential(self, rows: np.ndarray, tf: np.ndarray, src: np.ndarray, groups: np.ndarray) -> None:
         """DeriveLinesFromStats event by event (the reference; used when some op has no group)."""

@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.result import NoDataError
+from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_events import TraceEvents, trace_events
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
@@ -35,12 +36,17 @@ FLOAT_EXACT_PS = 10**15  # below this, float text of ps / 1e6 is exact (<= 15 si
 
 
 def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> TraceExport:
-    """The trace viewer's events of one host (the run's first host when None)."""
-    frame = run.frame(host)
-    ev = trace_events(frame)
+    """The trace viewer's events of one host (the run's first host when None).
+
+    From the trace viewer's saved index when there is one (no decode); with `args` the stats
+    come from the frame, so it is decoded."""
+    with_args = _truthy(args)
+    ev = None if with_args else cached_events(run, host)
+    if ev is None:
+        ev = trace_events(run.frame(host))
     if len(ev) == 0 and ev.threads.height == 0:
         raise NoDataError("no host threads or device planes in this profile")
-    return TraceExport(ev, with_args=_truthy(args))
+    return TraceExport(ev, with_args=with_args)
 
 
 def _truthy(v: Any) -> bool:

@@ -9,6 +9,19 @@
  *   decode_planes(buf, [(offset, length), ...]) -> {column name: bytes}
  *
  * Any malformed input raises ValueError with the byte offset; nothing is trusted.
+ *
+ * Semantics are protobuf's (upb's, which Python's protobuf uses and tputui's reference path
+ * calls): a file is accepted exactly when protobuf accepts it, with the same content (for a
+ * full decode; planes left out by a plane selection are only located, not checked):
+ *   - field keys: at most 5 bytes, at most 2^32 - 1, field number >= 1; lengths: at most 5 bytes;
+ *   - unknown fields of every wire type are skipped, groups (3/4) included, nested at most
+ *     100 - (message depth) deep; an end-group key outside its group is an error;
+ *   - string fields must be valid UTF-8 (bytes fields need not);
+ *   - a map entry with any field other than key (1, varint) and value (2, bytes) is dropped
+ *     (upb keeps it as an unknown field of the plane); a value given twice in one entry is
+ *     the merge of both (= parsing them one after the other); of entries with the same key the
+ *     last one wins (done in wire.py from the em_key / sm_key columns).
+ * tests/test_wire_semantics.py checks this against protobuf on a seeded mutation corpus.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -67,10 +80,11 @@ typedef struct {
     Col line_plane, line_id, line_display_id, line_ts, line_dur, line_name_off, line_name_len,
         line_dname_off, line_dname_len, line_first, line_count;
     Col ev_line, ev_mid, ev_off, ev_occ, ev_dur;
-    Col em_plane, em_id, em_name_off, em_name_len, em_dname_off, em_dname_len, em_meta_off, em_meta_len;
+    Col em_plane, em_id, em_key, em_name_off, em_name_len, em_dname_off, em_dname_len, em_meta_off, em_meta_len;
     Col emc_owner, emc_id;
-    Col sm_plane, sm_id, sm_name_off, sm_name_len, sm_desc_off, sm_desc_len;
+    Col sm_plane, sm_id, sm_key, sm_name_off, sm_name_len, sm_desc_off, sm_desc_len;
     StatCols es, ms, ps;
+    Col segs; /* scratch: the value pieces of the map entry being parsed */
     int64_t n_planes, n_lines, n_events, n_em;
 } Dec;
 
@@ -83,7 +97,7 @@ static inline int read_varint(Dec *d, const uint8_t **pp, const uint8_t *end, ui
     int shift = 0;
     while (p < end) {
         uint8_t b = *p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
+        v |= (uint64_t)(b & 0x7f) << shift;  /* bits past 64 in a 10th byte are dropped, as upb does */
         if (!(b & 0x80)) {
             *pp = p;
             *out = v;
@@ -95,11 +109,25 @@ static inline int read_varint(Dec *d, const uint8_t **pp, const uint8_t *end, ui
     FAIL(d, p, "truncated varint");
 }
 
+/* A field key: at most 5 bytes and 32 bits (a field number needs 29), field number >= 1. */
+static inline int read_tag(Dec *d, const uint8_t **pp, const uint8_t *end, uint32_t *field, int *wire) {
+    const uint8_t *start = *pp;
+    uint64_t t;
+    if (read_varint(d, pp, end, &t)) return -1;
+    if (*pp - start > 5 || t > UINT32_MAX) FAIL(d, start, "field key out of range");
+    *field = (uint32_t)(t >> 3);
+    *wire = (int)(t & 7);
+    if (*field == 0) FAIL(d, start, "field number 0");
+    return 0;
+}
+
 /* Reads a length-delimited field's bounds: [*start, *stop). */
 static inline int read_len(Dec *d, const uint8_t **pp, const uint8_t *end, const uint8_t **start,
                            const uint8_t **stop) {
+    const uint8_t *at = *pp;
     uint64_t n;
     if (read_varint(d, pp, end, &n)) return -1;
+    if (*pp - at > 5 || n >= INT32_MAX) FAIL(d, at, "length out of range");
     if (n > (uint64_t)(end - *pp)) FAIL(d, *pp, "length runs past the end of its message (truncated file?)");
     *start = *pp;
     *stop = *pp + n;
@@ -107,7 +135,49 @@ static inline int read_len(Dec *d, const uint8_t **pp, const uint8_t *end, const
     return 0;
 }
 
-static int skip_field(Dec *d, const uint8_t **pp, const uint8_t *end, int wire) {
+/* Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF), as protobuf
+ * requires of string fields and Python's decoder of str. */
+static int utf8_ok(const uint8_t *s, const uint8_t *e) {
+    while (s < e) {
+        while (e - s >= 8) { /* ASCII runs, 8 bytes at a time */
+            uint64_t w;
+            memcpy(&w, s, 8);
+            if (w & 0x8080808080808080ULL) break;
+            s += 8;
+        }
+        if (s >= e) break;
+        uint8_t c = *s;
+        if (c < 0x80) {
+            s++;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            if (e - s < 2 || (s[1] & 0xC0) != 0x80) return 0;
+            s += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (e - s < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+            if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)) return 0;
+            s += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (e - s < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
+            if ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90)) return 0;
+            s += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A string field's bounds, checked to be UTF-8. */
+static inline int read_str(Dec *d, const uint8_t **pp, const uint8_t *end, const uint8_t **start,
+                           const uint8_t **stop) {
+    if (read_len(d, pp, end, start, stop)) return -1;
+    if (!utf8_ok(*start, *stop)) FAIL(d, *start, "string field is not valid UTF-8");
+    return 0;
+}
+
+/* Skips one unknown field whose key was just read. `budget` is how many groups may still
+ * nest here (protobuf's depth limit, 100, less the depth of the enclosing message). */
+static int skip_field(Dec *d, const uint8_t **pp, const uint8_t *end, uint32_t field, int wire, int budget) {
     uint64_t tmp;
     const uint8_t *a, *b;
     switch (wire) {
@@ -117,6 +187,20 @@ static int skip_field(Dec *d, const uint8_t **pp, const uint8_t *end, int wire) 
         *pp += 8;
         return 0;
     case 2: return read_len(d, pp, end, &a, &b);
+    case 3:
+        if (budget < 1) FAIL(d, *pp, "groups nested too deep");
+        while (*pp < end) {
+            uint32_t f;
+            int w;
+            if (read_tag(d, pp, end, &f, &w)) return -1;
+            if (w == 4) {
+                if (f != field) FAIL(d, *pp, "end-group key does not match its group");
+                return 0;
+            }
+            if (skip_field(d, pp, end, f, w, budget - 1)) return -1;
+        }
+        FAIL(d, *pp, "truncated group");
+    case 4: FAIL(d, *pp, "end-group key outside a group");
     case 5:
         if (end - *pp < 4) FAIL(d, *pp, "truncated fixed32");
         *pp += 4;
@@ -125,16 +209,22 @@ static int skip_field(Dec *d, const uint8_t **pp, const uint8_t *end, int wire) 
     }
 }
 
-#define TAG_LOOP(d, p, end, field, wire)                 \
-    while (p < end) {                                     \
-        uint64_t _tag;                                    \
-        if (read_varint(d, &p, end, &_tag)) return -1;    \
-        int field = (int)(_tag >> 3), wire = (int)(_tag & 7); \
-        if (field == 0) FAIL(d, p, "field number 0");
+/* Message depths (protobuf counts them for its limit on nested groups). */
+enum { DEPTH_LIMIT = 100, D_SPACE = 0, D_PLANE = 1, D_LINE = 2, D_ENTRY = 2, D_EVENT = 3, D_META = 3 };
+
+#define TAG_LOOP(d, p, end, field, wire)                   \
+    while (p < end) {                                       \
+        uint32_t field;                                     \
+        int wire;                                           \
+        if (read_tag(d, &p, end, &field, &wire)) return -1;
 
 #define TAG_LOOP_END }
 
-static int parse_stat(Dec *d, StatCols *sc, int64_t owner, const uint8_t *p, const uint8_t *end) {
+#define SKIP(d, p, end, field, wire, depth) \
+    if (skip_field(d, &p, end, field, wire, DEPTH_LIMIT - (depth))) return -1;
+
+/* One XStat at message depth `depth`; sc == NULL checks it without keeping it. */
+static int parse_stat(Dec *d, StatCols *sc, int64_t owner, const uint8_t *p, const uint8_t *end, int depth) {
     int64_t mid = 0, val = 0, len = 0;
     uint8_t kind = K_NONE;
     uint64_t v;
@@ -155,16 +245,16 @@ static int parse_stat(Dec *d, StatCols *sc, int64_t owner, const uint8_t *p, con
             kind = field == 3 ? K_UINT64 : field == 4 ? K_INT64 : K_REF;
             len = 0;
         } else if ((field == 5 || field == 6) && wire == 2) {
-            if (read_len(d, &p, end, &a, &b)) return -1;
+            if (field == 5 ? read_str(d, &p, end, &a, &b) : read_len(d, &p, end, &a, &b)) return -1;
             val = (int64_t)(a - d->base);
             len = (int64_t)(b - a);
             kind = field == 5 ? K_STR : K_BYTES;
-        } else if (skip_field(d, &p, end, wire)) {
-            return -1;
+        } else {
+            SKIP(d, p, end, field, wire, depth)
         }
     TAG_LOOP_END
-    if (push_i64(&sc->owner, owner) || push_i64(&sc->mid, mid) || push_u8(&sc->kind, kind) ||
-        push_i64(&sc->val, val) || push_i64(&sc->len, len))
+    if (sc && (push_i64(&sc->owner, owner) || push_i64(&sc->mid, mid) || push_u8(&sc->kind, kind) ||
+               push_i64(&sc->val, val) || push_i64(&sc->len, len)))
         OOM(d, p);
     return 0;
 }
@@ -183,9 +273,9 @@ static int parse_event(Dec *d, int32_t line, const uint8_t *p, const uint8_t *en
             else { occ = (int64_t)v; off = 0; }
         } else if (field == 4 && wire == 2) {
             if (read_len(d, &p, end, &a, &b)) return -1;
-            if (parse_stat(d, &d->es, idx, a, b)) return -1;
-        } else if (skip_field(d, &p, end, wire)) {
-            return -1;
+            if (parse_stat(d, &d->es, idx, a, b, D_EVENT + 1)) return -1;
+        } else {
+            SKIP(d, p, end, field, wire, D_EVENT)
         }
     TAG_LOOP_END
     if (push_i32(&d->ev_line, line) || push_i64(&d->ev_mid, mid) || push_i64(&d->ev_off, off) ||
@@ -211,14 +301,14 @@ static int parse_line(Dec *d, int32_t plane, const uint8_t *p, const uint8_t *en
             else if (field == 3) ts = (int64_t)v;
             else dur = (int64_t)v;
         } else if (wire == 2 && (field == 2 || field == 11)) {
-            if (read_len(d, &p, end, &a, &b)) return -1;
+            if (read_str(d, &p, end, &a, &b)) return -1;
             if (field == 2) { name_off = a - d->base; name_len = b - a; }
             else { dname_off = a - d->base; dname_len = b - a; }
         } else if (field == 4 && wire == 2) {
             if (read_len(d, &p, end, &a, &b)) return -1;
             if (parse_event(d, idx, a, b)) return -1;
-        } else if (skip_field(d, &p, end, wire)) {
-            return -1;
+        } else {
+            SKIP(d, p, end, field, wire, D_LINE)
         }
     TAG_LOOP_END
     if (push_i32(&d->line_plane, plane) || push_i64(&d->line_id, id) || push_i64(&d->line_display_id, display_id) ||
@@ -230,87 +320,112 @@ static int parse_line(Dec *d, int32_t plane, const uint8_t *p, const uint8_t *en
     return 0;
 }
 
-static int parse_event_metadata(Dec *d, int32_t plane, int64_t key, const uint8_t *p, const uint8_t *end) {
+/* A map value given in several pieces is parsed piece after piece into one message (that is
+ * protobuf's merge); `emit` = 0 checks it without keeping it (an entry upb drops). */
+typedef struct {
+    const uint8_t *start, *stop;
+} Seg;
+
+static int parse_event_metadata(Dec *d, int32_t plane, int64_t key, const Seg *segs, size_t nsegs, int emit) {
     int64_t idx = d->n_em;
     int64_t id = 0, name_off = 0, name_len = 0, dname_off = 0, dname_len = 0, meta_off = 0, meta_len = 0;
     uint64_t v;
     const uint8_t *a, *b;
-    TAG_LOOP(d, p, end, field, wire)
-        if (field == 1 && wire == 0) {
-            if (read_varint(d, &p, end, &v)) return -1;
-            id = (int64_t)v;
-        } else if (wire == 2 && (field == 2 || field == 4 || field == 3)) {
-            if (read_len(d, &p, end, &a, &b)) return -1;
-            if (field == 2) { name_off = a - d->base; name_len = b - a; }
-            else if (field == 4) { dname_off = a - d->base; dname_len = b - a; }
-            else { meta_off = a - d->base; meta_len = b - a; }
-        } else if (field == 5 && wire == 2) {
-            if (read_len(d, &p, end, &a, &b)) return -1;
-            if (parse_stat(d, &d->ms, idx, a, b)) return -1;
-        } else if (field == 6 && wire == 0) {
-            if (read_varint(d, &p, end, &v)) return -1;
-            if (push_i64(&d->emc_owner, idx) || push_i64(&d->emc_id, (int64_t)v)) OOM(d, p);
-        } else if (field == 6 && wire == 2) { /* packed child ids */
-            if (read_len(d, &p, end, &a, &b)) return -1;
-            while (a < b) {
-                if (read_varint(d, &a, b, &v)) return -1;
-                if (push_i64(&d->emc_owner, idx) || push_i64(&d->emc_id, (int64_t)v)) OOM(d, p);
+    for (size_t i = 0; i < nsegs; i++) {
+        const uint8_t *p = segs[i].start, *end = segs[i].stop;
+        TAG_LOOP(d, p, end, field, wire)
+            if (field == 1 && wire == 0) {
+                if (read_varint(d, &p, end, &v)) return -1;
+                id = (int64_t)v;
+            } else if (wire == 2 && (field == 2 || field == 4)) {
+                if (read_str(d, &p, end, &a, &b)) return -1;
+                if (field == 2) { name_off = a - d->base; name_len = b - a; }
+                else { dname_off = a - d->base; dname_len = b - a; }
+            } else if (wire == 2 && field == 3) {
+                if (read_len(d, &p, end, &a, &b)) return -1;
+                meta_off = a - d->base;
+                meta_len = b - a;
+            } else if (field == 5 && wire == 2) {
+                if (read_len(d, &p, end, &a, &b)) return -1;
+                if (parse_stat(d, emit ? &d->ms : NULL, idx, a, b, D_META + 1)) return -1;
+            } else if (field == 6 && wire == 0) {
+                if (read_varint(d, &p, end, &v)) return -1;
+                if (emit && (push_i64(&d->emc_owner, idx) || push_i64(&d->emc_id, (int64_t)v))) OOM(d, p);
+            } else if (field == 6 && wire == 2) { /* packed child ids */
+                if (read_len(d, &p, end, &a, &b)) return -1;
+                while (a < b) {
+                    if (read_varint(d, &a, b, &v)) return -1;
+                    if (emit && (push_i64(&d->emc_owner, idx) || push_i64(&d->emc_id, (int64_t)v))) OOM(d, p);
+                }
+            } else {
+                SKIP(d, p, end, field, wire, D_META)
             }
-        } else if (skip_field(d, &p, end, wire)) {
-            return -1;
-        }
-    TAG_LOOP_END
-    if (push_i32(&d->em_plane, plane) || push_i64(&d->em_id, id ? id : key) || push_i64(&d->em_name_off, name_off) ||
-        push_i64(&d->em_name_len, name_len) || push_i64(&d->em_dname_off, dname_off) ||
-        push_i64(&d->em_dname_len, dname_len) || push_i64(&d->em_meta_off, meta_off) ||
-        push_i64(&d->em_meta_len, meta_len))
-        OOM(d, p);
+        TAG_LOOP_END
+    }
+    if (!emit) return 0;
+    if (push_i32(&d->em_plane, plane) || push_i64(&d->em_id, id ? id : key) || push_i64(&d->em_key, key) ||
+        push_i64(&d->em_name_off, name_off) || push_i64(&d->em_name_len, name_len) ||
+        push_i64(&d->em_dname_off, dname_off) || push_i64(&d->em_dname_len, dname_len) ||
+        push_i64(&d->em_meta_off, meta_off) || push_i64(&d->em_meta_len, meta_len))
+        FAIL(d, d->base, "out of memory");
     d->n_em++;
     return 0;
 }
 
-static int parse_stat_metadata(Dec *d, int32_t plane, int64_t key, const uint8_t *p, const uint8_t *end) {
+static int parse_stat_metadata(Dec *d, int32_t plane, int64_t key, const Seg *segs, size_t nsegs, int emit) {
     int64_t id = 0, name_off = 0, name_len = 0, desc_off = 0, desc_len = 0;
     uint64_t v;
     const uint8_t *a, *b;
-    TAG_LOOP(d, p, end, field, wire)
-        if (field == 1 && wire == 0) {
-            if (read_varint(d, &p, end, &v)) return -1;
-            id = (int64_t)v;
-        } else if (wire == 2 && (field == 2 || field == 3)) {
-            if (read_len(d, &p, end, &a, &b)) return -1;
-            if (field == 2) { name_off = a - d->base; name_len = b - a; }
-            else { desc_off = a - d->base; desc_len = b - a; }
-        } else if (skip_field(d, &p, end, wire)) {
-            return -1;
-        }
-    TAG_LOOP_END
-    if (push_i32(&d->sm_plane, plane) || push_i64(&d->sm_id, id ? id : key) || push_i64(&d->sm_name_off, name_off) ||
-        push_i64(&d->sm_name_len, name_len) || push_i64(&d->sm_desc_off, desc_off) || push_i64(&d->sm_desc_len, desc_len))
-        OOM(d, p);
+    for (size_t i = 0; i < nsegs; i++) {
+        const uint8_t *p = segs[i].start, *end = segs[i].stop;
+        TAG_LOOP(d, p, end, field, wire)
+            if (field == 1 && wire == 0) {
+                if (read_varint(d, &p, end, &v)) return -1;
+                id = (int64_t)v;
+            } else if (wire == 2 && (field == 2 || field == 3)) {
+                if (read_str(d, &p, end, &a, &b)) return -1;
+                if (field == 2) { name_off = a - d->base; name_len = b - a; }
+                else { desc_off = a - d->base; desc_len = b - a; }
+            } else {
+                SKIP(d, p, end, field, wire, D_META)
+            }
+        TAG_LOOP_END
+    }
+    if (!emit) return 0;
+    if (push_i32(&d->sm_plane, plane) || push_i64(&d->sm_id, id ? id : key) || push_i64(&d->sm_key, key) ||
+        push_i64(&d->sm_name_off, name_off) || push_i64(&d->sm_name_len, name_len) ||
+        push_i64(&d->sm_desc_off, desc_off) || push_i64(&d->sm_desc_len, desc_len))
+        FAIL(d, d->base, "out of memory");
     return 0;
 }
 
-/* A map<int64, Message> entry: key = 1, value = 2. */
+/* A map<int64, Message> entry: key = 1, value = 2 (both optional). */
 static int parse_map_entry(Dec *d, int32_t plane, int is_event_md, const uint8_t *p, const uint8_t *end) {
     int64_t key = 0;
-    const uint8_t *vs = NULL, *ve = NULL;
+    int unknown = 0;
     uint64_t v;
     const uint8_t *a, *b;
+    d->segs.len = 0;
     TAG_LOOP(d, p, end, field, wire)
         if (field == 1 && wire == 0) {
             if (read_varint(d, &p, end, &v)) return -1;
             key = (int64_t)v;
         } else if (field == 2 && wire == 2) {
             if (read_len(d, &p, end, &a, &b)) return -1;
-            vs = a;
-            ve = b;
-        } else if (skip_field(d, &p, end, wire)) {
-            return -1;
+            Seg seg = {a, b};
+            if (col_reserve(&d->segs, sizeof seg)) OOM(d, p);
+            memcpy(d->segs.data + d->segs.len, &seg, sizeof seg);
+            d->segs.len += sizeof seg;
+        } else {
+            unknown = 1;
+            SKIP(d, p, end, field, wire, D_ENTRY)
         }
     TAG_LOOP_END
-    if (!vs) vs = ve = end; /* an entry without value: an empty message */
-    return is_event_md ? parse_event_metadata(d, plane, key, vs, ve) : parse_stat_metadata(d, plane, key, vs, ve);
+    /* The value is parsed (and must be valid) even when the entry is then dropped. */
+    const Seg *segs = (const Seg *)d->segs.data;
+    size_t n = d->segs.len / sizeof(Seg);
+    return is_event_md ? parse_event_metadata(d, plane, key, segs, n, !unknown)
+                       : parse_stat_metadata(d, plane, key, segs, n, !unknown);
 }
 
 static int parse_plane(Dec *d, const uint8_t *p, const uint8_t *end) {
@@ -323,7 +438,7 @@ static int parse_plane(Dec *d, const uint8_t *p, const uint8_t *end) {
             if (read_varint(d, &p, end, &v)) return -1;
             id = (int64_t)v;
         } else if (field == 2 && wire == 2) {
-            if (read_len(d, &p, end, &a, &b)) return -1;
+            if (read_str(d, &p, end, &a, &b)) return -1;
             name_off = a - d->base;
             name_len = b - a;
         } else if (field == 3 && wire == 2) {
@@ -334,9 +449,9 @@ static int parse_plane(Dec *d, const uint8_t *p, const uint8_t *end) {
             if (parse_map_entry(d, idx, field == 4, a, b)) return -1;
         } else if (field == 6 && wire == 2) {
             if (read_len(d, &p, end, &a, &b)) return -1;
-            if (parse_stat(d, &d->ps, idx, a, b)) return -1;
-        } else if (skip_field(d, &p, end, wire)) {
-            return -1;
+            if (parse_stat(d, &d->ps, idx, a, b, D_PLANE + 1)) return -1;
+        } else {
+            SKIP(d, p, end, field, wire, D_PLANE)
         }
     TAG_LOOP_END
     if (push_i64(&d->plane_id, id) || push_i64(&d->plane_name_off, name_off) || push_i64(&d->plane_name_len, name_len))
@@ -349,58 +464,62 @@ static void raise_decode_error(Dec *d) {
     PyErr_Format(PyExc_ValueError, "truncated or corrupt XSpace: %s at byte %zu", d->error, d->error_at);
 }
 
+/* The name of the plane in [p, end) (last one wins, as in a full parse), its other fields
+ * skipped and checked as far as the top level of the plane goes. */
+static int plane_name(Dec *d, const uint8_t *p, const uint8_t *end, const uint8_t **ns, const uint8_t **ne) {
+    *ns = *ne = p;
+    TAG_LOOP(d, p, end, field, wire)
+        if (field == 2 && wire == 2) {
+            if (read_str(d, &p, end, ns, ne)) return -1;
+        } else {
+            SKIP(d, p, end, field, wire, D_PLANE)
+        }
+    TAG_LOOP_END
+    return 0;
+}
+
+/* The top level of an XSpace: plane ranges and names into `planes`, the repeated strings
+ * (errors = 2, warnings = 3, hostnames = 4) into lists[0..2]. -1 with d->error set, or -2
+ * with a Python exception set. */
+static int scan_space(Dec *d, const uint8_t *p, const uint8_t *end, PyObject *planes, PyObject **lists) {
+    const uint8_t *a, *b, *ns, *ne;
+    TAG_LOOP(d, p, end, field, wire)
+        if (wire == 2 && field >= 1 && field <= 4) {
+            PyObject *item;
+            if (field == 1) {
+                if (read_len(d, &p, end, &a, &b) || plane_name(d, a, b, &ns, &ne)) return -1;
+                item = Py_BuildValue("(nny#)", (Py_ssize_t)(a - d->base), (Py_ssize_t)(b - a), (const char *)ns,
+                                     (Py_ssize_t)(ne - ns));
+            } else {
+                if (read_str(d, &p, end, &a, &b)) return -1;
+                item = PyUnicode_DecodeUTF8((const char *)a, b - a, NULL);
+            }
+            if (!item) return -2;
+            int failed = PyList_Append(field == 1 ? planes : lists[field - 2], item);
+            Py_DECREF(item);
+            if (failed) return -2;
+        } else {
+            SKIP(d, p, end, field, wire, D_SPACE)
+        }
+    TAG_LOOP_END
+    return 0;
+}
+
 /* scan(buf): the top level only; planes are returned as byte ranges plus their names. */
 static PyObject *wire_scan(PyObject *self, PyObject *args) {
     Py_buffer view;
     if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
     Dec d;
     memset(&d, 0, sizeof d);
-    const uint8_t *base = view.buf, *p = base, *end = base + view.len;
-    d.base = base;
+    d.base = view.buf;
     PyObject *planes = PyList_New(0), *lists[3] = {PyList_New(0), PyList_New(0), PyList_New(0)};
     PyObject *result = NULL;
-    if (!planes || !lists[0] || !lists[1] || !lists[2]) goto done;
-    while (p < end) {
-        uint64_t tag;
-        const uint8_t *a, *b;
-        if (read_varint(&d, &p, end, &tag)) { raise_decode_error(&d); goto done; }
-        int field = (int)(tag >> 3), wire = (int)(tag & 7);
-        if (field == 0) { d.error = "field number 0"; d.error_at = p - base; raise_decode_error(&d); goto done; }
-        if (wire == 2 && field >= 1 && field <= 4) {
-            if (read_len(&d, &p, end, &a, &b)) { raise_decode_error(&d); goto done; }
-            PyObject *item;
-            if (field == 1) {
-                /* the plane's name, for plane selection without a full parse */
-                const uint8_t *q = a, *ns = a, *ne = a;
-                while (q < b) {
-                    uint64_t t2;
-                    const uint8_t *x, *y;
-                    if (read_varint(&d, &q, b, &t2)) { raise_decode_error(&d); goto done; }
-                    if ((t2 >> 3) == 2 && (t2 & 7) == 2) {
-                        if (read_len(&d, &q, b, &x, &y)) { raise_decode_error(&d); goto done; }
-                        ns = x;
-                        ne = y;
-                    } else if (skip_field(&d, &q, b, (int)(t2 & 7))) {
-                        raise_decode_error(&d);
-                        goto done;
-                    }
-                }
-                item = Py_BuildValue("(nny#)", (Py_ssize_t)(a - base), (Py_ssize_t)(b - a), (const char *)ns,
-                                     (Py_ssize_t)(ne - ns));
-                if (!item || PyList_Append(planes, item)) { Py_XDECREF(item); goto done; }
-            } else {
-                item = PyUnicode_DecodeUTF8((const char *)a, b - a, "replace");
-                if (!item || PyList_Append(lists[field - 2], item)) { Py_XDECREF(item); goto done; }
-            }
-            Py_DECREF(item);
-        } else if (skip_field(&d, &p, end, wire)) {
-            raise_decode_error(&d);
-            goto done;
-        }
+    if (planes && lists[0] && lists[1] && lists[2]) {
+        int r = scan_space(&d, d.base, d.base + view.len, planes, lists);
+        if (r == -1) raise_decode_error(&d);
+        /* lists: [errors (2), warnings (3), hostnames (4)] -> (planes, hostnames, errors, warnings) */
+        if (r == 0) result = Py_BuildValue("(OOOO)", planes, lists[2], lists[0], lists[1]);
     }
-    /* lists: [errors (2), warnings (3), hostnames (4)] -> (planes, hostnames, errors, warnings) */
-    result = Py_BuildValue("(OOOO)", planes, lists[2], lists[0], lists[1]);
-done:
     Py_XDECREF(planes);
     Py_XDECREF(lists[0]);
     Py_XDECREF(lists[1]);
@@ -449,7 +568,7 @@ static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t off, len;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "nn", &off, &len)) goto done;
-        if (off < 0 || len < 0 || off + len > view.len) {
+        if (off < 0 || len < 0 || off > view.len || len > view.len - off) { /* no off + len: it can overflow */
             PyErr_SetString(PyExc_ValueError, "plane range outside the buffer");
             goto done;
         }
@@ -465,9 +584,9 @@ static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
     PUT(line_plane) PUT(line_id) PUT(line_display_id) PUT(line_ts) PUT(line_dur) PUT(line_name_off)
     PUT(line_name_len) PUT(line_dname_off) PUT(line_dname_len) PUT(line_first) PUT(line_count)
     PUT(ev_line) PUT(ev_mid) PUT(ev_off) PUT(ev_occ) PUT(ev_dur)
-    PUT(em_plane) PUT(em_id) PUT(em_name_off) PUT(em_name_len) PUT(em_dname_off) PUT(em_dname_len)
+    PUT(em_plane) PUT(em_id) PUT(em_key) PUT(em_name_off) PUT(em_name_len) PUT(em_dname_off) PUT(em_dname_len)
     PUT(em_meta_off) PUT(em_meta_len) PUT(emc_owner) PUT(emc_id)
-    PUT(sm_plane) PUT(sm_id) PUT(sm_name_off) PUT(sm_name_len) PUT(sm_desc_off) PUT(sm_desc_len)
+    PUT(sm_plane) PUT(sm_id) PUT(sm_key) PUT(sm_name_off) PUT(sm_name_len) PUT(sm_desc_off) PUT(sm_desc_len)
 #undef PUT
     if (put_stats(out, "es", &d.es) || put_stats(out, "ms", &d.ms) || put_stats(out, "ps", &d.ps)) goto fail;
     goto done;

@@ -1,9 +1,10 @@
-"""gs:// logdirs through gcsfs: one flat listing, parallel ranged downloads into a local cache.
+"""The gs:// side of `storage`, through gcsfs: one flat listing, parallel ranged downloads.
 
-Discovery lists the prefix once, flat (no delimiter), asking GCS for profile files only
-(matchGlob; pages of up to 1000), and groups the listing with the same code as local logdirs;
-the object generation stands in for the mtime. A read fetches only the requested host file, in parallel byte ranges pinned to that
-generation, into `$XDG_CACHE_HOME/tputui/gcs/<bucket>/<object hash>/<generation>`, so a second
+A listing asks GCS for profile files only, flat (no delimiter, matchGlob; pages of up to 1000);
+`logdir` groups it with the same code as local listings, the object generation standing in for
+the mtime. A read fetches only the requested host file, in parallel byte ranges pinned to that
+generation, into the download cache folder `storage` passes in
+(`<cache root>/gcs/<bucket>/<object hash>/<generation>`), so a second
 open downloads nothing. Nothing is written to the bucket except by `write_bytes` (capture), and
 every failure becomes one `LogdirError` line.
 
@@ -26,15 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from tputui.data.files import atomic_open
-from tputui.data.logdir import (
-    EXPECTED,
-    RIEGELI_SUFFIX,
-    XPLANE_SUFFIX,
-    HostFile,
-    Logdir,
-    LogdirError,
-    runs_from_listing,
-)
+from tputui.data.runs import EXPECTED, RIEGELI_SUFFIX, XPLANE_SUFFIX, HostFile, LogdirError
 
 NEEDS_EXTRA = "gs:// needs the gcs extra: pip install 'tputui[gcs]'"
 NO_CREDENTIALS = ("no Google Cloud credentials (run `gcloud auth application-default login`, "
@@ -255,8 +248,11 @@ def list_profiles(url: str) -> list[GcsObject]:
     return _remember([_object(bucket, info) for info in items])
 
 
-def _nothing_found(fs, bucket: str, key: str, root: str) -> LogdirError:
-    """Why a listing found no profiles (costs a request or two, on this error path only)."""
+def nothing_found(url: str) -> LogdirError:
+    """Why a listing of URL found no profiles (costs a request or two, on this error path only)."""
+    bucket, key = split_url(url)
+    root = f"gs://{bucket}/{key}" if key else f"gs://{bucket}"
+    fs = filesystem()
     with _gcs_errors(root, fs, missing="bucket"):
         first = _list(fs, bucket, key, glob=None, limit=1) if key else []
         if first and first[0]["name"] == key:  # the exact name sorts before anything longer
@@ -268,35 +264,13 @@ def _nothing_found(fs, bucket: str, key: str, root: str) -> LogdirError:
     return LogdirError(f"{root}: the bucket is empty")
 
 
-def open_logdir(url: str) -> Logdir:
-    """Discover the runs and hosts under a gs:// URL with one flat listing."""
-    bucket, key = split_url(url)
-    root = f"gs://{bucket}/{key}" if key else f"gs://{bucket}"
-    objects = list_profiles(url)
-    if not objects:
-        raise _nothing_found(filesystem(), bucket, key, root)
-    files = [(o.url, o.size, float(o.generation)) for o in objects]
-    if key and len(objects) == 1 and objects[0].name == key:  # URL names a single profile file
-        runs = runs_from_listing(posixpath.dirname(root), files, sep="/")
-    else:
-        runs = runs_from_listing(root, files, sep="/")
-    if not runs:
-        raise LogdirError(f"no profiles under {root}: expected {EXPECTED}")
-    return Logdir(root=url, runs=runs)
-
-
 # --- reads --------------------------------------------------------------------------------
 
-def cache_dir() -> str:
-    from tputui.data.cache import cache_root
-
-    return os.path.join(cache_root(), "gcs")
-
-
-def cache_path(obj: GcsObject) -> str:
-    """Where a downloaded object lives locally: bucket / hash of the name / generation."""
+def cache_path(obj: GcsObject, folder: str) -> str:
+    """Where a downloaded object lives in the download cache `folder`: bucket / hash of the name /
+    generation (the folder comes from `storage`, which owns the cache root)."""
     digest = hashlib.sha256(obj.name.encode()).hexdigest()[:32]
-    return os.path.join(cache_dir(), obj.bucket, digest, obj.generation)
+    return os.path.join(folder, obj.bucket, digest, obj.generation)
 
 
 def _current_object(hf: HostFile, fs) -> GcsObject:
@@ -313,18 +287,18 @@ def _current_object(hf: HostFile, fs) -> GcsObject:
     return obj
 
 
-def _read_cached(obj: GcsObject) -> bytes | None:
+def _read_cached(obj: GcsObject, folder: str) -> bytes | None:
     try:
-        with open(cache_path(obj), "rb") as f:
+        with open(cache_path(obj, folder), "rb") as f:
             data = f.read()
     except OSError:
         return None
     return data if obj.gzipped or len(data) == obj.size else None
 
 
-def _store(obj: GcsObject, data: bytes) -> None:
+def _store(obj: GcsObject, data: bytes, folder: str) -> None:
     """Write the download into the cache atomically and drop older generations of the object."""
-    path = cache_path(obj)
+    path = cache_path(obj, folder)
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, exist_ok=True)
@@ -404,16 +378,16 @@ def download(fs, obj: GcsObject, progress=None, label: str | None = None) -> byt
     return data
 
 
-def read_bytes(hf: HostFile, progress=None) -> bytes:
-    """One host file's bytes: from the local download cache, else downloaded (and cached)."""
+def read_bytes(hf: HostFile, folder: str, progress=None) -> bytes:
+    """One host file's bytes: from the download cache `folder`, else downloaded (and cached)."""
     fs = filesystem()
     obj = _current_object(hf, fs)
-    data = _read_cached(obj)
+    data = _read_cached(obj, folder)
     if data is not None:
         return data
     with _gcs_errors(hf.path, fs):
         data = download(fs, obj, progress, label=hf.host)
-    _store(obj, data)
+    _store(obj, data, folder)
     return data
 
 

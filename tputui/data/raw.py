@@ -94,7 +94,7 @@ def decode_with_protobuf(data: bytes, plane_filter=None) -> RawXSpace:
 
     space = xplane_pb2.XSpace()
     try:
-        space.ParseFromString(data)
+        space.ParseFromString(data if isinstance(data, bytes) else bytes(data))  # upb takes bytes only
     except DecodeError as e:
         raise ValueError(f"not a valid XSpace protobuf ({e})") from None
     b = _Builder()
@@ -200,3 +200,63 @@ class _Builder:
                                 np.array(v[2], np.uint8), np.array(v[3], np.int64))
             kw[name] = v
         return RawXSpace(**kw)
+
+
+def _in_range(name: str, values: np.ndarray, low: int, high: int) -> None:
+    if len(values) and (int(values.min()) < low or int(values.max()) >= high):
+        raise ValueError(f"{name} outside [{low}, {high})")
+
+
+def validate(raw: RawXSpace) -> None:
+    """Raise ValueError unless `raw` holds together: dtypes, equal column lengths, every row
+    index inside the table it points into. Both decoders' output passes; a damaged or
+    hand-edited cache entry does not (and is then decoded again)."""
+    fields = RawXSpace.__dataclass_fields__
+    for name, f in fields.items():
+        value = getattr(raw, name)
+        if f.type == "np.ndarray":
+            want = np.int32 if name in _Builder._I32 else np.int64
+            if not isinstance(value, np.ndarray) or value.dtype != want or value.ndim != 1:
+                raise ValueError(f"{name}: not a 1-d {np.dtype(want)} column")
+        elif f.type == "list[str]":
+            if not isinstance(value, list) or not all(type(s) is str for s in value):
+                raise ValueError(f"{name}: not a list of strings")
+    if not isinstance(raw.blobs, list) or not all(type(b) is bytes for b in raw.blobs):
+        raise ValueError("blobs: not a list of bytes")
+    tables = {  # table -> its columns (all the same length)
+        "plane": ("plane_id", "plane_name"),
+        "line": ("line_plane", "line_id", "line_display_id", "line_timestamp_ns", "line_duration_ps", "line_name",
+                 "line_display_name", "line_first_event", "line_num_events"),
+        "event": ("event_line", "event_metadata_id", "event_offset_ps", "event_num_occurrences", "event_duration_ps"),
+        "em": ("em_plane", "em_id", "em_name", "em_display_name", "em_metadata"),
+        "em_child": ("em_child_owner", "em_child_id"),
+        "sm": ("sm_plane", "sm_id", "sm_name", "sm_description"),
+    }
+    rows = {}
+    for table, cols in tables.items():
+        lengths = {len(getattr(raw, c)) for c in cols}
+        if len(lengths) != 1:
+            raise ValueError(f"{table} columns of different lengths")
+        rows[table] = lengths.pop()
+    _in_range("line_plane", raw.line_plane, 0, rows["plane"])
+    _in_range("event_line", raw.event_line, 0, rows["line"])
+    _in_range("em_plane", raw.em_plane, 0, rows["plane"])
+    _in_range("sm_plane", raw.sm_plane, 0, rows["plane"])
+    _in_range("em_child_owner", raw.em_child_owner, 0, rows["em"])
+    _in_range("em_metadata", raw.em_metadata, -1, len(raw.blobs))
+    _in_range("line_num_events", raw.line_num_events, 0, rows["event"] + 1)
+    _in_range("line_first_event", raw.line_first_event, 0, rows["event"] + 1)
+    if len(raw.line_first_event) and int((raw.line_first_event + raw.line_num_events).max()) > rows["event"]:
+        raise ValueError("a line's events run past the event table")
+    for owner, table in zip(STAT_OWNERS, ("event", "em", "plane")):
+        cols: StatColumns = getattr(raw, f"{owner}_stats")
+        parts = (cols.owner, cols.stat, cols.kind, cols.value)
+        if any(not isinstance(p, np.ndarray) or p.ndim != 1 for p in parts) or cols.kind.dtype != np.uint8 \
+                or {p.dtype for p in parts if p is not cols.kind} != {np.dtype(np.int64)}:
+            raise ValueError(f"{owner}_stats: wrong column types")
+        if len({len(p) for p in parts}) != 1:
+            raise ValueError(f"{owner}_stats columns of different lengths")
+        _in_range(f"{owner}_stats.owner", cols.owner, 0, rows[table])
+        _in_range(f"{owner}_stats.kind", cols.kind, 0, KIND_REF + 1)
+        _in_range(f"{owner}_stats str", cols.value[cols.kind == KIND_STR], 0, len(raw.strings))
+        _in_range(f"{owner}_stats bytes", cols.value[cols.kind == KIND_BYTES], 0, len(raw.blobs))

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tputui.data.logdir import HostFile, LogdirError, Run
+from tputui.data.cache import check_host_file, load_frame
+from tputui.data.progress import Progress, current_progress
+from tputui.data.runs import HostFile, LogdirError, Run
 from tputui.data.xspace import PlaneSelector, XSpaceFrame
+from tputui.errors import UserError
 
 
 @dataclass
@@ -15,8 +17,15 @@ class RunData:
 
     run: Run
     use_cache: bool = True
-    # Called with a short message before slow steps (decode, download); screens set it.
-    progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    # Hosts whose file could not be read or decoded -> the one-line reason; left out of `hosts`.
+    unreadable: dict[str, str] = field(default_factory=dict)
+    _checked: set = field(default_factory=set, repr=False)  # hosts check_hosts found readable
+    # How per-host work (the op stats map) runs: worker processes (None: one per core) or a Dask
+    # scheduler address.
+    jobs: int | None = None
+    dask: str | None = None
+    # Results derived from the hosts (e.g. op stats), kept for this process by the analyses.
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
     _frames: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -26,12 +35,31 @@ class RunData:
 
     @property
     def hosts(self) -> list[str]:
-        return [h.host for h in self.run.hosts if h.supported]
+        """The supported hosts not known to be unreadable (see check_hosts)."""
+        return [h.host for h in self.run.hosts if h.supported and h.host not in self.unreadable]
+
+    def check_hosts(self, progress=None) -> dict[str, str]:
+        """Check every host file's bytes (size, first bytes, top-level structure) and record the
+        unreadable ones; returns them (host -> reason)."""
+        for hf in self.run.hosts:
+            if hf.supported and hf.host not in self.unreadable and hf.host not in self._checked:
+                try:
+                    check_host_file(hf, self.use_cache, progress)
+                    self._checked.add(hf.host)
+                except UserError as e:
+                    self.unreadable[hf.host] = str(e)
+        return dict(self.unreadable)
 
     def require_hosts(self) -> list[str]:
         """The readable hosts, or a one-line error saying why there are none."""
         if self.hosts:
             return self.hosts
+        if self.unreadable:
+            reason = next(iter(self.unreadable.values()))
+            if len(self.run.hosts) == 1:
+                raise LogdirError(reason)  # the one file's own line says it all
+            more = f" (and {len(self.unreadable) - 1} more unreadable)" if len(self.unreadable) > 1 else ""
+            raise LogdirError(f"run {self.name} has no readable host: {reason}{more}")
         if self.run.unsupported:
             raise LogdirError(f"run {self.name} holds only .xplane.riegeli profiles (over 2 GiB): "
                               "not supported yet")
@@ -43,23 +71,32 @@ class RunData:
             raise LogdirError(f"{hf.path}: .xplane.riegeli profiles (over 2 GiB) are not supported yet")
         return hf
 
-    def frame(self, host: str | None = None, planes: PlaneSelector = None, progress=None) -> XSpaceFrame:
-        """Decoded frame of one host (the first host when None)."""
-        from tputui.data.cache import load_frame
-
+    def frame(self, host: str | None = None, planes: PlaneSelector = None,
+              progress: Progress | None = None) -> XSpaceFrame:
+        """Decoded frame of one host (the first host when None); slow steps report to `progress`,
+        else to the callback of the enclosing `reporting` block."""
         hf = self.host_file(host)
         key = (hf.host, None if planes is None else tuple(planes) if not callable(planes) else planes)
         with self._lock:
             fr = self._frames.get(key)
         if fr is None:
-            report = progress or self.progress
+            report = progress or current_progress()
             if report:
                 report(f"reading {hf.host} ({hf.size / 1e6:.1f} MB)")
-            fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=report)
+            try:
+                fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=report)
+            except UserError as e:
+                self.unreadable[hf.host] = str(e)  # later `hosts` lists leave it out
+                raise
             with self._lock:
                 self._frames[key] = fr
         return fr
 
-    def frames(self, planes: PlaneSelector = None, progress=None) -> dict[str, XSpaceFrame]:
+    def has_frame(self, host: str) -> bool:
+        """Whether the host's full frame is already decoded in this process."""
+        with self._lock:
+            return (host, None) in self._frames
+
+    def frames(self, planes: PlaneSelector = None, progress: Progress | None = None) -> dict[str, XSpaceFrame]:
         """Every supported host's frame, in host order."""
         return {h: self.frame(h, planes, progress) for h in self.hosts}

@@ -68,14 +68,20 @@ def call_waiting(fn: Callable[[], Logdir], what: str, timeout: float | None, rep
             box["error"] = e
 
     started = time.monotonic()
+    last: list[str] = []  # the latest event (a retry, a credential probe) stays on the waiting line
+
+    def event(msg: str) -> None:
+        last[:] = [msg]
+        report(msg)
+
     thread = threading.Thread(target=run, name="tputui-discovery", daemon=True)
-    with _watching(report):
+    with _watching(event):
         thread.start()
         while thread.is_alive():
             thread.join(1.0)
             waited = time.monotonic() - started
             if thread.is_alive():
-                report(f"waiting for {what} ({waited:.0f} s)")
+                report(f"waiting for {what} ({waited:.0f} s)" + (f" · {last[0]}" if last else ""))
             if timeout and waited >= timeout and thread.is_alive():
                 raise LogdirError(f"{what}: no answer in {waited:.0f} s (network down or blocked?); "
                                   "--timeout SECONDS waits longer")

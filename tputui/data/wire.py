@@ -13,7 +13,57 @@ _I32 = ("line_plane", "ev_line", "em_plane", "sm_plane")
 
 
 def _texts(buf: memoryview, offs: np.ndarray, lens: np.ndarray) -> list[str]:
-    return [str(buf[o:o + n], "utf-8", "replace") for o, n in zip(offs.tolist(), lens.tolist())]
+    # The C side checked every string field is UTF-8 (strict here is a second line of defence).
+    return [str(buf[o:o + n], "utf-8") for o, n in zip(offs.tolist(), lens.tolist())]
+
+
+def _last_per_key(plane: np.ndarray, key: np.ndarray) -> np.ndarray | None:
+    """Rows to keep of a map read entry by entry: the last entry of each (plane, key), as a
+    protobuf map keeps. None when no key repeats (the usual case: nothing to do)."""
+    if len(key) < 2:
+        return None
+    pairs = np.stack([plane.astype(np.int64), key], axis=1)
+    _, first_from_end = np.unique(pairs[::-1], axis=0, return_index=True)
+    if len(first_from_end) == len(key):
+        return None
+    return np.sort(len(key) - 1 - first_from_end)
+
+
+def _renumber(owner: np.ndarray, keep: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of a child table to keep, their owners renumbered) when only `keep` of n owners stay."""
+    new = np.full(n, -1, np.int64)
+    new[keep] = np.arange(len(keep))
+    mapped = new[owner] if len(owner) else owner
+    rows = np.flatnonzero(mapped >= 0)
+    return rows, mapped[rows]
+
+
+def scan(data) -> tuple[list, list[str], list[str], list[str]]:
+    """The top level only: ([(offset, length, name bytes) per plane], hostnames, errors, warnings)."""
+    return _wire.scan(data)
+
+
+def _keep_last_map_entries(i64: dict, i32: dict, kinds: dict) -> None:
+    """Of map entries with the same key in one plane, keep the last (with its stats and
+    children), as protobuf does; the C side reads every entry."""
+    keep = _last_per_key(i32["em_plane"], i64["em_key"])
+    if keep is not None:
+        n = len(i64["em_key"])
+        for name in ("em_id", "em_key", "em_name_off", "em_name_len", "em_dname_off", "em_dname_len",
+                     "em_meta_off", "em_meta_len"):
+            i64[name] = i64[name][keep]
+        i32["em_plane"] = i32["em_plane"][keep]
+        rows, i64["emc_owner"] = _renumber(i64["emc_owner"], keep, n)
+        i64["emc_id"] = i64["emc_id"][rows]
+        rows, i64["ms_owner"] = _renumber(i64["ms_owner"], keep, n)
+        for part in ("ms_mid", "ms_val", "ms_len"):
+            i64[part] = i64[part][rows]
+        kinds["ms_kind"] = kinds["ms_kind"][rows]
+    keep = _last_per_key(i32["sm_plane"], i64["sm_key"])
+    if keep is not None:
+        for name in ("sm_id", "sm_key", "sm_name_off", "sm_name_len", "sm_desc_off", "sm_desc_len"):
+            i64[name] = i64[name][keep]
+        i32["sm_plane"] = i32["sm_plane"][keep]
 
 
 def decode(data: bytes, keep=None) -> RawXSpace:
@@ -23,18 +73,20 @@ def decode(data: bytes, keep=None) -> RawXSpace:
     c = _wire.decode_planes(data, ranges)
     i64 = {k: np.frombuffer(v, np.int64) for k, v in c.items() if k not in _I32 and not k.endswith("_kind")}
     i32 = {k: np.frombuffer(c[k], np.int32) for k in _I32}
+    kinds = {k: np.frombuffer(v, np.uint8) for k, v in c.items() if k.endswith("_kind")}
+    _keep_last_map_entries(i64, i32, kinds)
     buf = memoryview(data)
     strings: list[str] = []
     blobs: list[bytes] = []
     string_index: dict[str, int] = {}
 
     def stats(prefix: str) -> StatColumns:
-        kind = np.frombuffer(c[f"{prefix}_kind"], np.uint8)
+        kind = kinds[f"{prefix}_kind"]
         value = i64[f"{prefix}_val"].copy()
         lens = i64[f"{prefix}_len"]
         # str / bytes values: (offset, length) into the buffer -> index into strings / blobs.
         for i in np.flatnonzero(kind == KIND_STR).tolist():
-            s = str(buf[value[i]:value[i] + lens[i]], "utf-8", "replace")
+            s = str(buf[value[i]:value[i] + lens[i]], "utf-8")
             j = string_index.get(s)
             if j is None:
                 j = string_index[s] = len(strings)

@@ -26,6 +26,11 @@ from tputui.data.raw import (
 )
 from tputui.errors import UserError
 
+try:
+    from tputui.data import wire  # the C decoder
+except ImportError:  # extension not built: protobuf's parser (slow, exact) does the work
+    wire = None
+
 PlaneSelector = Callable[[str], bool] | Iterable[str] | None
 
 
@@ -49,13 +54,21 @@ def decode(data: bytes, planes: PlaneSelector = None) -> XSpaceFrame:
 def decode_raw(data: bytes, planes: PlaneSelector = None) -> RawXSpace:
     keep = plane_filter(planes)
     try:
-        from tputui.data import wire
-    except ImportError:  # extension not built: the slow, exact path
-        wire = None
-    try:
         if wire is not None:
             return wire.decode(data, keep)
         return decode_with_protobuf(data, keep)
+    except ValueError as e:
+        raise DecodeError(str(e)) from None
+
+
+def check(data) -> None:
+    """Raise DecodeError unless the top level of `data` is a well-formed XSpace: every field
+    complete and inside the buffer (planes are located, not decoded)."""
+    try:
+        if wire is not None:
+            wire.scan(data)
+        else:
+            decode_with_protobuf(data, lambda name: False)
     except ValueError as e:
         raise DecodeError(str(e)) from None
 
@@ -285,8 +298,10 @@ class XSpaceFrame:
     def _stat_values(self, owner: str, names: list[str]) -> pl.DataFrame:
         cols: StatColumns = getattr(self.raw, f"{owner}_stats")
         stat_rows, text = self._ref_rows[owner]
-        wanted = np.concatenate([self.stat_rows(n) for n in names] + [np.zeros(0, np.int64)])
-        sel = np.flatnonzero(np.isin(stat_rows, wanted))
+        wanted = np.zeros(len(self.raw.sm_name) + 1, bool)  # the extra slot answers row -1 (unnamed)
+        for n in names:
+            wanted[self.stat_rows(n)] = True
+        sel = np.flatnonzero(wanted[stat_rows])
         kind, value = cols.kind[sel], cols.value[sel]
         k = pl.col("kind")
         is_int = (k == KIND_INT64) | (k == KIND_UINT64)
@@ -310,6 +325,15 @@ class XSpaceFrame:
 
     def text(self, text_id: int) -> str:
         return self.texts[text_id] if text_id >= 0 else ""
+
+    def texts_of(self, text_ids: np.ndarray) -> np.ndarray:
+        """The strings of many text ids (object array; "" for -1), looking each distinct id up once."""
+        ids = np.asarray(text_ids, np.int64)
+        if not len(ids):
+            return np.zeros(0, dtype=object)
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        names = np.array([self.text(int(t)) for t in uniq], dtype=object)
+        return names[inverse.reshape(ids.shape)]
 
     def blob(self, blob_id: int) -> bytes:
         return self.raw.blobs[blob_id] if blob_id >= 0 else b""

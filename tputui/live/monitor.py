@@ -9,13 +9,13 @@ back-off, and every failed cycle is a sample that says so.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
+from tputui import format as fmt
 from tputui.live.client import (
     CancelledError,
     LiveError,
@@ -229,11 +229,11 @@ class MonitorSession:
 
 # --- plain output (capture_tpu_profile's monitoring lines) -------------------------------------
 def _pct(v: float | None, digits: int = 1) -> str:
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}%"
+    return fmt.percent(v, digits, missing="n/a")
 
 
 def _ms(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3f}ms"
+    return fmt.duration_ms(v, plain=True)
 
 
 def plain_lines(s: Sample, level: int) -> list[str]:

@@ -25,43 +25,59 @@ _sym_db = _symbol_database.Default()
 from . import xla_data_pb2 as xla__data__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\thlo.proto\x12\x03xla\x1a\x0exla_data.proto\"\x93\x02\n\x13HloInstructionProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06opcode\x18\x02 \x01(\t\x12\x1e\n\x05shape\x18\x03 \x01(\x0b\x32\x0f.xla.ShapeProto\x12!\n\x08metadata\x18\x07 \x01(\x0b\x32\x0f.xla.OpMetadata\x12\x18\n\x10parameter_number\x18\t \x01(\x03\x12\x13\n\x0b\x66usion_kind\x18\x0b \x01(\t\x12\x13\n\x0btuple_index\x18\r \x01(\x03\x12\n\n\x02id\x18# \x01(\x03\x12\x13\n\x0boperand_ids\x18$ \x03(\x03\x12\x1e\n\x16\x63\x61lled_computation_ids\x18& \x03(\x03\x12\x16\n\x0e\x62\x61\x63kend_config\x18+ \x01(\x0c\"\xd8\x01\n\x13HloComputationProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\x0cinstructions\x18\x02 \x03(\x0b\x32\x18.xla.HloInstructionProto\x12-\n\rprogram_shape\x18\x04 \x01(\x0b\x32\x16.xla.ProgramShapeProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x0f\n\x07root_id\x18\x06 \x01(\x03\x12\x1d\n\x15is_fusion_computation\x18\x07 \x01(\x08\x12\x18\n\x10\x65xecution_thread\x18\x08 \x01(\t\"\xdd\x02\n\x14StackFrameIndexProto\x12\x12\n\nfile_names\x18\x01 \x03(\t\x12\x16\n\x0e\x66unction_names\x18\x02 \x03(\t\x12>\n\x0e\x66ile_locations\x18\x03 \x03(\x0b\x32&.xla.StackFrameIndexProto.FileLocation\x12:\n\x0cstack_frames\x18\x04 \x03(\x0b\x32$.xla.StackFrameIndexProto.StackFrame\x1a\\\n\x0c\x46ileLocation\x12\x14\n\x0c\x66ile_name_id\x18\x01 \x01(\x05\x12\x18\n\x10\x66unction_name_id\x18\x02 \x01(\x05\x12\x0c\n\x04line\x18\x03 \x01(\x05\x12\x0e\n\x06\x63olumn\x18\x04 \x01(\x05\x1a?\n\nStackFrame\x12\x18\n\x10\x66ile_location_id\x18\x01 \x01(\x05\x12\x17\n\x0fparent_frame_id\x18\x02 \x01(\x05\"\x82\x02\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\t\x12\x1c\n\x14\x65ntry_computation_id\x18\x06 \x01(\x03\x12.\n\x0c\x63omputations\x18\x03 \x03(\x0b\x32\x18.xla.HloComputationProto\x12\x32\n\x12host_program_shape\x18\x04 \x01(\x0b\x32\x16.xla.ProgramShapeProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x34\n\x11stack_frame_index\x18\x11 \x01(\x0b\x32\x19.xla.StackFrameIndexProto\"\xc6\x01\n\x12LogicalBufferProto\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x34\n\ndefined_at\x18\x03 \x01(\x0b\x32 .xla.LogicalBufferProto.Location\x12\r\n\x05\x63olor\x18\x04 \x01(\x03\x1aQ\n\x08Location\x12\x18\n\x10instruction_name\x18\x02 \x01(\t\x12\x16\n\x0einstruction_id\x18\x04 \x01(\x03\x12\x13\n\x0bshape_index\x18\x03 \x03(\x03\"\xf8\x02\n\x15\x42ufferAllocationProto\x12\r\n\x05index\x18\x01 \x01(\x03\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x17\n\x0fis_thread_local\x18\x03 \x01(\x08\x12\x10\n\x08is_tuple\x18\x0b \x01(\x08\x12&\n\x1eis_entry_computation_parameter\x18\x05 \x01(\x08\x12\x13\n\x0bis_constant\x18\x0c \x01(\x08\x12\x18\n\x10parameter_number\x18\x06 \x01(\x03\x12\x1d\n\x15parameter_shape_index\x18\n \x03(\x03\x12\x16\n\x0emaybe_live_out\x18\x07 \x01(\x08\x12\r\n\x05\x63olor\x18\x08 \x01(\x03\x12\x35\n\x08\x61ssigned\x18\t \x03(\x0b\x32#.xla.BufferAllocationProto.Assigned\x1a\x43\n\x08\x41ssigned\x12\x19\n\x11logical_buffer_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04size\x18\x03 \x01(\x03\"\xd6\x02\n\x12HeapSimulatorTrace\x12-\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1d.xla.HeapSimulatorTrace.Event\x12\x1f\n\x17whole_module_simulation\x18\x02 \x01(\x08\x12\x1f\n\x17\x62uffer_allocation_index\x18\x03 \x01(\x03\x1a\xce\x01\n\x05\x45vent\x12\x30\n\x04kind\x18\x01 \x01(\x0e\x32\".xla.HeapSimulatorTrace.Event.Kind\x12\x11\n\tbuffer_id\x18\x02 \x01(\x03\x12\x18\n\x10\x63omputation_name\x18\x03 \x01(\t\x12\x18\n\x10instruction_name\x18\x04 \x01(\t\x12\x1f\n\x17share_with_canonical_id\x18\x05 \x01(\x03\"+\n\x04Kind\x12\t\n\x05\x41LLOC\x10\x00\x12\x08\n\x04\x46REE\x10\x01\x12\x0e\n\nSHARE_WITH\x10\x02\"\xd6\x02\n\x15\x42ufferAssignmentProto\x12\x30\n\x0flogical_buffers\x18\x01 \x03(\x0b\x32\x17.xla.LogicalBufferProto\x12>\n\x0e\x62uffer_aliases\x18\x02 \x03(\x0b\x32&.xla.BufferAssignmentProto.BufferAlias\x12\x36\n\x12\x62uffer_allocations\x18\x03 \x03(\x0b\x32\x1a.xla.BufferAllocationProto\x12\x36\n\x15heap_simulator_traces\x18\x04 \x03(\x0b\x32\x17.xla.HeapSimulatorTrace\x1a[\n\x0b\x42ufferAlias\x12\x18\n\x10source_buffer_id\x18\x01 \x01(\x03\x12\x32\n\x08location\x18\x02 \x01(\x0b\x32 .xla.LogicalBufferProto.Location\"j\n\x08HloProto\x12\'\n\nhlo_module\x18\x01 \x01(\x0b\x32\x13.xla.HloModuleProto\x12\x35\n\x11\x62uffer_assignment\x18\x03 \x01(\x0b\x32\x1a.xla.BufferAssignmentProtob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\thlo.proto\x12\x03xla\x1a\x0exla_data.proto\"\xb1\x0f\n\x13HloInstructionProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06opcode\x18\x02 \x01(\t\x12\x1e\n\x05shape\x18\x03 \x01(\x0b\x32\x0f.xla.ShapeProto\x12!\n\x08metadata\x18\x07 \x01(\x0b\x32\x0f.xla.OpMetadata\x12\"\n\x07literal\x18\x08 \x01(\x0b\x32\x11.xla.LiteralProto\x12\x18\n\x10parameter_number\x18\t \x01(\x03\x12\x13\n\x0b\x66usion_kind\x18\x0b \x01(\t\x12\x13\n\x0btuple_index\x18\r \x01(\x03\x12\x12\n\ndimensions\x18\x0e \x03(\x03\x12\x1b\n\x06window\x18\x0f \x01(\x0b\x32\x0b.xla.Window\x12G\n\x1d\x63onvolution_dimension_numbers\x18\x10 \x01(\x0b\x32 .xla.ConvolutionDimensionNumbers\x12\x42\n\x10slice_dimensions\x18\x11 \x03(\x0b\x32(.xla.HloInstructionProto.SliceDimensions\x12\x15\n\rexponent_bits\x18\x12 \x01(\x05\x12\x15\n\rmantissa_bits\x18\x13 \x01(\x05\x12\x1b\n\x13\x64ynamic_slice_sizes\x18\x14 \x03(\x03\x12*\n\x0epadding_config\x18\x15 \x01(\x0b\x32\x12.xla.PaddingConfig\x12\x16\n\x0eoutfeed_config\x18\x16 \x01(\x0c\x12\x14\n\x0c\x64istribution\x18\x17 \x01(\x05\x12\x0f\n\x07\x65psilon\x18\x18 \x01(\x02\x12\x15\n\rfeature_index\x18\x19 \x01(\x03\x12\x12\n\nchannel_id\x18\x1a \x01(\x03\x12\x15\n\rinfeed_config\x18\x1b \x01(\x0c\x12\x1a\n\x12\x63ustom_call_target\x18\x1c \x01(\t\x12\x37\n\x15\x64ot_dimension_numbers\x18\x1e \x01(\x0b\x32\x18.xla.DotDimensionNumbers\x12\x10\n\x08\x66\x66t_type\x18\x1f \x01(\x05\x12\x12\n\nfft_length\x18  \x03(\x03\x12=\n\x18gather_dimension_numbers\x18! \x01(\x0b\x32\x1b.xla.GatherDimensionNumbers\x12\x1a\n\x12gather_slice_sizes\x18\" \x03(\x03\x12\n\n\x02id\x18# \x01(\x03\x12\x13\n\x0boperand_ids\x18$ \x03(\x03\x12\x1f\n\x17\x63ontrol_predecessor_ids\x18% \x03(\x03\x12\x1e\n\x16\x63\x61lled_computation_ids\x18& \x03(\x03\x12!\n\x08sharding\x18( \x01(\x0b\x32\x0f.xla.OpSharding\x12\x16\n\x0e\x62\x61\x63kend_config\x18+ \x01(\x0c\x12\x18\n\x10is_host_transfer\x18/ \x01(\x08\x12?\n\x19scatter_dimension_numbers\x18\x30 \x01(\x0b\x32\x1c.xla.ScatterDimensionNumbers\x12)\n\x0ereplica_groups\x18\x31 \x03(\x0b\x32\x11.xla.ReplicaGroup\x12\x1b\n\x13\x66\x65\x61ture_group_count\x18\x32 \x01(\x03\x12.\n\x10precision_config\x18\x33 \x01(\x0b\x32\x14.xla.PrecisionConfig\x12.\n\x13source_target_pairs\x18\x34 \x03(\x0b\x32\x11.xla.SourceTarget\x12\x18\n\x10\x63onstrain_layout\x18\x38 \x01(\x08\x12\x19\n\x11\x62\x61tch_group_count\x18: \x01(\x03\x12\x11\n\tis_stable\x18< \x01(\x08\x12\x1c\n\x14\x63omparison_direction\x18? \x01(\t\x12#\n\x1b\x63ustom_call_has_side_effect\x18\x41 \x01(\x08\x12\x1a\n\x12indices_are_sorted\x18\x43 \x01(\x08\x12\x34\n\x13\x66rontend_attributes\x18\x44 \x01(\x0b\x32\x17.xla.FrontendAttributes\x12\x16\n\x0eunique_indices\x18\x45 \x01(\x08\x12\x15\n\rrng_algorithm\x18\x46 \x01(\x05\x12\x1d\n\x15use_global_device_ids\x18G \x01(\x08\x12\x17\n\x0f\x63omparison_type\x18H \x01(\t\x12\x1c\n\x14\x63ustom_call_schedule\x18L \x01(\x05\x12\x1f\n\x17\x63ustom_call_api_version\x18M \x01(\x05\x12\x1e\n\x16\x61sync_execution_thread\x18O \x01(\t\x12&\n\x1c\x63ross_program_prefetch_index\x18P \x01(\x05H\x00\x12\t\n\x01k\x18Q \x01(\x03\x12\x0f\n\x07largest\x18U \x01(\x08\x12>\n\x16\x63ollective_device_list\x18W \x01(\x0b\x32\x1e.xla.CollectiveDeviceListProto\x12\x14\n\x0cis_composite\x18Y \x01(\x08\x1a?\n\x0fSliceDimensions\x12\r\n\x05start\x18\x01 \x01(\x03\x12\r\n\x05limit\x18\x02 \x01(\x03\x12\x0e\n\x06stride\x18\x03 \x01(\x03\x42\'\n%optional_cross_program_prefetch_index\"\xd8\x01\n\x13HloComputationProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12.\n\x0cinstructions\x18\x02 \x03(\x0b\x32\x18.xla.HloInstructionProto\x12-\n\rprogram_shape\x18\x04 \x01(\x0b\x32\x16.xla.ProgramShapeProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x0f\n\x07root_id\x18\x06 \x01(\x03\x12\x1d\n\x15is_fusion_computation\x18\x07 \x01(\x08\x12\x18\n\x10\x65xecution_thread\x18\x08 \x01(\t\"\xdd\x02\n\x14StackFrameIndexProto\x12\x12\n\nfile_names\x18\x01 \x03(\t\x12\x16\n\x0e\x66unction_names\x18\x02 \x03(\t\x12>\n\x0e\x66ile_locations\x18\x03 \x03(\x0b\x32&.xla.StackFrameIndexProto.FileLocation\x12:\n\x0cstack_frames\x18\x04 \x03(\x0b\x32$.xla.StackFrameIndexProto.StackFrame\x1a\\\n\x0c\x46ileLocation\x12\x14\n\x0c\x66ile_name_id\x18\x01 \x01(\x05\x12\x18\n\x10\x66unction_name_id\x18\x02 \x01(\x05\x12\x0c\n\x04line\x18\x03 \x01(\x05\x12\x0e\n\x06\x63olumn\x18\x04 \x01(\x05\x1a?\n\nStackFrame\x12\x18\n\x10\x66ile_location_id\x18\x01 \x01(\x05\x12\x17\n\x0fparent_frame_id\x18\x02 \x01(\x05\"\xd8\x01\n\x10HloScheduleProto\x12\x37\n\tsequences\x18\x01 \x03(\x0b\x32$.xla.HloScheduleProto.SequencesEntry\x1a.\n\x13InstructionSequence\x12\x17\n\x0finstruction_ids\x18\x01 \x03(\x03\x1a[\n\x0eSequencesEntry\x12\x0b\n\x03key\x18\x01 \x01(\x03\x12\x38\n\x05value\x18\x02 \x01(\x0b\x32).xla.HloScheduleProto.InstructionSequence:\x02\x38\x01\"\xb1\x02\n\x18HloInputOutputAliasProto\x12>\n\x07\x65ntries\x18\x01 \x03(\x0b\x32-.xla.HloInputOutputAliasProto.AliasEntryProto\x1a\x98\x01\n\x0f\x41liasEntryProto\x12\x1a\n\x12output_shape_index\x18\x01 \x03(\x03\x12\x18\n\x10parameter_number\x18\x02 \x01(\x03\x12\x1d\n\x15parameter_shape_index\x18\x03 \x03(\x03\x12\x30\n\x04kind\x18\x04 \x01(\x0e\x32\".xla.HloInputOutputAliasProto.Kind\":\n\x04Kind\x12\x13\n\x0fUNDEFINED_ALIAS\x10\x00\x12\r\n\tMAY_ALIAS\x10\x01\x12\x0e\n\nMUST_ALIAS\x10\x02\"\x9c\x03\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\t\x12\x1c\n\x14\x65ntry_computation_id\x18\x06 \x01(\x03\x12.\n\x0c\x63omputations\x18\x03 \x03(\x0b\x32\x18.xla.HloComputationProto\x12\x32\n\x12host_program_shape\x18\x04 \x01(\x0b\x32\x16.xla.ProgramShapeProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\'\n\x08schedule\x18\x07 \x01(\x0b\x32\x15.xla.HloScheduleProto\x12\x39\n\x12input_output_alias\x18\x08 \x01(\x0b\x32\x1d.xla.HloInputOutputAliasProto\x12\x34\n\x11stack_frame_index\x18\x11 \x01(\x0b\x32\x19.xla.StackFrameIndexProto\x12\x34\n\x13\x66rontend_attributes\x18\x13 \x01(\x0b\x32\x17.xla.FrontendAttributes\"\xc6\x01\n\x12LogicalBufferProto\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x34\n\ndefined_at\x18\x03 \x01(\x0b\x32 .xla.LogicalBufferProto.Location\x12\r\n\x05\x63olor\x18\x04 \x01(\x03\x1aQ\n\x08Location\x12\x18\n\x10instruction_name\x18\x02 \x01(\t\x12\x16\n\x0einstruction_id\x18\x04 \x01(\x03\x12\x13\n\x0bshape_index\x18\x03 \x03(\x03\"\xf8\x02\n\x15\x42ufferAllocationProto\x12\r\n\x05index\x18\x01 \x01(\x03\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x17\n\x0fis_thread_local\x18\x03 \x01(\x08\x12\x10\n\x08is_tuple\x18\x0b \x01(\x08\x12&\n\x1eis_entry_computation_parameter\x18\x05 \x01(\x08\x12\x13\n\x0bis_constant\x18\x0c \x01(\x08\x12\x18\n\x10parameter_number\x18\x06 \x01(\x03\x12\x1d\n\x15parameter_shape_index\x18\n \x03(\x03\x12\x16\n\x0emaybe_live_out\x18\x07 \x01(\x08\x12\r\n\x05\x63olor\x18\x08 \x01(\x03\x12\x35\n\x08\x61ssigned\x18\t \x03(\x0b\x32#.xla.BufferAllocationProto.Assigned\x1a\x43\n\x08\x41ssigned\x12\x19\n\x11logical_buffer_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04size\x18\x03 \x01(\x03\"\xd6\x02\n\x12HeapSimulatorTrace\x12-\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1d.xla.HeapSimulatorTrace.Event\x12\x1f\n\x17whole_module_simulation\x18\x02 \x01(\x08\x12\x1f\n\x17\x62uffer_allocation_index\x18\x03 \x01(\x03\x1a\xce\x01\n\x05\x45vent\x12\x30\n\x04kind\x18\x01 \x01(\x0e\x32\".xla.HeapSimulatorTrace.Event.Kind\x12\x11\n\tbuffer_id\x18\x02 \x01(\x03\x12\x18\n\x10\x63omputation_name\x18\x03 \x01(\t\x12\x18\n\x10instruction_name\x18\x04 \x01(\t\x12\x1f\n\x17share_with_canonical_id\x18\x05 \x01(\x03\"+\n\x04Kind\x12\t\n\x05\x41LLOC\x10\x00\x12\x08\n\x04\x46REE\x10\x01\x12\x0e\n\nSHARE_WITH\x10\x02\"\xd6\x02\n\x15\x42ufferAssignmentProto\x12\x30\n\x0flogical_buffers\x18\x01 \x03(\x0b\x32\x17.xla.LogicalBufferProto\x12>\n\x0e\x62uffer_aliases\x18\x02 \x03(\x0b\x32&.xla.BufferAssignmentProto.BufferAlias\x12\x36\n\x12\x62uffer_allocations\x18\x03 \x03(\x0b\x32\x1a.xla.BufferAllocationProto\x12\x36\n\x15heap_simulator_traces\x18\x04 \x03(\x0b\x32\x17.xla.HeapSimulatorTrace\x1a[\n\x0b\x42ufferAlias\x12\x18\n\x10source_buffer_id\x18\x01 \x01(\x03\x12\x32\n\x08location\x18\x02 \x01(\x0b\x32 .xla.LogicalBufferProto.Location\"j\n\x08HloProto\x12\'\n\nhlo_module\x18\x01 \x01(\x0b\x32\x13.xla.HloModuleProto\x12\x35\n\x11\x62uffer_assignment\x18\x03 \x01(\x0b\x32\x1a.xla.BufferAssignmentProtob\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'hlo_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_HLOSCHEDULEPROTO_SEQUENCESENTRY']._loaded_options = None
+  _globals['_HLOSCHEDULEPROTO_SEQUENCESENTRY']._serialized_options = b'8\001'
   _globals['_HLOINSTRUCTIONPROTO']._serialized_start=35
-  _globals['_HLOINSTRUCTIONPROTO']._serialized_end=310
-  _globals['_HLOCOMPUTATIONPROTO']._serialized_start=313
-  _globals['_HLOCOMPUTATIONPROTO']._serialized_end=529
-  _globals['_STACKFRAMEINDEXPROTO']._serialized_start=532
-  _globals['_STACKFRAMEINDEXPROTO']._serialized_end=881
-  _globals['_STACKFRAMEINDEXPROTO_FILELOCATION']._serialized_start=724
-  _globals['_STACKFRAMEINDEXPROTO_FILELOCATION']._serialized_end=816
-  _globals['_STACKFRAMEINDEXPROTO_STACKFRAME']._serialized_start=818
-  _globals['_STACKFRAMEINDEXPROTO_STACKFRAME']._serialized_end=881
-  _globals['_HLOMODULEPROTO']._serialized_start=884
-  _globals['_HLOMODULEPROTO']._serialized_end=1142
-  _globals['_LOGICALBUFFERPROTO']._serialized_start=1145
-  _globals['_LOGICALBUFFERPROTO']._serialized_end=1343
-  _globals['_LOGICALBUFFERPROTO_LOCATION']._serialized_start=1262
-  _globals['_LOGICALBUFFERPROTO_LOCATION']._serialized_end=1343
-  _globals['_BUFFERALLOCATIONPROTO']._serialized_start=1346
-  _globals['_BUFFERALLOCATIONPROTO']._serialized_end=1722
-  _globals['_BUFFERALLOCATIONPROTO_ASSIGNED']._serialized_start=1655
-  _globals['_BUFFERALLOCATIONPROTO_ASSIGNED']._serialized_end=1722
-  _globals['_HEAPSIMULATORTRACE']._serialized_start=1725
-  _globals['_HEAPSIMULATORTRACE']._serialized_end=2067
-  _globals['_HEAPSIMULATORTRACE_EVENT']._serialized_start=1861
-  _globals['_HEAPSIMULATORTRACE_EVENT']._serialized_end=2067
-  _globals['_HEAPSIMULATORTRACE_EVENT_KIND']._serialized_start=2024
-  _globals['_HEAPSIMULATORTRACE_EVENT_KIND']._serialized_end=2067
-  _globals['_BUFFERASSIGNMENTPROTO']._serialized_start=2070
-  _globals['_BUFFERASSIGNMENTPROTO']._serialized_end=2412
-  _globals['_BUFFERASSIGNMENTPROTO_BUFFERALIAS']._serialized_start=2321
-  _globals['_BUFFERASSIGNMENTPROTO_BUFFERALIAS']._serialized_end=2412
-  _globals['_HLOPROTO']._serialized_start=2414
-  _globals['_HLOPROTO']._serialized_end=2520
+  _globals['_HLOINSTRUCTIONPROTO']._serialized_end=2004
+  _globals['_HLOINSTRUCTIONPROTO_SLICEDIMENSIONS']._serialized_start=1900
+  _globals['_HLOINSTRUCTIONPROTO_SLICEDIMENSIONS']._serialized_end=1963
+  _globals['_HLOCOMPUTATIONPROTO']._serialized_start=2007
+  _globals['_HLOCOMPUTATIONPROTO']._serialized_end=2223
+  _globals['_STACKFRAMEINDEXPROTO']._serialized_start=2226
+  _globals['_STACKFRAMEINDEXPROTO']._serialized_end=2575
+  _globals['_STACKFRAMEINDEXPROTO_FILELOCATION']._serialized_start=2418
+  _globals['_STACKFRAMEINDEXPROTO_FILELOCATION']._serialized_end=2510
+  _globals['_STACKFRAMEINDEXPROTO_STACKFRAME']._serialized_start=2512
+  _globals['_STACKFRAMEINDEXPROTO_STACKFRAME']._serialized_end=2575
+  _globals['_HLOSCHEDULEPROTO']._serialized_start=2578
+  _globals['_HLOSCHEDULEPROTO']._serialized_end=2794
+  _globals['_HLOSCHEDULEPROTO_INSTRUCTIONSEQUENCE']._serialized_start=2655
+  _globals['_HLOSCHEDULEPROTO_INSTRUCTIONSEQUENCE']._serialized_end=2701
+  _globals['_HLOSCHEDULEPROTO_SEQUENCESENTRY']._serialized_start=2703
+  _globals['_HLOSCHEDULEPROTO_SEQUENCESENTRY']._serialized_end=2794
+  _globals['_HLOINPUTOUTPUTALIASPROTO']._serialized_start=2797
+  _globals['_HLOINPUTOUTPUTALIASPROTO']._serialized_end=3102
+  _globals['_HLOINPUTOUTPUTALIASPROTO_ALIASENTRYPROTO']._serialized_start=2890
+  _globals['_HLOINPUTOUTPUTALIASPROTO_ALIASENTRYPROTO']._serialized_end=3042
+  _globals['_HLOINPUTOUTPUTALIASPROTO_KIND']._serialized_start=3044
+  _globals['_HLOINPUTOUTPUTALIASPROTO_KIND']._serialized_end=3102
+  _globals['_HLOMODULEPROTO']._serialized_start=3105
+  _globals['_HLOMODULEPROTO']._serialized_end=3517
+  _globals['_LOGICALBUFFERPROTO']._serialized_start=3520
+  _globals['_LOGICALBUFFERPROTO']._serialized_end=3718
+  _globals['_LOGICALBUFFERPROTO_LOCATION']._serialized_start=3637
+  _globals['_LOGICALBUFFERPROTO_LOCATION']._serialized_end=3718
+  _globals['_BUFFERALLOCATIONPROTO']._serialized_start=3721
+  _globals['_BUFFERALLOCATIONPROTO']._serialized_end=4097
+  _globals['_BUFFERALLOCATIONPROTO_ASSIGNED']._serialized_start=4030
+  _globals['_BUFFERALLOCATIONPROTO_ASSIGNED']._serialized_end=4097
+  _globals['_HEAPSIMULATORTRACE']._serialized_start=4100
+  _globals['_HEAPSIMULATORTRACE']._serialized_end=4442
+  _globals['_HEAPSIMULATORTRACE_EVENT']._serialized_start=4236
+  _globals['_HEAPSIMULATORTRACE_EVENT']._serialized_end=4442
+  _globals['_HEAPSIMULATORTRACE_EVENT_KIND']._serialized_start=4399
+  _globals['_HEAPSIMULATORTRACE_EVENT_KIND']._serialized_end=4442
+  _globals['_BUFFERASSIGNMENTPROTO']._serialized_start=4445
+  _globals['_BUFFERASSIGNMENTPROTO']._serialized_end=4787
+  _globals['_BUFFERASSIGNMENTPROTO_BUFFERALIAS']._serialized_start=4696
+  _globals['_BUFFERASSIGNMENTPROTO_BUFFERALIAS']._serialized_end=4787
+  _globals['_HLOPROTO']._serialized_start=4789
+  _globals['_HLOPROTO']._serialized_end=4895
 # @@protoc_insertion_point(module_scope)

@@ -18,10 +18,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
 
 from tputui.analysis.result import NoDataError
+from tputui.data.progress import Progress
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.tools import Tool
@@ -86,25 +89,43 @@ class ToolScreen(Screen):
             rescan()
         self.load()
 
+    # Worker results reach the screen as messages: Textual drops messages to a screen that has
+    # closed, so a late worker never draws into (or notifies from) a screen nobody sees.
+    class LoadProgress(Message, bubble=False):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class Loaded(Message, bubble=False):
+        def __init__(self, result: Any) -> None:
+            super().__init__()
+            self.result = result
+
+    class LoadFailed(Message, bubble=False):
+        def __init__(self, text: str, no_data: bool = False) -> None:
+            super().__init__()
+            self.text, self.no_data = text, no_data
+
     @work(thread=True, exclusive=True, group="analysis", description="analysis")
     def load(self) -> None:
+        worker = get_current_worker()
+
+        def say(message: Message) -> None:
+            if not worker.is_cancelled:  # a reload started since: its worker speaks now
+                self.post_message(message)
+
         self._started = time.monotonic()
-        self.app.call_from_thread(self._set_progress, f"loading {self.tool.title}…")
-        self.run_data.progress = lambda msg: self.app.call_from_thread(self._set_progress, msg)
+        say(self.LoadProgress(f"loading {self.tool.title}…"))
         try:
-            result = self.analyze()
+            result = self.analyze(lambda text: say(self.LoadProgress(text)))
         except NoDataError as e:  # not a failure: this profile has nothing for the tool
-            self.app.call_from_thread(self._failed, str(e), True)
-            return
+            say(self.LoadFailed(str(e), no_data=True))
         except UserError as e:
-            self.app.call_from_thread(self._failed, str(e))
-            return
+            say(self.LoadFailed(str(e)))
         except Exception as e:  # noqa: BLE001 - show it, keep the app alive
-            self.app.call_from_thread(self._failed, f"{type(e).__name__}: {e}")
-            return
-        finally:
-            self.run_data.progress = None
-        self.app.call_from_thread(self._loaded, result)
+            say(self.LoadFailed(f"{type(e).__name__}: {e}"))
+        else:
+            say(self.Loaded(result))
 
     def action_export_csv(self) -> None:
         """`x` (an app key, so every screen answers it): screens with a table override this
@@ -112,36 +133,30 @@ class ToolScreen(Screen):
         self.notify(f"{self.tool.title} has no table to write as CSV; for everything it shows: "
                     f"tputui export LOGDIR --tool {self.tool.name} --format json", severity="warning", timeout=8)
 
-    def analyze(self) -> Any:
-        """Runs in the worker thread. Override only to add steps; never touch widgets here."""
-        return self.tool.analyze_fn()(self.run_data, self.host, **self.options)
+    def analyze(self, progress: Progress) -> Any:
+        """Runs in the worker thread; `progress(text)` shows a line under "loading". Override
+        only to add steps; never touch widgets here."""
+        return self.tool.analyze_fn()(self.run_data, self.host, progress=progress, **self.options)
 
-    def _replaced(self) -> bool:
-        """True once the app has moved on (another tool, run or host): a worker that finishes
-        late must not draw into, or notify from, a screen nobody sees."""
-        return not self.is_mounted or self not in self.app.screen_stack
-
-    def _set_progress(self, msg: str) -> None:
-        if self._replaced():
-            return
+    def on_tool_screen_load_progress(self, event: LoadProgress) -> None:
         for w in self.query("#progress"):
             elapsed = time.monotonic() - self._started
-            w.update(f"{msg}  ({elapsed:.1f} s)" if elapsed > 0.3 else msg)
+            w.update(f"{event.text}  ({elapsed:.1f} s)" if elapsed > 0.3 else event.text)
 
     async def _clear_body(self) -> None:
         await self.body.remove_children()
 
-    async def _loaded(self, result: Any) -> None:
-        if self._replaced():
-            return
-        self.result, self.error = result, None
+    async def on_tool_screen_loaded(self, event: Loaded) -> None:
+        self.result, self.error = event.result, None
         await self._clear_body()
-        if not self._replaced():
-            self.show(result)
+        self.show(event.result)
+        skipped = self.run_data.unreadable if self.host is None else {}
+        if skipped:  # an all-hosts result without them: say which and why
+            self.notify(f"{len(skipped)} unreadable host file(s) left out: {next(iter(skipped.values()))}",
+                        title=self.tool.title, severity="warning", timeout=8)
 
-    async def _failed(self, message: str, no_data: bool = False) -> None:
-        if self._replaced():
-            return
+    async def on_tool_screen_load_failed(self, event: LoadFailed) -> None:
+        message, no_data = event.text, event.no_data
         self.error = message
         await self._clear_body()
         fallback = getattr(self.app, "no_data_on_first_screen", None)

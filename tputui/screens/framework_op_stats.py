@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.framework_op_stats import EXPORT_RENAMES, FrameworkOpStats
 from tputui.analysis.op_events import framework_op_rows
 from tputui.screens.base import ToolScreen
@@ -18,8 +19,6 @@ from tputui.screens.op_tables import (
     ResultKeysMixin,
     TraceJumpMixin,
     Units,
-    fmt_pct,
-    fmt_time_us,
 )
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
@@ -67,8 +66,8 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
         for side in self.sides:
             self.charts[side] = (HBarChart(title=f"{side}: self time by op", unit="%", id=f"{side.lower()}-ops"),
                                  HBarChart(title=f"{side}: self time by op type", unit="%", id=f"{side.lower()}-types"))
-        pct = {c: fmt_pct for c in result.with_idle.columns if c.endswith("_percent")}
-        times = {c: fmt_time_us for c in TIME_COLUMNS}
+        pct = {c: fmt.fraction_percent for c in result.with_idle.columns if c.endswith("_percent")}
+        times = {c: fmt.human_us for c in TIME_COLUMNS}
         self.table = FrameTable(formats=UNITS.formats({**times, **pct}), id="ops", key="operation", hidden=("rank",),
                                 lead=("total_self_time", "host_total_self_time_percent",
                                       "device_total_self_time_percent", "occurrences", "avg_self_time",

@@ -5,9 +5,11 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.hlo_stats import HloStats
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import (
     CSV_TIP,
     TIME_COLUMNS,
@@ -15,9 +17,6 @@ from tputui.screens.op_tables import (
     ResultKeysMixin,
     TraceJumpMixin,
     Units,
-    fmt_pct100,
-    fmt_rank,
-    fmt_time_us,
 )
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
@@ -27,14 +26,14 @@ UNITS = Units({"model_flop_rate": "GFLOP/s", "normalized_flop_rate": "GFLOP/s",
                "operational_intensity": "FLOP/B"})
 
 
-class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
     help_notes = ("One row per HLO op; times in human units (CSV keeps µs), rates and bandwidths with their "
                   "unit in the header. The line under the table is the highlighted op's HLO text. [b]v[/b] opens "
                   "the trace viewer on its events.")
     BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="hlo.trace",
                         tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
-                Binding("x", "export_csv", "CSV", id="hlo.csv", tooltip=CSV_TIP)]
-    RESULT_ACTIONS = frozenset({"show_in_trace", "export_csv"})
+                Binding("x", "export_csv", "CSV", id="hlo.csv", tooltip=CSV_TIP), graph_binding("hlo")]
+    RESULT_ACTIONS = frozenset({"show_in_trace", "export_csv", "show_in_graph"})
     DEFAULT_CSS = """
     HloStatsScreen #top { height: auto; max-height: 10; padding: 0 1; }
     HloStatsScreen FrameTable { height: 1fr; border: round $panel; }
@@ -46,13 +45,16 @@ class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
         top = rows.head(max(3, min(8, ((self.size.height or 40) - 16) // 2)))  # small terminals keep the table
         self.body.mount(HBarChart(list(zip(top["hlo_op_name"].to_list(), top["total_self_time_percent"].to_list())),
                                   title="Top HLO ops: share of self time", unit="%", id="top"))
+        def pct(v):
+            return fmt.percent(v, 2)
+
         self.table = FrameTable(
             UNITS.show(rows), hidden=("hlo_op_expression", "rank", "program_id"), id="hlo", key="hlo_op_name",
             lead=("total_self_time", "total_self_time_percent", "occurrences", "avg_self_time", "category",
                   "bound_by", "total_time", "avg_time"),
-            formats=UNITS.formats({
-            "rank": fmt_rank, **{c: fmt_time_us for c in TIME_COLUMNS}, "total_self_time_percent": fmt_pct100,
-            "cumulative_total_self_time_percent": fmt_pct100, "dma_stall_percent": fmt_pct100}))
+            formats=UNITS.formats({"rank": fmt.count, **{c: fmt.human_us for c in TIME_COLUMNS},
+                                   "total_self_time_percent": pct, "cumulative_total_self_time_percent": pct,
+                                   "dma_stall_percent": pct}))
         self.table.border_title = f"HLO ops ({rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.body.mount(Static("", id="expr", markup=False))
@@ -67,6 +69,13 @@ class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
         self.expression = row["hlo_op_expression"] if row else ""
         for w in self.query("#expr"):
             w.update(self.expression)
+
+    def graph_target(self):
+        row = self.table.row()
+        if row is None:
+            return None
+        program = row["program_id"]
+        return row["hlo_op_name"], int(program) if program and str(program).isdigit() else None
 
     def trace_target(self):
         row = self.table.row()

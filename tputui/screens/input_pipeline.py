@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.input_pipeline import RECOMMENDATIONS, InputPipelineResult
 from tputui.analysis.tf_data import SLOW_CALL_PS
 from tputui.screens.base import ToolScreen
@@ -48,8 +49,8 @@ def _verdict(r: InputPipelineResult) -> Text:
     t.append(b.input_statement + "\n", style=style)
     if r.has_steps:
         ip = r.input_percent_summary()
-        t.append(f"Per step, input is {ip['avg']:.1f}% of the step time on average (σ {ip['stddev']:.1f}, "
-                 f"min {ip['min']:.1f}%, max {ip['max']:.1f}%)\n")
+        t.append(f"Per step, input is {fmt.percent(ip['avg'])} of the step time on average (σ {ip['stddev']:.1f}, "
+                 f"min {fmt.percent(ip['min'])}, max {fmt.percent(ip['max'])})\n")
     if b.output_statement:
         t.append(b.output_statement + "\n")
     for s in (b.all_other_statement, b.kernel_launch_statement, b.device_collectives_statement):
@@ -64,12 +65,12 @@ def _device_stats(r: InputPipelineResult) -> Table:
     for col in ("", "avg", "σ", "min", "max"):
         t.add_column(col, justify="right" if col else "left", no_wrap=True)
     st, ip = r.step_time_summary(), r.input_percent_summary()
-    t.add_row("Step time (ms)", *(f"{st[k]:,.3f}" for k in ("avg", "stddev", "min", "max")))
+    t.add_row("Step time (ms)", *(fmt.number(st[k]) for k in ("avg", "stddev", "min", "max")))
     t.add_row("Input (% of step)", *(f"{ip[k]:.1f}" for k in ("avg", "stddev", "min", "max")))
     if r.core_ranges is not None and len(r.core_ranges):
         cr = r.core_ranges
-        t.add_row("Step range across cores (ms)", "", "", f"{cr['step_time_min_ms'].min():,.3f}",
-                  f"{cr['step_time_max_ms'].max():,.3f}")
+        t.add_row("Step range across cores (ms)", "", "", fmt.number(cr["step_time_min_ms"].min()),
+                  fmt.number(cr["step_time_max_ms"].max()))
     return t
 
 
@@ -82,13 +83,13 @@ def _tf_data(r: InputPipelineResult) -> Text:
     t.append(tfd.summary + "\n", style="bold red" if tfd.is_input_bound else "")
     for p in tfd.pipelines:
         t.append(f"\n{p.host} · {p.name}", style="bold")
-        t.append(f"  {p.calls} calls, latency avg {p.avg_latency_ps / 1e6:,.1f} µs, min "
-                 f"{p.min_latency_ps / 1e6:,.1f}, max {p.max_latency_ps / 1e6:,.1f}; "
+        t.append(f"  {p.calls} calls, latency avg {fmt.number(p.avg_latency_ps / 1e6, 1)} µs, min "
+                 f"{fmt.number(p.min_latency_ps / 1e6, 1)}, max {fmt.number(p.max_latency_ps / 1e6, 1)}; "
                  f"{p.slow_calls} slow (> {SLOW_CALL_PS // 1_000_000} µs)\n")
         if p.bottleneck_iterator:
             t.append("  Bottleneck: ", style="bold")
             t.append(f"{p.bottleneck_iterator}", style="bold yellow")
-            t.append(f"  {p.bottleneck_long_name}  ({p.bottleneck_latency_ps / 1e6:,.1f} µs self time in the "
+            t.append(f"  {p.bottleneck_long_name}  ({fmt.number(p.bottleneck_latency_ps / 1e6, 1)} µs self time in the "
                      "slowest call)\n")
             t.append(f"  Suggestion: {p.suggestion}\n", style="italic")
     return t
@@ -137,7 +138,7 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
             scroll.mount(Static(Text(f"{d['severity']}: {d['message']}"), classes="ip-diagnostic"))
         if len(result.input_ops):
             ops = FrameTable(result.input_ops, id="ip-ops", sort=("self_ms", True), formats={
-                "total_percent": lambda v: f"{v:.2f}%", "self_percent": lambda v: f"{v:.2f}%"})
+                "total_percent": lambda v: fmt.percent(v, 2), "self_percent": lambda v: fmt.percent(v, 2)})
             ops.border_title = f"3 · Input ops on the host: {len(result.input_ops)} · s sort · / filter · x CSV"
             ops.styles.height = min(INPUT_OPS_MAX_HEIGHT, len(result.input_ops) + 3)  # refitted once laid out
         else:

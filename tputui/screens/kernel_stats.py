@@ -5,10 +5,11 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.kernel_stats import KernelStats
 from tputui.analysis.op_events import kernel_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin, fmt_time_us
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
@@ -38,7 +39,7 @@ class KernelStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         durations = ("total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us")
         self.table = FrameTable(result.rows, id="kernels", key="kernel_name", hidden=("rank",),
                                 lead=(*durations[:2], "occurrences", *durations[2:], "occupancy_pct", "op_name"),
-                                formats={c: fmt_time_us for c in durations})
+                                formats={c: fmt.human_us for c in durations})
         self.table.border_title = f"Kernels ({result.rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.table.focus()

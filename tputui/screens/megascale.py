@@ -14,25 +14,16 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
+from tputui import format as fmt
 from tputui.analysis.megascale import MegascaleResult
 from tputui.screens.base import ToolScreen
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin
 from tputui.widgets.table import FrameTable
 
 HIDDEN = ("exceeds_network",)
 DEVICE = "/device:TPU:0"  # the only plane XProf reads DCN collectives from
 EMPTY_PREFIX = "No DCN (megascale) collectives: "  # the analysis' diagnostic; the screen says the host
-
-
-def _ms(v) -> str:
-    return f"{v:.3f}"
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:,.2f} {unit}"
-    return f"{n:,} B"
 
 
 def row_details(row: dict) -> Text:
@@ -44,7 +35,7 @@ def row_details(row: dict) -> Text:
              f"(send {row['send_stall_ms']:.3f}, send-done {row['send_done_stall_ms']:.3f}, "
              f"recv {row['recv_stall_ms']:.3f}, recv-done {row['recv_done_stall_ms']:.3f}) · "
              f"aggregated stall {row['aggregated_total_stall_ms']:.3f} ms · "
-             f"{_bytes(row['data_transmitted_bytes'])} · needs {row['required_bandwidth_gbps']:,.2f} Gbps")
+             f"{fmt.bytes_binary(row['data_transmitted_bytes'])} · needs {row['required_bandwidth_gbps']:,.2f} Gbps")
     if row.get("exceeds_network"):
         t.append("  more than the network", style="bold red")
     return t
@@ -57,8 +48,8 @@ def empty_line(result: MegascaleResult) -> str:
             " (megascale stats need a multi-slice TPU run).")
 
 
-class MegascaleScreen(CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("B", "bandwidth", "DCN Gbps", id="megascale.gbps"),
+class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
+    BINDINGS = [Binding("B", "bandwidth", "DCN Gbps", id="megascale.gbps"), graph_binding("megascale"),
                 Binding("x", "export_csv", "CSV", id="megascale.csv", tooltip=CSV_TIP)]
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
@@ -92,9 +83,9 @@ class MegascaleScreen(CsvExportMixin, ToolScreen):
         self.body.mount(Input(placeholder="DCN bandwidth per host in Gbps (empty: off), enter to apply",
                               id="gbps", type="number"))
         self.table = FrameTable(result.rows, id="rows", hidden=HIDDEN, formats={
-            c: _ms for c in result.rows.columns if c.endswith("_ms")} | {
+            c: fmt.number for c in result.rows.columns if c.endswith("_ms")} | {
             "required_bandwidth_gbps": lambda v: f"{v:.2f}",
-            "data_transmitted_bytes": lambda v: f"{v:,}"})
+            "data_transmitted_bytes": fmt.count})
         self.body.mount(self.table)
         self.body.mount(Static("", id="detail"))
         self.body.mount(Static("", id="where"))
@@ -153,6 +144,11 @@ class MegascaleScreen(CsvExportMixin, ToolScreen):
 
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         self._trace(event.row)
+
+    def graph_target(self):
+        table = getattr(self, "table", None) if self.result is not None else None
+        row = table.row() if table is not None else None
+        return (row["recv_op_name"], None) if row else None
 
     def _trace(self, row) -> None:
         if not row or self.result is None:

@@ -7,45 +7,24 @@ to the breakdown table (`s` sort, `/` filter, `x` CSV).
 """
 from __future__ import annotations
 
-import numpy as np
-import polars as pl
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.memory_profile import (
     AllocatorProfile,
     MemoryProfileResult,
-    memory_events,
+    memory_event_row,
 )
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.charts import AreaChart
 from tputui.widgets.table import FrameTable
 
 STACK_COLOR, HEAP_COLOR, FREE_COLOR, LINE_COLOR = "#e15759", "#f28e2b", "#59a14f", "#b07aa1"
-
-
-def fmt_bytes(n: float | None) -> str:
-    """Bytes in binary units (XProf's memory tools count in MiB / GiB)."""
-    if n is None:
-        return ""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{n:,.0f} B"
-
-
-def fmt_bytes_short(n: float | None) -> str:
-    """Bytes in at most 9 cells (a chart axis label): "3.19 KiB", "27.61 MiB", "640.0 KiB", "1023 MiB"."""
-    if n is None:
-        return ""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            v = n / scale
-            return f"{v:.2f} {unit}" if abs(v) < 100 else f"{v:.1f} {unit}" if abs(v) < 1000 else f"{v:.0f} {unit}"
-    return f"{n:.0f} B"
 
 
 def fmt_data_type(v: str | None) -> str:
@@ -54,7 +33,8 @@ def fmt_data_type(v: str | None) -> str:
 
 
 def fmt_ms(ps: float) -> str:
-    return f"{ps / 1e9:,.1f} ms"
+    """A time on the profile's clock (ps) in ms, as the chart's x axis and the records read it."""
+    return fmt.duration_ms(ps / 1e9, 1)
 
 
 def summary_grid(groups: list[list[tuple[str, str]]], width: int) -> Table:
@@ -80,13 +60,13 @@ def _summary_table(a: AllocatorProfile, width: int = 200) -> Table:
     return summary_grid([
         [("#Allocations", f"{s['num_allocations']:,}"), ("#Deallocations", f"{s['num_deallocations']:,}"),
          ("Peak at", fmt_ms(s["peak_time_ps"]))],
-        [("Peak heap (lifetime)", fmt_bytes(s["peak_heap_usage_bytes"])),
-         ("Peak in use (profile)", fmt_bytes(s["peak_bytes_in_use"])), ("Step at peak", str(s["peak_step"]))],
-        [("Stack at peak", fmt_bytes(s["stack_reserved_bytes"])),
-         ("Heap at peak", fmt_bytes(s["heap_allocated_bytes"])),
-         ("Fragmentation", f"{s['fragmentation'] * 100:.2f}%")],
-        [("Memory capacity", fmt_bytes(s["memory_capacity_bytes"])),
-         ("Free at peak", fmt_bytes(s["free_memory_bytes"])),
+        [("Peak heap (lifetime)", fmt.bytes_binary(s["peak_heap_usage_bytes"])),
+         ("Peak in use (profile)", fmt.bytes_binary(s["peak_bytes_in_use"])), ("Step at peak", str(s["peak_step"]))],
+        [("Stack at peak", fmt.bytes_binary(s["stack_reserved_bytes"])),
+         ("Heap at peak", fmt.bytes_binary(s["heap_allocated_bytes"])),
+         ("Fragmentation", fmt.fraction_percent(s["fragmentation"]))],
+        [("Memory capacity", fmt.bytes_binary(s["memory_capacity_bytes"])),
+         ("Free at peak", fmt.bytes_binary(s["free_memory_bytes"])),
          ("Events", f"{s['num_events']:,}")],
     ], width)
 
@@ -98,14 +78,14 @@ def _event_card(rec: dict | None) -> Text:
     sign = -1 if rec["activity"] == "DEALLOCATION" else 1
     parts = [("timestamp", fmt_ms(rec["time_ps"])), ("event", rec["activity"].lower())]
     if rec["requested_bytes"] > 0:
-        parts.append(("requested", fmt_bytes(sign * rec["requested_bytes"])))
-    parts.append(("allocated", fmt_bytes(sign * rec["allocation_bytes"])))
+        parts.append(("requested", fmt.bytes_binary(sign * rec["requested_bytes"])))
+    parts.append(("allocated", fmt.bytes_binary(sign * rec["allocation_bytes"])))
     for key, label in (("tf_op", "op"), ("step_id", "step"), ("region_type", "region"), ("shape", "shape")):
         if rec[key] not in ("", None, 0):
             parts.append((label, str(rec[key])))
     if rec["data_type"] and rec["data_type"] != "INVALID":
         parts.append(("dtype", rec["data_type"]))
-    parts.append(("in use", fmt_bytes(rec["stack_bytes"] + rec["heap_bytes"])))
+    parts.append(("in use", fmt.bytes_binary(rec["stack_bytes"] + rec["heap_bytes"])))
     t = Text()
     for i, (k, v) in enumerate(parts):
         t.append(("  " if i else "") + f"{k} ", style="dim")
@@ -142,11 +122,11 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
         self.memory_id = self.options.get("memory_id") or result.memory_ids[0]
         self.body.mount(Static("", id="mp-head"))
         self.body.mount(Static("", id="mp-summary"))
-        self.chart = AreaChart([], [], x_format=fmt_ms, y_format=fmt_bytes_short, id="mp-chart")
+        self.chart = AreaChart([], [], x_format=fmt_ms, y_format=fmt.bytes_binary_short, id="mp-chart")
         self.body.mount(self.chart)
         self.body.mount(Static("", id="mp-event"))
-        self.table = FrameTable(id="mp-breakdown", formats={"allocation_bytes": fmt_bytes, "requested_bytes": fmt_bytes,
-                                                            "data_type": fmt_data_type}, hidden=("step_id",))
+        formats = {"allocation_bytes": fmt.bytes_binary, "requested_bytes": fmt.bytes_binary, "data_type": fmt_data_type}
+        self.table = FrameTable(id="mp-breakdown", formats=formats, hidden=("step_id",))
         self.body.mount(self.table)
         self._draw()
         self.chart.focus()
@@ -169,7 +149,7 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
         if self.show_free:
             series.append(("free", tl["free_bytes"].to_numpy(), FREE_COLOR))
         times = tl["time_ps"].to_numpy()
-        peak = int(np.argmin(np.abs(times - a.peak_time_ps))) if len(times) else None
+        peak = a.peak_index
         self.chart.set_data(times, series, line=("fragmentation", tl["fragmentation"].to_numpy(), LINE_COLOR), peak=peak)
         self.chart.border_title = "Memory timeline"
         self.chart.border_subtitle = self.chart.legend().plain + ("" if self.show_free else " (f: show free)") + \
@@ -202,9 +182,7 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
     def action_pick_memory(self) -> None:
         if self.result is None:
             return
-        from tputui.app import PickerScreen
-
-        choices = [(m, f"{m}   peak {fmt_bytes(a.peak_in_use_bytes)}") for m, a in self.result.allocators.items()]
+        choices = [(m, f"{m}   peak {fmt.bytes_binary(a.peak_in_use_bytes)}") for m, a in self.result.allocators.items()]
         self.app.push_screen(PickerScreen("Memory id", choices, self.memory_id), self._picked)
 
     def _picked(self, memory_id: str | None) -> None:
@@ -232,17 +210,9 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
         def find(frame):
             from tputui.screens.trace_viewer import TraceFocus
 
-            ev = memory_events(frame)
-            if not len(ev):
-                return np.zeros(0, np.int64)
-            # The analysis's memory id: the allocator name, else the device ordinal / index on host.
-            mid = pl.coalesce(pl.col("allocator_name"), pl.coalesce(pl.col("device_ordinal"),
-                                                                     pl.col("index_on_host")).cast(pl.String))
-            at = ev.filter((pl.col("time_ps") == t) & (pl.col("activity") == activity)
-                           & (mid.fill_null("") == memory_id))
-            if not len(at):
-                return np.zeros(0, np.int64)
-            row = int(at["row"][0])
+            row = memory_event_row(frame, t, activity, memory_id)
+            if row is None:
+                return ()
             start = int(frame.start_ps[row])
             return TraceFocus(frame_rows=(row,), start_ps=start - half, end_ps=start + half)
 

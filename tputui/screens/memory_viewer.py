@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import re
 
-import polars as pl
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
-from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory_space_name, to_mib
+from tputui import format as fmt
+from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory_space_name
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
-from tputui.screens.memory_profile import fmt_bytes, fmt_bytes_short, summary_grid
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
+from tputui.screens.memory_profile import summary_grid
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.charts import HORIZONTAL_EIGHTHS, AreaChart
 from tputui.widgets.table import FrameTable
 
@@ -30,11 +32,16 @@ BAR_WIDTH = 16
 
 def _mib(v: float) -> str:
     """A MiB figure (as XProf reports them) in the unit that reads best."""
-    return fmt_bytes(v * (1 << 20))
+    return fmt.bytes_binary(v * (1 << 20))
+
+
+def _mib_number(v: float | None) -> str:
+    """A MiB column cell: the figure only (the header names the unit), blank for none."""
+    return fmt.number(v, 2) if v else ""
 
 
 def _mib_short(v: float) -> str:
-    return fmt_bytes_short(v * (1 << 20))
+    return fmt.bytes_binary_short(v * (1 << 20))
 
 
 def module_program_id(module: str) -> int | None:
@@ -57,16 +64,15 @@ def _space_label(color: int) -> str:
 
 
 def _summary(r: MemoryViewerResult, width: int = 200) -> Table:
-    padding = r.peak_heap_mib - r.peak_unpadded_heap_mib
-    last = ("Scoped VMEM (max)", f"{fmt_bytes(r.max_scoped_vmem_bytes)}  {r.max_scoped_vmem_instruction}") \
+    last = ("Scoped VMEM (max)", f"{fmt.bytes_binary(r.max_scoped_vmem_bytes)}  {r.max_scoped_vmem_instruction}") \
         if r.max_scoped_vmem_bytes else ("Buffers at peak", f"{len(r.buffers):,}")
     return summary_grid([
         [("Peak memory", _mib(r.peak_heap_mib)), ("Unpadded peak", _mib(r.peak_unpadded_heap_mib)),
-         ("Padding at peak", _mib(padding))],
-        [("Parameters", fmt_bytes(r.entry_parameters_bytes)),
-         ("Outputs (maybe live out)", fmt_bytes(r.maybe_live_out_bytes)),
-         ("Temporaries at peak", fmt_bytes(r.peak_heap_bytes))],
-        [("Total allocated", fmt_bytes(r.total_allocation_bytes)), ("Program points", f"{len(r.heap_bytes):,}"), last],
+         ("Padding at peak", _mib(r.peak_padding_mib))],
+        [("Parameters", fmt.bytes_binary(r.entry_parameters_bytes)),
+         ("Outputs (maybe live out)", fmt.bytes_binary(r.maybe_live_out_bytes)),
+         ("Temporaries at peak", fmt.bytes_binary(r.peak_heap_bytes))],
+        [("Total allocated", fmt.bytes_binary(r.total_allocation_bytes)), ("Program points", f"{len(r.heap_bytes):,}"), last],
     ], width)
 
 
@@ -81,14 +87,14 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
             t.append(value, style=style)
 
     if b.is_small:
-        field("buffers under 16 KiB, together", fmt_bytes(b.size_bytes), "bold")
+        field("buffers under 16 KiB, together", fmt.bytes_binary(b.size_bytes), "bold")
         return t
     field("name", b.name, "bold")
     field("allocation type", b.category)
-    field("size", fmt_bytes(b.size_bytes), "bold")
-    field("unpadded", fmt_bytes(b.unpadded_bytes))
+    field("size", fmt.bytes_binary(b.size_bytes), "bold")
+    field("unpadded", fmt.bytes_binary(b.unpadded_bytes))
     field("expansion", f"{b.expansion:.2f}x" if b.expansion else "")
-    field("extra", fmt_bytes(b.extra_bytes) if b.extra_bytes else "")
+    field("extra", fmt.bytes_binary(b.extra_bytes) if b.extra_bytes else "")
     field("shape", b.shape)
     field("framework op", b.tf_op_name)
     field("op", b.op_code)
@@ -96,7 +102,7 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
     return t
 
 
-class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
     help_notes = ("The curve is the module's heap over its program points (data + padding); the list is every "
                   "buffer live at the peak. Buffers under 16 KiB are folded into one row, as in XProf.")
     BINDINGS = [
@@ -109,8 +115,10 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
                 tooltip="open the trace viewer on the instruction at the cursor (curve) or defining the buffer (list)"),
         Binding("x", "export_csv", "CSV", id="memory_viewer.csv",
                 tooltip="write the buffer list as shown to a CSV file in the working directory"),
+        graph_binding("memory_viewer"),
     ]
-    RESULT_ACTIONS = frozenset({"pick_module", "pick_space", "toggle_order", "show_in_trace", "export_csv"})
+    RESULT_ACTIONS = frozenset({"pick_module", "pick_space", "toggle_order", "show_in_trace", "export_csv",
+                                "show_in_graph"})
     DEFAULT_CSS = """
     MemoryViewerScreen #mv-head { height: 1; padding: 0 1; }
     MemoryViewerScreen #mv-summary { height: auto; padding: 0 1; }
@@ -133,14 +141,9 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
         self.body.mount(Static(_summary(r, (self.size.width or 120) - 2), id="mv-summary"))
         focus = None
         if r.heap_bytes:
-            unpadded = [to_mib(b) for b in r.unpadded_heap_bytes]
-            padding = [h - u for h, u in zip(r.heap_mib, r.unpadded_heap_mib)]
-            add = to_mib(r.indefinite_bytes)
-            # XProf's peak position is the program point just before the peak allocation;
-            # the curve reaches the peak one point later.
-            self.peak_point = max(range(len(r.heap_bytes)), key=lambda i: (r.heap_bytes[i], -i))
+            self.peak_point = r.peak_point
             self.chart = AreaChart(range(len(r.heap_bytes)),
-                                   [("data", [u + add for u in unpadded], DATA_COLOR), ("padding", padding, PADDING_COLOR)],
+                                   [("data", r.unpadded_heap_mib, DATA_COLOR), ("padding", r.padding_heap_mib, PADDING_COLOR)],
                                    peak=self.peak_point, x_format=lambda x: f"point {int(x)}",
                                    y_format=_mib_short, id="mv-chart")
             self.chart.border_title = "Memory use over program points"
@@ -159,8 +162,10 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
                 why = (f"No buffers of this module in memory space {space}: its HLO proto assigns none here."
                        + (f" ({', '.join(hints)})" if hints else ""))
             self.body.mount(Static(Text(why, style="dim"), id="mv-point"))
-        self.table = FrameTable(id="mv-buffers", hidden=("index", "logical_buffer_id"),
-                                formats={"bar": fmt_bar, "size": fmt_bytes, "unpadded": fmt_bytes, "extra": fmt_bytes})
+        top = r.largest_buffer_mib or 1.0
+        self.table = FrameTable(id="mv-buffers", hidden=("rank", "op_code", "logical_buffer_id"), formats={
+            "size_mib": lambda v: f"{fmt_bar(v / top)} {fmt.number(v, 2)}",
+            "unpadded_size_mib": _mib_number, "extra_mib": _mib_number})
         self.body.mount(self.table)
         self.body.mount(Static("", id="mv-buffer"))
         self._fill_table()
@@ -170,27 +175,8 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
             self._show_point(self.peak_point)
         self.refresh_bindings()
 
-    def _buffer_frame(self) -> pl.DataFrame:
-        r: MemoryViewerResult = self.result
-        order = r.by_size if self.by_size else list(range(len(r.buffers)))
-        top = max((b.size_bytes for b in r.buffers), default=0) or 1
-        bufs = [r.buffers[i] for i in order]
-        return pl.DataFrame({
-            "index": order,
-            "bar": [b.size_bytes / top for b in bufs],
-            "name": [b.label if b.is_small else b.name for b in bufs],
-            "size": [b.size_bytes for b in bufs],
-            "unpadded": [None if b.is_small else b.unpadded_bytes for b in bufs],
-            "extra": [None if b.is_small else b.extra_bytes for b in bufs],
-            "category": [b.category for b in bufs],
-            "shape": [b.shape for b in bufs],
-            "framework_op": [b.tf_op_name for b in bufs],
-            "logical_buffer_id": [b.logical_buffer_id for b in bufs],
-        }, schema_overrides={"bar": pl.Float64, "size": pl.Int64, "unpadded": pl.Int64, "extra": pl.Int64,
-                             "index": pl.Int64})
-
     def _fill_table(self) -> None:
-        frame = self._buffer_frame()
+        frame = self.result.buffer_table(self.by_size)
         self.table.sort_by = None
         self.table.set_frame(frame)
         how = "by size" if self.by_size else "in program order"
@@ -224,7 +210,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
 
     def _show_buffer(self, row) -> None:
         r: MemoryViewerResult = self.result
-        buf = r.buffers[row["index"]] if row else None
+        buf = r.buffer_at(row["rank"], self.by_size) if row else None
         for w in self.query("#mv-buffer"):
             w.update(_buffer_card(buf))
 
@@ -236,8 +222,6 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
     def action_pick_module(self) -> None:
         if self.result is None:
             return
-        from tputui.app import PickerScreen
-
         choices = [(m, m) for m in self.result.modules]
         self.app.push_screen(PickerScreen("HLO module", choices, self.result.module), self._module_picked)
 
@@ -248,8 +232,6 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
     def action_pick_space(self) -> None:
         if self.result is None:
             return
-        from tputui.app import PickerScreen
-
         spaces = sorted(set(self.result.memory_spaces) | {0})
         choices = [(str(c), _space_label(c)) for c in spaces]
         self.app.push_screen(PickerScreen("Memory space", choices, str(self.result.memory_space)), self._space_picked)
@@ -264,14 +246,20 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
         self.by_size = False
         self.load()
 
+    def graph_target(self):
+        target = self.trace_target()
+        if target is None or isinstance(target, str):
+            return target
+        return target[0], self.result.module  # the instruction, in this very module
+
     def trace_target(self):
         r: MemoryViewerResult = self.result
         if self.table.has_focus or self.chart is None:
             row = self.table.row()
             if row is None:
                 return None
-            buf = r.buffers[row["index"]]
-            if buf.is_small:
+            buf = r.buffer_at(row["rank"], self.by_size)
+            if buf is None or buf.is_small:
                 return "the small buffers are many instructions: pick a single buffer"
             name = buf.name.split("{", 1)[0]  # "copy-start{1}": the instruction, not the tuple index
         else:
@@ -283,4 +271,4 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolSc
         return name, lambda frame: hlo_op_rows(frame, [name], program)
 
     def export_frame(self):
-        return self.table.frame.drop("bar") if self.result is not None else None
+        return self.table.frame if self.result is not None else None

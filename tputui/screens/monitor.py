@@ -26,7 +26,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tputui import format as fmt
 from tputui.live.monitor import History, MonitorSession, Sample, save_window
+from tputui.screens.help import HelpScreen
 from tputui.widgets.charts import PALETTE, bar_text, sparkline
 
 MIN_SPARK, MIN_BAR, MAX_BAR = 8, 8, 40
@@ -34,17 +36,12 @@ LABEL_WIDTH = max(len("Utilization (duty cycle)"), 24)
 
 
 def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.1f}%"
-
-
-def _ms(v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    return f"{v / 1000:.3f} s" if v >= 1000 else f"{v:.3f} ms"
+    return fmt.percent(v, missing="n/a")
 
 
 # (label, Sample field, formatter, (note, short note) when the window has no such figure: the
 # short one where the history column is narrower than the note)
+_ms = fmt.duration_ms_or_s
 FIGURES: list[tuple[str, str, Callable[[float | None], str], tuple[str, str]]] = [
     ("Utilization (duty cycle)", "utilization_pct", _pct, ("no TPU / GPU in the trace", "no TPU / GPU")),
     ("MXU utilization", "mxu_pct", _pct, ("needs the TPU's performance counters", "no counters")),
@@ -209,18 +206,18 @@ class MonitorScreen(Screen):
         t.add_column(no_wrap=True, min_width=width, max_width=width, overflow="ellipsis")
         t.add_column(justify="right", no_wrap=True)
         t.add_row("", Text("now", style="dim"), Text("history", style="dim"), Text("min … max", style="dim"))
-        for i, (label, name, fmt, (note, short)) in enumerate(FIGURES):
+        for i, (label, name, show, (note, short)) in enumerate(FIGURES):
             value = getattr(ok, name) if ok is not None else None
             if ok is not None and name == "steps" and ok.source != "profile":
                 value = None
             series = self.history.series(name)
             if value is None:
-                t.add_row(label, Text(fmt(None), style="dim"),
+                t.add_row(label, Text(show(None), style="dim"),
                           Text(note if len(note) <= width else short, style="dim", overflow="ellipsis"), "")
                 continue
             spark = Text(sparkline(series, width), style=PALETTE[i % len(PALETTE)])
-            rng = f"{fmt(min(series))} … {fmt(max(series))}" if len(series) > 1 else ""
-            t.add_row(label, fmt(value), spark, rng)
+            rng = f"{show(min(series))} … {show(max(series))}" if len(series) > 1 else ""
+            t.add_row(label, show(value), spark, rng)
         return t
 
     def _top_ops(self) -> Table | Text:
@@ -243,7 +240,7 @@ class MonitorScreen(Screen):
         t.add_column("count", justify="right", no_wrap=True)
         top = max(op["percent"] for op in ok.top_ops) or 1.0
         for i, op in enumerate(ok.top_ops):
-            t.add_row(op["name"], _ms(op["time_ms"]), f"{op['percent']:.1f}%",
+            t.add_row(op["name"], _ms(op["time_ms"]), fmt.percent(op["percent"]),
                       bar_text(op["percent"] / top, bar_w, PALETTE[i % len(PALETTE)]), f"{op['count']}")
         return t
 
@@ -316,8 +313,6 @@ class MonitorApp(App):
         self.exit()
 
     def action_help(self) -> None:
-        from tputui.app import HelpScreen
-
         lines = [("o", "save the last window as a run and open it as a full profile (q returns here)"),
                  ("p", "pause / resume sampling"), ("q", "quit")]
         self.push_screen(HelpScreen(lines, "Monitor"))

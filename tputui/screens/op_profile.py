@@ -2,10 +2,11 @@
 
 Keys: arrows move, Enter / Space expand or collapse, `g` program / category grouping, `i` IDLE
 on/off, `+` / `-` show more / fewer children per node (default 10), `v` shows the highlighted
-op (or every op of a category, or a program's runs) in the trace viewer. Each row shows time %,
+op (or every op of a category, or a program's runs) in the trace viewer, `G` the op's HLO graph.
+Each row shows time %,
 FLOPS utilization (red low -> green high) and HBM bandwidth %; the card on the right describes
 the highlighted node (category, utilizations, HLO text, shape / layout, framework op, source)
-with the padding advice XProf gives for convolutions.
+and, for an op, how much its layout's tiling pads its result (padded / logical bytes).
 """
 from __future__ import annotations
 
@@ -15,16 +16,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static, Tree
 
+from tputui import format as fmt
 from tputui.analysis.op_events import hlo_op_rows, program_rows
 from tputui.analysis.op_profile import Node, OpProfile
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin, fmt_duration_us
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
+from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin
 
 DEFAULT_CHILDREN = 10
-CONV_HELP = ("Convolutions run fastest when the feature (channel) and batch dimensions are padded to the "
-             "hardware tile: multiples of 128 for features and of 8 for batch on TPU. If this op's shape "
-             "has smaller or odd sizes there, much of the FLOPS utilization gap is padding; reshape or pad "
-             "the model to those multiples.")
+PADDING_HELP = "make the two most-minor dimensions multiples of the tile, e.g. 8 and 128"
 
 
 def util_color(u: float) -> str:
@@ -44,9 +44,9 @@ def display_name(n: Node) -> str:
 def node_label(n: Node, total_ps: int) -> Text:
     frac = n.raw_time_ps / total_ps if total_ps else 0.0
     t = Text(no_wrap=True, overflow="ellipsis")
-    t.append(f"{frac * 100:6.2f}% ", style="bold")
-    t.append(f"{n.flops_utilization * 100:6.2f}% flops ", style=util_color(n.flops_utilization))
-    t.append(f"{n.hbm_bandwidth_utilization * 100:6.2f}% hbm  ", style="dim")
+    t.append(fmt.fraction_percent(frac).rjust(7) + " ", style="bold")  # fixed widths keep the tree's columns
+    t.append(fmt.fraction_percent(n.flops_utilization).rjust(7) + " flops ", style=util_color(n.flops_utilization))
+    t.append(fmt.fraction_percent(n.hbm_bandwidth_utilization).rjust(7) + " hbm  ", style="dim")
     t.append(display_name(n))
     if n.children:
         t.append(f"  ({len(n.children)})", style="dim")
@@ -60,13 +60,13 @@ def node_card(n: Node, total_ps: int) -> Table:
     g.add_row("Name", Text(display_name(n)))
     if n.category:
         g.add_row("Category", n.category)
-    share = (n.raw_time_ps / total_ps * 100) if total_ps else 0.0
-    g.add_row("Time", f"{fmt_duration_us(n.raw_time_ps / 1e6)} ({share:.2f}%)")
+    share = fmt.share_percent(n.raw_time_ps, total_ps, 2, missing="0.00%")
+    g.add_row("Time", f"{fmt.duration_us(n.raw_time_ps / 1e6)} ({share})")
     if n.occurrences:
         g.add_row("Occurrences", f"{n.occurrences:,}")
-    g.add_row("FLOPS utilization", Text(f"{n.flops_utilization * 100:.3f}%", style=util_color(n.flops_utilization)))
+    g.add_row("FLOPS utilization", Text(fmt.fraction_percent(n.flops_utilization, 3), style=util_color(n.flops_utilization)))
     g.add_row("FLOPs", f"{n.model_flops:,}")
-    g.add_row("HBM bandwidth", f"{n.hbm_bandwidth_utilization * 100:.3f}% of peak")
+    g.add_row("HBM bandwidth", f"{fmt.fraction_percent(n.hbm_bandwidth_utilization, 3)} of peak")
     if n.expression:
         g.add_row("Expression", Text(n.expression))
     if n.shape:
@@ -75,8 +75,16 @@ def node_card(n: Node, total_ps: int) -> Table:
         g.add_row("Framework op", Text(n.provenance))
     if n.source:
         g.add_row("Source", Text(n.source))
-    if "convolution" in n.category and n.is_op:
-        g.add_row("Note", Text(CONV_HELP, style="italic"))
+    padding = n.padding if n.is_op else None
+    if padding and padding[0]:
+        logical, padded = padding
+        ratio = padded / logical
+        text = Text(f"{ratio:.2f}x: {padded:,} bytes for {logical:,} logical", style="bold" if ratio >= 1.25 else "")
+        if ratio > 1.0:
+            text.append(f"  ({padded - logical:,} bytes of tile padding; {PADDING_HELP})", style="italic")
+        else:
+            text.append("  (no tile padding)", style="dim")
+        g.add_row("Padding", text)
     return g
 
 
@@ -87,7 +95,7 @@ def op_nodes(n: Node) -> list[Node]:
     return [o for c in n.children for o in op_nodes(c)]
 
 
-class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
+class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScreen):
     help_notes = ("Each row: share of the total time, FLOPS utilization (red low → green high) and HBM bandwidth "
                   "utilization. Enter / Space open a node; the card describes the highlighted one.")
     BINDINGS = [Binding("b", "toggle_grouping", "Program/category", id="op_profile.group",
@@ -99,8 +107,9 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
                 Binding("minus", "children(-1)", "Fewer children", id="op_profile.fewer", show=False,
                         tooltip="show 5 fewer children under each node"),
                 Binding("v", "show_in_trace", "Show in trace", id="op_profile.trace",
-                        tooltip="open the trace viewer on the highlighted op, every op of a category, or a program's runs")]
-    RESULT_ACTIONS = frozenset({"toggle_grouping", "toggle_idle", "children", "show_in_trace"})
+                        tooltip="open the trace viewer on the highlighted op, every op of a category, or a program's runs"),
+                graph_binding("op_profile")]
+    RESULT_ACTIONS = frozenset({"toggle_grouping", "toggle_idle", "children", "show_in_trace", "show_in_graph"})
     DEFAULT_CSS = """
     OpProfileScreen #split { height: 1fr; }
     OpProfileScreen Tree { width: 3fr; border: round $panel; }
@@ -117,9 +126,13 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
     def show(self, result: OpProfile) -> None:
         self.op_tree: Tree = Tree("op profile", id="tree")
         self.card = Static("", id="card")
-        self.body.mount(Horizontal(self.op_tree, VerticalScroll(self.card, id="card-box"), id="split"))
+        split = Horizontal(id="split")
+        self.body.mount(split)
+        # Mounted into the split (not passed to its constructor) so the tree has its screen now
+        # and takes the focus at once.
+        split.mount(self.op_tree, VerticalScroll(self.card, id="card-box"))
         self._build()
-        self.call_after_refresh(self.op_tree.focus)
+        self.op_tree.focus()
         self.refresh_bindings()
 
     def on_resize(self) -> None:
@@ -178,6 +191,15 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, ToolScreen):
             step = 5 if self.children_shown >= 5 else 1
             self.children_shown = max(1, self.children_shown + delta * step)
             self._build()
+
+    def graph_target(self):
+        node = self.op_tree.cursor_node
+        n: Node | None = node.data if node is not None else None
+        if n is None:
+            return None
+        if not n.is_op:
+            return f"{display_name(n)} groups ops: pick one op for its graph"
+        return n.name, n.program_id or None
 
     def trace_target(self):
         node = self.op_tree.cursor_node

@@ -9,60 +9,12 @@ from typing import Any
 
 import polars as pl
 from textual import work
+from textual.message import Message
 
 from tputui.data.files import atomic_open
 from tputui.export import csv_text
 from tputui.screens.base import ToolScreen
 from tputui.userdirs import export_dir, short_path
-
-
-def fmt_us(v) -> str:
-    return "" if v is None else f"{v:,.3f}"
-
-
-def fmt_pct(v) -> str:
-    return "" if v is None else f"{v * 100:.2f}%"
-
-
-def fmt_pct100(v) -> str:
-    return "" if v is None else f"{v:.2f}%"
-
-
-def fmt_time_us(v) -> str:
-    """A time in µs in human units, three significant digits: 77.8 s, 1.23 ms, 412 us, 35 ns.
-    Tables show this; CSV / JSON exports keep the full-precision µs values."""
-    if v is None or v != v:
-        return ""
-    if v == 0:
-        return "0"
-    a = abs(v)
-    for unit, scale in (("s", 1e6), ("ms", 1e3), ("us", 1.0), ("ns", 1e-3)):
-        if a >= scale or unit == "ns":
-            x = v / scale
-            digits = 0 if abs(x) >= 100 else 1 if abs(x) >= 10 else 2
-            return f"{x:.{digits}f} {unit}"
-    return ""  # pragma: no cover - the loop always returns
-
-
-def fmt_duration_us(us: float) -> str:
-    """A duration in the unit that reads best: s, ms or µs."""
-    if us >= 1e6:
-        return f"{us / 1e6:,.3f} s"
-    if us >= 1e3:
-        return f"{us / 1e3:,.3f} ms"
-    return f"{us:,.3f} µs"
-
-
-def fmt_rank(v) -> str:
-    return "" if v is None else f"{int(v):,}"
-
-
-def fmt_num(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:,.3f}" if abs(v) < 1e9 else f"{v:.3e}"
-    return f"{v:,}"
 
 
 class Units:
@@ -164,20 +116,29 @@ class TraceJumpMixin:
         event.stop()
         self.action_show_in_trace()
 
+    class EventsFound(Message, bubble=False):
+        """The worker's answer: `found` (rows or a TraceFocus), or `error` (a message)."""
+
+        def __init__(self, label: str, found: Any = None, error: str | None = None) -> None:
+            super().__init__()
+            self.label, self.found, self.error = label, found, error
+
     @work(thread=True, exclusive=True, group="trace-jump", description="finding events")
     def _find_trace_events(self: ToolScreen, label: str, finder: EventFinder) -> None:
         try:
-            rows = finder(self.run_data.frame(self.host))
+            found = finder(self.run_data.frame(self.host))
         except Exception as e:  # noqa: BLE001 - say it, keep the screen
-            self.app.call_from_thread(self.notify, f"could not find the events of {label}: {e}", severity="error")
+            self.post_message(TraceJumpMixin.EventsFound(label, error=str(e)))
             return
-        self.app.call_from_thread(self._open_trace, label, rows)
+        self.post_message(TraceJumpMixin.EventsFound(label, found))
 
-    def _open_trace(self: ToolScreen, label: str, found) -> None:
+    def on_trace_jump_mixin_events_found(self: ToolScreen, event: TraceJumpMixin.EventsFound) -> None:
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
-        if not self.is_mounted or self not in self.app.screen_stack:
-            return  # the user moved on while the events were being found
+        label, found = event.label, event.found
+        if event.error is not None:
+            self.notify(f"could not find the events of {label}: {event.error}", severity="error")
+            return
         host = self.host or (self.run_data.hosts or ["-"])[0]
         focus = found if isinstance(found, TraceFocus) else TraceFocus(frame_rows=tuple(int(r) for r in found))
         if not focus.frame_rows and not focus.names and focus.start_ps is None:

@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.overview import OverviewResult
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin
@@ -39,15 +40,11 @@ def fit_table_height(table: FrameTable, max_height: int, _tries: int = 5) -> Non
     table.styles.height = min(max_height, table.row_count + 3 + int(wide))
 
 
-def pct(v: float) -> str:
-    return f"{v:.1f}%"
-
-
 def _summary(r: OverviewResult) -> Table:
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold", no_wrap=True, min_width=18)
     t.add_column()
-    st = r.to_json()["step_time_ms"]
+    st = r.step_time_ms
     if st:
         t.add_row("Average step time", f"{st['avg']:,.3f} ms over {st['count']} steps")
         t.add_row("  spread", f"σ {st['stddev']:,.3f} · min {st['min']:,.3f} · max {st['max']:,.3f} ms")
@@ -58,16 +55,20 @@ def _summary(r: OverviewResult) -> Table:
         t.add_row("Average step time", Text("unknown (no step marker)", style="dim"))
     tpu = r.stats.hardware_type == "TPU"
     dash = Text("n/a on CPU/GPU", style="dim")
-    t.add_row("Device idle time", pct(r.device_idle_time_percent) if tpu else dash)
-    t.add_row("Host idle time", pct(r.host_idle_time_percent) if tpu else dash)
-    t.add_row("Device duty cycle", pct(r.device_duty_cycle_percent) if tpu else dash)
-    t.add_row("FLOPS utilization", pct(r.flop_rate_utilization_percent) + " of roofline")
-    t.add_row("Memory bandwidth", pct(r.memory_bw_utilization_percent) + " of HBM peak")
-    t.add_row("MXU utilization", pct(r.stats.mxu_utilization_percent) if r.stats.mxu_utilization_percent
+    t.add_row("Device idle time", fmt.percent(r.device_idle_time_percent) if tpu else dash)
+    t.add_row("Host idle time", fmt.percent(r.host_idle_time_percent) if tpu else dash)
+    t.add_row("Device duty cycle", fmt.percent(r.device_duty_cycle_percent) if tpu else dash)
+    t.add_row("FLOPS utilization", fmt.percent(r.flop_rate_utilization_percent) + " of roofline")
+    t.add_row("Memory bandwidth", fmt.percent(r.memory_bw_utilization_percent) + " of HBM peak")
+    t.add_row("MXU utilization", fmt.percent(r.stats.mxu_utilization_percent) if r.stats.mxu_utilization_percent
               else Text("no counters", style="dim"))
-    t.add_row("16/32-bit compute", f"{r.device_compute_16bit_percent:.1f}% / {r.device_compute_32bit_percent:.1f}%")
-    t.add_row("Op placement", f"host {r.host_tf_op_percent:.1f}% · device {r.device_tf_op_percent:.1f}%")
+    t.add_row("16/32-bit compute",
+              f"{fmt.percent(r.device_compute_16bit_percent)} / {fmt.percent(r.device_compute_32bit_percent)}")
+    t.add_row("Op placement", f"host {fmt.percent(r.host_tf_op_percent)} · device {fmt.percent(r.device_tf_op_percent)}")
     return t
+
+
+TOP_ADVICE = 3
 
 
 def _recommendation(r: OverviewResult) -> Text:
@@ -88,6 +89,12 @@ def _recommendation(r: OverviewResult) -> Text:
     if rec["next_tool"]:
         t.append("Next: ", style="bold")
         t.append(f"{rec['next_tool']}  (n to open)")
+    if r.advice:  # the top of the advice tool's list (XProf's smart suggestions first)
+        t.append(f"\nAdvice ({len(r.advice)}, all in the Advice tool):", style="bold")
+        for item in r.advice[:TOP_ADVICE]:
+            t.append(f"\n  • {item['title']}", style="bold" if item["severity"] == "high" else "")
+            n = len(item["ops"])
+            t.append(f" ({item['source']}, {n} op{'' if n == 1 else 's'})" if n else f" ({item['source']})", style="dim")
     return t
 
 
@@ -153,8 +160,8 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
                 pl.col("self_time_percent").alias("time %"), pl.col("cumulative_time_percent").alias("cumulative %"),
                 "category", pl.col("name").alias("operation"), pl.col("flop_rate_gflops").alias("GFLOP/s"))
             ops = FrameTable(shown, id="ov-ops", formats={
-                "time %": lambda v: f"{v:.2f}%", "cumulative %": lambda v: f"{v:.2f}%",
-                "GFLOP/s": lambda v: f"{v:,.1f}"})
+                "time %": lambda v: fmt.percent(v, 2), "cumulative %": lambda v: fmt.percent(v, 2),
+                "GFLOP/s": lambda v: fmt.number(v, 1)})
             ops.border_title = f"Top {len(result.top_ops)} device ops by self time · s sort · / filter · x CSV"
             ops.styles.height = min(OPS_TABLE_MAX_HEIGHT, len(shown) + 3)  # refitted once laid out
         else:

@@ -18,6 +18,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.pod_viewer import CATEGORY_KEYS, CATEGORY_NAMES, PodViewerResult
 from tputui.screens.base import ToolScreen
 from tputui.widgets.charts import PALETTE, StackedColumns
@@ -88,8 +89,7 @@ class PodViewerScreen(ToolScreen):
             self.body.mount(Static(t, id="no-steps", classes="error"))
             return
         # Start on the category that takes the most time over all steps.
-        totals = [result.steps[f"{k}_us"].sum() for k in CATEGORY_KEYS]
-        self.set_reactive(PodViewerScreen.category, max(range(len(totals)), key=lambda i: (totals[i], -i)))
+        self.set_reactive(PodViewerScreen.category, result.dominant_category)
         self.body.mount(StepBar("", id="stepbar"))
         self.heatmap = Heatmap(id="heatmap")
         self.body.mount(self.heatmap)
@@ -159,15 +159,12 @@ class PodViewerScreen(ToolScreen):
         self.query_one("#stepbar", StepBar).update(bar)
         self.query_one("#legend", Static).update(self.heatmap.legend())
         # Stacked columns: per chip (x = global chip id), the mean over its cores, in ms.
-        self.per_chip = (df.group_by("chip", maintain_order=True)
-                         .agg(pl.col("host").first(), pl.len().alias("cores"),
-                              *[pl.col(f"{k}_us").mean() / 1000 for k in CATEGORY_KEYS]).sort("chip"))
-        self.chip_keys = [k for k in CATEGORY_KEYS if self.per_chip[f"{k}_us"].sum() > 0]
-        values = [[r[f"{k}_us"] for k in self.chip_keys] for r in self.per_chip.iter_rows(named=True)]
+        self.per_chip = self.pod.chip_frame(self.step)
+        self.chip_keys = [k for k in CATEGORY_KEYS if f"{k}_ms" in self.per_chip.columns]
+        values = [[r[f"{k}_ms"] for k in self.chip_keys] for r in self.per_chip.iter_rows(named=True)]
         self.chips.set_data(values, [CATEGORY_NAMES[k] for k in self.chip_keys],
                             [str(c) for c in self.per_chip["chip"].to_list()])
-        self.chip_axis.update(
-            y_axis(max((sum(v) for v in values), default=0.0), CHIP_CHART_HEIGHT))
+        self.chip_axis.update(y_axis(self.per_chip["total_ms"].max() or 0.0, CHIP_CHART_HEIGHT))
         legend = Text("per chip (ms): ", style="dim")
         legend.append_text(self.chips.legend())
         self.query_one("#chip_legend", Static).update(legend)
@@ -179,20 +176,21 @@ class PodViewerScreen(ToolScreen):
     def _update_details(self, unit) -> None:
         if unit is None:
             return
-        df = self.step_frame().filter(pl.col("core").is_in(list(unit.cores)))
         key = self.category_key
-        val = df[f"{key}_us"].mean() / 1000 if len(df) else 0.0
-        total = df["total_us"].mean() / 1000 if len(df) else 0.0
-        pct = 100 * val / total if total else 0.0
+        mean = self.pod.cores_mean_ms(self.step, unit.cores)
+        val, total = mean[key], mean["total"]
+        pct = fmt.share_percent(val, total, missing="0.0%")
         t = Text()
         if self.heatmap.level == "core":
-            r = df.row(0, named=True)
-            t.append(f"core {r['core']}", style="bold")
-            t.append(f" · chip {r['chip']} (core {r['core_on_chip']} on chip) · host {r['host']}")
+            core = next(iter(unit.cores))
+            info = self.pod.core_info(core)
+            t.append(f"core {core}", style="bold")
+            if info is not None:
+                t.append(f" · chip {info.chip} (core {info.core_on_chip} on chip) · host {info.host}")
         else:
             t.append(unit.label if self.heatmap.level == "chip" else f"host {unit.host}", style="bold")
             t.append(f" · {len(unit.cores)} cores (mean)" + (f" · host {unit.host}" if self.heatmap.level == "chip" else ""))
-        t.append(f" · {CATEGORY_NAMES[key]} {val:.3f} ms ({pct:.1f}% of {total:.3f} ms step)")
+        t.append(f" · {CATEGORY_NAMES[key]} {fmt.duration_ms(val)} ({pct} of {fmt.duration_ms(total)} step)")
         self.query_one("#details", Static).update(t)
 
     def _chip_details(self, index: int) -> None:
@@ -200,17 +198,18 @@ class PodViewerScreen(ToolScreen):
         if not 0 <= index < len(self.per_chip):
             return
         r = self.per_chip.row(index, named=True)
-        total = sum(r[f"{k}_us"] for k in self.chip_keys)
+        total = r["total_ms"]
         t = Text()
         t.append(f"chip {r['chip']}", style="bold")
-        t.append(f" · host {r['host']} · mean of its {r['cores']} core{'s' if r['cores'] != 1 else ''}: {total:.3f} ms  ")
-        parts = sorted(((r[f"{k}_us"], k, i) for i, k in enumerate(self.chip_keys) if r[f"{k}_us"] > 0), reverse=True)
+        t.append(f" · host {r['host']} · mean of its {r['cores']} core{'s' if r['cores'] != 1 else ''}: "
+                 f"{fmt.duration_ms(total)}  ")
+        parts = sorted(((r[f"{k}_ms"], k, i) for i, k in enumerate(self.chip_keys) if r[f"{k}_ms"] > 0), reverse=True)
         for n, (v, k, i) in enumerate(parts):
             if n:
                 t.append(" · ", style="dim")
             t.append("■ ", style=PALETTE[i % len(PALETTE)])
             t.append(f"{CATEGORY_NAMES[k]} {v:.3f}")
-            t.append(f" ({100 * v / total:.1f}%)" if total else "", style="dim")
+            t.append(f" ({fmt.share_percent(v, total)})" if total else "", style="dim")
         self.query_one("#details", Static).update(t)
 
     # --- events -------------------------------------------------------------------------------

@@ -10,9 +10,11 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.analysis.roofline import RooflineModel
 from tputui.screens.base import ToolScreen
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import (
     CSV_TIP,
     TIME_COLUMNS,
@@ -20,9 +22,6 @@ from tputui.screens.op_tables import (
     ResultKeysMixin,
     TraceJumpMixin,
     Units,
-    fmt_pct,
-    fmt_rank,
-    fmt_time_us,
 )
 from tputui.widgets.table import FrameTable
 
@@ -89,7 +88,7 @@ def scatter(points: list[tuple[float, float]], peak_gflops: float, peak_gib: flo
     return out
 
 
-class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+class RooflineScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
     help_notes = ("Each ● is an op with FLOPs at (operational intensity, FLOP rate); ◆ is the highlighted one. Left "
                   "of the ridge the HBM bandwidth bounds an op, right of it the peak FLOP rate. [b]/[/b] filters the "
                   "table and the chart together.")
@@ -97,8 +96,8 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
                         tooltip="include or exclude infeed / outfeed ops (XProf's toggle)"),
                 Binding("v", "show_in_trace", "Show in trace", id="roofline.trace",
                         tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
-                Binding("x", "export_csv", "CSV", id="roofline.csv", tooltip=CSV_TIP)]
-    RESULT_ACTIONS = frozenset({"toggle_feed", "show_in_trace", "export_csv"})
+                Binding("x", "export_csv", "CSV", id="roofline.csv", tooltip=CSV_TIP), graph_binding("roofline")]
+    RESULT_ACTIONS = frozenset({"toggle_feed", "show_in_trace", "export_csv", "show_in_graph"})
     DEFAULT_CSS = """
     RooflineScreen #chart { height: auto; padding: 0 1; }
     RooflineScreen FrameTable { height: 1fr; border: round $panel; }
@@ -107,12 +106,12 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
 
     def show(self, result: RooflineModel) -> None:
         self.chart = Static("", id="chart")
-        pct = {c: fmt_pct for c in ("total_self_time_percent", "cumulative_total_self_time_percent",
+        pct = {c: fmt.fraction_percent for c in ("total_self_time_percent", "cumulative_total_self_time_percent",
                                     "total_time_in_percentage", "roofline_efficiency", "compute_efficiency",
                                     "max_mem_bw_utilization")}
         self.table = FrameTable(id="ops", hidden=("step", "include_infeed_outfeed", "source_info", "rank"),
-                                key="operation", formats=UNITS.formats({"rank": fmt_rank, **pct,
-                                                                        **{c: fmt_time_us for c in TIME_COLUMNS}}))
+                                key="operation", formats=UNITS.formats({"rank": fmt.count, **pct,
+                                                                        **{c: fmt.human_us for c in TIME_COLUMNS}}))
         self.body.mount(self.chart)
         self.body.mount(self.table)
         self._fill()
@@ -152,6 +151,15 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen
             return
         self.include_feed = not self.include_feed
         self._fill()
+
+    def graph_target(self):
+        row = self.table.row()
+        if row is None:
+            return None
+        if row["operation"] == "Program":
+            return "the Program row sums every op: pick an op"
+        program = row.get("hlo_module_id") or ""
+        return row["operation"], int(program) if str(program).isdigit() else None
 
     def trace_target(self):
         row = self.table.row()

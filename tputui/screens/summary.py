@@ -7,31 +7,15 @@ from rich.text import Text
 from textual import work
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.analysis.summary import RunSummary
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin
 from tputui.tools import TOOLS
 from tputui.widgets.table import FrameTable
-
-
-def fmt_ps(ps: float | None) -> str:
-    """Picoseconds in the unit a person reads best."""
-    if ps is None:
-        return "-"
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
-        if abs(ps) >= scale:
-            return f"{ps / scale:,.3f} {unit}"
-    return f"{ps:,.0f} ps"
-
-
-def fmt_bytes(n: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
-
 
 MAX_HOST_LINES = 8  # hosts listed one per line; the rest are counted
 
@@ -51,10 +35,15 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
     def find_tools(self) -> None:
         """Which tools have data: the first thing a newcomer needs (after the facts, so they
         draw at once); the tool picker reuses the answer."""
-        self.app.call_from_thread(self._tools_found, self.app.tools_with_data(self.run_data))
+        self.post_message(self.ToolsFound(self.app.tools_with_data(self.run_data)))
 
-    def _tools_found(self, names: list[str]) -> None:
-        self.tools_with_data = names
+    class ToolsFound(Message, bubble=False):
+        def __init__(self, names: list[str]) -> None:
+            super().__init__()
+            self.names = names
+
+    def on_summary_screen_tools_found(self, event: ToolsFound) -> None:
+        self.tools_with_data = event.names
         for w in self.query("#next"):
             w.update(self._next_text())
 
@@ -68,7 +57,7 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
         t = result.tables()["lines"]
         lines = t.select("host", pl.col("plane_name").alias("plane"), pl.col("name").alias("line"), "events",
                          span=t["last_end_ps"] - t["first_ps"])
-        table = FrameTable(lines, id="lines", formats={"span": fmt_ps})
+        table = FrameTable(lines, id="lines", formats={"span": lambda ps: fmt.duration_ps(ps, missing="-")})
         table.border_title = "Lines (threads / device lines) — s sort · / filter"
         self.body.mount(table)
         table.focus()
@@ -95,12 +84,12 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
         for i, h in enumerate(r.hosts):
             if i == MAX_HOST_LINES and many:
                 t.add_row("", Text(f"… and {len(r.hosts) - i} more hosts (h picks one)", style="dim"))
-            span = fmt_ps(h.span_ps[1] - h.span_ps[0]) if h.span_ps else "-"
+            span = fmt.duration_ps(h.span_ps[1] - h.span_ps[0]) if h.span_ps else "-"
             events = int(h.planes["events"].sum()) if h.planes.height else 0
             if not many:
-                t.add_row("File", Text(f"{fmt_bytes(h.size_bytes)} · span {span}"))
+                t.add_row("File", Text(f"{fmt.bytes_decimal(h.size_bytes)} · span {span}"))
             elif i < MAX_HOST_LINES:
-                t.add_row(h.host, Text(f"{fmt_bytes(h.size_bytes)} · span {span} · {events:,} events"))
+                t.add_row(h.host, Text(f"{fmt.bytes_decimal(h.size_bytes)} · span {span} · {events:,} events"))
             if not many:
                 t.add_row("Planes", Text(_planes_text(h.planes), overflow="fold"))
             for msg in h.errors:
@@ -122,7 +111,7 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
                 if k in h.capture_options and h.capture_options[k] not in ("", "0", None):
                     t.add_row(f"  {k}", str(h.capture_options[k]))
             if h.start_time_ns and h.stop_time_ns:
-                t.add_row("  captured for", fmt_ps((h.stop_time_ns - h.start_time_ns) * 1000))
+                t.add_row("  captured for", fmt.duration_ps((h.stop_time_ns - h.start_time_ns) * 1000))
         return t
 
 

@@ -33,12 +33,17 @@ from textual import work
 from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Input, Static
 
+from tputui import format as fmt
 from tputui.analysis.result import NoDataError
-from tputui.analysis.trace import TraceIndex, index_for, remember_index
+from tputui.analysis.trace import TraceIndex
+from tputui.analysis.trace_cache import finish_index, open_index
+from tputui.analysis.trace_selection import earliest, events_of, selection_stats, self_share
+from tputui.data.progress import Progress
 from tputui.screens.base import ToolScreen
-from tputui.widgets.timeline import Timeline, fmt_ps, fmt_tick, parse_time
+from tputui.widgets.timeline import Timeline, fmt_tick, parse_time
 
 
 class DetailsBox(VerticalScroll, can_focus=False):
@@ -143,11 +148,11 @@ class TraceViewerScreen(ToolScreen):
         return super().host_label()
 
     # --- loading ----------------------------------------------------------------------------
-    def analyze(self) -> TraceIndex:
-        frame = self.run_data.frame(self.host)
-        report = self.run_data.progress
-        # The quick index first (drawn at once); build_lod refines and swaps it.
-        index = index_for(frame, report, exact=False)
+    def analyze(self, progress: Progress) -> TraceIndex:
+        # The saved index, else the quick first pass (drawn at once); build_lod finishes and swaps it.
+        index = open_index(self.run_data, self.host, progress)
+        if index.num_events == 0 and index.partial:
+            index = finish_index(self.run_data, self.host, index)  # derived lines may be all there is
         if index.num_events == 0:
             host = self.host or self.run_data.hosts[0]
             raise NoDataError(f"no trace events on host {host} ({len(index.tracks)} thread / device line(s), "
@@ -166,8 +171,9 @@ class TraceViewerScreen(ToolScreen):
         self.timeline.focus()
         if self.focus_request is not None:
             self.apply_focus(self.focus_request)
-        self.update_status()
-        if not index.pyramid_ready or not index.exact:
+        # After the mount: a saved index has no background work whose progress would draw it later.
+        self.call_after_refresh(self.update_status)
+        if not index.complete:
             self.lod_note = "in the background: building the level of detail…"
             self.build_lod()
 
@@ -176,31 +182,48 @@ class TraceViewerScreen(ToolScreen):
         ix = self.index
 
         def report(msg: str) -> None:
-            self.app.call_from_thread(self._lod_progress, msg)
+            self.post_message(self.LodProgress(msg))
 
-        exact = ix.refined(report)
-        exact.build_pyramid(report)
-        if exact is not ix:
-            remember_index(self.run_data.frame(self.host), exact)
-            self.app.call_from_thread(self._swap_index, exact)
-        self.app.call_from_thread(self._lod_done)
+        self.post_message(self.LodDone(finish_index(self.run_data, self.host, ix, report)))
 
-    def _swap_index(self, index: TraceIndex) -> None:
-        if self._replaced():  # the user moved on while the worker ran
+    @work(thread=True, exclusive=True, group="trace-frame", description="event details")
+    def load_details_frame(self) -> None:
+        try:
+            _ = self.index.frame
+        except Exception as e:  # noqa: BLE001 - the view works without details; say why
+            self.app.call_from_thread(self.notify, f"cannot read the event's details: {e}", severity="warning")
             return
-        self.index = index
-        if self.timeline is not None:
-            self.timeline.set_index(index)
+        self.post_message(self.DetailsFrameLoaded())
 
-    def _lod_progress(self, msg: str) -> None:
-        if self._replaced():  # the user moved on while the worker ran
-            return
-        self.lod_note = f"in the background: {msg}"  # the view already works; say this is extra
+    # The workers' news, as messages: a screen the user left drops them.
+    class LodProgress(Message, bubble=False):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class DetailsFrameLoaded(Message, bubble=False):
+        pass
+
+    def on_trace_viewer_screen_details_frame_loaded(self, _event: DetailsFrameLoaded) -> None:
+        self.update_details()
+
+    class LodDone(Message, bubble=False):
+        def __init__(self, index: TraceIndex) -> None:
+            super().__init__()
+            self.index = index
+
+    def on_trace_viewer_screen_lod_progress(self, event: LodProgress) -> None:
+        self.lod_note = f"in the background: {event.text}"  # the view already works; say this is extra
         self.update_status()
 
-    def _lod_done(self) -> None:
-        if self._replaced():  # the user moved on while the worker ran
-            return
+    def on_trace_viewer_screen_lod_done(self, event: LodDone) -> None:
+        if event.index is not self.index:
+            was_partial, self.index = self.index.partial, event.index
+            if self.timeline is not None:
+                self.timeline.set_index(event.index)
+                f = self.focus_request
+                if was_partial and f is not None and f.names:  # derived lines' events exist only now
+                    self.apply_focus(f)
         self.lod_note = ""
         if self.timeline is not None:
             self.timeline.invalidate()
@@ -209,20 +232,13 @@ class TraceViewerScreen(ToolScreen):
     # --- focus from other screens ----------------------------------------------------------
     def apply_focus(self, f: TraceFocus) -> None:
         ix, tl = self.index, self.timeline
-        picked = np.zeros(0, np.int64)
-        if f.frame_rows:
-            raw = ix.kind == 0  # the events themselves, not lines XProf derives from them
-            picked = np.flatnonzero(raw & np.isin(ix.source, np.asarray(f.frame_rows, np.int64)))
-        if f.names:
-            ids = [i for i, n in enumerate(ix.names) if n in set(f.names)]
-            picked = np.union1d(picked, np.flatnonzero(np.isin(ix.name, ids)))
+        picked = events_of(ix, f.frame_rows, f.names)
         if f.search:
             tl.set_search(f.search)
             if not len(picked):
                 picked = tl.matches
         if len(picked):
-            first = int(picked[np.argmin(ix.start[picked])])
-            tl.select(picked, current=first)
+            tl.select(picked, current=earliest(ix, picked))
         if f.start_ps is not None and f.end_ps is not None:
             tl.set_window(f.start_ps, f.end_ps)
         elif len(picked):
@@ -367,13 +383,13 @@ class TraceViewerScreen(ToolScreen):
             return
         ix = tl.ix
         step = max(tl.span / 1000, 1)  # as many decimals as the window needs: deep zoom keeps them
-        parts = [f"{fmt_tick(int(tl.t0), step)} – {fmt_tick(int(tl.t1), step)} ({fmt_ps(tl.span)})",
+        parts = [f"{fmt_tick(int(tl.t0), step)} – {fmt_tick(int(tl.t1), step)} ({fmt.time_ps(tl.span)})",
                  f"{ix.num_events:,} events"]
         if tl.mark is not None:
-            parts.append(f"mark {fmt_ps(tl.mark.end - tl.mark.start)}")
+            parts.append(f"mark {fmt.time_ps(tl.mark.end - tl.mark.start)}")
         if tl.mode == "timing":
             cur = tl.time_cursor
-            parts.append(f"cursor {fmt_ps(cur) if cur is not None else '-'}"
+            parts.append(f"cursor {fmt.time_ps(cur) if cur is not None else '-'}"
                          f" · marks {len(tl.timing)}/2 (space)")
         if tl.search_text:
             pos = f"{tl.match_pos + 1}/" if tl.match_pos >= 0 else ""
@@ -388,6 +404,11 @@ class TraceViewerScreen(ToolScreen):
         tl = self.timeline
         details = self.query("#details")
         if tl is None or not details:
+            return
+        if len(tl.selection) == 1 and not tl.ix.frame_ready:
+            # An index read from the cache has no frame yet: its stats come from one, read off the UI thread.
+            details.first().update(Text("reading the event's details…", style="dim"))
+            self.load_details_frame()
             return
         details.first().update(self.details_renderable())
         for box in self.query("#details-box"):
@@ -410,11 +431,11 @@ class TraceViewerScreen(ToolScreen):
         t.add_column(overflow="fold")
         t.add_row("Name", ix.event_name(i))
         t.add_row("Where", f"{sec.name} › {track.name} (depth {int(ix.row_depth[int(ix.event_row[i])])})")
-        t.add_row("Start", fmt_ps(s, 6) + " from the profile start")
-        t.add_row("Duration", fmt_ps(e - s, 6) if e > s else "instant")
-        own = ix.self_time(i) if e > s else 0
+        t.add_row("Start", fmt.time_ps(s, 6) + " from the profile start")
+        t.add_row("Duration", fmt.time_ps(e - s, 6) if e > s else "instant")
+        own, share = self_share(ix, i)
         if own != e - s:  # only events with children: a leaf's self time is its duration
-            t.add_row("Self time", f"{fmt_ps(own, 6) if own else '0'} ({100 * own / (e - s):.1f}% of its duration)")
+            t.add_row("Self time", f"{fmt.time_ps(own, 6) if own else '0'} ({fmt.fraction_percent(share, 1)} of its duration)")
         long_name = ix.metadata_name(i)
         if len(long_name) > len(ix.event_name(i)):  # e.g. an XLA op's full HLO text
             t.add_row("Full name", long_name)
@@ -428,27 +449,19 @@ class TraceViewerScreen(ToolScreen):
 
     def selection_summary(self, sel: np.ndarray):
         """Several events: totals, then per name (as XProf's selection table) the biggest first."""
-        tl, ix = self.timeline, self.timeline.ix
-        dur = ix.end[sel] - ix.start[sel]
-        names = ix.name[sel]
-        counts = np.bincount(names, minlength=len(ix.names))  # bincount, not np.unique: fast at 2M
-        totals = np.bincount(names, weights=dur, minlength=len(ix.names))
-        ids = np.flatnonzero(counts)
-        ids = ids[np.argsort(-totals[ids], kind="stable")]
+        st = selection_stats(self.timeline.ix, sel)
         head = Table.grid(padding=(0, 2))
         head.add_column(style="bold")
         head.add_column()
-        a, b = tl.selection_span()
-        head.add_row("Selected", f"{len(sel):,} events, {len(ids):,} name(s)")
-        head.add_row("Total duration", f"{fmt_ps(int(dur.sum()))}  (average {fmt_ps(float(dur.mean()))})")
-        head.add_row("Span", f"{fmt_ps(a)} – {fmt_ps(b)} ({fmt_ps(b - a)})")
+        head.add_row("Selected", f"{st.count:,} events, {len(st.per_name):,} name(s)")
+        head.add_row("Total duration", f"{fmt.time_ps(st.total_ps)}  (average {fmt.time_ps(st.average_ps)})")
+        head.add_row("Span", f"{fmt.time_ps(st.start_ps)} – {fmt.time_ps(st.end_ps)} ({fmt.time_ps(st.span_ps)})")
         per_name = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
         per_name.add_column("Name", overflow="ellipsis", no_wrap=True, max_width=60)
         for col in ("Count", "Total", "Average"):
             per_name.add_column(col, justify="right", no_wrap=True)
-        for n in ids[:MAX_NAMES].tolist():
-            c, tot = int(counts[n]), float(totals[n])
-            per_name.add_row(ix.names[n], f"{c:,}", fmt_ps(tot), fmt_ps(tot / c))
-        if len(ids) > MAX_NAMES:
-            per_name.add_row(Text(f"… {len(ids) - MAX_NAMES:,} more names", style="dim"), "", "", "")
+        for n in st.per_name[:MAX_NAMES]:
+            per_name.add_row(n.name, f"{n.count:,}", fmt.time_ps(n.total_ps), fmt.time_ps(n.average_ps))
+        if len(st.per_name) > MAX_NAMES:
+            per_name.add_row(Text(f"… {len(st.per_name) - MAX_NAMES:,} more names", style="dim"), "", "", "")
         return Group(head, Text(""), per_name)

@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tputui import format as fmt
 from tputui.analysis.trace import Level, TraceIndex
 
 AXIS_LINES = 2
@@ -31,20 +32,7 @@ PALETTE = ["#31688e", "#8e4b31", "#3f7f3f", "#7d3f7d", "#7d7a2f", "#2f7d7a", "#a
            "#a84f72", "#4f8f6e", "#6e6e6e", "#8f4a4a", "#3a5f9e", "#9e7d3a", "#5d8f2f", "#8f2f5d"]
 MATCH_BG = "#e0c000"
 FIT_INSTANT_PS = 10**6  # `f` on instant events shows 1 us around them
-UNITS = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1))
-
-
-def fmt_ps(ps: float, digits: int = 3) -> str:
-    """A duration / time in ps as readable text: 1234567 -> "1.23 us"."""
-    a = abs(ps)
-    if a == 0:
-        return "0"
-    for unit, size in UNITS:
-        if a >= size or size == 1:
-            v = ps / size
-            text = f"{v:.{digits}g}" if abs(v) < 10 ** digits else f"{v:.0f}"
-            return f"{text} {unit}"
-    return f"{ps} ps"
+UNITS = (*fmt.TIME_UNITS_PS, ("ps", 1))
 
 
 def parse_time(text: str) -> int | None:
@@ -277,7 +265,7 @@ class Timeline(Widget, can_focus=True):
                     st = self.get_component_rich_style("timeline--selected") if selected else \
                         Style(bgcolor=MATCH_BG, color="black", bold=True)
                 else:
-                    st = Style(color=PALETTE[color], bold=True)
+                    st = self.rich_style + Style(color=PALETTE[color], bold=True)  # on the theme background
             elif kind == "gutter":
                 st = self.get_component_rich_style("timeline--gutter-focus" if key[1] else "timeline--gutter")
             elif kind == "section":
@@ -315,14 +303,14 @@ class Timeline(Widget, can_focus=True):
             a = int(np.clip((m.start - self.t0) / span * w, 0, w - 1))
             b = int(np.clip((m.end - self.t0) / span * w, 0, w - 1))
             if m.end >= self.t0 and m.start <= self.t1:
-                text = f" {fmt_ps(m.end - m.start)} "
+                text = f" {fmt.time_ps(m.end - m.start)} "
                 inner = max(b - a + 1, 1)
                 bar = list("├" + "─" * max(inner - 2, 0) + "┤") if inner >= 2 else ["│"]
                 if len(text) <= inner - 2:
                     mid = a + (inner - len(text)) // 2 - a
                     bar[mid:mid + len(text)] = list(text)
                 mark_seg = (a, "".join(bar[:inner]))
-        head = f"{fmt_ps(span / w)}/col"[: g].ljust(g) + "│"
+        head = f"{fmt.time_ps(span / w)}/col"[: g].ljust(g) + "│"
         label_strip = Strip([Segment(head, self.style(("axis",))), Segment("".join(labels), self.style(("axis_label",)))])
         tick_text = "".join(ticks)
         cursor = self.time_cursor

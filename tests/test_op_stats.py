@@ -1,0 +1,131 @@
+"""The per-host op-stats map and its reduce: computed once, cached on disk, the same result in this
+process, in worker processes and on a real local Dask cluster."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from conftest import FIXTURES, PROFILES
+
+from tputui.analysis import host_map, op_stats
+from tputui.data import derived_cache
+from tputui.data.logdir import open_logdir
+from tputui.data.run_data import RunData
+from tputui.export import export_text
+
+POD = FIXTURES / "pod" / "pod_v4_32"  # 4 TPU hosts, 32 cores, some steps missing on some hosts
+OP_TOOLS = ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "op_profile", "hlo_stats",
+            "roofline_model", "pod_viewer"]
+
+
+def _run(root=POD, **kw) -> RunData:
+    return RunData(open_logdir(str(root)).runs[0], **kw)
+
+
+def _exports(run: RunData) -> dict[str, str]:
+    return {t: export_text(run, t) for t in OP_TOOLS}
+
+
+@pytest.fixture
+def no_map(monkeypatch):
+    """Fail if anything runs the map in this process (it must come from a memo or the cache)."""
+    def refuse(*_a, **_k):
+        raise AssertionError("the op-stats map ran again")
+    monkeypatch.setattr(op_stats, "map_host", refuse)
+
+
+def test_in_process_and_worker_processes_give_identical_results():
+    local = _exports(_run(jobs=1, use_cache=False))
+    parallel = _exports(_run(jobs=2, use_cache=False))
+    assert parallel == local
+
+
+def test_every_tool_reads_the_same_memo(monkeypatch):
+    run = _run(jobs=1, use_cache=False)
+    calls = []
+    real = op_stats.map_host
+    monkeypatch.setattr(op_stats, "map_host", lambda fr, h: calls.append(h) or real(fr, h))
+    _exports(run)
+    assert sorted(calls) == sorted(run.hosts)  # once per host for seven tools
+
+
+def test_a_second_open_reads_the_disk_cache(monkeypatch):
+    first = _exports(_run(jobs=1))
+    calls = []
+    monkeypatch.setattr(op_stats, "map_host", lambda *a: calls.append(a))
+    assert _exports(_run(jobs=1)) == first
+    assert not calls
+
+
+def test_a_changed_file_or_format_is_recomputed(tmp_path, monkeypatch):
+    root = tmp_path / "logs"
+    shutil.copytree(PROFILES / "jax_mlp", root)
+    before = export_text(_run(root, jobs=1), "overview_page")
+    host = _run(root).run.hosts[0]
+    assert derived_cache.load(host, host_map.KIND, op_stats.FORMAT_VERSION) is not None
+    os.utime(host.path, (1, 1))  # same bytes, new mtime: a new key
+    calls = []
+    real = op_stats.map_host
+    monkeypatch.setattr(op_stats, "map_host", lambda fr, h: calls.append(h) or real(fr, h))
+    assert export_text(_run(root, jobs=1), "overview_page") == before
+    assert calls == ["vm"]
+    monkeypatch.setattr(op_stats, "FORMAT_VERSION", op_stats.FORMAT_VERSION + 1)
+    export_text(_run(root, jobs=1), "overview_page")
+    assert calls == ["vm", "vm"]
+
+
+def test_a_damaged_cache_entry_is_recomputed():
+    run = _run(PROFILES / "tf_loop", jobs=1)
+    want = export_text(run, "overview_page")
+    hf = run.run.hosts[0]
+    entry = derived_cache.entry_path(hf, host_map.KIND, op_stats.FORMAT_VERSION)
+    with open(os.path.join(entry, "data.pkl"), "wb") as f:
+        f.write(b"\x80\x05garbage")
+    assert derived_cache.load(hf, host_map.KIND, op_stats.FORMAT_VERSION) is None
+    assert not os.path.exists(entry)
+    assert export_text(_run(PROFILES / "tf_loop", jobs=1), "overview_page") == want
+
+
+def test_no_cache_writes_nothing(tmp_path):
+    _exports(_run(use_cache=False, jobs=1))
+    frames = os.path.join(os.environ["XDG_CACHE_HOME"], "tputui", "frames")
+    assert not os.path.isdir(frames) or not [e for e in os.listdir(frames) if e.endswith(host_map.KIND)]
+
+
+def test_per_host_progress_is_reported():
+    said = []
+    host_map.host_op_stats(_run(jobs=2, use_cache=False), progress=said.append)
+    assert said[0] == "op stats: 4 hosts in 2 worker processes"
+    assert sorted(s.split("(")[1] for s in said[1:]) == ["v4-w-0)", "v4-w-1)", "v4-w-2)", "v4-w-3)"]
+    assert said[-1].startswith("op stats: 4/4 hosts done")
+
+
+def test_the_intermediate_is_small_and_holds_no_frame():
+    import pickle
+
+    stats = host_map.host_op_stats(_run(PROFILES / "tpu_v6e_inference", use_cache=False))[0]
+    size = len(pickle.dumps(stats))
+    assert size < os.path.getsize(_run(PROFILES / "tpu_v6e_inference").run.hosts[0].path)
+    assert "XSpaceFrame" not in repr(type(v) for v in vars(stats).values())
+
+
+def test_dask_cluster_gives_the_local_result():
+    distributed = pytest.importorskip("distributed")
+    local = _exports(_run(jobs=1, use_cache=False))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as cluster:
+        said = []
+        run = _run(dask=cluster.scheduler_address, use_cache=False)
+        host_map.host_op_stats(run, progress=said.append)
+        assert said[0].startswith(f"op stats: 4 hosts on Dask at {cluster.scheduler_address} (2 workers)")
+        assert _exports(run) == local
+
+
+def test_an_unreachable_dask_scheduler_is_one_line():
+    pytest.importorskip("distributed")
+    from helpers.live import closed_port
+
+    run = _run(dask=f"tcp://127.0.0.1:{closed_port()}", use_cache=False)
+    with pytest.raises(host_map.ScaleOutError, match="cannot reach the Dask scheduler"):
+        host_map.host_op_stats(run)

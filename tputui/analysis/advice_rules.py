@@ -1,0 +1,183 @@
+"""XProf's smart-suggestion rules, and the advice list the advice tool and the overview share.
+
+The suggestions are XProf 2.24's `smart_suggestion` tool, rule for rule and word for word. Its
+open-source build registers one rule (RegisterAllRulesFor3P in
+xprof/convert/smart_suggestion/all_rules.h), BarrierCoresRule: from the event-time-fraction
+analyzer (xprof/convert/xspace_to_event_time_fraction_analyzer.cc), per host and TensorCore, the
+share of each step spent in `barrier-cores` ops (device durations, the dummy 0 and 1.25 ns ones
+skipped), first and last step dropped when there are 3 or more; it fires at >= 10% on average
+over every core's steps and names straggler hosts (modified z-score of the hosts' averages
+> 3.5, MAD at least 0.1, 3 hosts or more).
+
+Device events carry no step (group) id in real captures; XProf links them to the host step that
+launched the program. We take the device's own `Steps` markers on the same core instead (an
+event belongs to the step marker that contains it), which finds the same steps.
+
+`advice(run, host)` puts them first and the performance guide's checks (analysis/perf_guide.py)
+after them, most severe first.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tputui.analysis import perf_guide
+from tputui.analysis.op_metrics import device_spans, event_stat, tensor_core_planes
+from tputui.data.run_data import RunData
+from tputui.data.xspace import XSpaceFrame
+
+SPECIAL_OP = "barrier-cores"
+SPECIAL_OP_THRESHOLD_PERCENT = 10.0  # kSpecialOpBoundThresholdInPercent
+DUMMY_DURATIONS_PS = (0, 1250)  # barrier-cores events XProf skips (0 ns, 1.25 ns)
+STRAGGLER_Z, MAD_FLOOR, MODIFIED_Z_K = 3.5, 0.1, 0.6745
+TAG = re.compile(r"<[^>]+>")
+
+
+@dataclass
+class HostFractions:
+    host: str
+    per_core: dict[str, list[float]] = field(default_factory=dict)  # plane name -> step fractions
+    per_step: list[float] = field(default_factory=list)  # mean over the host's cores, per step
+
+
+def _line_rows(frame: XSpaceFrame, plane: int, name: str) -> np.ndarray:
+    for ln in frame.lines_of(plane):
+        if frame.raw.line_name[ln] == name:
+            sl = frame.line_events(ln)
+            return np.arange(sl.start, sl.stop, dtype=np.int64)
+    return np.zeros(0, np.int64)
+
+
+def special_op_fractions(frame: XSpaceFrame, host: str, op: str = SPECIAL_OP) -> HostFractions:
+    """One host's share of each step spent in ops whose name contains `op`, per TensorCore."""
+    out = HostFractions(host)
+    names = np.asarray(frame.raw.em_name, dtype=object)
+    wanted_md = np.fromiter((op in n for n in names), bool, len(names))
+    if not wanted_md.any():
+        return out
+    ev_md = frame.events["metadata"].to_numpy().astype(np.int64)
+    per_step: dict[int, dict[str, float]] = {}
+    durations: dict[int, int] = {}
+    for p in tensor_core_planes(frame):
+        steps = _line_rows(frame, p, "Steps")
+        if not len(steps):
+            continue
+        s_start, s_end = device_spans(frame, steps)
+        order = np.argsort(s_start, kind="stable")
+        s_start, s_end = s_start[order], s_end[order]
+        rows = np.concatenate([np.arange(frame.line_events(ln).start, frame.line_events(ln).stop)
+                               for ln in frame.lines_of(p)] or [np.zeros(0, np.int64)]).astype(np.int64)
+        rows = rows[wanted_md[ev_md[rows]]]
+        if not len(rows):
+            continue
+        has_d, dur = event_stat(frame, "device_duration_ps", rows)
+        e_start, _ = device_spans(frame, rows)
+        keep = has_d & ~np.isin(dur, DUMMY_DURATIONS_PS)
+        rows, dur, e_start = rows[keep], dur[keep], e_start[keep]
+        step = np.searchsorted(s_start, e_start, side="right") - 1
+        inside = (step >= 0) & (e_start < s_end[np.clip(step, 0, None)])
+        plane = frame.raw.plane_name[p]
+        for k, d in zip(step[inside], dur[inside]):
+            step_ps = int(s_end[k] - s_start[k])
+            if step_ps <= 0:
+                continue
+            # XProf sums float fractions into a double, event by event
+            per_step.setdefault(int(k), {})
+            per_step[int(k)][plane] = per_step[int(k)].get(plane, 0.0) + float(np.float32(d / step_ps))
+            durations[int(k)] = step_ps
+    keys = sorted(per_step)
+    if len(keys) >= 3:
+        keys = keys[1:-1]  # incomplete first and last steps
+    elif len(keys) == 2:
+        a, b = keys
+        if durations[b] < 0.01 * durations[a]:
+            keys = [a]
+        elif durations[a] < 0.01 * durations[b]:
+            keys = [b]
+    for k in keys:
+        for plane, f in per_step[k].items():
+            out.per_core.setdefault(plane, []).append(float(np.float32(f)))
+        out.per_step.append(sum(per_step[k].values()) / len(per_step[k]))
+    return out
+
+
+def _percentile(values: list[float], p: int) -> float:
+    """tsl's StatWithPercentiles::percentile: the sorted value at index p * (n - 1) / 100."""
+    v = sorted(values)
+    return v[p * (len(v) - 1) // 100]
+
+
+def stragglers(hosts: list[HostFractions]) -> list[tuple[str, float, float]]:
+    """(host, average %, modified z-score) of the hosts whose share stands out."""
+    avgs = [(h.host, float(np.mean(np.float32(h.per_step))) * 100.0) for h in hosts if h.per_step]
+    if len(avgs) < 3:
+        return []
+    median = _percentile([a for _, a in avgs], 50)
+    mad = _percentile([abs(a - median) for _, a in avgs], 50)
+    out = []
+    for host, a in avgs:
+        if mad == 0:
+            score = float("inf") if abs(a - median) > 1e-6 else 0.0
+        else:
+            score = MODIFIED_Z_K * (a - median) / max(mad, MAD_FLOOR)
+        if abs(score) > STRAGGLER_Z:
+            out.append((host, a, score))
+    return out
+
+
+def barrier_cores_suggestion(hosts: list[HostFractions]) -> dict[str, str] | None:
+    fractions = [f for h in hosts for fs in h.per_core.values() for f in fs]
+    if not fractions:
+        return None
+    percent = float(np.mean(np.asarray(fractions, np.float32), dtype=np.float64)) * 100.0
+    if percent < SPECIAL_OP_THRESHOLD_PERCENT:
+        return None
+    slow = stragglers(hosts)
+    if slow:
+        items = "".join(f"<li>Host <b>{h}</b> average barrier-cores time fraction: <b>{a:.1f}%</b></li>"
+                        for h, a, _ in slow)
+        balance = ("<li><b>Investigate Stragglers:</b> The following hosts are identified as potential stragglers "
+                   "with significantly different barrier time fraction compared to others:<ul>" + items + "</ul></li>")
+    else:
+        balance = ("<li><b>Investigate Workload Balance:</b> Check for stragglers, i.e., workers that are "
+                   "significantly slower than others. Uneven workloads can cause faster workers to wait at the "
+                   "barrier.</li>")
+    text = (f"<p>Your program is likely bottlenecked by <b>TPU {SPECIAL_OP}</b> operations: <b> an average of "
+            f"{percent:.1f}% of each step time</b> is spent on these operations. This often indicates a "
+            "synchronization issue between workers in a distributed training setup. Please consider the following "
+            "optimizations:</p><ul>" + balance +
+            "<li><b>Optimize Collective Operations:</b> Operations like AllReduce involve synchronization. Ensure "
+            "they are used efficiently. Check the size of data being communicated.</li>"
+            "<li><b>Check Network:</b> Network latency or bandwidth can be a bottleneck for distributed operations, "
+            "causing workers to wait longer at barriers.</li>"
+            "<li><b>Improve Data Input Pipeline:</b> Ensure your data loading and preprocessing pipeline is "
+            "efficient and balanced across all workers. A slow input pipeline on one worker can stall all "
+            "others.</li></ul>")
+    return {"ruleName": "BarrierCoresRule", "suggestionText": text}
+
+
+def plain_text(html: str) -> str:
+    """A suggestion's HTML as terminal text: list items as bullets, tags dropped."""
+    text = html.replace("<li>", "\n  • ").replace("<ul>", "").replace("</p>", "\n")
+    return re.sub(r"\n\s*\n", "\n", TAG.sub("", text)).strip()
+
+
+
+
+def suggestions(run: RunData, host: str | None = None) -> list[dict[str, str]]:
+    """XProf's smart suggestions for the run (or one host)."""
+    hosts = [host] if host else run.require_hosts()
+    found = barrier_cores_suggestion([special_op_fractions(run.frame(h), h) for h in hosts])
+    return [found] if found else []
+
+
+def advice_rows(found: list[dict[str, str]], checks: list[perf_guide.Check]) -> list[dict[str, Any]]:
+    """Every piece of advice as one row: XProf's first, then the guide's by severity."""
+    rows = [{"source": "XProf", "severity": "high", "title": s["ruleName"], "detail": plain_text(s["suggestionText"]),
+             "ops": [], "change": ""} for s in found]
+    rows += [{"source": "guide", "severity": c.severity, "title": c.title, "detail": c.detail, "ops": c.ops,
+              "change": c.change} for c in checks]
+    return rows

@@ -1,0 +1,330 @@
+"""XProf's event grouping: which step (group) each host event belongs to.
+
+XProf (xla/tsl/profiler/utils/group_events.cc) builds an event forest from the host threads:
+events nest per thread; producer/consumer stats (`_p`/`_pt` -> `_c`/`_ct`) link threads unless
+both sides of one id have 64+ events; ExecutorState::Process links to IteratorGetNextOp by
+(id, iter_num). Root events (`_r`, level = its value; legacy `TraceContext`) are taken by level
+(high first), then time; each root not already reached starts a group that spreads to everything it
+reaches. Host steps (steps.py), the TPU step engine (tpu_steps.py) and the memory profile read it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from tputui.analysis.nesting import depths, nest_parents
+from tputui.data.xspace import XSpaceFrame
+
+_IMPLICIT_ROOTS = {"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"}
+_TF_DATA_FUNCTION_RUNS = {
+    "InstantiatedCapturedFunction::Run", "InstantiatedCapturedFunction::RunAsync",
+    "InstantiatedCapturedFunction::RunInstantiated", "InstantiatedCapturedFunction::RunWithBorrowedArgs",
+}
+_LOOP_OPS = {"WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"}
+_ITERATOR_GET_NEXT = {"IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute"}
+_MAX_FANOUT = 64  # XProf skips a producer/consumer id with 64+ events on both sides
+
+_GROUP_STATS = ["_r", "step_num", "iter_num", "_p", "_pt", "_c", "_ct", "id", "correlation_id",
+                "is_async", "graph_type"]
+
+
+@dataclass
+class GroupedEvents:
+    """XProf's grouping of one frame's host events into steps (groups); arrays are parallel."""
+    rows: np.ndarray  # event row in the frame
+    start: np.ndarray  # ps
+    end: np.ndarray
+    name_idx: np.ndarray  # index into `event_names`
+    event_names: list[str]
+    group: np.ndarray  # group id, -1 ungrouped
+    names: dict[int, str]  # group id -> name ("train 3")
+    starter: dict[int, int]  # group id -> index (into the arrays) of the root that started it
+    named_roots: np.ndarray  # bool: roots that named their group (non-implicit starters)
+    parent: np.ndarray  # nesting parent (index into the arrays), -1 for none
+
+    @classmethod
+    def empty(cls, event_names=None) -> GroupedEvents:
+        z = np.zeros(0, np.int64)
+        return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool), z)
+
+
+_ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxProcessBatch": 2, "BatchingSessionRun": 1}
+
+
+class _Sparse:
+    """One event stat over the grouped events, kept sparse: positions (sorted) and int values
+    (text values as text ids). Most stats sit on few events."""
+
+    def __init__(self, pos: np.ndarray, val: np.ndarray):
+        order = np.argsort(pos, kind="stable")
+        self.pos, self.val = pos[order], val[order]
+
+    def lookup(self, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(present, value) at positions `where`."""
+        where = np.asarray(where, np.int64)
+        if len(self.pos) == 0:
+            return np.zeros(len(where), bool), np.zeros(len(where), np.int64)
+        i = np.clip(np.searchsorted(self.pos, where), 0, len(self.pos) - 1)
+        has = self.pos[i] == where
+        return has, np.where(has, self.val[i], 0)
+
+    def get(self, where: int) -> int | None:
+        i = int(np.searchsorted(self.pos, where))
+        return int(self.val[i]) if i < len(self.pos) and self.pos[i] == where else None
+
+
+def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray, names: list[str]) -> dict[str, _Sparse]:
+    """{name: _Sparse} for event stats of the events `rows` (positions index `rows`)."""
+    sv = frame.stat_values("event", names)
+    contiguous = len(rows) and rows[-1] - rows[0] + 1 == len(rows)
+    out = {}
+    for name in names:
+        s = sv.filter(pl.col("stat_name") == name)
+        own = s["owner"].to_numpy().astype(np.int64)
+        val = np.where(s["text_id"].to_numpy() >= 0, s["text_id"].to_numpy(), s["int"].fill_null(0).to_numpy())
+        if contiguous:
+            p = own - rows[0]
+            ok = (p >= 0) & (p < len(rows))
+        else:
+            i = np.clip(np.searchsorted(rows, own), 0, max(len(rows) - 1, 0))
+            ok = rows[i] == own if len(rows) else np.zeros(len(own), bool)
+            p = i
+        out[name] = _Sparse(p[ok].astype(np.int64), val[ok].astype(np.int64))
+    return out
+
+
+def _sorted_longest_first(s: np.ndarray, e: np.ndarray) -> bool:
+    if len(s) < 2:
+        return True
+    ok = s[1:] >= s[:-1]
+    if not ok.all():
+        return False
+    tie = np.flatnonzero(s[1:] == s[:-1])
+    return not (e[tie + 1] > e[tie]).any()
+
+
+def _intersect_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Values of sorted, duplicate-free `a` also in sorted `b` (a binary search, no re-sort)."""
+    if not len(a) or not len(b):
+        return a[:0]
+    i = np.minimum(np.searchsorted(b, a), len(b) - 1)
+    return a[b[i] == a]
+
+
+def _pair_codes(a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray]:
+    """(number of distinct (a, b) pairs, code of each pair): np.unique(axis=0) without its row sort."""
+    if not len(a):
+        return 0, np.zeros(0, np.int64)
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    new = np.ones(len(a), bool)
+    new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    codes = np.empty(len(a), np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return int(new.sum()), codes
+
+
+def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
+    """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default)."""
+    if plane is None:
+        plane = frame.plane_index("/host:CPU")
+    raw = frame.raw
+    names = raw.em_name + [""]
+    if plane is None:
+        return GroupedEvents.empty(names)
+    lines = frame.lines_of(plane)
+    rows = np.concatenate([np.arange(frame.line_events(ln).start, frame.line_events(ln).stop, dtype=np.int64)
+                           for ln in lines] or [np.zeros(0, np.int64)])
+    if len(rows) == 0 or any(nm in _LOOP_OPS for nm in raw.em_name):
+        # XProf does not group TF graphs with loop ops (While/For) at all.
+        g = GroupedEvents.empty(names)
+        return g
+    md = frame.events["metadata"].to_numpy()[rows]
+    md_i = np.where(md >= 0, md, len(names) - 1)
+    st = _sparse_stats(frame, rows, _GROUP_STATS)
+    if rows[-1] - rows[0] + 1 == len(rows):  # the plane's lines are one block: slice, don't copy
+        block = slice(int(rows[0]), int(rows[-1]) + 1)
+        start = frame.start_ps[block]
+        end = start + raw.event_duration_ps[block]
+        line = raw.event_line[block]
+    else:
+        start = frame.start_ps[rows]
+        end = start + raw.event_duration_ps[rows]
+        line = raw.event_line[rows]
+    n = len(rows)
+    group = np.full(n, -1, np.int64)
+    name_index: dict[str, list[int]] = {}
+    for i, nm in enumerate(names):
+        name_index.setdefault(nm, []).append(i)
+
+    def named_at(where: np.ndarray, *wanted: str) -> np.ndarray:
+        idx = [i for w in wanted for i in name_index.get(w, [])]
+        table = np.zeros(len(names), bool)
+        table[idx] = True
+        return table[md_i[where]]
+
+    # Per-thread nesting (async events stay out of it), in (start, -end) order per line.
+    parent = np.full(n, -1, np.int64)
+    async_pos = st["is_async"].pos[st["is_async"].val != 0]
+    is_async = np.zeros(n, bool)
+    is_async[async_pos] = True
+    line_bounds = np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1, [n]])
+    for a, b in zip(line_bounds[:-1].tolist(), line_bounds[1:].tolist()):
+        s_, e_ = start[a:b], end[a:b]
+        seg = None
+        if not _sorted_longest_first(s_, e_):  # files are usually sorted already
+            seg = a + np.lexsort((-e_, s_))
+        if len(async_pos) and is_async[a:b].any():
+            seg = (np.arange(a, b) if seg is None else seg)
+            seg = seg[~is_async[seg]]
+        if seg is None:
+            p = nest_parents(s_, e_)
+            parent[a:b] = np.where(p >= 0, p + a, -1)
+        elif len(seg):
+            p = nest_parents(start[seg], end[seg])
+            parent[seg] = np.where(p >= 0, seg[np.clip(p, 0, None)], -1)
+    depth = depths(parent)
+
+    # Flow edges: producer (type, id) -> consumers (type, id).
+    flow = None
+    p_rows = _intersect_sorted(st["_p"].pos, st["_pt"].pos)
+    c_rows = _intersect_sorted(st["_c"].pos, st["_ct"].pos)
+    if len(p_rows) and len(c_rows):
+        ptype = np.concatenate([st["_pt"].lookup(p_rows)[1], st["_ct"].lookup(c_rows)[1]])
+        pid = np.concatenate([st["_p"].lookup(p_rows)[1], st["_c"].lookup(c_rows)[1]])
+        nkeys, inv = _pair_codes(ptype, pid)
+        pcode, ccode = inv[:len(p_rows)], inv[len(p_rows):]
+        npk = np.bincount(pcode, minlength=nkeys)
+        nck = np.bincount(ccode, minlength=nkeys)
+        ok_key = ~((npk >= _MAX_FANOUT) & (nck >= _MAX_FANOUT))
+        pm, cm = ok_key[pcode], ok_key[ccode]
+        flow = (p_rows[pm], pcode[pm], c_rows[cm], ccode[cm], nkeys)
+
+    # Inter-thread: the last ExecutorState::Process with (id, iter_num) -> IteratorGetNext ops.
+    keyed = _intersect_sorted(st["id"].pos, st["iter_num"].pos)
+    exec_rows = keyed[named_at(keyed, "ExecutorState::Process")]
+    ign_rows = keyed[named_at(keyed, *_ITERATOR_GET_NEXT)]
+    links = []
+    if len(exec_rows) and len(ign_rows):
+        pkeys = {}
+        for r in exec_rows.tolist():  # file order: the last one with a key wins, as in XProf
+            pkeys[(st["id"].get(r), st["iter_num"].get(r))] = r
+        for r in ign_rows.tolist():
+            src = pkeys.get((st["id"].get(r), st["iter_num"].get(r)))
+            if src is not None:
+                links.append((src, r))
+    links_arr = np.array(links, np.int64).reshape(-1, 2)
+
+    # tf.data function runs mark step ids whose roots are skipped.
+    tfd = st["id"].pos[named_at(st["id"].pos, *_TF_DATA_FUNCTION_RUNS)]
+    tfdata_ids = set(st["id"].lookup(tfd)[1].tolist())
+
+    # Roots: TF loop iterations if any, else `_r` events (and legacy TraceContext, ...).
+    big = np.iinfo(np.int64).max
+    label = np.full(n, big, np.int64)
+    root_rows: list[int] = []
+    loop_first = _tf_loop_iterations(st, exec_rows, tfdata_ids, start)
+    if loop_first:
+        for rank, (first, members) in enumerate(loop_first):
+            label[members] = rank
+            root_rows.append(first)
+    else:
+        by_name = np.zeros(len(names), np.int64)
+        for nm, lvl in list(_ROOT_LEVEL_BY_NAME.items()) + [("TraceContext", 1)]:
+            by_name[name_index.get(nm, [])] = lvl
+        named_roots = np.flatnonzero(by_name[md_i] > 0) if by_name.any() else np.zeros(0, np.int64)
+        cand = np.union1d(st["_r"].pos, named_roots)
+        level = np.where(by_name[md_i[cand]] > 0, by_name[md_i[cand]], st["_r"].lookup(cand)[1])
+        if tfdata_ids and len(cand):
+            has_id, ids = st["id"].lookup(cand)
+            skip = has_id & np.isin(ids, list(tfdata_ids))
+            cand, level = cand[~skip], level[~skip]
+        order = np.lexsort((cand, start[cand], -level))
+        cand = cand[order]
+        label[cand] = np.arange(len(cand))
+        root_rows = cand.tolist()
+
+    # Spread labels (min wins = the earliest-processed root reaching an event) to a fixed point:
+    # down the nesting (level by level), along flows and links.
+    by_depth = np.argsort(depth, kind="stable")
+    dcounts = np.bincount(depth)
+    dstarts = np.concatenate([[0], np.cumsum(dcounts)])
+    for _ in range(100):
+        for d in range(1, len(dcounts)):
+            idx = by_depth[dstarts[d]:dstarts[d + 1]]
+            label[idx] = np.minimum(label[idx], label[parent[idx]])
+        changed = False
+        if flow is not None:
+            prow, pcode, crow, ccode, nk = flow
+            kmin = np.full(nk, big, np.int64)
+            np.minimum.at(kmin, pcode, label[prow])
+            new = np.minimum(label[crow], kmin[ccode])
+            changed |= bool((new != label[crow]).any())
+            label[crow] = new
+        if len(links_arr):
+            new = np.minimum(label[links_arr[:, 1]], label[links_arr[:, 0]])
+            changed |= bool((new != label[links_arr[:, 1]]).any())
+            np.minimum.at(label, links_arr[:, 1], label[links_arr[:, 0]])
+        if not changed:
+            break
+
+    # Group ids: roots that kept their own label start groups, numbered in processing order.
+    unreached = np.iinfo(np.int64).max
+    starters = [(rank, r) for rank, r in enumerate(root_rows) if label[r] == rank]
+    gid_of_rank = np.full(len(root_rows) + 1, -1, np.int64)
+    for gid, (rank, _) in enumerate(starters):
+        gid_of_rank[rank] = gid
+    has = label != unreached
+    group[has] = gid_of_rank[np.minimum(label[has], len(root_rows))]
+
+    group_names, starter = {}, {}
+    named = np.zeros(n, bool)
+    for gid, (_rank, r) in enumerate(starters):
+        nm = names[md_i[r]]
+        implicit = nm in _IMPLICIT_ROOTS
+        prefix = ""
+        graph = st["graph_type"].get(r)
+        if graph is not None:
+            prefix = frame.text(graph) + " "
+        elif not implicit:
+            prefix = nm + " "
+        num = _context_step_num(r, st, parent)
+        group_names[gid] = f"{prefix}{gid if num is None else num}"
+        starter[gid] = int(r)
+        if not implicit and not loop_first:
+            named[r] = True
+    return GroupedEvents(rows, start, end, md_i, names, group, group_names, starter, named, parent)
+
+
+def _context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
+    """iter_num, else step_num, of the event or its nearest ancestor (XProf's GetContextStat)."""
+    for key in ("iter_num", "step_num"):
+        a = r
+        while a >= 0:
+            v = st[key].get(a)
+            if v is not None:
+                return v
+            a = int(parent[a])
+    return None
+
+
+def _tf_loop_iterations(st: dict, exec_rows: np.ndarray, tfdata_ids: set, start: np.ndarray):
+    """XProf's TF while-loop steps: ExecutorState::Process by (id, iter_num); loops only."""
+    if not len(exec_rows):
+        return []
+    rows = exec_rows
+    df = pl.DataFrame({"row": rows, "sid": st["id"].lookup(rows)[1], "it": st["iter_num"].lookup(rows)[1],
+                       "t": start[rows]})
+    if tfdata_ids:
+        df = df.filter(~pl.col("sid").is_in(list(tfdata_ids)))
+    loops = df.group_by("sid").agg(pl.col("it").n_unique().alias("n"), pl.col("it").max().alias("mx"))
+    loops = loops.filter(~((pl.col("n") == 1) & (pl.col("mx") == 0)))
+    if not len(loops):
+        return []
+    df = df.filter(pl.col("sid").is_in(loops["sid"].implode()))
+    it = df.sort("t", "row").group_by("sid", "it", maintain_order=True).agg(
+        pl.col("row").first().alias("first"), pl.col("t").first().alias("t0"), pl.col("row").alias("members"))
+    it = it.sort("t0", "first")
+    return [(int(f), np.asarray(m, np.int64)) for f, m in zip(it["first"], it["members"])]

@@ -1,0 +1,90 @@
+"""The XLA programs of a profile: the `Hlo Proto` stats of the `/host:metadata` plane.
+
+Each XLA program in a profile has an `Hlo Proto` stat (a serialized `xla.HloProto`) on an event
+metadata of the `/host:metadata` plane. Shared by the memory viewer and the graph viewer.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from tputui.analysis.result import NoDataError
+from tputui.data import pbwire
+from tputui.data.run_data import RunData
+from tputui.proto import hlo_pb2
+
+METADATA_PLANE = "/host:metadata"
+HLO_PROTO_STAT = "Hlo Proto"
+
+
+@dataclass(frozen=True)
+class HloModuleEntry:
+    """One XLA program found in the profile (name as XProf lists it: `<module>(<program id>)`)."""
+
+    name: str
+    module_name: str
+    program_id: int
+    host: str
+    data: bytes = field(repr=False)
+
+    def parse(self) -> hlo_pb2.HloProto:
+        try:
+            return _parse_hlo(self.data)
+        except Exception as e:  # protobuf raises DecodeError with little context
+            raise NoDataError(f"HLO module {self.name}: unreadable HloProto ({e})") from None
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_hlo(data: bytes) -> hlo_pb2.HloProto:
+    """Parsed once per distinct proto (module pickers and defaults ask again and again)."""
+    proto = hlo_pb2.HloProto()
+    proto.ParseFromString(data)
+    return proto
+
+
+def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
+    """Every program with an `Hlo Proto`, sorted by name (XProf's module list order)."""
+    hosts = [host] if host else run.hosts
+    found: dict[str, HloModuleEntry] = {}
+    for h in hosts:
+        fr = run.frame(h, planes=[METADATA_PLANE])
+        plane = fr.plane_index(METADATA_PLANE)
+        if plane is None:
+            continue
+        md = fr.event_metadata.filter(pl.col("plane") == plane)
+        for row, md_id in zip(md["metadata"].to_list(), md["id"].to_list()):
+            stats = fr.metadata_stat_map(row)
+            data = stats.get(HLO_PROTO_STAT)
+            if not isinstance(data, bytes):
+                continue
+            # XProf's program id: the `program_id` stat (JAX), else the metadata id (as uint64).
+            program_id = stats.get("program_id", md_id)
+            program_id = int(program_id) & 0xFFFFFFFFFFFFFFFF
+            module_name = _module_name(data)
+            name = f"{module_name}({program_id})"
+            found.setdefault(name, HloModuleEntry(name, module_name, program_id, h, data))
+    return sorted(found.values(), key=lambda m: m.name)
+
+
+def _module_name(data: bytes) -> str:
+    """HloProto.hlo_module (field 1).name (field 1), read from the wire without a full parse."""
+    module = pbwire.first_bytes_field(data, 1)
+    name = pbwire.first_bytes_field(module, 1) if module is not None else None
+    if name is None:
+        return _parse_hlo(data).hlo_module.name  # unusual layout: let protobuf sort it out
+    return name.decode("utf-8", "replace")
+
+
+def find_module(modules: list[HloModuleEntry], wanted: str) -> HloModuleEntry:
+    """A module by its full name, its program id, or its bare name when that is unique."""
+    for m in modules:
+        if wanted in (m.name, str(m.program_id)):
+            return m
+    same = [m for m in modules if m.module_name == wanted]
+    if len(same) == 1:
+        return same[0]
+    names = ", ".join(m.name for m in (same or modules))
+    what = "is ambiguous" if same else "not found"
+    raise NoDataError(f"HLO module {wanted!r} {what}; modules: {names}")

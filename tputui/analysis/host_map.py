@@ -1,0 +1,172 @@
+"""Runs the per-host map (op_stats.map_host) for a run: once per host, cached, in parallel.
+
+For each host, in order: the run's memo (this process), the on-disk cache (data/derived_cache.py:
+keyed like the decoded frame plus the op-stats format version and tputui's version), and only then
+the map itself. Hosts still to compute run
+
+- on a Dask cluster when one is named (`--dask ADDRESS` or TPUTUI_DASK): each worker reads its
+  host file itself (local path or gs://) and only the small HostOpStats come back;
+- else in worker processes when there are several (`--jobs N`; by default one per core once the
+  host files add up to 32 MB, below which starting workers costs more than it saves);
+- else here, in this process.
+
+Frames decoded for the map in this process are dropped afterwards when the run has several
+hosts, so memory follows the largest host, not their sum.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context, resource_tracker
+
+from tputui.analysis import op_stats
+from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
+from tputui.analysis.op_stats import HostOpStats, OpStats
+from tputui.data import derived_cache
+from tputui.data.cache import load_frame
+from tputui.data.progress import Progress, current_progress
+from tputui.data.run_data import RunData
+from tputui.data.runs import HostFile
+from tputui.errors import UserError
+
+KIND = "opstats"
+PARALLEL_MIN_BYTES = 32 << 20  # default --jobs: worker processes only when the hosts add up to this
+DASK_ENV = "TPUTUI_DASK"
+
+
+
+class ScaleOutError(UserError):
+    """The Dask cluster cannot be reached or failed: one line for the user."""
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
+    """The map for one host file, as a worker process or a Dask worker runs it."""
+    return op_stats.map_host(load_frame(hf, use_cache=use_cache), hf.host)
+
+
+def host_op_stats(run: RunData, host: str | None = None, progress: Progress | None = None) -> list[HostOpStats]:
+    """The op stats of one host, or of every host of the run (in host order)."""
+    hosts = [host] if host else run.require_hosts()
+    report = progress or current_progress()
+    found: dict[str, HostOpStats] = {}
+    todo: list[str] = []
+    for h in hosts:
+        memo_key = (KIND, h)
+        if memo_key in run.memo:
+            found[h] = run.memo[memo_key]
+            continue
+        cached = derived_cache.load(run.host_file(h), KIND, op_stats.FORMAT_VERSION) if run.use_cache else None
+        if isinstance(cached, HostOpStats):
+            found[h] = run.memo[memo_key] = cached
+        else:
+            todo.append(h)
+    if todo:
+        for h, stats in _compute(run, todo, report):
+            found[h] = run.memo[(KIND, h)] = stats
+            if run.use_cache:
+                derived_cache.store(run.host_file(h), KIND, op_stats.FORMAT_VERSION, stats)
+    return [found[h] for h in hosts]
+
+
+def run_op_stats(run: RunData, host: str | None = None, progress: Progress | None = None) -> OpStats:
+    """The hosts' op stats combined (XProf's ALL_HOSTS when host is None)."""
+    return op_stats.combine(host_op_stats(run, host, progress))
+
+
+def _compute(run: RunData, hosts: list[str], report: Progress | None):
+    files = [run.host_file(h) for h in hosts]
+    address = run.dask or os.environ.get(DASK_ENV)
+    if address:
+        yield from _on_dask(address, files, run.use_cache, report)
+        return
+    jobs = min(run.jobs or default_jobs(), len(files))
+    # Starting a worker costs about a second (imports); by default only big runs are worth it.
+    if jobs > 1 and (run.jobs or sum(hf.size for hf in files) >= PARALLEL_MIN_BYTES):
+        yield from _in_processes(files, jobs, run.use_cache, report)
+        return
+    keep = len(run.hosts) == 1  # a single host's frame serves the other tools too
+    for i, hf in enumerate(files):
+        if report:
+            report(f"op stats: host {i + 1}/{len(files)} ({hf.host})")
+        frame = run.frame(hf.host) if keep or run.has_frame(hf.host) else load_frame(hf, use_cache=run.use_cache)
+        yield hf.host, op_stats.map_host(frame, hf.host)
+        del frame
+
+
+def _quiet_worker() -> None:
+    """Worker processes print nothing (their errors come back as exceptions): a stray warning
+    must not land on the terminal the app draws on."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+
+
+def _start_resource_tracker() -> None:
+    """multiprocessing's resource tracker passes our stderr's fd to its process; under the app,
+    stderr is a capture with no real fd, so start it against the process's original stderr."""
+    try:
+        if sys.stderr.fileno() >= 0:
+            return
+    except (OSError, ValueError, AttributeError):
+        pass
+    saved, sys.stderr = sys.stderr, sys.__stderr__
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = saved
+
+
+def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Progress | None):
+    if report:
+        report(f"op stats: {len(files)} hosts in {jobs} worker processes")
+    _start_resource_tracker()
+    # spawn, not fork: the parent may already run Polars' and Textual's threads.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=_quiet_worker) as pool:
+        futures = {pool.submit(map_host_file, hf, use_cache): hf for hf in files}
+        for done, fut in enumerate(as_completed(futures), 1):
+            hf = futures[fut]
+            stats = fut.result()
+            if report:
+                report(f"op stats: {done}/{len(files)} hosts done ({hf.host})")
+            yield hf.host, stats
+
+
+def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progress | None):
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise ScaleOutError("--dask needs the dask extra: pip install 'tputui[dask]'") from None
+    try:
+        client = Client(address, timeout=10, set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise ScaleOutError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+    try:
+        if report:
+            workers = len(client.scheduler_info().get("workers", {}))
+            report(f"op stats: {len(files)} hosts on Dask at {address} ({workers} workers)")
+        futures = client.map(map_host_file, files, use_cache=use_cache, pure=False)
+        host_of = {f.key: hf.host for f, hf in zip(futures, files)}
+        for done, fut in enumerate(dask_completed(futures, loop=client.loop), 1):
+            try:
+                stats = fut.result()
+            except UserError:
+                raise
+            except Exception as e:  # noqa: BLE001 (a worker's failure, said in one line)
+                raise ScaleOutError(f"Dask worker failed on host {host_of[fut.key]}: {e}") from None
+            if report:
+                report(f"op stats: {done}/{len(files)} hosts done on Dask ({stats.host})")
+            yield stats.host, stats
+    finally:
+        client.close()
+
+
+def run_device_ops(run: RunData, host: str | None = None, progress: Progress | None = None) -> DeviceOps:
+    """The hosts' TPU device ops combined (op profile, HLO stats, roofline): hlo_ops.DeviceOps."""
+    hosts = host_op_stats(run, host, progress)
+    return combine_device_ops([h.device_ops for h in hosts], combine_perf([h.perf for h in hosts]))

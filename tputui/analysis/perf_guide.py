@@ -1,0 +1,347 @@
+"""The Cloud TPU performance guide's checks, on what a profile already holds.
+
+Each check names the ops it found, the figures and what to change:
+- layout padding: a tiled layout (e.g. `T(8,128)`) pads the two most-minor dimensions up to the
+  tile; padded bytes / logical bytes per materialized buffer (instructions outside fusions);
+- MXU alignment: dot contraction and output-feature sizes against the MXU (128 through v5e, 256
+  on v6e), and the rows (batch) against 8; the share of MXU work that is padding;
+- materialized broadcasts: a large `broadcast` outside a fusion written to memory and read by an
+  elementwise op (XLA could fuse it into the consumer);
+- host offload: copies between host memory (memory space 5, `S(5)`) and the device, bytes per run;
+- input-bound steps: the share of step time waiting on the host / infeed (10% or more, XProf's
+  input-bound threshold).
+`padding_of(shape)` is also used by the op profile's details card.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tputui.analysis import host_map
+from tputui.analysis.hlo_modules import hlo_modules
+from tputui.analysis.hlo_shape import TUPLE, type_name
+from tputui.analysis.hlo_text import HloModel, shape_str
+from tputui.analysis.op_stats import OpStats
+from tputui.data.run_data import RunData
+from tputui.proto import xla_data_pb2 as xd
+
+MIB = 1 << 20
+PADDING_MIN_RATIO, PADDING_MIN_BYTES = 1.25, 1 * MIB
+BROADCAST_MIN_BYTES = 1 * MIB
+INPUT_BOUND_PERCENT = 10.0  # XProf's kInfeedPercentageThreshold
+HOST_MEMORY_SPACE = 5
+ELEMENTWISE = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "select", "compare", "and", "or",
+               "xor", "power", "remainder", "atan2", "clamp"}
+_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
+          "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16, "s4": 0.5, "u4": 0.5, "f8e4m3fn": 1, "f8e5m2": 1}
+_ANY_TILE = -(1 << 63)  # XLA's Tile::kCombineDimension ("*")
+
+
+@dataclass
+class Finding:
+    op: str
+    module: str
+    figures: dict[str, Any]
+
+
+@dataclass
+class Check:
+    name: str
+    title: str
+    severity: str  # high | medium | info
+    detail: str
+    change: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ops(self) -> list[str]:
+        return [f.op for f in self.findings]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.name, "title": self.title, "severity": self.severity, "detail": self.detail,
+                "what_to_change": self.change,
+                "findings": [{"op": f.op, "module": f.module, **f.figures} for f in self.findings]}
+
+
+def findings_frame(checks: list[Check]) -> pl.DataFrame:
+    rows = [{"check": c.name, "op": f.op, "module": f.module, "figures": ", ".join(f"{k}={v}" for k, v in f.figures.items())}
+            for c in checks for f in c.findings]
+    return pl.DataFrame(rows, schema={"check": pl.String, "op": pl.String, "module": pl.String, "figures": pl.String})
+
+
+# --- padding ------------------------------------------------------------------------------
+def element_bytes(shape: xd.ShapeProto) -> float:
+    if shape.HasField("layout") and shape.layout.element_size_in_bits:
+        return shape.layout.element_size_in_bits / 8
+    return _BYTES.get(type_name(shape.element_type), 0)
+
+
+def padding_of(shape: xd.ShapeProto) -> tuple[int, int]:
+    """(logical bytes, bytes with the layout's first tile padding) of an array shape."""
+    if shape.element_type == TUPLE or not shape.dimensions:
+        return 0, 0
+    dims = list(shape.dimensions)
+    nbytes = element_bytes(shape)
+    logical = int(np.prod(dims, dtype=np.float64) * nbytes)
+    layout = shape.layout if shape.HasField("layout") else None
+    if layout is None or not layout.tiles or len(layout.minor_to_major) != len(dims):
+        return logical, logical
+    physical = [dims[i] for i in reversed(layout.minor_to_major)]  # major -> minor
+    tile = [t for t in layout.tiles[0].dimensions]
+    for j, t in enumerate(reversed(tile)):
+        k = len(physical) - 1 - j
+        if k < 0 or t in (_ANY_TILE, 0, 1):
+            continue
+        physical[k] = -(-physical[k] // t) * t
+    return logical, int(np.prod(physical, dtype=np.float64) * nbytes)
+
+
+_SHAPE_TEXT = re.compile(r"^(\w+)\[([\d,]*)\](?:\{([\d,]*)(?::([^}]*))?\})?$")
+_TILE_TEXT = re.compile(r"T\(([\d,*]+)\)")
+
+
+def padding_of_text(text: str) -> tuple[int, int] | None:
+    """padding_of for a shape as XLA prints it ("f32[3,100]{1,0:T(8,128)}"); None for tuples / unknown."""
+    m = _SHAPE_TEXT.match(text.strip())
+    if not m or not m.group(2):
+        return None
+    pt = m.group(1).upper()
+    if pt not in xd.PrimitiveType.keys():
+        return None
+    shape = xd.ShapeProto(element_type=xd.PrimitiveType.Value(pt), dimensions=[int(d) for d in m.group(2).split(",")])
+    if m.group(3):
+        shape.layout.minor_to_major.extend(int(d) for d in m.group(3).split(","))
+        tile = _TILE_TEXT.search(m.group(4) or "")
+        if tile:
+            shape.layout.tiles.add().dimensions.extend(
+                _ANY_TILE if d == "*" else int(d) for d in tile.group(1).split(","))
+    return padding_of(shape)
+
+
+def _materialized(model: HloModel):
+    """Instructions whose results live in memory: those outside fusion computations."""
+    for comp in model.comps.values():
+        if not comp.is_fusion_computation:
+            yield from comp.instructions
+
+
+def _padding_check(models: list[tuple[str, HloModel]]) -> Check | None:
+    found = []
+    for module, m in models:
+        for ins in _materialized(m):
+            if ins.opcode in ("parameter", "get-tuple-element", "bitcast", "tuple"):
+                continue
+            logical, padded = padding_of(ins.shape)
+            if logical and padded >= PADDING_MIN_RATIO * logical and padded - logical >= PADDING_MIN_BYTES:
+                found.append(Finding(ins.name, module, {"shape": shape_str(ins.shape), "logical_bytes": logical,
+                                                        "padded_bytes": padded, "expansion": round(padded / logical, 2)}))
+    if not found:
+        return None
+    found.sort(key=lambda f: -(f.figures["padded_bytes"] - f.figures["logical_bytes"]))
+    waste = sum(f.figures["padded_bytes"] - f.figures["logical_bytes"] for f in found)
+    return Check("layout_padding", "Layout padding wastes memory and bandwidth", "medium",
+                 f"{len(found)} buffers are at least {PADDING_MIN_RATIO}x their logical size once tiled; "
+                 f"{waste / MIB:,.1f} MiB of padding in all (largest: {found[0].op}, "
+                 f"{found[0].figures['expansion']}x).",
+                 "Make the two most-minor dimensions multiples of the tile (8 and 128 for f32, 16 and 128 for "
+                 "bf16): pad or reshape batch / feature sizes, or move a small dimension out of the minor position.",
+                 found[:50])
+
+
+# --- MXU alignment ------------------------------------------------------------------------
+def mxu_size(device_type: str) -> int:
+    """The MXU edge of a TPU generation: 256 on v6e (Trillium), 128 before."""
+    t = device_type.lower()
+    return 256 if ("v6" in t or "trillium" in t or "v7" in t) else 128
+
+
+def _roundup(n: int, k: int) -> int:
+    return -(-n // k) * k
+
+
+def _mxu_check(models: list[tuple[str, HloModel]], device_type: str, on_tpu: bool) -> Check | None:
+    mxu = mxu_size(device_type)
+    found = []
+    for module, m in models:
+        for ins in m.instrs.values():
+            if ins.opcode != "dot" or len(ins.operand_ids) < 2:
+                continue
+            lhs, rhs = m.instrs.get(ins.operand_ids[0]), m.instrs.get(ins.operand_ids[1])
+            if lhs is None or rhs is None:
+                continue
+            d = ins.dot_dimension_numbers
+            ldims, rdims = list(lhs.shape.dimensions), list(rhs.shape.dimensions)
+            k = int(np.prod([ldims[i] for i in d.lhs_contracting_dimensions if i < len(ldims)], dtype=np.int64))
+            rows = int(np.prod([v for i, v in enumerate(ldims) if i not in d.lhs_contracting_dimensions
+                                and i not in d.lhs_batch_dimensions], dtype=np.int64))
+            n = int(np.prod([v for i, v in enumerate(rdims) if i not in d.rhs_contracting_dimensions
+                             and i not in d.rhs_batch_dimensions], dtype=np.int64))
+            if k <= 0 or n <= 0 or rows <= 0:
+                continue
+            useful = k * n * rows
+            done = _roundup(k, mxu) * _roundup(n, mxu) * _roundup(rows, 8)
+            if done > useful:
+                found.append(Finding(ins.name, module, {"rows": rows, "contraction": k, "features": n, "mxu": mxu,
+                                                        "mxu_waste_percent": round(100.0 * (1 - useful / done), 1)}))
+    if not found:
+        return None
+    found.sort(key=lambda f: -f.figures["mxu_waste_percent"])
+    where = f"the {mxu}x{mxu} MXU of this {device_type}" if on_tpu else f"a {mxu}x{mxu} TPU MXU (this profile ran on CPU)"
+    return Check("mxu_alignment", "Matmul sizes not aligned to the MXU", "medium" if on_tpu else "info",
+                 f"{len(found)} dots have contraction or feature sizes that are not multiples of {mxu} (or rows "
+                 f"not a multiple of 8) for {where}; worst: {found[0].op}, "
+                 f"{found[0].figures['mxu_waste_percent']}% of its MXU work is padding.",
+                 f"Use feature / hidden sizes that are multiples of {mxu} and per-core batch sizes that are multiples "
+                 "of 8; after sharding, check the per-core batch (global batch / data-parallel cores).",
+                 found[:50])
+
+
+# --- broadcasts and host offload ------------------------------------------------------------
+def _broadcast_check(models: list[tuple[str, HloModel]]) -> Check | None:
+    found = []
+    for module, m in models:
+        for ins in _materialized(m):
+            if ins.opcode != "broadcast":
+                continue
+            logical, _ = padding_of(ins.shape)
+            users = [m.instrs[u] for u in m.users.get(ins.id, [])]
+            feeds = [u.name for u in users if u.opcode in ELEMENTWISE or u.opcode == "fusion"]
+            if logical >= BROADCAST_MIN_BYTES and feeds:
+                found.append(Finding(ins.name, module, {"bytes": logical, "shape": shape_str(ins.shape),
+                                                        "feeds": ", ".join(feeds[:4])}))
+    if not found:
+        return None
+    found.sort(key=lambda f: -f.figures["bytes"])
+    return Check("materialized_broadcast", "Large broadcasts written to memory", "medium",
+                 f"{len(found)} broadcasts outside fusions materialize {sum(f.figures['bytes'] for f in found) / MIB:,.1f} "
+                 f"MiB that elementwise ops then read back (largest: {found[0].op}).",
+                 "Let XLA fuse the broadcast into its consumer (avoid optimization barriers / custom calls between "
+                 "them), or broadcast inside the jitted function where the consumer is.", found[:50])
+
+
+def _memory_space(shape: xd.ShapeProto) -> int:
+    if shape.element_type == TUPLE:
+        return max((_memory_space(s) for s in shape.tuple_shapes), default=0)
+    return shape.layout.memory_space if shape.HasField("layout") else 0
+
+
+def _host_offload_check(models: list[tuple[str, HloModel]]) -> Check | None:
+    found = []
+    for module, m in models:
+        for ins in _materialized(m):
+            if ins.opcode != "copy-done" or not ins.operand_ids:
+                continue
+            start = m.instrs.get(ins.operand_ids[0])
+            src = start.shape.tuple_shapes[1] if start is not None and start.shape.tuple_shapes else None
+            to_host = _memory_space(ins.shape) == HOST_MEMORY_SPACE
+            from_host = src is not None and _memory_space(src) == HOST_MEMORY_SPACE
+            if to_host or from_host:
+                logical, _ = padding_of(ins.shape)
+                found.append(Finding(ins.name, module, {"direction": "device->host" if to_host else "host->device",
+                                                        "bytes": logical}))
+    if not found:
+        return None
+    total = sum(f.figures["bytes"] for f in found)
+    return Check("host_offload", "Host offload traffic", "info",
+                 f"{len(found)} copies move {total / MIB:,.1f} MiB between host memory (S(5)) and the device per "
+                 "run of their program.",
+                 "Host offload trades HBM for PCIe time: check in the trace viewer that the copies overlap compute; "
+                 "if they stall the step, offload less (e.g. fewer remat / optimizer-state offloads).", found[:50])
+
+
+# --- sharding and the op mix ------------------------------------------------------------------
+def per_core_dims(shape: xd.ShapeProto, sharding: xd.OpSharding) -> list[int] | None:
+    """A tiled parameter's shape on one core (dims divided by the tile counts, rounded up)."""
+    if sharding.type != xd.OpSharding.OTHER or not sharding.tile_assignment_dimensions:
+        return None
+    tiles = list(sharding.tile_assignment_dimensions)[:len(shape.dimensions)]
+    return [-(-d // t) for d, t in zip(shape.dimensions, tiles)]
+
+
+def _per_core_batch_check(models: list[tuple[str, HloModel]]) -> Check | None:
+    found = []
+    for module, m in models:
+        entry = m.comps.get(m.proto.entry_computation_id)
+        for ins in entry.instructions if entry is not None else ():
+            if ins.opcode != "parameter" or not ins.HasField("sharding") or len(ins.shape.dimensions) < 2:
+                continue
+            local = per_core_dims(ins.shape, ins.sharding)
+            split = local is not None and ins.shape.dimensions[0] >= ins.sharding.tile_assignment_dimensions[0] > 1
+            if split and (local[0] < 8 or local[0] % 8):
+                found.append(Finding(ins.name, module, {"global_shape": shape_str(ins.shape, layout=False),
+                                                        "per_core_batch": local[0],
+                                                        "per_core_dims": "x".join(map(str, local))}))
+    if not found:
+        return None
+    return Check("per_core_batch", "Per-core batch after sharding is small or unaligned", "info",
+                 f"{len(found)} sharded inputs leave each core a leading (batch) dimension that is under 8 or not a "
+                 f"multiple of 8 (e.g. {found[0].op}: {found[0].figures['per_core_dims']} per core).",
+                 "Choose the global batch as a multiple of 8 x the data-parallel cores, or shard another dimension.",
+                 found[:50])
+
+
+TAIL_TOP, TAIL_SHARE, LOW_FLOPS_FRACTION = 10, 0.2, 0.1
+
+
+def long_tail_check(ops: pl.DataFrame, peak_tflops: float) -> Check | None:
+    """Device ops past the top TAIL_TOP by self time that run under 10% of the peak FLOP rate and
+    together take TAIL_SHARE or more of the op time: the overhead of many small ops."""
+    ops = ops.filter(pl.col("name") != "IDLE").sort("self_time_ps", descending=True)
+    total = float(ops["self_time_ps"].sum()) if ops.height else 0.0
+    if total <= 0 or peak_tflops <= 0 or ops.height <= TAIL_TOP:
+        return None
+    tail = ops.slice(TAIL_TOP).with_columns(
+        rate=pl.col("flops") / (pl.col("self_time_ps").cast(pl.Float64) * 1e-12).clip(lower_bound=1e-30))
+    low = tail.filter(pl.col("rate") < LOW_FLOPS_FRACTION * peak_tflops * 1e12)
+    share = float(low["self_time_ps"].sum()) / total
+    if share < TAIL_SHARE:
+        return None
+    found = [Finding(r["name"], "", {"time_percent": round(100 * r["self_time_ps"] / total, 2),
+                                     "tflops": round(r["rate"] / 1e12, 3), "occurrences": r["occurrences"]})
+             for r in low.head(50).iter_rows(named=True)]
+    return Check("low_flops_tail", "A long tail of small, low-FLOPS ops", "medium",
+                 f"{low.height} ops outside the top {TAIL_TOP} run under {LOW_FLOPS_FRACTION:.0%} of the peak FLOP "
+                 f"rate and take {share:.1%} of device op time together.",
+                 "Fuse them: fewer, larger ops (jit larger functions, avoid host round trips and Python loops of "
+                 "small ops; scan instead of unrolled loops).", found)
+
+
+# --- input-bound ------------------------------------------------------------------------------
+def _input_check(stats: OpStats) -> Check | None:
+    steps = stats.steps.per_step()
+    if not len(steps):
+        return None
+    total = float(steps["duration_ps"].sum())
+    waiting = sum(float(steps[c].sum()) for c in ("host_wait_input_ps", "host_to_device_ps", "device_wait_host_ps")
+                  if c in steps.columns)
+    percent = 100.0 * waiting / total if total else 0.0
+    if percent < INPUT_BOUND_PERCENT:
+        return None
+    worst = steps.with_columns(w=sum(pl.col(c) for c in ("host_wait_input_ps", "host_to_device_ps", "device_wait_host_ps")
+                                     if c in steps.columns)).sort("w", descending=True).row(0, named=True)
+    return Check("input_bound", "Steps wait on the input pipeline", "high",
+                 f"{percent:.1f}% of step time is spent waiting for input (host input, host-to-device copies, "
+                 f"device waiting on the host); step {worst['step']} waits longest.",
+                 "See the input pipeline analyzer and the tf.data bottleneck: prefetch, parallelize map / interleave, "
+                 "cache or preprocess offline; feed larger batches per host.",
+                 [Finding(str(worst["name"] or worst["step"]), "", {"input_percent": round(percent, 1)})])
+
+
+def checks(run: RunData, host: str | None = None) -> list[Check]:
+    models = [(m.name, HloModel.build(m.parse())) for m in hlo_modules(run, host)]
+    stats = host_map.run_op_stats(run, host)  # the per-host op-stats, cached: the tools share it
+    on_tpu = stats.hardware_type == "TPU"
+    device_type = stats.device_type if on_tpu else "TPU"
+    tail = None
+    if on_tpu:
+        ops = host_map.run_device_ops(run, host)
+        tail = long_tail_check(ops.ops, ops.perf.peak_tflops)
+    found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models), tail,
+             _per_core_batch_check(models),
+             _broadcast_check(models), _host_offload_check(models)]
+    order = {"high": 0, "medium": 1, "info": 2}
+    return sorted((c for c in found if c is not None), key=lambda c: order[c.severity])

@@ -1,0 +1,183 @@
+"""The trace viewer's index on disk, and the two passes that open it.
+
+A host's final TraceIndex (every event, exact nesting, the level-of-detail pyramid) is written
+beside its decoded frame: `<cache root>/frames/<frame key>.trace<INDEX_VERSION>-<tputui
+version hash>/`, one .npy per array (memory-mapped on load) and `index.json` for the names,
+tracks and sections. Keyed like the frame (path, size, mtime), so a changed file, a new index
+format or a new tputui version builds it again; written to a temp dir and renamed (atomic); it
+sits in the frames dir, so the frames' LRU prune (`TPUTUI_CACHE_MAX_GB`) covers it.
+
+Opening (`open_index`): the index from disk when there is one (complete: nothing left to do);
+else the first pass, a quick index of the raw events only (no derived TPU lines, nesting by
+open-event count), drawn at once. `finish_index` (a worker, after the first frame) builds the
+final index, keeps it with the frame and saves it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+
+import tputui
+from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index, remember_index
+from tputui.analysis.trace_events import TraceEvents, trace_events
+from tputui.data.cache import cache_key, cache_root, prune
+from tputui.data.files import atomic_dir
+
+INDEX_VERSION = 1
+_ARRAYS = ("start", "end", "cover", "name", "source", "kind", "ev_row", "event_row", "row_count", "row_first",
+           "row_track", "row_depth", "name_hash")
+_LEVEL_ARRAYS = ("start", "end", "rep", "first_event", "events", "row_first", "row_count")
+
+Progress = Callable[[str], None] | None
+
+
+# --- the two passes ----------------------------------------------------------------------
+def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
+    """The host's index to draw first: the final one from the disk cache (or this process),
+    else the quick first pass over the raw events (`partial`; see finish_index)."""
+    hf = run.host_file(host)
+    entry = entry_path(run, host)
+    if entry is not None:
+        ix = load_index(entry)
+        if ix is not None:
+            ix.frame_loader = lambda: run.frame(host)
+            return ix
+    frame = run.frame(host)
+    ix = known_index(frame)
+    if ix is not None and ix.complete:
+        return ix
+    if progress:
+        progress(f"first pass over {hf.host}'s events ({frame.num_events:,})")
+    ix = TraceIndex(trace_events(frame, derived=False), progress, exact=False)
+    ix.partial = True
+    ix._events = None  # finish_index starts again from the frame: don't hold the raw events meanwhile
+    return ix
+
+
+def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = None) -> TraceIndex:
+    """The final index (derived lines, exact nesting, pyramid), kept with the frame and saved to
+    the disk cache; `first` itself when it already is final."""
+    if first.complete:
+        return first
+    frame = run.frame(host)
+    if first.partial:
+        if progress:
+            progress(f"all events, derived lines too ({frame.num_events:,} in the file)")
+        ix = TraceIndex(trace_events(frame), progress, exact=True)
+    else:
+        ix = first.refined(progress)
+    ix.build_pyramid(progress)
+    remember_index(frame, ix)
+    entry = entry_path(run, host)
+    if entry is not None:
+        if progress:
+            progress("saving the index for the next open")
+        try:
+            save_index(ix, entry)
+            prune(os.path.dirname(entry), keep=entry)
+        except OSError:
+            pass  # a read-only or full cache dir must not stop the user from reading a profile
+    return ix
+
+
+def cached_events(run, host: str | None) -> TraceEvents | None:
+    """The host's trace viewer events from a saved index (no decode), or None when none is saved."""
+    entry = entry_path(run, host)
+    ix = load_index(entry) if entry is not None else None
+    return events_of(ix) if ix is not None else None
+
+
+# --- the disk format ---------------------------------------------------------------------
+def entry_path(run, host: str | None) -> str | None:
+    """Where the host's index lives in the cache; None with --no-cache or an unkeyable file."""
+    if not run.use_cache:
+        return None
+    key = cache_key(run.host_file(host), None)
+    if key is None:
+        return None
+    version = hashlib.sha1(tputui.__version__.encode()).hexdigest()[:8]
+    return os.path.join(cache_root(), "frames", f"{key}.trace{INDEX_VERSION}-{version}")
+
+
+def save_index(ix: TraceIndex, path: str) -> None:
+    """Write a complete index as a cache entry at `path` (atomically; an existing one wins)."""
+    if not ix.complete:
+        raise ValueError("only a complete trace index is saved")
+    # cover = end unless some row has overlapping events: then it is not written twice.
+    cover_is_end = ix.cover is ix.end or np.array_equal(ix.cover, ix.end)
+    with atomic_dir(path) as tmp:
+        for name in _ARRAYS:
+            if not (name == "cover" and cover_is_end):
+                np.save(os.path.join(tmp, f"{name}.npy"), getattr(ix, name))
+        for k, lv in enumerate(ix.levels[1:], 1):
+            for name in _LEVEL_ARRAYS:
+                np.save(os.path.join(tmp, f"L{k}.{name}.npy"), getattr(lv, name))
+        meta = {
+            "version": INDEX_VERSION, "cover_is_end": cover_is_end, "names": ix.names,
+            "num_rows": ix.num_rows, "num_events": ix.num_events,
+            "t_min": ix.t_min, "t_max": ix.t_max, "gaps": [lv.gap for lv in ix.levels[1:]],
+            "tracks": [[t.pid, t.tid, t.name, t.section, t.first_row, t.num_rows] for t in ix.tracks],
+            "sections": [[s.pid, s.name, s.tracks] for s in ix.sections],
+            "processes": [[p, n] for p, n in ix.processes.items()],
+            "threads": [list(r) for r in ix.threads.iter_rows()],
+        }
+        with open(os.path.join(tmp, "index.json"), "w", encoding="utf-8") as f:
+            json.dump(meta, f)
+
+
+def load_index(path: str) -> TraceIndex | None:
+    """A saved index (arrays memory-mapped), or None when there is none or it is damaged."""
+    if not os.path.isdir(path):
+        return None
+    try:
+        with open(os.path.join(path, "index.json"), encoding="utf-8") as f:
+            meta = json.load(f)
+        if meta.get("version") != INDEX_VERSION:
+            return None
+        arr = {n: np.load(os.path.join(path, f"{n}.npy"), mmap_mode="r") for n in _ARRAYS
+               if not (n == "cover" and meta.get("cover_is_end"))}
+        arr.setdefault("cover", arr["end"])
+        levels = [Level(gap, *(np.load(os.path.join(path, f"L{k}.{n}.npy"), mmap_mode="r") for n in _LEVEL_ARRAYS))
+                  for k, gap in enumerate(meta["gaps"], 1)]
+        os.utime(path)  # recently used, for the LRU prune
+    except (OSError, ValueError, KeyError, TypeError):
+        shutil.rmtree(path, ignore_errors=True)  # damaged: the next open builds it again
+        return None
+    ix = TraceIndex.__new__(TraceIndex)
+    ix.__dict__.update(arr)
+    ix.names = meta["names"]
+    ix.num_rows, ix.num_events = int(meta["num_rows"]), int(meta["num_events"])
+    ix.t_min, ix.t_max = int(meta["t_min"]), int(meta["t_max"])
+    ix.tracks = [Track(*t) for t in meta["tracks"]]
+    ix.sections = [Section(p, n, list(t)) for p, n, t in meta["sections"]]
+    ix.processes = {int(p): n for p, n in meta["processes"]}
+    ix.threads = pl.DataFrame(meta["threads"], schema={"pid": pl.UInt32, "tid": pl.UInt32, "name": pl.String},
+                              orient="row")
+    ix.exact = True
+    ix.init_state(None)
+    ix.levels = [ix.level0()] + levels
+    ix.pyramid_ready = True
+    return ix
+
+
+def events_of(ix: TraceIndex) -> TraceEvents:
+    """The TraceEvents an index was built from, in their own order (ev_row inverted)."""
+    n = ix.num_events
+    order = np.empty(n, np.int64)
+    order[np.asarray(ix.ev_row)] = np.arange(n)
+    track_pid = np.array([t.pid for t in ix.tracks], np.uint32)
+    track_tid = np.array([t.tid for t in ix.tracks], np.uint32)
+    track = np.asarray(ix.row_track)[np.asarray(ix.event_row)[order]]
+    start = np.asarray(ix.start)[order]
+    procs = pl.DataFrame({"pid": list(ix.processes), "name": list(ix.processes.values())},
+                         schema={"pid": pl.UInt32, "name": pl.String})
+    return TraceEvents(pid=track_pid[track], tid=track_tid[track], start_ps=start,
+                       duration_ps=np.asarray(ix.end)[order] - start, name=np.asarray(ix.name)[order],
+                       source=np.asarray(ix.source)[order].astype(np.int64), kind=np.asarray(ix.kind)[order],
+                       names=ix.names, processes=procs, threads=ix.threads, frame=None)

@@ -1,0 +1,34 @@
+"""`G` on an op row opens the graph viewer on that HLO instruction's neighbourhood.
+
+Screens with op rows (op profile, HLO stats, roofline, memory viewer, megascale) mix this in and
+implement `graph_target() -> (instruction, program_id | None) | str | None`; a string says why the
+row has no single instruction. Without a program id the graph viewer takes the module holding the
+instruction.
+"""
+from __future__ import annotations
+
+from textual.binding import Binding
+
+GRAPH_TIP = "open the graph viewer on the highlighted op: what feeds it, what it feeds (Esc there goes back)"
+
+
+def graph_binding(screen_id: str) -> Binding:
+    return Binding("G", "show_in_graph", "Graph", id=f"{screen_id}.graph", tooltip=GRAPH_TIP)
+
+
+class GraphJumpMixin:
+    def graph_target(self):  # pragma: no cover - screens override
+        return None
+
+    def action_show_in_graph(self) -> None:
+        if getattr(self, "result", None) is None:
+            return
+        target = self.graph_target()
+        if target is None:
+            self.notify("select an op first", severity="warning")
+            return
+        if isinstance(target, str):
+            self.notify(target, severity="warning")
+            return
+        name, program = target
+        self.app.open_tool("graph_viewer", module=str(program) if program else None, node=name)
