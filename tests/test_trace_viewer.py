@@ -160,6 +160,12 @@ async def test_enter_collapses_and_expands_a_section():
         assert "▶ /device:TPU:0" in visible_text(tl)
         await pilot.press("enter")
         assert not tl.collapsed and len(tl._lines) == before
+        # Enter on a selected event fits it; it never folds the process it belongs to.
+        await pilot.press("down", "down")
+        assert len(tl.selection) == 1 and tl._lines[tl.focus_line][0] != "section"
+        span = tl.t1 - tl.t0
+        await pilot.press("enter")
+        assert not tl.collapsed and len(tl._lines) == before and tl.t1 - tl.t0 < span
 
 
 async def test_go_to_time_and_timing_marks():
