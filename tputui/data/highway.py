@@ -7,6 +7,12 @@ headers and test fixtures, not for gigabytes of chunk data.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
 # 'Riegeli/', 'records\n', 'Riegeli/', 'records\n' as little-endian words (the format spec).
 RIEGELI_KEY = (0x2F696C6567656952, 0x0A7364726F636572, 0x2F696C6567656952, 0x0A7364726F636572)
 _M = (1 << 64) - 1
@@ -99,6 +105,7 @@ def hash64_py(data, key=RIEGELI_KEY) -> int:
     return st.finish64()
 
 
+_hash64_c: Callable[[Buffer], int] | None  # None: the C extension is not built
 try:
     from tputui.data._highway import hash64 as _hash64_c
 except ImportError:  # extension not built: exact but slow
