@@ -85,7 +85,7 @@ class RawXSpace:
         return len(self.event_line)
 
 
-def decode_with_protobuf(data: bytes | mmap.mmap, plane_filter: Callable[[str], bool] | None = None) -> RawXSpace:
+def decode_with_protobuf(data: bytes | mmap.mmap | memoryview, plane_filter: Callable[[str], bool] | None = None) -> RawXSpace:
     """Reference decoder: protobuf's own parse, walked one message at a time.
 
     Slow (a Python object per event), but obviously right; the fast decoder must

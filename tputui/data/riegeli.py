@@ -77,7 +77,7 @@ def decompress(kind: int, data) -> bytes:
     body = bytes(data[start:])
     try:
         if kind == BROTLI:
-            import brotli  # a dependency for exactly this (pyproject)
+            import brotli  # type: ignore[import-untyped]  # a dependency for exactly this (pyproject); no types
 
             out = brotli.decompress(body)
         elif kind == ZSTD:
@@ -98,7 +98,7 @@ def decompress(kind: int, data) -> bytes:
     return out
 
 
-def simple_chunk_records(data, num_records: int, decoded_size: int) -> list[bytes]:
+def simple_chunk_records(data, num_records: int, decoded_size: int) -> list[memoryview]:
     """The records of one simple chunk ('r')."""
     kind = data[0]
     sizes_len, pos = read_varint(data, 1)

@@ -54,7 +54,7 @@ def decode(data: bytes, planes: PlaneSelector = None) -> XSpaceFrame:
     return XSpaceFrame(decode_raw(data, planes))
 
 
-def decode_raw(data: bytes | mmap.mmap, planes: PlaneSelector = None) -> RawXSpace:
+def decode_raw(data: bytes | mmap.mmap | memoryview, planes: PlaneSelector = None) -> RawXSpace:
     keep = plane_filter(planes)
     try:
         if wire is not None:
