@@ -56,10 +56,10 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
     if progress:
         progress(f"first pass over {hf.host}'s events ({frame.num_events:,})")
     ev = trace_events(frame, derived=False)
-    host = ev.pid == HOST_PID
+    on_host = ev.pid == HOST_PID
     # The first screen shows the devices: host threads (most of a TPU profile's events) come with
     # the final index, unless there is nothing else to show.
-    keep = np.flatnonzero(~host) if host.any() and not host.all() else None
+    keep = np.flatnonzero(~on_host) if on_host.any() and not on_host.all() else None
     if keep is not None:
         span = int(ev.start_ps.min()), int((ev.start_ps + ev.duration_ps).max())  # the view opens on all of it
         ev = TraceEvents(pid=ev.pid[keep], tid=ev.tid[keep], start_ps=ev.start_ps[keep],
