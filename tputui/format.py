@@ -68,7 +68,7 @@ def duration_us(us: float | None, decimals: int = 3, missing: str = "", micro: s
 def human_us(us: float | None, missing: str = "") -> str:
     """Microseconds in the unit that reads best, three significant digits (tables: numbers a
     person compares at a glance): "77.8 s", "1.23 ms", "412 us", "35.0 ns". Exports keep µs."""
-    if _absent(us):
+    if us is None or _absent(us):
         return missing
     if us == 0:
         return "0"
