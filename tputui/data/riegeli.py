@@ -98,7 +98,7 @@ def decompress(kind: int, data) -> bytes:
     return out
 
 
-def simple_chunk_records(data, num_records: int, decoded_size: int) -> list[bytes]:
+def simple_chunk_records(data, num_records: int, decoded_size: int) -> list[memoryview]:
     """The records of one simple chunk ('r')."""
     kind = data[0]
     sizes_len, pos = read_varint(data, 1)
@@ -204,7 +204,7 @@ class RecordReader:
             yield ctype, num_records, decoded_size, data, pos
             pos = end
 
-    def records(self) -> Iterator[memoryview]:
+    def records(self) -> Iterator[memoryview]:  # views into one chunk's decompressed records
         """Every record of every intact simple chunk, in file order."""
         for ctype, num_records, decoded_size, data, begin in self.chunks():
             if ctype in (SIGNATURE, METADATA, PADDING):

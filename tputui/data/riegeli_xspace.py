@@ -62,7 +62,7 @@ def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=
         if progress:
             progress(f"decoding {label or name} record {i + 1} ({len(record) / 1e6:.1f} MB)")
         try:
-            merger.add(decode_raw(record, planes))
+            merger.add(decode_raw(record, planes))  # type: ignore[arg-type]  # any buffer: the decoder reads y*
         except DecodeError as e:  # the hash matched, yet it is not an XSpace
             msg = f"{name}: skipped record {i + 1}, not an XSpace ({e})"
             reader.skipped.append(msg)

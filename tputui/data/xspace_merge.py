@@ -318,10 +318,10 @@ class XSpaceMerger:
         if len(es.owner) > 1 and not bool(np.all(es.owner[1:] >= es.owner[:-1])):
             o = np.argsort(es.owner, kind="stable")
             es = StatColumns(es.owner[o], es.stat[o], es.kind[o], es.value[o])
-        per_event = np.bincount(es.owner, minlength=n)
-        counts = per_event[gather]
+        per_event_all = np.bincount(es.owner, minlength=n)
+        counts = per_event_all[gather]
         owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-        first = np.concatenate(([0], np.cumsum(per_event)[:-1]))
+        first = np.concatenate(([0], np.cumsum(per_event_all)[:-1]))
         total = int(counts.sum())
         starts = first[gather] - np.concatenate(([0], np.cumsum(counts)[:-1]))
         idx = np.repeat(starts, counts) + np.arange(total, dtype=np.int64)
@@ -360,7 +360,7 @@ class XSpaceMerger:
 
         offset = take(self.events["offset_ps"]) + np.repeat(np.array(seg_delta, np.int64), counts)
         order = self._time_order(lines, line_num, event_line, take, offset)
-        segments = (runs, take)
+        segments: tuple | None = (runs, take)
         gather = None  # row of each event in the records' concatenated columns (only to re-sort)
         if order is not None:
             gather = np.repeat(np.array(seg_start, np.int64) - seg_first, counts) + np.arange(total, dtype=np.int64)
