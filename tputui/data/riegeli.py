@@ -77,7 +77,7 @@ def decompress(kind: int, data) -> bytes:
     body = bytes(data[start:])
     try:
         if kind == BROTLI:
-            import brotli  # type: ignore[import-untyped]  # a dependency for exactly this (pyproject); no types
+            import brotli  # a dependency for exactly this (pyproject)
 
             out = brotli.decompress(body)
         elif kind == ZSTD:
@@ -204,7 +204,7 @@ class RecordReader:
             yield ctype, num_records, decoded_size, data, pos
             pos = end
 
-    def records(self) -> Iterator[memoryview]:
+    def records(self) -> Iterator[memoryview]:  # views into one chunk's decompressed records
         """Every record of every intact simple chunk, in file order."""
         for ctype, num_records, decoded_size, data, begin in self.chunks():
             if ctype in (SIGNATURE, METADATA, PADDING):

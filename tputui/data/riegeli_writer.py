@@ -43,7 +43,7 @@ def compress(kind: int, data: bytes, level: int | None = None) -> bytes:
     if kind == NONE:
         return data
     if kind == BROTLI:
-        import brotli  # type: ignore[import-untyped]  # ships no types
+        import brotli
 
         body = brotli.compress(data, quality=6 if level is None else level)  # XLA writes "brotli:6"
     else:

@@ -318,10 +318,10 @@ class XSpaceMerger:
         if len(es.owner) > 1 and not bool(np.all(es.owner[1:] >= es.owner[:-1])):
             o = np.argsort(es.owner, kind="stable")
             es = StatColumns(es.owner[o], es.stat[o], es.kind[o], es.value[o])
-        stats_per_event = np.bincount(es.owner, minlength=n)
-        counts = stats_per_event[gather]
+        per_event_all = np.bincount(es.owner, minlength=n)
+        counts = per_event_all[gather]
         owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-        first = np.concatenate(([0], np.cumsum(stats_per_event)[:-1]))
+        first = np.concatenate(([0], np.cumsum(per_event_all)[:-1]))
         total = int(counts.sum())
         starts = first[gather] - np.concatenate(([0], np.cumsum(counts)[:-1]))
         idx = np.repeat(starts, counts) + np.arange(total, dtype=np.int64)
