@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from conftest import PROFILES
+from conftest import PROFILES, settle
 from rich.console import Console
 
 from tputui.app import TputuiApp
@@ -25,12 +25,6 @@ TWO = PROFILES / "jax_two_runs"
 TPU = PROFILES / "tpu_v6e_inference"
 QUERY = ("SELECT name, count(*) AS n, sum(duration_ns) AS ns, min(event_row) AS event_row FROM events "
          "WHERE name LIKE 'ynn_fusion%' GROUP BY name ORDER BY ns DESC")
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def make_app(root=TWO, tool="summary") -> TputuiApp:
