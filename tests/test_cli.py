@@ -239,3 +239,15 @@ def test_export_flags_come_from_the_registry(capsys):
     doc = json.loads(text)
     timelines = [a["timeline"] for a in doc["allocators"].values()]
     assert timelines and all(len(tl) <= 50 for tl in timelines) and max(len(tl) for tl in timelines) > 10
+
+
+def test_demo_offers_a_cpu_and_a_tpu_profile_each_under_1_mb():
+    from tputui.data.logdir import open_logdir
+    from tputui.data.run_data import RunData
+    from tputui.demo import demo_logdir
+    from tputui.export import run_tool
+
+    runs = open_logdir(demo_logdir()).runs
+    assert len(runs) == 2 and all(h.size < 1 << 20 for r in runs for h in r.hosts)
+    kinds = {r.name: run_tool(RunData(r), "summary", None).device_type for r in runs}
+    assert any("TPU" in (k or "") for k in kinds.values()), kinds

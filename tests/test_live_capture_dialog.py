@@ -16,7 +16,7 @@ SIZE = (120, 40)
 
 def app_on_copy(tmp_path) -> TputuiApp:
     shutil.copytree(PROFILES / "jax_mlp" / "plugins", tmp_path / "logs" / "plugins")
-    return TputuiApp(open_logdir(str(tmp_path / "logs")))
+    return TputuiApp(open_logdir(str(tmp_path / "logs")), tool="summary")
 
 
 async def fill(pilot, field: str, text: str) -> None:

@@ -31,7 +31,7 @@ def app_parser() -> argparse.ArgumentParser:
         epilog="subcommands (tputui SUBCOMMAND --help):\n"
                "  export   write a tool's result as JSON or CSV, no screen\n"
                "  capture  grab a profile from a running profiler server into a logdir\n"
-               "  monitor  live TPU utilization from a running profiler server\n"
+               "  monitor  live TPU figures: libtpu runtime metrics per chip, step time per worker\n"
                "  sql      answer a SQL query over a profile's events, ops and steps\n"
                "  diff     compare two runs: step time, KPIs, op deltas (a CI gate)\n\n"
                "examples:\n"
@@ -43,9 +43,13 @@ def app_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", help="run to open (default: newest)")
     p.add_argument("--host", help="host to open (default: all hosts / the first)")
     p.add_argument("--tool", help="tool to open directly (e.g. overview_page, trace_viewer)")
-    p.add_argument("--demo", action="store_true", help="open the bundled demo profile")
+    p.add_argument("--demo", action="store_true",
+                   help="open the bundled demo profiles (a JAX CPU run; r switches to a TPU v6e run)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
     _add_scale_arguments(p)
+    _add_timeout(p)
+    p.add_argument("--watch", type=_positive, metavar="SECONDS",
+                   help="rescan the logdir every SECONDS for runs captured meanwhile (R / F5 rescans once)")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
 
@@ -90,6 +94,7 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
     _add_scale_arguments(p)
+    _add_timeout(p)
     # Tool options, from the registry: every keyword option a tool's analysis takes.
     for name, (tools, default) in tool_options().items():
         what = f"{', '.join(tools)}: {OPTION_HELP.get(name, name.replace('_', ' '))}"
@@ -120,6 +125,42 @@ def tool_options() -> dict[str, tuple[list[str], object]]:
     return out
 
 
+def _add_timeout(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="gs://: give up listing the logdir after this long (default 30; 0 waits forever)")
+
+
+class _Status:
+    """Progress while opening a gs:// logdir: one line on a terminal's stderr, rewritten in place
+    and wiped before anything else is printed (nothing when stderr is a file or pipe)."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.on = label, sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, msg: str) -> None:
+        if self.on:
+            import shutil
+
+            width = shutil.get_terminal_size().columns - 1  # one line: \r can only rewrite that
+            print(f"\r\033[K{f'tputui: {self.label}: {msg}'[:width]}", end="", file=sys.stderr, flush=True)
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _open_logdir(path: str, timeout: float):
+    from tputui.data.waiting import open_logdir_waiting
+
+    status = _Status(f"listing {path}")
+    try:
+        return open_logdir_waiting(path, timeout, status)
+    finally:
+        status.clear()
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -148,12 +189,11 @@ def _tool_options(a: argparse.Namespace) -> dict:
 def run_export(argv: list[str]) -> int:
     import json
 
-    from tputui.data.logdir import open_logdir
     from tputui.data.run_data import RunData
     from tputui.export import listing, run_tool, write_result
 
     a = export_parser().parse_args(argv)
-    logdir = open_logdir(a.logdir)
+    logdir = _open_logdir(a.logdir, a.timeout)
     if a.list:
         found = listing(logdir, use_cache=not a.no_cache)
         _emit(json.dumps(found, indent=1) + "\n", a.output)
@@ -215,18 +255,93 @@ def _emit(text: str, output: str | None) -> int:
 
 
 def run_live(command: str, argv: list[str]) -> int:
+    if command == "monitor":
+        return run_monitor(argv)
     try:
-        if command == "capture":
-            from tputui.live import capture as mod
-            add, main = mod.add_capture_arguments, mod.main
-        else:
-            from tputui.live import monitor as mod
-            add, main = mod.add_monitor_arguments, mod.main
+        from tputui.live import capture as mod
+        add, main = mod.add_capture_arguments, mod.main
     except (ImportError, AttributeError):
         return _fail(f"'{command}' is not available in this build")
     p = argparse.ArgumentParser(prog=f"tputui {command}")
     add(p)
     return main(p.parse_args(argv)) or 0
+
+
+def monitor_parser() -> argparse.ArgumentParser:
+    from tputui.live.runtime_metrics import METRICS_ADDRESS
+    from tputui.live.tpu_resolve import add_tpu_arguments
+
+    p = argparse.ArgumentParser(
+        prog="tputui monitor", usage="%(prog)s [ADDRESS[,ADDRESS...] | --tpu NAME] [options]",
+        description="Live TPU figures: libtpu's runtime metrics per chip (on a TPU VM), and step time, idle "
+                    "and top ops from profile windows of each worker.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  tputui monitor                         on a TPU VM: this VM's chips and its profiler server\n"
+               "  tputui monitor --tpu my-pod            every worker of a multi-host TPU\n"
+               "  tputui monitor localhost:9012 --plain  lines instead of the pane")
+    p.add_argument("address", nargs="?", metavar="ADDRESS",
+                   help="profiler server(s) as host:port or grpc://host:port, comma-separated for several "
+                        "workers (default on a TPU VM: --tpu local)")
+    p.add_argument("--duration-ms", type=int, default=1000, help="length of each profile window (default 1000)")
+    p.add_argument("--profile-every", type=float, metavar="SECONDS",
+                   help="seconds from one profile window to the next (default: 10 when runtime metrics are "
+                        "followed, else back to back)")
+    p.add_argument("--runtime-metrics", metavar="ADDRESS",
+                   help=f"libtpu's runtime-metrics service (default on a TPU VM and with --tpu local: "
+                        f"{METRICS_ADDRESS}; 'off' to skip)")
+    p.add_argument("--metrics-interval", type=float, default=1.0, metavar="SECONDS",
+                   help="seconds between runtime-metrics reads (default 1)")
+    p.add_argument("--monitoring-level", type=int, default=2, choices=[1, 2],
+                   help="--plain detail: 1 device and utilization, 2 adds cores, idle, step time, infeed (default 2)")
+    p.add_argument("--num-queries", type=int, default=None, metavar="N",
+                   help="stop after N cycles: runtime-metrics reads when followed, else windows of each worker "
+                        "(default: --plain 100, the pane runs until you quit)")
+    p.add_argument("--plain", action="store_true",
+                   help="print lines instead of the live pane (the default when stdout is not a terminal)")
+    p.add_argument("--save-windows", metavar="LOGDIR",
+                   help="also write every profile window as a run in LOGDIR (opens with tputui LOGDIR)")
+    add_tpu_arguments(p)
+    return p
+
+
+def run_monitor(argv: list[str]) -> int:
+    from tputui.errors import UserError
+    from tputui.live.feed import LiveFeed
+    from tputui.live.monitor import MonitorSession
+    from tputui.live.runtime_metrics import METRICS_ADDRESS, RuntimePoller
+    from tputui.live.tpu_resolve import addresses_from, on_tpu_vm
+
+    a = monitor_parser().parse_args(argv)
+    if a.num_queries is not None and a.num_queries < 1:
+        raise UserError("--num-queries must be at least 1")
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    tpu = a.tpu
+    if not a.address and not tpu and on_tpu_vm():
+        say("on a TPU VM: following this VM's chips and profiler server (--tpu local)")
+        tpu = "local"
+    addresses = addresses_from(a.address, tpu, a.zone, a.project, a.profiler_port, say=say)
+    # libtpu serves this VM's chips to local clients only: followed on a TPU VM, whoever is profiled
+    metrics = a.runtime_metrics or (METRICS_ADDRESS if tpu == "local" or on_tpu_vm() else None)
+    poller = None if metrics in (None, "off") else RuntimePoller(metrics, a.metrics_interval)
+    every = a.profile_every if a.profile_every is not None else (10.0 if poller else 0.0)
+    sessions = [MonitorSession(x, a.duration_ms, a.monitoring_level, interval_s=every) for x in addresses]
+    feed = LiveFeed(sessions, poller)
+    if len(addresses) > 1:
+        say(f"monitoring {len(addresses)} workers: {', '.join(addresses)}")
+    plain = a.plain or not sys.stdout.isatty()
+    if plain and not a.plain:
+        say("stdout is not a terminal: printing --plain lines")
+    if plain:
+        from tputui.live.plain import run_plain
+
+        return run_plain(feed, a.num_queries or 100, save_windows=a.save_windows)
+    from tputui.monitor_app import run_monitor_app
+
+    return run_monitor_app(feed, a.duration_ms, num_queries=a.num_queries, save_windows=a.save_windows)
 
 
 def run_app(argv: list[str]) -> int:
@@ -236,8 +351,6 @@ def run_app(argv: list[str]) -> int:
 
         print(f"tputui {__version__}")
         return 0
-    from tputui.data.logdir import open_logdir
-
     if a.demo and a.logdir:
         return _fail("give a LOGDIR or --demo, not both")
     if a.demo:
@@ -251,7 +364,7 @@ def run_app(argv: list[str]) -> int:
         return _fail("give a LOGDIR (or --demo)")
     if not os.path.exists(path) and not any(c in path for c in "/.:"):  # a mistyped subcommand, most likely
         return _fail(f"no such file or directory: {path} (subcommands: {', '.join(SUBCOMMANDS)})")
-    logdir = open_logdir(path)  # bad paths fail here, before the screen takes over
+    logdir = _open_logdir(path, a.timeout)  # bad paths fail here, before the screen takes over
     run = logdir.run(a.run)
     if a.host:
         run.host(a.host)
@@ -267,15 +380,37 @@ def run_app(argv: list[str]) -> int:
     from tputui.app import TputuiApp
 
     app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
-                    jobs=a.jobs, dask=a.dask)
+                    jobs=a.jobs, dask=a.dask, watch=a.watch)
     app.run()
     return app.return_code or 0
+
+
+def _warnings_to_stderr() -> None:
+    """Warnings the data layer logs (a damaged .xplane.riegeli region skipped) as one stderr line
+    each; the app replaces this with notifications while it runs."""
+    import logging
+
+    class ToStderr(logging.Handler):
+        seen: set[str] = set()  # a file read again (another tool's planes) warns once
+
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if message not in self.seen:
+                self.seen.add(message)
+                print(f"tputui: warning: {message}", file=sys.stderr, flush=True)  # stderr of the moment
+
+    log = logging.getLogger("tputui")
+    if not any(type(h).__name__ == "ToStderr" for h in log.handlers):
+        log.addHandler(ToStderr(logging.WARNING))
+        log.propagate = False
 
 
 def main(argv: list[str] | None = None) -> int:
     from tputui.errors import UserError
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("export", "capture", "monitor"):  # the app shows them as notifications
+        _warnings_to_stderr()
     try:
         if argv and argv[0] == "export":
             return run_export(argv[1:])

@@ -9,7 +9,8 @@ sits in the frames dir, so the frames' LRU prune (`TPUTUI_CACHE_MAX_GB`) covers 
 
 Opening (`open_index`): the index from disk when there is one (complete: nothing left to do);
 else the first pass, a quick index of the raw events only (no derived TPU lines, nesting by
-open-event count), drawn at once. `finish_index` (a worker, after the first frame) builds the
+open-event count; on a device profile, without the host threads' events, its `deferred`
+sections), drawn at once. `finish_index` (a worker, after the first frame) builds the
 final index, keeps it with the frame and saves it.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ import polars as pl
 
 import tputui
 from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index, remember_index
-from tputui.analysis.trace_events import TraceEvents, trace_events
+from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
 from tputui.data.cache import cache_key, cache_root, prune
 from tputui.data.files import atomic_dir
 
@@ -54,15 +55,33 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
         return ix
     if progress:
         progress(f"first pass over {hf.host}'s events ({frame.num_events:,})")
-    ix = TraceIndex(trace_events(frame, derived=False), progress, exact=False)
+    ev = trace_events(frame, derived=False)
+    host = ev.pid == HOST_PID
+    # The first screen shows the devices: host threads (most of a TPU profile's events) come with
+    # the final index, unless there is nothing else to show.
+    keep = np.flatnonzero(~host) if host.any() and not host.all() else None
+    if keep is not None:
+        span = int(ev.start_ps.min()), int((ev.start_ps + ev.duration_ps).max())  # the view opens on all of it
+        ev = TraceEvents(pid=ev.pid[keep], tid=ev.tid[keep], start_ps=ev.start_ps[keep],
+                         duration_ps=ev.duration_ps[keep], name=ev.name[keep], source=ev.source[keep],
+                         kind=ev.kind[keep], names=ev.names, processes=ev.processes, threads=ev.threads,
+                         frame=ev.frame)
+    ix = TraceIndex(ev, progress, exact=False)
     ix.partial = True
     ix._events = None  # finish_index starts again from the frame: don't hold the raw events meanwhile
+    if keep is not None:
+        ix.ev_row = keep[ix.ev_row].astype(ix.ev_row.dtype)  # rows of the full events, as the final index has
+        ix.t_min, ix.t_max = min(ix.t_min, span[0]), max(ix.t_max, span[1])
+        ix.deferred = tuple(k for k, sec in enumerate(ix.sections) if sec.pid == HOST_PID)
+        for k in ix.deferred:
+            ix.sections[k].name += " (loading in the background)"
     return ix
 
 
 def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = None) -> TraceIndex:
-    """The final index (derived lines, exact nesting, pyramid), kept with the frame and saved to
-    the disk cache; `first` itself when it already is final."""
+    """The final index (derived lines, exact nesting, pyramid), saved to the disk cache and
+    returned read back from it (memory-mapped: the built arrays are freed), or kept with the
+    frame when it cannot be saved; `first` itself when it already is final."""
     if first.complete:
         return first
     frame = run.frame(host)
@@ -73,7 +92,6 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
     else:
         ix = first.refined(progress)
     ix.build_pyramid(progress)
-    remember_index(frame, ix)
     entry = entry_path(run, host)
     if entry is not None:
         if progress:
@@ -83,6 +101,11 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
             prune(os.path.dirname(entry), keep=entry)
         except OSError:
             pass  # a read-only or full cache dir must not stop the user from reading a profile
+        saved = load_index(entry)
+        if saved is not None:
+            saved._frame = frame
+            return saved
+    remember_index(frame, ix)
     return ix
 
 

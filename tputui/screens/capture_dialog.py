@@ -173,7 +173,7 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
 
         try:
             say("Resolving the TPU…" if form["tpu"] else "Connecting…")
-            addresses = addresses_from(form["address"], form["tpu"])
+            addresses = addresses_from(form["address"], form["tpu"], say=say)  # says which port answered
             result = capture(addresses, form["logdir"], duration_ms=form["duration_ms"],
                              attempts=form["attempts"], tracer=form["tracer"], progress=say)
         except LiveError as e:

@@ -13,7 +13,7 @@ from tputui.analysis.op_events import framework_op_rows
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import (
     CSV_TIP,
-    TIMES_US,
+    TIME_COLUMNS,
     CsvExportMixin,
     ResultKeysMixin,
     TraceJumpMixin,
@@ -23,7 +23,7 @@ from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
 TOP = 8
-UNITS = Units({**TIMES_US, "measured_flop_rate": "GFLOP/s", "model_flop_rate": "GFLOP/s",
+UNITS = Units({"measured_flop_rate": "GFLOP/s", "model_flop_rate": "GFLOP/s",
                "measured_memory_bw": "GB/s", "operational_intensity": "FLOP/B"})
 IDLE = "IDLE"
 NO_OPS = "No framework ops in this profile (no TensorFlow / tf.data ops on the host or device): only IDLE, as in XProf."
@@ -35,9 +35,9 @@ def tail_label(name: str, width: int) -> str:
 
 
 class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
-    help_notes = ("Times are in µs (units are in the column headers). The bars are XProf's pie charts: each side's "
-                  "self time by op and by op type, as a share of that side's total. [b]v[/b] opens the trace viewer "
-                  "with the highlighted op's events selected.")
+    help_notes = ("Times in human units (CSV keeps µs); other units are in the column headers. The bars are "
+                  "XProf's pie charts: each side's self time by op and by op type, as a share of that side's "
+                  "total. [b]v[/b] opens the trace viewer with the highlighted op's events selected.")
     BINDINGS = [Binding("i", "toggle_idle", "IDLE on/off", id="fos.idle",
                         tooltip="show or hide the IDLE rows (time without ops) in the table and charts"),
                 Binding("v", "show_in_trace", "Show in trace", id="fos.trace",
@@ -59,8 +59,11 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
             self.charts[side] = (HBarChart(title=f"{side}: self time by op", unit="%", id=f"{side.lower()}-ops"),
                                  HBarChart(title=f"{side}: self time by op type", unit="%", id=f"{side.lower()}-types"))
         pct = {c: fmt.fraction_percent for c in result.with_idle.columns if c.endswith("_percent")}
-        times = {c: fmt.number for c in ("total_time", "avg_time", "total_self_time", "avg_self_time")}
-        self.table = FrameTable(formats=UNITS.formats({**times, **pct}), id="ops")
+        times = {c: fmt.human_us for c in TIME_COLUMNS}
+        self.table = FrameTable(formats=UNITS.formats({**times, **pct}), id="ops", key="operation", hidden=("rank",),
+                                lead=("total_self_time", "host_total_self_time_percent",
+                                      "device_total_self_time_percent", "occurrences", "avg_self_time",
+                                      "total_time", "avg_time"))
         if self.sides:
             self.body.mount(Horizontal(*(c for pair in self.charts.values() for c in pair), id="charts"))
         else:

@@ -18,6 +18,7 @@ from tputui import format as fmt
 from tputui.analysis.megascale import MegascaleResult
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin
 from tputui.widgets.table import FrameTable
 
 HIDDEN = ("exceeds_network",)
@@ -48,8 +49,9 @@ def empty_line(result: MegascaleResult) -> str:
             " (megascale stats need a multi-slice TPU run).")
 
 
-class MegascaleScreen(GraphJumpMixin, ToolScreen):
-    BINDINGS = [Binding("g", "bandwidth", "DCN Gbps", id="megascale.gbps"), graph_binding("megascale")]
+class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
+    BINDINGS = [Binding("B", "bandwidth", "DCN Gbps", id="megascale.gbps"), graph_binding("megascale"),
+                Binding("x", "export_csv", "CSV", id="megascale.csv", tooltip=CSV_TIP)]
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
     MegascaleScreen #empty { height: auto; padding: 1 1; color: $text-muted; }
@@ -107,7 +109,7 @@ class MegascaleScreen(GraphJumpMixin, ToolScreen):
             text.append(f"\n{d}", style="dim")
         self.query_one("#summary", Static).update(text)
         self.table.border_title = (f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter"
-                                   " · g Gbps · enter trace")
+                                   " · B Gbps · enter trace")
         flagged = result.flagged_names
         self.table.formats["name"] = (lambda v: f"! {v}" if v in flagged else v)
         self.table.refresh()
@@ -162,3 +164,6 @@ class MegascaleScreen(GraphJumpMixin, ToolScreen):
         # The trace viewer opens on the app's host; with none picked that is the run's first host,
         # the same one this table is for.
         show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=span[0], end_ps=span[1]))
+
+    def export_frame(self):
+        return self.table.frame if self.table is not None else None

@@ -121,8 +121,8 @@ def _diagnostics(r: OverviewResult) -> Text:
 
 class OverviewScreen(CsvExportMixin, ToolScreen):
     BINDINGS = [
-        Binding("n", "next_tool", "Next tool", id="overview.next"),
-        Binding("i", "open('input_pipeline_analyzer')", "Input pipeline", id="overview.input_pipeline"),
+        Binding("J", "next_tool", "Next tool", id="overview.next"),
+        Binding("I", "open('input_pipeline_analyzer')", "Input pipeline", id="overview.input_pipeline"),
         Binding("x", "export_csv", "CSV", id="overview.csv"),
     ]
     DEFAULT_CSS = """

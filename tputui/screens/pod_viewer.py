@@ -51,7 +51,7 @@ class PodViewerScreen(ToolScreen):
     BINDINGS = [
         Binding("right_square_bracket", "step(1)", "Next step", id="pod.next"),
         Binding("left_square_bracket", "step(-1)", "Prev step", id="pod.prev"),
-        Binding("c", "category(1)", "Category", id="pod.category"),
+        Binding("k", "category(1)", "Category", id="pod.category"),
     ]
     DEFAULT_CSS = """
     PodViewerScreen StepBar { height: 1; padding: 0 1; }
@@ -154,7 +154,7 @@ class PodViewerScreen(ToolScreen):
         bar.append("colour: ", style="dim")
         bar.append(CATEGORY_NAMES[key], style="bold")
         bar.append(f"   {len(df)} core{'s' if len(df) != 1 else ''} · {self.pod.device_type}   "
-                   "[ ] step · c category", style="dim")
+                   "[ ] step · k category", style="dim")
         self.query_one("#stepbar", StepBar).update(bar)
         self.query_one("#legend", Static).update(self.heatmap.legend())
         # Stacked columns: per chip (x = global chip id), the mean over its cores, in ms.

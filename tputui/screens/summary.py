@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 from textual import work
+from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Static
@@ -11,13 +12,15 @@ from textual.widgets import Static
 from tputui import format as fmt
 from tputui.analysis.summary import HostSummary, RunSummary
 from tputui.screens.base import ToolScreen
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin
 from tputui.tools import TOOLS
 from tputui.widgets.table import FrameTable
 
 MAX_HOST_LINES = 8  # hosts listed one per line; the rest are counted
 
 
-class SummaryScreen(ToolScreen):
+class SummaryScreen(CsvExportMixin, ToolScreen):
+    BINDINGS = [Binding("x", "export_csv", "CSV", id="summary.csv", tooltip=CSV_TIP)]
     DEFAULT_CSS = """
     SummaryScreen #facts { height: auto; max-height: 50%; padding: 0 1; overflow-y: auto; }
     SummaryScreen #facts > Static { width: 1fr; height: auto; }
@@ -106,6 +109,11 @@ class SummaryScreen(ToolScreen):
             if h.start_time_ns and h.stop_time_ns:
                 t.add_row("  captured for", fmt.duration_ps((h.stop_time_ns - h.start_time_ns) * 1000))
         return t
+
+
+    def export_frame(self):
+        tables = self.query("#lines")
+        return tables.first().frame if tables else None
 
 
 def _planes_text(h: HostSummary) -> str:
