@@ -43,8 +43,10 @@ ALL_PROFILES = ["jax_live_capture", "jax_mlp", "jax_two_runs", "tf_keras", "tf_l
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own cache dir: nothing leaks into ~/.cache or between tests."""
+    """Every test gets its own cache and config dirs: nothing leaks into ~/.cache, the user's
+    saved theme never changes a snapshot, and nothing leaks between tests."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +60,10 @@ def server():
 
 
 # --- app tests ----------------------------------------------------------------------------------
-def make_app(profile: str | pathlib.Path = "tpu_v6e_inference", tool: str | None = None, **kw):
+def make_app(profile: str | pathlib.Path = "tpu_v6e_inference", tool: str | None = "summary", **kw):
     """The app on a fixture profile (a name under tests/fixtures/profiles or tests/fixtures, or a
-    path), opening `tool`. Textual is imported here, not at the top: headless tests stay headless."""
+    path), opening `tool` (the summary unless named; None: the app's own default, the overview).
+    Textual is imported here, not at the top: headless tests stay headless."""
     from tputui.app import TputuiApp
     from tputui.data.logdir import open_logdir
 

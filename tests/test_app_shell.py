@@ -79,7 +79,7 @@ async def test_host_picker_and_help():
         assert isinstance(app.screen, HelpScreen)
         everywhere = dict(app.screen.everywhere)
         assert everywhere["t"].startswith("pick a tool") and everywhere["r"].startswith("pick a run")
-        assert everywhere["h"].startswith("pick a host") and everywhere["q ^q"] == "quit"
+        assert everywhere["h"].startswith("pick a host") and everywhere["q ^c ^q"] == "quit"
         await pilot.press("escape")
         await pilot.press("q")
     assert app.return_code in (0, None)
@@ -91,7 +91,7 @@ async def test_corrupt_host_file_is_a_notification_not_a_crash(tmp_path):
     good = next((PROFILES / "jax_mlp").rglob("*.xplane.pb")).read_bytes()
     (run / "broken.xplane.pb").write_bytes(good[: len(good) // 3])
     shutil.copy(next((PROFILES / "jax_mlp").rglob("*.xplane.pb")), run / "fine.xplane.pb")
-    app = TputuiApp(open_logdir(str(tmp_path)), host="broken")
+    app = TputuiApp(open_logdir(str(tmp_path)), host="broken", tool="summary")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "truncated or corrupt" in (app.screen.error or "")
@@ -184,17 +184,18 @@ async def test_command_palette_lists_tools_runs_and_hosts_before_typing():
 
 
 async def test_a_screen_replaced_while_loading_does_not_draw(monkeypatch):
-    """Switching tools quickly: the first screen's result arrives after it was replaced."""
+    """Switching tools quickly: the first screen's result arrives after it was left (it is kept
+    for Esc, so it may draw, but it never notifies over the screen on top)."""
     app = make_app("jax_mlp")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         first = app.screen
         app.open_tool("framework_op_stats")
         await settle(pilot)
-        # Late worker results: Textual drops messages to a closed screen (no draw, no notification).
-        assert not first.post_message(first.Loaded(first.result))
-        assert not first.post_message(first.LoadFailed("late error"))
-        await pilot.pause()
+        # Late worker results reach the kept screen (Esc shows it as it was), never the one on top.
+        first.post_message(first.Loaded(first.result))
+        first.post_message(first.LoadFailed("late error"))
+        await settle(pilot)
         assert app.screen.tool.name == "framework_op_stats" and app.screen.error is None
         assert not any("late error" in str(n.message) for n in app._notifications)
 
@@ -224,7 +225,7 @@ async def test_summary_says_which_tools_have_data_and_the_picker_reuses_it():
 async def test_summary_of_many_hosts_is_one_line_per_host():
     from conftest import ROOT
 
-    app = TputuiApp(open_logdir(str(ROOT / "tests" / "fixtures" / "pod" / "pod_v4_32")))
+    app = TputuiApp(open_logdir(str(ROOT / "tests" / "fixtures" / "pod" / "pod_v4_32")), tool="summary")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.screen
@@ -268,3 +269,48 @@ async def test_a_filter_stays_visible_after_the_filter_bar_closes():
         await pilot.press("escape")
         assert table.row_count == total
         assert "filter" not in table.render_line(table.size.height - 1).text
+
+
+async def test_theme_is_kept_between_runs(tmp_path, monkeypatch):
+    """A theme picked in the app comes back on the next start (from the user config dir)."""
+    import json
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    app = make_app("jax_mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.theme == "textual-dark" and not (tmp_path / "tputui").exists()  # nothing saved at start
+        app.theme = "solarized-light"
+        await pilot.pause()
+    assert json.loads((tmp_path / "tputui" / "settings.json").read_text()) == {"theme": "solarized-light"}
+    again = make_app("jax_mlp")
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert again.theme == "solarized-light" and again.screen.error is None
+    (tmp_path / "tputui" / "settings.json").write_text('{"theme": "no-such-theme"}')
+    assert make_app("jax_mlp").theme == "textual-dark"  # an unknown name is ignored
+
+
+@pytest.mark.parametrize("tool", ["summary", "trace_viewer"])
+async def test_ctrl_c_quits_from_a_screen_and_from_a_picker(tool):
+    for keys in (["ctrl+c"], ["r", "ctrl+c"], ["slash", "ctrl+c"]):
+        app = make_app("jax_mlp", tool=tool)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press(*keys)
+            await pilot.pause()
+            assert not app.is_running, keys
+
+
+@pytest.mark.parametrize("profile", ["tpu_v6e_inference", "tf_loop"])
+async def test_default_first_screen_is_the_overview(profile):
+    """XProf opens on the overview page; so do we (the summary stays on t)."""
+    app = TputuiApp(open_logdir(str(PROFILES / profile)))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(5):
+            await settle(pilot)
+        assert app.screen.tool.name == "overview_page" == app.tool_name and app.screen.error is None
+        assert app.screen.result.run_environment is not None
+        app.open_tool("summary")
+        await settle(pilot)
+        assert app.screen.tool.name == "summary" and len(app.screen_stack) == 3

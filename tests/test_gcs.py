@@ -284,6 +284,21 @@ def test_cli_export_and_list(gcs_env, capsys):
     assert doc["runs"][0]["path"] == f"{url('jax_two_runs')}/plugins/profile/2026_11_22_12_58_50"
 
 
+def test_cli_sql_and_diff_on_gs_urls_equal_local(gcs_env, capsys):
+    from tputui.cli import main
+
+    query = "SELECT category, count(*) AS n, sum(self_time_ns) AS ns FROM events GROUP BY category ORDER BY 1"
+    outs = []
+    for root in (url("tpu_v6e_inference"), str(PROFILES / "tpu_v6e_inference")):
+        assert main(["sql", root, query, "--format", "json"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and len(json.loads(outs[0])) == 5
+    # A bucket run against the same run on disk: nothing changed.
+    assert main(["diff", url("jax_two_runs"), str(PROFILES / "jax_two_runs"), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["step_time"]["delta_pct"] == 0 and all(r["delta_us"] == 0 for r in d["framework_ops"])
+
+
 @pytest.mark.parametrize("target,fault,expect", [
     ("gs://no-such-bucket/logs", None, "bucket 'no-such-bucket' not found"),
     (f"gs://{BUCKET}/nothing/here", None, "no such prefix"),
@@ -530,3 +545,18 @@ def test_host_checks_on_gs_download_nothing_and_list_marks_a_bad_object(gcs_env,
     assert code == 0 and "1 host file(s) unreadable" in err
     (run,) = json.loads(out)["runs"]
     assert list(run["unreadable"]) == ["bad"] and "truncated or corrupt XSpace" in run["unreadable"]["bad"]
+
+
+def test_riegeli_run_reads_like_local(gcs_env):
+    """A .xplane.riegeli run from gs:// (downloaded once, then read record by record) equals the local one."""
+    emu, _ = gcs_env
+    src = PROFILES.parent / "riegeli" / "tpu_lines_zstd"
+    emu.upload_tree(str(src / "plugins"), BUCKET, "riegeli_tpu/plugins")
+    (run,) = open_logdir(f"gs://{BUCKET}/riegeli_tpu").runs
+    (host,) = run.hosts
+    assert host.format == "riegeli" and host.path.endswith(".xplane.riegeli")
+    a = RunData(run).frame()
+    b = RunData(open_logdir(str(src)).runs[0]).frame()
+    for table in ("planes", "lines", "events", "event_metadata", "event_stats"):
+        assert getattr(a, table).equals(getattr(b, table)), table
+    assert a.num_events > 20_000

@@ -16,7 +16,7 @@ SIZE = (120, 40)
 
 def app_on_copy(tmp_path) -> TputuiApp:
     shutil.copytree(PROFILES / "jax_mlp" / "plugins", tmp_path / "logs" / "plugins")
-    return TputuiApp(open_logdir(str(tmp_path / "logs")))
+    return TputuiApp(open_logdir(str(tmp_path / "logs")), tool="summary")
 
 
 async def fill(pilot, field: str, text: str) -> None:
@@ -66,6 +66,10 @@ async def test_errors_stay_in_the_dialog(tmp_path):
         assert app.screen is dialog and not dialog.busy
         assert str(dialog.query_one("#capture-error").content).startswith("failed to connect to 127.0.0.1:")
         await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, CaptureDialog)
+        # A capture finishing after the dialog closed: its news is dropped, nothing breaks.
+        assert not dialog.post_message(dialog.Finished(error="late"))
         await pilot.pause()
         assert not isinstance(app.screen, CaptureDialog)
     assert len(open_logdir(str(tmp_path / "logs")).runs) == 1  # nothing written

@@ -31,7 +31,7 @@ async def test_table_bandwidth_flag_and_enter():
         assert table.row_count == 4 and table.row(0)["name"] == "dcn_allreduce_grads"
         stalls = table.frame["aggregated_total_stall_ms"].to_list()
         assert stalls == sorted(stalls, reverse=True)
-        await pilot.press("g")
+        await pilot.press("B")
         assert screen.query_one("#gbps", Input).has_focus
         await pilot.press(*"200", "enter")
         await pilot.pause()
@@ -75,7 +75,7 @@ async def test_detail_line_reads_the_whole_row():
         assert "aggregated stall 1.916 ms · 16.00 MiB · needs 706.41 Gbps" in detail()
         await pilot.press("down")
         assert detail().startswith("dcn_allgather_params · ALL_GATHER · 5×") and "4.00 MiB" in detail()
-        await pilot.press("g", *"500", "enter")
+        await pilot.press("B", *"500", "enter")
         await pilot.pause()
         await pilot.press("up")
         assert detail().endswith("more than the network")
@@ -90,7 +90,7 @@ async def test_no_dcn_collectives_is_one_line():
         assert str(screen.query_one("#empty").render()).strip() == (
             "No DCN collectives on host vm: a host has no `MegaScale:` events "
             "(megascale stats need a multi-slice TPU run).")
-        await pilot.press("g")
+        await pilot.press("B")
         await pilot.pause()
         assert any("no DCN collectives" in str(n.message) for n in a._notifications)
 

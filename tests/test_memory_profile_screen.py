@@ -39,7 +39,7 @@ async def test_timeline_cursor_and_breakdown():
         assert chart.cursor == 2 + 22
         await pilot.press("p")
         assert a.timeline["time_ps"][chart.cursor] == a.peak_time_ps
-        await pilot.press("f")
+        await pilot.press("u")
         assert [name for name, _, _ in chart.series] == ["stack", "heap", "free"]
         # Breakdown table: sort by requested size (descending), filter by op name.
         await pilot.press("tab")
@@ -133,7 +133,7 @@ async def test_keys_wait_for_a_result():
         await settle(pilot)
         screen = app.screen
         assert all(screen.check_action(a, ()) is False for a in ("pick_memory", "toggle_free", "show_in_trace"))
-        await pilot.press("m", "f", "v", "x")
+        await pilot.press("m", "u", "v", "x")
         await settle(pilot)
         assert app.screen is screen
 

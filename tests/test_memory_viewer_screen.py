@@ -49,7 +49,7 @@ async def test_module_picker_curve_and_buffers():
         await pilot.press("tab")
         await pilot.press("down")
         assert "params_0__0_.1" in str(screen.query_one("#mv-buffer").render())
-        await pilot.press("o")
+        await pilot.press("b")
         assert screen.by_size and table.row(8)["name"].startswith("small")
         sizes = table.frame["size_mib"].to_list()
         assert sizes == sorted(sizes, reverse=True)
@@ -82,7 +82,7 @@ def test_memory_viewer_snapshot(snap_compare):
 def test_memory_viewer_tpu_snapshot(snap_compare):
     async def loaded(pilot):
         await settle(pilot)
-        await pilot.press("tab", "o")
+        await pilot.press("tab", "b")
         await pilot.pause()
 
     assert snap_compare(make_app("tpu_v6e_inference"), terminal_size=SIZE, run_before=loaded)

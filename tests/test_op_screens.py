@@ -47,7 +47,7 @@ async def test_op_profile_tree_keys():
         tree = screen.query_one(Tree)
         programs = [c.data.name for c in tree.root.children]
         assert programs[0].startswith("jit_f(") and "IDLE" in programs
-        await pilot.press("g")  # by category
+        await pilot.press("b")  # by category
         assert [c.data.name for c in tree.root.children][:2] == ["copy-done", "IDLE"]
         await pilot.press("i")  # without IDLE
         assert "IDLE" not in [c.data.name for c in tree.root.children if c.data]
@@ -77,7 +77,7 @@ async def test_hlo_stats_and_roofline_keys():
         assert isinstance(screen, RooflineScreen) and screen.error is None
         ops = screen.query_one("#ops", FrameTable)
         assert ops.row_count == 17
-        await pilot.press("i")
+        await pilot.press("e")
         assert screen.include_feed is False and ops.row_count == 17  # no infeed ops here
         await pilot.press("down", "down", "down", "down")  # a fusion: it has flops, drawn as ◆
         await pilot.pause()
@@ -99,7 +99,7 @@ async def test_kernel_stats_keys():
         assert isinstance(screen, KernelStatsScreen) and screen.error is None
         table = screen.query_one("#kernels", FrameTable)
         assert table.row_count == 7
-        for _ in range(10):  # to the occurrences column
+        for _ in range(3):  # numbers first: kernel name, total, average, then the occurrences column
             await pilot.press("right")
         await pilot.press("s")  # numbers sort largest first
         assert table.sort_by == ("occurrences", True) and table.row(0)["occurrences"] == 6
@@ -135,7 +135,8 @@ async def test_framework_op_stats_units_charts_and_csv_names(tmp_path, monkeypat
         await settle(pilot)
         screen = app.screen
         table = screen.query_one("#ops", FrameTable)
-        assert "total_self_time (µs)" in table.frame.columns and "measured_flop_rate (GFLOP/s)" in table.frame.columns
+        # Times in human units (no unit in the header), other units in the header.
+        assert "total_self_time" in table.frame.columns and "measured_flop_rate (GFLOP/s)" in table.frame.columns
         # Only the device has ops here: its two charts, as shares of the device's self time.
         charts = list(screen.query(HBarChart))
         assert [c.title for c in charts] == ["Device: self time by op", "Device: self time by op type"]
@@ -289,7 +290,7 @@ async def test_screen_keys_are_hidden_without_a_result():
         screen = app.screen
         assert screen.error and screen.check_action("show_in_trace", ()) is False
         assert screen.check_action("toggle_grouping", ()) is False
-        await pilot.press("v", "g", "i")  # nothing happens, nothing breaks
+        await pilot.press("v", "b", "i")  # nothing happens, nothing breaks
         await settle(pilot)
         assert app.screen is screen and screen.error
 
@@ -322,3 +323,24 @@ def test_screen_csv_writes_nested_cells_like_export(tmp_path, monkeypatch):
     frame = pl.DataFrame({"op": ["a", "b"], "dims": [[1, 2], [3]]})
     path = write_csv(frame, "demo")
     assert open(path).read() == csv_text(frame) == 'op,dims\na,"[1, 2]"\nb,[3]\n'
+
+
+async def test_an_active_filter_leads_the_table_title():
+    """As in k9s: "/matmul 2 of 29 · Framework ops ..." while the filter is on, across a new title."""
+    app = make_app("tf_loop", "framework_op_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#ops", FrameTable)
+
+        def drawn() -> str:
+            return table._border_title.plain
+
+        assert drawn() == table.border_title and drawn().startswith("Framework ops (29)")
+        await pilot.press("slash", *"matmul", "enter")
+        n = table.row_count
+        assert 0 < n < 29 and drawn() == f"/matmul {n} of 29 · {table.border_title}"
+        await pilot.press("i")  # the screen sets a new title (IDLE hidden): the filter stays in front
+        assert table.border_title.startswith("Framework ops (28)")
+        assert drawn().startswith(f"/matmul {n} of 28 · Framework ops (28)")
+        await pilot.press("escape")
+        assert drawn() == table.border_title

@@ -49,7 +49,7 @@ async def test_overview_step_cursor_reads_each_step():
         rec = text_of(screen, "#ov-rec")
         assert "HIGHLY input-bound because 90.7%" in rec and "input_pipeline_analyzer" in rec
         # n: open the tool XProf recommends next (input-bound -> input pipeline analyzer).
-        await pilot.press("n")
+        await pilot.press("J")
         await settle(pilot)
         assert isinstance(app.screen, InputPipelineScreen)
 
@@ -68,7 +68,7 @@ async def test_overview_tpu_top_ops_and_idle():
         await pilot.press("slash", *"jit", "enter")
         assert table.row_count == 3 and table.row(0)["operation"] == "jit(f)/jit(main)/add"
         # No steps, so nothing to recommend.
-        await pilot.press("n")
+        await pilot.press("J")
         assert isinstance(app.screen, OverviewScreen)
         assert "No step marker observed" in text_of(screen, "#ov-diag")
 
@@ -108,7 +108,7 @@ async def test_input_pipeline_screen_sections():
         assert ops.row(0)["name"] == "Iterator::Root::Prefetch::MapAndBatch"
         await pilot.press("right", "s")  # sort by count, descending
         assert ops.row(0)["count"] == 547
-        await pilot.press("o")
+        await pilot.press("O")
         await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
 

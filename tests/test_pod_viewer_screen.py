@@ -59,7 +59,7 @@ async def test_step_picker_category_and_cursor():
         assert screen.step == 2
         await pilot.press("left_square_bracket")
         assert screen.step == 1
-        await pilot.press("c")
+        await pilot.press("k")
         assert screen.category_key == "device_to_device"
         # The cell values are the step's per-core figures for that category, in ms.
         df = screen.pod.step_frame(1)
@@ -114,7 +114,7 @@ def test_fold_means():
 
 @pytest.mark.parametrize("fixture,keys", [
     ("dcn_2slices", ()),  # 8 cores
-    ("pod_v4_32", ("right_square_bracket", "c", "c", "c", "c", "c")),  # 32 cores, colour by input
+    ("pod_v4_32", ("right_square_bracket", "k", "k", "k", "k", "k")),  # 32 cores, colour by input
 ])
 def test_snapshot(snap_compare, fixture, keys):
     async def loaded(pilot):
@@ -130,7 +130,7 @@ def test_snapshot(snap_compare, fixture, keys):
 def test_snapshot_256_cores(snap_compare, pod256, size):
     async def loaded(pilot):
         await settle(pilot)
-        await pilot.press("c", "c", "c", "c", "c", "c", "c", "c")  # all others (idle)
+        await pilot.press("k", "k", "k", "k", "k", "k", "k", "k")  # all others (idle)
 
     assert snap_compare(app_for(pod256), terminal_size=size, run_before=loaded)
 

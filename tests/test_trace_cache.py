@@ -163,6 +163,9 @@ def test_save_is_atomic_and_keeps_an_existing_entry(tmp_path):
         if t.name == "tputui-cache-write":
             t.join()
     assert os.stat(os.path.join(entry, "index.json")).st_mtime_ns == before
+    for t in threading.enumerate():  # the decoded frame's own entry is written beside: let it finish
+        if t.name == "tputui-cache-write":
+            t.join()
     assert not [n for n in os.listdir(os.path.dirname(entry)) if n.startswith(".tmp-")]
     with pytest.raises(ValueError):
         save_index(open_index(RunData(run.run, use_cache=False), None), str(tmp_path / "x"))

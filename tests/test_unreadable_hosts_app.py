@@ -31,7 +31,7 @@ def logdir(tmp_path):
 
 
 async def test_unreadable_host_is_left_out_with_a_notification(tmp_path):
-    app = TputuiApp(logdir(tmp_path), run="2026_01_01_00_00_00")
+    app = TputuiApp(logdir(tmp_path), run="2026_01_01_00_00_00", tool="summary")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.screen
@@ -46,7 +46,7 @@ async def test_unreadable_host_is_left_out_with_a_notification(tmp_path):
 
 
 async def test_a_run_of_only_an_empty_file_shows_why_and_the_app_keeps_running(tmp_path):
-    app = TputuiApp(logdir(tmp_path))
+    app = TputuiApp(logdir(tmp_path), tool="summary")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.run_data.name == "2026_01_02_00_00_00"

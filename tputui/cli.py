@@ -43,9 +43,13 @@ def app_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", help="run to open (default: newest)")
     p.add_argument("--host", help="host to open (default: all hosts / the first)")
     p.add_argument("--tool", help="tool to open directly (e.g. overview_page, trace_viewer)")
-    p.add_argument("--demo", action="store_true", help="open the bundled demo profile")
+    p.add_argument("--demo", action="store_true",
+                   help="open the bundled demo profiles (a JAX CPU run; r switches to a TPU v6e run)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
     _add_scale_arguments(p)
+    _add_timeout(p)
+    p.add_argument("--watch", type=_positive, metavar="SECONDS",
+                   help="rescan the logdir every SECONDS for runs captured meanwhile (R / F5 rescans once)")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
 
@@ -90,15 +94,71 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
     _add_scale_arguments(p)
-    # Tool options (passed to the tool's analysis as keyword arguments).
-    p.add_argument("--module", help="memory_viewer: HLO module name")
-    p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
-    p.add_argument("--list-modules", action="store_true", help="memory_viewer: list HLO modules")
-    p.add_argument("--node", help="graph_viewer: the instruction whose neighbourhood to draw")
-    p.add_argument("--depth", help="graph_viewer: how many edges around --node (default 3)")
-    p.add_argument("--dcn-gbps", type=_positive, help="megascale_stats: DCN bandwidth per host, Gbps")
+    _add_timeout(p)
+    # Tool options, from the registry: every keyword option a tool's analysis takes.
+    for name, (tools, default) in tool_options().items():
+        what = f"{', '.join(tools)}: {OPTION_HELP.get(name, name.replace('_', ' '))}"
+        flag = "--" + name.replace("_", "-")
+        if isinstance(default, bool):
+            p.add_argument(flag, action="store_true", default=None, help=what)
+        else:
+            p.add_argument(flag, type=OPTION_TYPES.get(name, str), help=what)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="other tool options")
     return p
+
+
+# Words and checks for the tools' options (which options exist comes from the registry).
+OPTION_HELP = {"module": "HLO module name or program id", "memory_space": "memory space (0 = HBM, or a name)",
+               "list_modules": "list the HLO modules", "dcn_gbps": "DCN bandwidth per host, Gbps",
+               "max_snapshots": "snapshots on the memory timeline", "args": "every event's args in the JSON",
+               "node": "the instruction whose neighbourhood to draw", "depth": "how many edges around --node (default 3)"}
+
+
+def tool_options() -> dict[str, tuple[list[str], object]]:
+    """option -> (the tools taking it, its default), in registry order."""
+    from tputui.tools import TOOLS
+
+    out: dict[str, tuple[list[str], object]] = {}
+    for t in TOOLS:
+        for name, default in t.options().items():
+            out.setdefault(name, ([], default))[0].append(t.name)
+    return out
+
+
+def _add_timeout(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="gs://: give up listing the logdir after this long (default 30; 0 waits forever)")
+
+
+class _Status:
+    """Progress while opening a gs:// logdir: one line on a terminal's stderr, rewritten in place
+    and wiped before anything else is printed (nothing when stderr is a file or pipe)."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.on = label, sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, msg: str) -> None:
+        if self.on:
+            import shutil
+
+            width = shutil.get_terminal_size().columns - 1  # one line: \r can only rewrite that
+            print(f"\r\033[K{f'tputui: {self.label}: {msg}'[:width]}", end="", file=sys.stderr, flush=True)
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _open_logdir(path: str, timeout: float):
+    from tputui.data.waiting import open_logdir_waiting
+
+    status = _Status(f"listing {path}")
+    try:
+        return open_logdir_waiting(path, timeout, status)
+    finally:
+        status.clear()
 
 
 def _positive(text: str) -> float:
@@ -111,15 +171,13 @@ def _positive(text: str) -> float:
     return value
 
 
+OPTION_TYPES = {"dcn_gbps": _positive}
+
+
 def _tool_options(a: argparse.Namespace) -> dict:
     from tputui.errors import UserError
 
-    opts = {}
-    for key in ("module", "memory_space", "dcn_gbps", "node", "depth"):
-        if getattr(a, key) is not None:
-            opts[key] = getattr(a, key)
-    if a.list_modules:
-        opts["list_modules"] = True
+    opts = {key: getattr(a, key) for key in tool_options() if getattr(a, key, None) is not None}
     for kv in a.option:
         key, sep, value = kv.partition("=")
         if not sep:
@@ -131,12 +189,11 @@ def _tool_options(a: argparse.Namespace) -> dict:
 def run_export(argv: list[str]) -> int:
     import json
 
-    from tputui.data.logdir import open_logdir
     from tputui.data.run_data import RunData
     from tputui.export import listing, run_tool, write_result
 
     a = export_parser().parse_args(argv)
-    logdir = open_logdir(a.logdir)
+    logdir = _open_logdir(a.logdir, a.timeout)
     if a.list:
         found = listing(logdir, use_cache=not a.no_cache)
         _emit(json.dumps(found, indent=1) + "\n", a.output)
@@ -294,8 +351,6 @@ def run_app(argv: list[str]) -> int:
 
         print(f"tputui {__version__}")
         return 0
-    from tputui.data.logdir import open_logdir
-
     if a.demo and a.logdir:
         return _fail("give a LOGDIR or --demo, not both")
     if a.demo:
@@ -309,7 +364,7 @@ def run_app(argv: list[str]) -> int:
         return _fail("give a LOGDIR (or --demo)")
     if not os.path.exists(path) and not any(c in path for c in "/.:"):  # a mistyped subcommand, most likely
         return _fail(f"no such file or directory: {path} (subcommands: {', '.join(SUBCOMMANDS)})")
-    logdir = open_logdir(path)  # bad paths fail here, before the screen takes over
+    logdir = _open_logdir(path, a.timeout)  # bad paths fail here, before the screen takes over
     run = logdir.run(a.run)
     if a.host:
         run.host(a.host)
@@ -325,15 +380,37 @@ def run_app(argv: list[str]) -> int:
     from tputui.app import TputuiApp
 
     app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
-                    jobs=a.jobs, dask=a.dask)
+                    jobs=a.jobs, dask=a.dask, watch=a.watch)
     app.run()
     return app.return_code or 0
+
+
+def _warnings_to_stderr() -> None:
+    """Warnings the data layer logs (a damaged .xplane.riegeli region skipped) as one stderr line
+    each; the app replaces this with notifications while it runs."""
+    import logging
+
+    class ToStderr(logging.Handler):
+        seen: set[str] = set()  # a file read again (another tool's planes) warns once
+
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if message not in self.seen:
+                self.seen.add(message)
+                print(f"tputui: warning: {message}", file=sys.stderr, flush=True)  # stderr of the moment
+
+    log = logging.getLogger("tputui")
+    if not any(type(h).__name__ == "ToStderr" for h in log.handlers):
+        log.addHandler(ToStderr(logging.WARNING))
+        log.propagate = False
 
 
 def main(argv: list[str] | None = None) -> int:
     from tputui.errors import UserError
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("export", "capture", "monitor"):  # the app shows them as notifications
+        _warnings_to_stderr()
     try:
         if argv and argv[0] == "export":
             return run_export(argv[1:])

@@ -25,6 +25,7 @@ import polars as pl
 
 from tputui.analysis import hlo_ops, steps
 from tputui.analysis import op_metrics as om
+from tputui.analysis.barrier_cores import HostFractions, special_op_fractions
 from tputui.analysis.gpu_kernels import frame_kernels
 from tputui.analysis.op_metrics import OpMetricsDb
 from tputui.analysis.steps import StepDb
@@ -34,7 +35,7 @@ from tputui.data.xspace import XSpaceFrame
 
 # Bump when HostOpStats or anything computed into it changes: cached entries of another
 # version are recomputed.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _SEND_RECV_SUFFIX = re.compile(r"^(send|recv|send-done|recv-done)(\.\d+)?$")
 SEND_RECV_SCHEMA = {"ch": pl.String, "cat": pl.String, "plane_id": pl.Int64, "name": pl.String,
@@ -68,6 +69,7 @@ class HostOpStats:
     device_ops: hlo_ops.HostDeviceOps | None  # TPU only
     kernels: pl.DataFrame | None  # GPU kernels (None: no GPU plane)
     send_recv: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SEND_RECV_SCHEMA))
+    barrier_cores: HostFractions | None = None  # the smart-suggestion rule's per-core step shares
 
 
 # --- the map ---------------------------------------------------------------------------------
@@ -102,6 +104,7 @@ def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
         device_ops=hlo_ops.host_device_ops(frame, device_db) if tpu and device_db is not None else None,
         kernels=frame_kernels(frame) if gpu else None,
         send_recv=send_recv_events(frame) if tpu else pl.DataFrame(schema=SEND_RECV_SCHEMA),
+        barrier_cores=special_op_fractions(frame, host),
     )
 
 

@@ -34,7 +34,7 @@ class HostFile:
 
     @property
     def supported(self) -> bool:
-        return self.format == "pb"
+        return self.format in ("pb", "riegeli")
 
 
 @dataclass

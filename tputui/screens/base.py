@@ -39,7 +39,8 @@ class ContextBar(Static):
 class ToolScreen(Screen):
     """Loads `tool`'s result for (run, host) in a worker, then draws it via `show`."""
 
-    BINDINGS = [Binding("f5", "reload", "Reload", show=False)]
+    BINDINGS = [Binding("f5,R", "reload", "Reload", show=False,
+                        tooltip="reload: rescan the logdir for new runs and load this tool again")]
     help_notes = ""  # a few words `?` shows under this screen's keys (markup)
     DEFAULT_CSS = """
     ToolScreen #body { height: 1fr; }
@@ -83,6 +84,9 @@ class ToolScreen(Screen):
         self.load()
 
     def action_reload(self) -> None:
+        rescan = getattr(self.app, "rescan", None)
+        if rescan is not None:
+            rescan()
         self.load()
 
     # Worker results reach the screen as messages: Textual drops messages to a screen that has
@@ -123,6 +127,12 @@ class ToolScreen(Screen):
         else:
             say(self.Loaded(result))
 
+    def action_export_csv(self) -> None:
+        """`x` (an app key, so every screen answers it): screens with a table override this
+        (CsvExportMixin); here it says what to use instead."""
+        self.notify(f"{self.tool.title} has no table to write as CSV; for everything it shows: "
+                    f"tputui export LOGDIR --tool {self.tool.name} --format json", severity="warning", timeout=8)
+
     def analyze(self, progress: Progress) -> Any:
         """Runs in the worker thread; `progress(text)` shows a line under "loading". Override
         only to add steps; never touch widgets here."""
@@ -149,12 +159,16 @@ class ToolScreen(Screen):
         message, no_data = event.text, event.no_data
         self.error = message
         await self._clear_body()
+        fallback = getattr(self.app, "no_data_on_first_screen", None)
+        if no_data and fallback is not None and fallback(self):
+            return
         if no_data:  # one calm line that says why; t picks another tool
             await self.body.mount(Static(f"No data: {message}", classes="no-data", id="error", markup=False))
             await self.body.mount(Static("t picks a tool that has data in this run", classes="no-data-hint"))
             return
         await self.body.mount(Static(message, classes="error", id="error", markup=False))
-        self.notify(message, title=self.tool.title, severity="error", timeout=8)
+        if self.app.screen is self:  # a screen kept for Esc fails quietly; it shows the error when back
+            self.notify(message, title=self.tool.title, severity="error", timeout=8)
 
     def show(self, result: Any) -> None:  # pragma: no cover - subclasses draw
         raise NotImplementedError

@@ -3,7 +3,6 @@ the selected op's events in the trace viewer, and XProf's four pie charts as bar
 self time by op and by op type, as a share of that side's total (sides without ops are left out)."""
 from __future__ import annotations
 
-import polars as pl
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
@@ -14,7 +13,7 @@ from tputui.analysis.op_events import framework_op_rows
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import (
     CSV_TIP,
-    TIMES_US,
+    TIME_COLUMNS,
     CsvExportMixin,
     ResultKeysMixin,
     TraceJumpMixin,
@@ -24,7 +23,7 @@ from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
 TOP = 8
-UNITS = Units({**TIMES_US, "measured_flop_rate": "GFLOP/s", "model_flop_rate": "GFLOP/s",
+UNITS = Units({"measured_flop_rate": "GFLOP/s", "model_flop_rate": "GFLOP/s",
                "measured_memory_bw": "GB/s", "operational_intensity": "FLOP/B"})
 IDLE = "IDLE"
 NO_OPS = "No framework ops in this profile (no TensorFlow / tf.data ops on the host or device): only IDLE, as in XProf."
@@ -35,15 +34,10 @@ def tail_label(name: str, width: int) -> str:
     return name if len(name) <= width else "…" + name[-(width - 1):]
 
 
-def share_items(labels: list[str], values: list[float], total: float) -> list[tuple[str, float]]:
-    """(label, percent of `total`) for bar charts; empty labels (ops without a type) say so."""
-    return [(label or "(no type)", (v / total * 100) if total else 0.0) for label, v in zip(labels, values)]
-
-
 class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
-    help_notes = ("Times are in µs (units are in the column headers). The bars are XProf's pie charts: each side's "
-                  "self time by op and by op type, as a share of that side's total. [b]v[/b] opens the trace viewer "
-                  "with the highlighted op's events selected.")
+    help_notes = ("Times in human units (CSV keeps µs); other units are in the column headers. The bars are "
+                  "XProf's pie charts: each side's self time by op and by op type, as a share of that side's "
+                  "total. [b]v[/b] opens the trace viewer with the highlighted op's events selected.")
     BINDINGS = [Binding("i", "toggle_idle", "IDLE on/off", id="fos.idle",
                         tooltip="show or hide the IDLE rows (time without ops) in the table and charts"),
                 Binding("v", "show_in_trace", "Show in trace", id="fos.trace",
@@ -59,16 +53,17 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
     include_idle = True
 
     def show(self, result: FrameworkOpStats) -> None:
-        ops = result.with_idle.filter(pl.col("operation") != IDLE)
-        self.sides = [s for s in ("Host", "Device")
-                      if ops.filter(pl.col("host_or_device") == s)["total_self_time"].sum() > 0]
+        self.sides = result.sides_with_ops
         self.charts = {}
         for side in self.sides:
             self.charts[side] = (HBarChart(title=f"{side}: self time by op", unit="%", id=f"{side.lower()}-ops"),
                                  HBarChart(title=f"{side}: self time by op type", unit="%", id=f"{side.lower()}-types"))
         pct = {c: fmt.fraction_percent for c in result.with_idle.columns if c.endswith("_percent")}
-        times = {c: fmt.number for c in ("total_time", "avg_time", "total_self_time", "avg_self_time")}
-        self.table = FrameTable(formats=UNITS.formats({**times, **pct}), id="ops")
+        times = {c: fmt.human_us for c in TIME_COLUMNS}
+        self.table = FrameTable(formats=UNITS.formats({**times, **pct}), id="ops", key="operation", hidden=("rank",),
+                                lead=("total_self_time", "host_total_self_time_percent",
+                                      "device_total_self_time_percent", "occurrences", "avg_self_time",
+                                      "total_time", "avg_time"))
         if self.sides:
             self.body.mount(Horizontal(*(c for pair in self.charts.values() for c in pair), id="charts"))
         else:
@@ -107,17 +102,11 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
 
     def _fill_charts(self) -> None:
         r: FrameworkOpStats = self.result
-        table = r.table(self.include_idle)
         for side, (by_op, by_type) in self.charts.items():
-            rows = table.filter(table["host_or_device"] == side)
-            total = float(rows["total_self_time"].sum() or 0.0)
-            top = rows.head(TOP)
-            names = [tail_label(n, by_op.label_width) for n in top["operation"].to_list()]
-            by_op.set_items(share_items(names, top["total_self_time"].to_list(), total))
-            types = r.self_time_by_type(side, self.include_idle)
-            top_types = types.head(TOP)
-            by_type.set_items(share_items(top_types["type"].to_list(), top_types["total_self_time"].to_list(),
-                                          float(types["total_self_time"].sum() or 0.0)))
+            ops = r.self_time_shares(side, "operation", self.include_idle, TOP)
+            by_op.set_items([(tail_label(name, by_op.label_width), pct) for name, pct in ops])
+            types = r.self_time_shares(side, "type", self.include_idle, TOP)
+            by_type.set_items([(name or "(no type)", pct) for name, pct in types])
 
     def action_toggle_idle(self) -> None:
         if self.result is None:

@@ -64,7 +64,8 @@ HELP_TEXT = {  # longer words than the footer has room for
     "capture": "capture a profile from a live profiler server into a logdir",
     "diff": "compare this run with another run (or another logdir): step time, KPIs, op deltas",
     "sql": "SQL prompt: query this run's events, ops, hlo_ops and steps tables",
-    "command_palette": "command palette: open a tool, switch run or host by name",
+    "command_palette": "command palette: open a tool, switch run or host by name, change the theme (kept)",
+    "back": "back to the previous screen (cursor, sort, filter and scroll as they were)",
     "help": "this help",
     "quit": "quit",
 }

@@ -12,7 +12,7 @@ from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import (
     CSV_TIP,
-    TIMES_US,
+    TIME_COLUMNS,
     CsvExportMixin,
     ResultKeysMixin,
     TraceJumpMixin,
@@ -21,14 +21,15 @@ from tputui.screens.op_tables import (
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
-UNITS = Units({**TIMES_US, "model_flop_rate": "GFLOP/s", "normalized_flop_rate": "GFLOP/s",
+UNITS = Units({"model_flop_rate": "GFLOP/s", "normalized_flop_rate": "GFLOP/s",
                **{c: "GiB/s" for c in ("measured_memory_bw", "hbm_bw", "cmem_read_bw", "cmem_write_bw")},
                "operational_intensity": "FLOP/B"})
 
 
 class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
-    help_notes = ("One row per HLO op; times in µs, rates and bandwidths with their unit in the header. The line "
-                  "under the table is the highlighted op's HLO text. [b]v[/b] opens the trace viewer on its events.")
+    help_notes = ("One row per HLO op; times in human units (CSV keeps µs), rates and bandwidths with their "
+                  "unit in the header. The line under the table is the highlighted op's HLO text. [b]v[/b] opens "
+                  "the trace viewer on its events.")
     BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="hlo.trace",
                         tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
                 Binding("x", "export_csv", "CSV", id="hlo.csv", tooltip=CSV_TIP), graph_binding("hlo")]
@@ -47,10 +48,13 @@ class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportM
         def pct(v):
             return fmt.percent(v, 2)
 
-        self.table = FrameTable(UNITS.show(rows), hidden=("hlo_op_expression",), id="hlo", formats=UNITS.formats({
-            "rank": fmt.count, "total_time": fmt.number, "avg_time": fmt.number, "total_self_time": fmt.number,
-            "avg_self_time": fmt.number, "total_self_time_percent": pct,
-            "cumulative_total_self_time_percent": pct, "dma_stall_percent": pct}))
+        self.table = FrameTable(
+            UNITS.show(rows), hidden=("hlo_op_expression", "rank", "program_id"), id="hlo", key="hlo_op_name",
+            lead=("total_self_time", "total_self_time_percent", "occurrences", "avg_self_time", "category",
+                  "bound_by", "total_time", "avg_time"),
+            formats=UNITS.formats({"rank": fmt.count, **{c: fmt.human_us for c in TIME_COLUMNS},
+                                   "total_self_time_percent": pct, "cumulative_total_self_time_percent": pct,
+                                   "dma_stall_percent": pct}))
         self.table.border_title = f"HLO ops ({rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.body.mount(Static("", id="expr", markup=False))

@@ -97,7 +97,7 @@ def _tf_data(r: InputPipelineResult) -> Text:
 
 class InputPipelineScreen(CsvExportMixin, ToolScreen):
     BINDINGS = [
-        Binding("o", "overview", "Overview", id="input_pipeline.overview"),
+        Binding("O", "overview", "Overview", id="input_pipeline.overview"),
         Binding("x", "export_csv", "CSV", id="input_pipeline.csv"),
     ]
     DEFAULT_CSS = """

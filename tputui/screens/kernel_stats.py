@@ -17,7 +17,7 @@ NO_KERNELS = "The GPU planes hold no kernel launches (events with kernel_details
 
 
 class KernelStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
-    help_notes = ("One row per kernel launch configuration (kernel, grid, block, op); durations in µs. "
+    help_notes = ("One row per kernel launch configuration (kernel, grid, block, op); durations in human units (CSV keeps µs). "
                   "[b]v[/b] opens the trace viewer with that row's launches selected.")
     BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="kernels.trace",
                         tooltip="open the trace viewer on the highlighted kernel's launches (Enter too)"),
@@ -36,8 +36,10 @@ class KernelStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             self.top = HBarChart(result.top_kernels(10), title="Top kernels by total duration", unit=" µs", id="top")
             self._size_chart()
             self.body.mount(self.top)
-        self.table = FrameTable(result.rows, id="kernels", formats={
-            c: fmt.number for c in ("total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us")})
+        durations = ("total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us")
+        self.table = FrameTable(result.rows, id="kernels", key="kernel_name", hidden=("rank",),
+                                lead=(*durations[:2], "occurrences", *durations[2:], "occupancy_pct", "op_name"),
+                                formats={c: fmt.human_us for c in durations})
         self.table.border_title = f"Kernels ({result.rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.table.focus()

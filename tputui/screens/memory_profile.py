@@ -99,7 +99,7 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
     BINDINGS = [
         Binding("m", "pick_memory", "Memory id", id="memory_profile.memory_id",
                 tooltip="pick the allocator (memory id) to show"),
-        Binding("f", "toggle_free", "Free on/off", id="memory_profile.free",
+        Binding("u", "toggle_free", "Free on/off", id="memory_profile.free",
                 tooltip="show or hide free memory on the timeline"),
         Binding("v", "show_in_trace", "Show in trace", id="memory_profile.trace",
                 tooltip="open the trace viewer around the timeline cursor's moment"),

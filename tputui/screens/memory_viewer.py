@@ -109,7 +109,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         Binding("m", "pick_module", "Module", id="memory_viewer.module", tooltip="pick the HLO module (program)"),
         Binding("M", "pick_space", "Memory space", id="memory_viewer.space",
                 tooltip="pick the memory space (HBM, VMEM, host, ...)"),
-        Binding("o", "toggle_order", "By size / program order", id="memory_viewer.order",
+        Binding("b", "toggle_order", "By size / program order", id="memory_viewer.order",
                 tooltip="list the buffers by size or in program order"),
         Binding("v", "show_in_trace", "Show in trace", id="memory_viewer.trace",
                 tooltip="open the trace viewer on the instruction at the cursor (curve) or defining the buffer (list)"),
@@ -181,7 +181,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         self.table.set_frame(frame)
         how = "by size" if self.by_size else "in program order"
         other = "program order" if self.by_size else "by size"
-        self.table.border_title = (f"Buffers live at the peak, {how} ({frame.height}) · o {other}"
+        self.table.border_title = (f"Buffers live at the peak, {how} ({frame.height}) · b {other}"
                                    " · v trace · s sort · / filter · x CSV")
         self._show_buffer(self.table.row())
 

@@ -98,7 +98,7 @@ def op_nodes(n: Node) -> list[Node]:
 class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScreen):
     help_notes = ("Each row: share of the total time, FLOPS utilization (red low → green high) and HBM bandwidth "
                   "utilization. Enter / Space open a node; the card describes the highlighted one.")
-    BINDINGS = [Binding("g", "toggle_grouping", "Program/category", id="op_profile.group",
+    BINDINGS = [Binding("b", "toggle_grouping", "Program/category", id="op_profile.group",
                         tooltip="group ops by program, then category (XProf's default) or by category only"),
                 Binding("i", "toggle_idle", "IDLE on/off", id="op_profile.idle",
                         tooltip="show or hide IDLE (time without ops) and the percentages it takes"),
@@ -152,7 +152,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         tree.root.expand()
         tree.cursor_line = 0
         tree.border_title = (f"By {self.grouping} · IDLE {'hidden' if self.exclude_idle else 'shown'} · top "
-                             f"{self.children_shown} children · time %, FLOPS %, HBM % · g group · i IDLE"
+                             f"{self.children_shown} children · time %, FLOPS %, HBM % · b group by · i IDLE"
                              " · +/- children · v trace")
         self._show_card(root)
 

@@ -1,4 +1,4 @@
-"""Shared parts of the op-tool screens: column units, CSV export to the working directory,
+"""Shared parts of the op-tool screens: number formats, CSV export to the user's export folder,
 "show in trace viewer" (`v`) for the selected row, and keys that wait for a loaded result."""
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import polars as pl
 from textual import work
 from textual.message import Message
 
+from tputui.data.files import atomic_open
 from tputui.export import csv_text
 from tputui.screens.base import ToolScreen
+from tputui.userdirs import export_dir, short_path
 
 
 class Units:
@@ -38,18 +40,14 @@ class Units:
         return frame.rename({c: back[c] for c in frame.columns if c in back})
 
 
-CSV_TIP = "write the table as shown (filtered, sorted) to a CSV file here"
-TIMES_US = {c: "µs" for c in ("total_time", "avg_time", "total_self_time", "avg_self_time", "total_time_per_core")}
+CSV_TIP = "write the table as shown (filtered, sorted) to a CSV file in the export folder (never the logdir)"
+TIME_COLUMNS = ("total_time", "avg_time", "total_self_time", "avg_self_time", "total_time_per_core")
 
 
-def export_dir() -> str:
-    """Where screen exports go: $TPUTUI_EXPORT_DIR or the working directory (never the logdir)."""
-    return os.environ.get("TPUTUI_EXPORT_DIR") or os.getcwd()
-
-
-def write_csv(frame: pl.DataFrame, tool: str) -> str:
-    path = os.path.join(export_dir(), f"{tool}-{time.strftime('%Y%m%d-%H%M%S')}.csv")
-    with open(path, "w", encoding="utf-8", newline="") as f:
+def write_csv(frame: pl.DataFrame, tool: str, logdir: str | None = None) -> str:
+    """The CSV file written into the export folder (see tputui/userdirs.py), never into `logdir`."""
+    path = os.path.join(export_dir(logdir), f"{tool}-{time.strftime('%Y%m%d-%H%M%S')}.csv")
+    with atomic_open(path, "w", encoding="utf-8", newline="") as f:
         f.write(csv_text(frame))
     return path
 
@@ -66,11 +64,11 @@ class CsvExportMixin:
             self.notify("nothing to export yet", severity="warning")
             return
         try:
-            path = write_csv(frame, self.tool.name)
+            path = write_csv(frame, self.tool.name, self.app.logdir.root)
         except OSError as e:
             self.notify(f"CSV export failed: {e}", severity="error")
             return
-        self.notify(f"wrote {frame.height:,} rows to {path}", title="CSV export")
+        self.notify(f"wrote {frame.height:,} rows to {short_path(path)}", title="CSV export")
 
 
 class ResultKeysMixin:
@@ -84,6 +82,14 @@ class ResultKeysMixin:
         if action in self.RESULT_ACTIONS and getattr(self, "result", None) is None:
             return False
         return True
+
+
+def usable_target(screen, target):
+    """A jump target (tuple), or None after telling the user why not (no row, or the row's reason)."""
+    if target is None or isinstance(target, str):
+        screen.notify(target or "select an op first", severity="warning")
+        return None
+    return target
 
 
 EventFinder = Callable[[Any], Any]  # XSpaceFrame -> rows of frame.events, or a TraceFocus
@@ -103,15 +109,10 @@ class TraceJumpMixin:
     def action_show_in_trace(self: ToolScreen) -> None:
         if self.result is None:
             return
-        target = self.trace_target()
-        if target is None:
-            self.notify("select an op first", severity="warning")
-            return
-        if isinstance(target, str):
-            self.notify(target, severity="warning")
-            return
-        label, finder = target
-        self._find_trace_events(label, finder)
+        target = usable_target(self, self.trace_target())
+        if target is not None:
+            label, finder = target
+            self._find_trace_events(label, finder)
 
     def on_frame_table_row_selected(self, event) -> None:
         """Enter on a table row opens it in the trace viewer (the one drill-down these tables have)."""

@@ -51,7 +51,7 @@ class PodViewerScreen(ToolScreen):
     BINDINGS = [
         Binding("right_square_bracket", "step(1)", "Next step", id="pod.next"),
         Binding("left_square_bracket", "step(-1)", "Prev step", id="pod.prev"),
-        Binding("c", "category(1)", "Category", id="pod.category"),
+        Binding("k", "category(1)", "Category", id="pod.category"),
     ]
     DEFAULT_CSS = """
     PodViewerScreen StepBar { height: 1; padding: 0 1; }
@@ -100,9 +100,8 @@ class PodViewerScreen(ToolScreen):
         self.body.mount(Horizontal(self.chip_axis, self.chips, id="chip-plot"))
         self.body.mount(Static("", id="chip_legend", classes="line"))
         if len(result.channels):
-            self.channels = FrameTable(result.channels, id="channels", formats={
-                "data_mib": lambda v: f"{v:.2f}", "latency_us": lambda v: f"{v:.2f}",
-                "bandwidth_gibps": lambda v: f"{v:.2f}", "send_delay_us": lambda v: f"{v:.2f}"})
+            two = {c: (lambda v: fmt.number(v, 2)) for c in ("data_mib", "latency_us", "bandwidth_gibps", "send_delay_us")}
+            self.channels = FrameTable(result.channels, id="channels", formats=two)
             self.channels.border_title = f"Send/recv channels ({len(result.channels)}) · s sort · / filter"
             self.body.mount(self.channels)
         else:
@@ -155,7 +154,7 @@ class PodViewerScreen(ToolScreen):
         bar.append("colour: ", style="dim")
         bar.append(CATEGORY_NAMES[key], style="bold")
         bar.append(f"   {len(df)} core{'s' if len(df) != 1 else ''} · {self.pod.device_type}   "
-                   "[ ] step · c category", style="dim")
+                   "[ ] step · k category", style="dim")
         self.query_one("#stepbar", StepBar).update(bar)
         self.query_one("#legend", Static).update(self.heatmap.legend())
         # Stacked columns: per chip (x = global chip id), the mean over its cores, in ms.

@@ -17,7 +17,7 @@ from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import (
     CSV_TIP,
-    TIMES_US,
+    TIME_COLUMNS,
     CsvExportMixin,
     ResultKeysMixin,
     TraceJumpMixin,
@@ -25,7 +25,7 @@ from tputui.screens.op_tables import (
 )
 from tputui.widgets.table import FrameTable
 
-UNITS = Units({**TIMES_US, **{c: "GFLOP/s" for c in ("measured_flop_rate", "model_flop_rate", "optimal_flop_rate")},
+UNITS = Units({**{c: "GFLOP/s" for c in ("measured_flop_rate", "model_flop_rate", "optimal_flop_rate")},
                **{c: "GiB/s" for c in ("measured_memory_bw", "hbm_bw", "cmem_read_bw", "cmem_write_bw",
                                         "vmem_read_bw", "vmem_write_bw")},
                **{c: "FLOP/B" for c in ("operational_intensity", "hbm_operational_intensity",
@@ -92,7 +92,7 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportM
     help_notes = ("Each ● is an op with FLOPs at (operational intensity, FLOP rate); ◆ is the highlighted one. Left "
                   "of the ridge the HBM bandwidth bounds an op, right of it the peak FLOP rate. [b]/[/b] filters the "
                   "table and the chart together.")
-    BINDINGS = [Binding("i", "toggle_feed", "Infeed/outfeed", id="roofline.feed",
+    BINDINGS = [Binding("e", "toggle_feed", "Infeed/outfeed", id="roofline.feed",
                         tooltip="include or exclude infeed / outfeed ops (XProf's toggle)"),
                 Binding("v", "show_in_trace", "Show in trace", id="roofline.trace",
                         tooltip="open the trace viewer on the highlighted op's events (Enter too)"),
@@ -109,10 +109,9 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportM
         pct = {c: fmt.fraction_percent for c in ("total_self_time_percent", "cumulative_total_self_time_percent",
                                     "total_time_in_percentage", "roofline_efficiency", "compute_efficiency",
                                     "max_mem_bw_utilization")}
-        self.table = FrameTable(id="ops", hidden=("step", "include_infeed_outfeed", "source_info"),
-                                formats=UNITS.formats({"rank": fmt.count, "total_time": fmt.number, "avg_time": fmt.number,
-                                                       "total_self_time": fmt.number, "avg_self_time": fmt.number,
-                                                       "total_time_per_core": fmt.number, **pct}))
+        self.table = FrameTable(id="ops", hidden=("step", "include_infeed_outfeed", "source_info", "rank"),
+                                key="operation", formats=UNITS.formats({"rank": fmt.count, **pct,
+                                                                        **{c: fmt.human_us for c in TIME_COLUMNS}}))
         self.body.mount(self.chart)
         self.body.mount(self.table)
         self._fill()
@@ -124,7 +123,7 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportM
         self.table.set_frame(UNITS.show(lead_columns(ops)))
         feed = "included" if self.include_feed else "excluded"
         self.table.border_title = (f"Ops ({ops.height:,}), infeed/outfeed {feed}"
-                                   " · s sort · / filter · i infeed/outfeed · v trace · x CSV")
+                                   " · s sort · / filter · e infeed/outfeed · v trace · x CSV")
         self._draw(self.table.row())
 
     def _draw(self, row) -> None:

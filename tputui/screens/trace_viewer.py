@@ -30,6 +30,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import work
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
@@ -97,7 +98,7 @@ class TraceViewerScreen(ToolScreen):
         Binding("down", "arrow('down')", "Next track", show=False, id="trace.down",
                 tooltip="line below (pan mode: scroll; zoom mode: zoom out)"),
         Binding("enter", "toggle", "Fold", id="trace.toggle",
-                tooltip="expand / collapse the section under the cursor (timing mode: set a mark)"),
+                tooltip="on a section line: expand / collapse it; on a selected event: fit it (timing mode: set a mark)"),
         Binding("space", "timing_mark", "Set a timing mark", show=False, id="trace.timing_mark",
                 tooltip="set a timing mark at the time cursor (two marks measure the interval)"),
         Binding("slash", "prompt('search')", "Search", id="trace.search", tooltip="search event names"),
@@ -288,10 +289,13 @@ class TraceViewerScreen(ToolScreen):
     def action_toggle(self) -> None:
         if not self._ready():
             return
-        if self.timeline.mode == "timing":
-            self.timeline.timing_mark()
-        else:
-            self.timeline.toggle_section()
+        tl = self.timeline
+        if tl.mode == "timing":
+            tl.timing_mark()
+        elif tl._lines and tl._lines[tl.focus_line][0] == "section":
+            tl.toggle_section()
+        elif len(tl.selection):  # on an event: fit it (folding its whole process hid what was picked)
+            tl.zoom_to_selection()
 
     def action_timing_mark(self) -> None:
         if self._ready():
@@ -329,8 +333,10 @@ class TraceViewerScreen(ToolScreen):
         prompt = self.query("#prompt")
         if prompt and prompt.first().has_focus:
             self.hide_prompt()
-        elif self.timeline is not None:
+        elif self.timeline is not None and len(self.timeline.selection):
             self.timeline.select([])
+        else:
+            raise SkipAction()  # nothing to clear: Esc goes on to the app (back)
 
     def action_prompt(self, kind: str) -> None:
         if self.timeline is None:

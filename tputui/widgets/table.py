@@ -4,7 +4,8 @@ Only the visible rows are sliced out of the DataFrame and formatted (Line API), 
 paint, scrolling, sorting and filtering cost O(visible rows) + one Polars sort/filter.
 
 Keys: arrows / PgUp / PgDn / Home / End move the cursor; `<` `>` pick a column; `s` sorts
-by it (again: reverse); `/` filters rows by a substring of any text column; Esc clears.
+by it (again: reverse); `/` filters rows by a substring of any text column; Esc clears; `c`
+chooses the columns shown. A `key` column (the name) stays on screen when scrolling sideways.
 Posts `FrameTable.RowHighlighted` and `FrameTable.RowSelected` (Enter) with the row as a dict.
 """
 from __future__ import annotations
@@ -16,15 +17,20 @@ import polars as pl
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.markup import escape
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 Formatter = Callable[[Any], str]
+_DRAWN_TITLE = Widget.__dict__["border_title"]  # Textual's descriptor for the title drawn in the border
 MAX_COL_WIDTH = 60
+KEY_COL_WIDTH = 40  # the frozen name column: long names end in "…", the numbers keep the room
 SAMPLE_ROWS = 200
 
 
@@ -65,6 +71,8 @@ class FrameTable(ScrollView, can_focus=True):
                 tooltip="sort by the highlighted column (numbers biggest first; again: reverse)"),
         Binding("slash", "filter", "Filter", id="table.filter",
                 tooltip="filter rows by a substring of any text column (Enter keeps it, Esc clears)"),
+        Binding("c", "choose_columns", "Columns", show=False, id="table.columns",
+                tooltip="choose the columns shown (rarely needed ones start hidden; CSV keeps them all)"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("enter", "select", "Select", show=False, tooltip="open the highlighted row (where the screen has more)"),
     ]
@@ -86,25 +94,53 @@ class FrameTable(ScrollView, can_focus=True):
 
     def __init__(self, frame: pl.DataFrame | None = None, *, formats: dict[str, Formatter] | None = None,
                  hidden: tuple[str, ...] = (), sort: tuple[str, bool] | None = None,
+                 key: str | None = None, lead: tuple[str, ...] = (),
                  name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.formats = dict(formats or {})
         self.hidden = set(hidden)
+        # Numbers first: `key` (the name column) is drawn first and stays put when scrolling
+        # sideways; `lead` columns (the metrics) follow it; the rest keep the frame's order.
+        self.key, self.lead = key, tuple(lead)
         self._source = pl.DataFrame()
         self._view = pl.DataFrame()
         self._columns: list[str] = []
         self._widths: list[int] = []
         self.sort_by: tuple[str, bool] | None = sort
         self.filter_text = ""
+        self._title_base: str | None = None
         if frame is not None:
             self.set_frame(frame)
 
     # --- data --------------------------------------------------------------------------
     def set_frame(self, frame: pl.DataFrame, keep_cursor: bool = False) -> None:
         self._source = frame
-        self._columns = [c for c in frame.columns if c not in self.hidden]
+        self._columns = self._display_order(frame.columns)
         self._widths = self._measure(frame)
         self._refresh_view(keep_cursor)
+
+    def _display_order(self, columns: list[str]) -> list[str]:
+        first = [c for c in (self.key, *self.lead) if c and c in columns]
+        return [c for c in first + [c for c in columns if c not in first] if c not in self.hidden]
+
+    @property
+    def frozen_width(self) -> int:
+        """Cells of the key column (and its gap) that stay on screen when scrolling sideways."""
+        if self.key and self._columns and self._columns[0] == self.key:
+            return self._widths[0] + 1
+        return 0
+
+    def set_hidden(self, hidden: set[str]) -> None:
+        """Show only the columns not in `hidden` (the column chooser; export keeps them all)."""
+        current = self._columns[self.cursor_col] if self._columns else None
+        self.hidden = set(hidden)
+        self.set_frame(self._source, keep_cursor=True)
+        self.cursor_col = self._columns.index(current) if current in self._columns else 0
+
+    @property
+    def all_columns(self) -> list[str]:
+        """Every column the chooser offers, in display order (hidden ones too)."""
+        return [c for c in self._display_order(self._source.columns) + sorted(self.hidden) if c in self._source.columns]
 
     @property
     def frame(self) -> pl.DataFrame:
@@ -124,7 +160,7 @@ class FrameTable(ScrollView, can_focus=True):
             fmt = self.formats.get(c, default_format)
             cells = [fmt(v) for v in sample[c].to_list()]
             w = max([len(c) + 2] + [len(x) for x in cells])
-            widths.append(min(w, MAX_COL_WIDTH))
+            widths.append(min(w, KEY_COL_WIDTH if c == self.key else MAX_COL_WIDTH))
         return widths
 
     def _refresh_view(self, keep_cursor: bool = False) -> None:
@@ -148,8 +184,27 @@ class FrameTable(ScrollView, can_focus=True):
         if not keep_cursor:
             self.cursor_row = 0
         self.cursor_row = max(0, min(self.cursor_row, view.height - 1))
+        self._title_filter()
         self.refresh()
         self._post_highlight()
+
+    # The screen's title (border_title) is kept apart from the one drawn: while a filter is on,
+    # the drawn title leads with it and its counts ("/matmul 7 of 29 · Ops"), as k9s does.
+    @property
+    def border_title(self) -> str | None:  # type: ignore[override]
+        return getattr(self, "_title_base", None)
+
+    @border_title.setter
+    def border_title(self, title: str | None) -> None:
+        self._title_base = title
+        self._title_filter()
+
+    def _title_filter(self) -> None:
+        title = self._title_base
+        if getattr(self, "filter_text", "") and hasattr(self, "_view"):  # (Widget.__init__ sets a title early)
+            shown = f"/{escape(self.filter_text)} {self._view.height:,} of {self._source.height:,}"
+            title = f"{shown} · {title}" if title else shown
+        _DRAWN_TITLE.__set__(self, title)
 
     def row(self, index: int | None = None) -> dict[str, Any] | None:
         i = self.cursor_row if index is None else index
@@ -181,7 +236,12 @@ class FrameTable(ScrollView, can_focus=True):
                                           self.rich_style + Style(dim=True))])
                 return Strip.blank(width, self.rich_style)
             strip = self._row_strip(index)
-        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
+        frozen = min(self.frozen_width, width)
+        if frozen:  # the key column stays; the rest scrolls under it
+            strip = Strip.join([strip.crop(0, frozen), strip.crop(frozen + scroll_x, scroll_x + width)])
+        else:
+            strip = strip.crop(scroll_x, scroll_x + width)
+        return strip.extend_cell_length(width, self.rich_style)
 
     def _filter_strip(self, width: int) -> Strip:
         """While a filter is on, the last line says so (it hides rows even with the bar closed)."""
@@ -232,12 +292,17 @@ class FrameTable(ScrollView, can_focus=True):
         self._post_highlight()
 
     def watch_cursor_col(self) -> None:
-        left = sum(self._widths[: self.cursor_col]) + self.cursor_col
+        frozen = self.frozen_width
+        if frozen and self.cursor_col == 0:
+            self.refresh()
+            return
+        left = sum(self._widths[: self.cursor_col]) + self.cursor_col - frozen
         right = left + (self._widths[self.cursor_col] if self._widths else 0)
+        room = self.size.width - frozen
         if left < self.scroll_offset.x:
             self.scroll_to(x=left, animate=False)
-        elif right > self.scroll_offset.x + self.size.width:
-            self.scroll_to(x=right - self.size.width, animate=False)
+        elif right > self.scroll_offset.x + room:
+            self.scroll_to(x=right - room, animate=False)
         self.refresh()
 
     def _post_highlight(self) -> None:
@@ -279,9 +344,19 @@ class FrameTable(ScrollView, can_focus=True):
             self.screen.mount(bar)
         bar.open(self)
 
+    def action_choose_columns(self) -> None:
+        from tputui.widgets.column_chooser import ColumnChooser
+
+        def chosen(hidden: set[str] | None) -> None:
+            if hidden is not None:
+                self.set_hidden(hidden)
+
+        self.app.push_screen(ColumnChooser(self.all_columns, self.hidden, self.key), chosen)
+
     def action_clear_filter(self) -> None:
-        if self.filter_text:
-            self.set_filter("")
+        if not self.filter_text:
+            raise SkipAction()  # nothing to clear: Esc goes on to the app (back)
+        self.set_filter("")
 
     def action_select(self) -> None:
         self.post_message(self.RowSelected(self, self.row()))

@@ -31,7 +31,6 @@ AXIS_LINES = 2
 PALETTE = ["#31688e", "#8e4b31", "#3f7f3f", "#7d3f7d", "#7d7a2f", "#2f7d7a", "#a06a2a", "#5a5aa8",
            "#a84f72", "#4f8f6e", "#6e6e6e", "#8f4a4a", "#3a5f9e", "#9e7d3a", "#5d8f2f", "#8f2f5d"]
 MATCH_BG = "#e0c000"
-SELECTED_BG = "#f2f2f2"
 FIT_INSTANT_PS = 10**6  # `f` on instant events shows 1 us around them
 UNITS = (*fmt.TIME_UNITS_PS, ("ps", 1))
 
@@ -80,9 +79,23 @@ class Mark:
 class Timeline(Widget, can_focus=True):
     """The trace timeline. Keys are bound by the screen; see TraceViewerScreen."""
 
+    # Everything but the event blocks takes its colours from the theme (the blocks carry their own
+    # background, so they read on dark and light themes alike).
     DEFAULT_CSS = """
     Timeline { height: 1fr; }
+    Timeline > .timeline--axis { color: $text-muted; }
+    Timeline > .timeline--axis-label { color: $foreground; }
+    Timeline > .timeline--gutter { color: $text-muted; }
+    Timeline > .timeline--gutter-focus { color: $foreground; text-style: bold reverse; }
+    Timeline > .timeline--section { color: $foreground; background: $panel; text-style: bold; }
+    Timeline > .timeline--section-focus { color: $foreground; background: $panel; text-style: bold reverse; }
+    Timeline > .timeline--mark { color: $background; background: $accent; text-style: bold; }
+    Timeline > .timeline--cursor { color: $warning; text-style: bold; }
+    Timeline > .timeline--selected { color: $background; background: $foreground; text-style: bold; }
     """
+    COMPONENT_CLASSES = {"timeline--axis", "timeline--axis-label", "timeline--gutter", "timeline--gutter-focus",
+                         "timeline--section", "timeline--section-focus", "timeline--mark", "timeline--cursor",
+                         "timeline--selected"}
 
     class SelectionChanged(Message):
         """The selected event(s) changed (the details pane listens)."""
@@ -169,6 +182,12 @@ class Timeline(Widget, can_focus=True):
         self._frame = None
         self.refresh()
 
+    def notify_style_update(self) -> None:
+        """A new theme (or CSS): drop the cached styles and the frame drawn with them."""
+        super().notify_style_update()
+        self._styles = {}
+        self._frame = None
+
     def line_of_row(self, row: int) -> int:
         for i, (kind, v) in enumerate(self._lines):
             if kind == "row" and v == row:
@@ -194,7 +213,7 @@ class Timeline(Widget, can_focus=True):
     # --- frame ----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         frame = self.frame()
-        return frame[y] if y < len(frame) else Strip.blank(self.size.width)
+        return frame[y] if y < len(frame) else Strip.blank(self.size.width, self.style(("blank",)))
 
     def frame(self) -> list[Strip]:
         key = (self.size.width, self.size.height)
@@ -221,7 +240,7 @@ class Timeline(Widget, can_focus=True):
         for y in range(height - AXIS_LINES):
             i = self.top + y
             if i >= len(self._lines):
-                out.append(Strip.blank(width))
+                out.append(Strip.blank(width, self.style(("blank",))))
                 continue
             kind, v = self._lines[i]
             if kind == "section":
@@ -236,25 +255,27 @@ class Timeline(Widget, can_focus=True):
             kind = key[0]
             if kind == "block":
                 _, color, selected, matched = key
-                if selected:  # the selection stands out whatever its colour
-                    st = Style(bgcolor=SELECTED_BG, color="black", bold=True)
+                if selected:  # the selection stands out whatever its colour (the theme's text colour)
+                    st = self.get_component_rich_style("timeline--selected")
                 else:
                     st = Style(bgcolor=MATCH_BG if matched else PALETTE[color], color="black" if matched else "white")
             elif kind == "tick":
                 _, color, selected, matched = key
-                st = Style(color=SELECTED_BG if selected else MATCH_BG if matched else PALETTE[color], bold=True)
+                if selected or matched:
+                    st = self.get_component_rich_style("timeline--selected") if selected else \
+                        Style(bgcolor=MATCH_BG, color="black", bold=True)
+                else:
+                    st = self.rich_style + Style(color=PALETTE[color], bold=True)  # on the theme background
             elif kind == "gutter":
-                st = Style(color="bright_white", bold=True, reverse=key[1]) if key[1] else Style(dim=True)
+                st = self.get_component_rich_style("timeline--gutter-focus" if key[1] else "timeline--gutter")
             elif kind == "section":
-                st = Style(bold=True, color="bright_white", bgcolor="grey23", reverse=key[1])
-            elif kind == "axis":
-                st = Style(dim=True)
+                st = self.get_component_rich_style("timeline--section-focus" if key[1] else "timeline--section")
+            elif kind in ("axis", "mark", "cursor"):
+                st = self.get_component_rich_style(f"timeline--{kind}")
             elif kind == "axis_label":
-                st = Style(color="bright_white")
-            elif kind == "mark":
-                st = Style(color="black", bgcolor="cyan", bold=True)
-            elif kind == "cursor":
-                st = Style(color="bright_yellow", bold=True)
+                st = self.get_component_rich_style("timeline--axis-label")
+            elif kind == "blank":
+                st = self.rich_style
             else:
                 st = Style()
             self._styles[key] = st
@@ -338,7 +359,7 @@ class Timeline(Widget, can_focus=True):
         segs = [Segment(_fit(label, g).ljust(g), self.style(("gutter", focused))), Segment("│", self.style(("axis",)))]
         cols = ix.row_columns(row, edges, level)
         if not (cols >= 0).any():
-            segs.append(Segment(" " * len(cols)))
+            segs.append(Segment(" " * len(cols), self.style(("blank",))))
             return Strip(segs)
         # Runs of equal block index.
         change = np.flatnonzero(np.diff(cols)) + 1
@@ -354,7 +375,7 @@ class Timeline(Widget, can_focus=True):
                                            durs.tolist(), sel.tolist(), mat.tolist()):
             n = b - a
             if blk < 0:
-                segs.append(Segment(" " * n))
+                segs.append(Segment(" " * n, self.style(("blank",))))
                 continue
             color = int(ix.name_hash[nm]) % len(PALETTE)
             if du == 0 and n == 1:

@@ -1,0 +1,53 @@
+"""The key map: one meaning per key across screens (no Textual here; the README and `?` show it).
+
+App keys answer the same on every screen. Table keys work in every table. A screen's own keys
+are not reused with another meaning elsewhere; the few shared letters below are deliberate,
+and tests/test_keymap.py checks that nothing else is.
+"""
+from __future__ import annotations
+
+APP = [
+    ("t", "pick a tool"), ("r", "pick a run"), ("h", "pick a host"),
+    ("R, F5", "reload: rescan the logdir for new runs, load this tool again"),
+    ("Esc", "back to the previous screen (cursor, sort, filter kept)"),
+    ("x", "CSV of the table shown, into the export folder (never the logdir)"),
+    ("v, Enter", "show the selected op / row in the trace viewer"),
+    ("C", "capture a profile from a live server"),
+    ("D", "compare this run with another run or logdir"), (":", "SQL prompt over this run"),
+    ("Ctrl+P", "command palette: tools, runs, hosts, theme (kept between runs)"),
+    ("?", "the keys of this screen"), ("q, Ctrl+C", "quit"),
+]
+TABLE = [
+    ("↑ ↓ PgUp PgDn Home End", "move"), ("← → < >", "pick a column"), ("s", "sort by it (again: reverse)"),
+    ("/", "filter rows (Esc clears)"), ("c", "choose the columns shown"),
+]
+SCREENS = [
+    ("i", "IDLE on/off (framework op stats, op profile)"),
+    ("b", "what rows are grouped / ordered by (op profile, memory viewer)"),
+    ("e", "infeed / outfeed on/off (roofline)"), ("B", "DCN bandwidth (megascale)"),
+    ("u", "free memory on/off (memory profile)"), ("k", "category (pod viewer)"),
+    ("[ ]", "previous / next step (pod viewer)"), ("I J O", "open input pipeline / the suggested tool / overview"),
+    ("M", "memory space (memory viewer)"), ("G", "show the op in its HLO graph"),
+    ("w a s d, f, g, m, n N, /, 1-4", "trace viewer: zoom / pan (as XProf), fit, go to, mark, matches, search, modes"),
+]
+# Letters with two meanings on purpose, and why.
+SHARED = {
+    "s": "zoom out in the trace viewer (XProf's W A S D, which has no table); sort in tables",
+    "m": "mark in the trace viewer (XProf's key); pick the memory id / HLO module (memory tools, graph viewer)",
+    "slash": "search in the trace viewer, filter in tables: both find",
+    "p": "peak in memory charts; pause in the live monitor",
+}
+
+# Double meanings that came with screens merged after the key map (diff: a / b show run A / B in
+# the trace viewer; graph viewer: g switches its view, b ...): to rebind, then drop from here.
+TO_REBIND = {
+    "a": "pan left in the trace viewer; run A's events in the diff screen",
+    "b": "group / order by; the graph viewer's body toggle; run B's events in the diff screen",
+    "g": "go to a time in the trace viewer; switch the graph viewer's view",
+}
+
+
+def markdown() -> str:
+    """The README's key table."""
+    rows = [("**Everywhere**", "")] + APP + [("**Tables**", "")] + TABLE + [("**Screens**", "")] + SCREENS
+    return "| key | does |\n|---|---|\n" + "\n".join(f"| {k} | {d} |" for k, d in rows) + "\n"
