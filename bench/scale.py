@@ -34,6 +34,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -67,7 +68,9 @@ marks = {}
 orig = Timeline.compute_frame
 def timed(self):
     out = orig(self)
-    marks.setdefault("first_frame", time.time() - spawned)
+    if "first_frame" not in marks:
+        marks["first_frame"] = time.time() - spawned
+        marks["first_frame_cpu"] = time.process_time()  # this process's CPU (every thread) so far
     return out
 Timeline.compute_frame = timed
 
@@ -151,20 +154,27 @@ def big_lock(needed: bool):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def run_child(cmd: list[str], env: dict | None = None, timeout: float = 1800) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MB, stdout) of one child process; raises on failure."""
+def run_child(cmd: list[str], env: dict | None = None, timeout: float = 1800) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS MB, stdout, CPU seconds) of one child process; raises on failure.
+
+    CPU seconds (user + system, every thread) say how much work the step did: on a loaded
+    machine they move far less than the wall time."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t = time.perf_counter()
         p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
         deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                p.kill()
-                raise SystemExit(f"timed out: {' '.join(cmd)}")
-            time.sleep(0.005)
+        try:
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"timed out: {' '.join(cmd)}")
+                time.sleep(0.005)
+        except BaseException:  # timed out, interrupted or terminated: leave no child behind
+            p.kill()
+            p.wait()
+            raise
         wall = time.perf_counter() - t
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -172,7 +182,7 @@ def run_child(cmd: list[str], env: dict | None = None, timeout: float = 1800) ->
         stdout, stderr = out.read(), err.read()
     if p.returncode != 0:
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{stderr[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, stdout
+    return wall, usage.ru_maxrss / 1024, stdout, usage.ru_utime + usage.ru_stime
 
 
 def env_with_cache(cache: str) -> dict:
@@ -224,7 +234,7 @@ def profile_facts(logdir: pathlib.Path) -> str:
 
 # --- the measurements ------------------------------------------------------------------------
 def tools_with_data(logdir: pathlib.Path, cache: str) -> list[str]:
-    _, _, out = run_child([PY, "-m", "tputui.cli", "export", str(logdir), "--list"], env_with_cache(cache))
+    out = run_child([PY, "-m", "tputui.cli", "export", str(logdir), "--list"], env_with_cache(cache))[2]
     return json.loads(out)["runs"][0]["tools"]
 
 
@@ -235,9 +245,10 @@ def export_cmd(logdir: pathlib.Path, tool: str, *extra: str) -> list[str]:
 def time_export(logdir: pathlib.Path, tool: str, big: bool) -> dict:
     """Cold (empty cache) then warm (same cache, new process): seconds and peak RSS each."""
     with tempfile.TemporaryDirectory() as cache, big_lock(big):
-        cold, cold_rss, _ = run_child(export_cmd(logdir, tool), env_with_cache(cache))
-        warm, warm_rss, _ = run_child(export_cmd(logdir, tool), env_with_cache(cache))
-    return {"cold": cold, "warm": warm, "cold_rss": cold_rss, "warm_rss": warm_rss}
+        cold, cold_rss, _, cold_cpu = run_child(export_cmd(logdir, tool), env_with_cache(cache))
+        warm, warm_rss, _, warm_cpu = run_child(export_cmd(logdir, tool), env_with_cache(cache))
+    return {"cold": cold, "warm": warm, "cold_rss": cold_rss, "warm_rss": warm_rss, "cold_cpu": cold_cpu,
+            "warm_cpu": warm_cpu}
 
 
 def time_first_frame(logdir: pathlib.Path, big: bool) -> dict:
@@ -245,25 +256,26 @@ def time_first_frame(logdir: pathlib.Path, big: bool) -> dict:
     out = {}
     with tempfile.TemporaryDirectory() as cache, big_lock(big):
         for kind in ("cold", "warm"):
-            _, rss, stdout = run_child([PY, "-c", FIRST_FRAME_CHILD, str(logdir), repr(time.time())],
-                                       env_with_cache(cache))
+            _, rss, stdout, _ = run_child([PY, "-c", FIRST_FRAME_CHILD, str(logdir), repr(time.time())],
+                                          env_with_cache(cache))
             got = json.loads(stdout.strip().splitlines()[-1])
             out[kind], out[f"{kind}_rss"], out[f"{kind}_complete"] = got["first_frame"], rss, got["complete"]
             out[f"{kind}_from_saved"] = got["warm_index"]
+            out[f"{kind}_cpu"] = got["first_frame_cpu"]
             out["events"] = got["events"]
     return out
 
 
 def measure_memory(logdir: pathlib.Path, big: bool) -> dict:
     with tempfile.TemporaryDirectory() as cache, big_lock(big):
-        _, rss, out = run_child([PY, "-c", MEMORY_CHILD, str(logdir)], env_with_cache(cache))
+        _, rss, out, _ = run_child([PY, "-c", MEMORY_CHILD, str(logdir)], env_with_cache(cache))
     got = json.loads(out.strip().splitlines()[-1])
     got["rss_mb"] = rss
     return got
 
 
 def has_jobs_option() -> bool:
-    _, _, out = run_child([PY, "-m", "tputui.cli", "export", "--help"], env_with_cache(tempfile.gettempdir()))
+    out = run_child([PY, "-m", "tputui.cli", "export", "--help"], env_with_cache(tempfile.gettempdir()))[2]
     return "--jobs" in out
 
 
@@ -276,7 +288,7 @@ def time_jobs(logdir: pathlib.Path, tool: str) -> dict:
             out_file = os.path.join(cache, "out.json")
             cmd = [PY, "-m", "tputui.cli", "export", str(logdir), "--tool", tool, "--format", "json", "-o", out_file,
                    *extra]
-            res[label], res[f"{label}_rss"], _ = run_child(cmd, env_with_cache(cache))
+            res[label], res[f"{label}_rss"], _, res[f"{label}_cpu"] = run_child(cmd, env_with_cache(cache))
             texts[label] = pathlib.Path(out_file).read_bytes()
     res["identical"] = texts["jobs1"] == texts["default"]
     return res
@@ -288,7 +300,7 @@ def time_xprof(logdir: pathlib.Path, tool: str) -> dict | None:
         return None
     run_dir = next(logdir.rglob("*.xplane.pb")).parent
     with big_lock(True):  # XProf takes ~8 GB on x400
-        _, rss, out = run_child([ORACLE_PY, str(SHARED / "tools" / "xprof_time.py"), str(run_dir), xtool],
+        _, rss, out, _ = run_child([ORACLE_PY, str(SHARED / "tools" / "xprof_time.py"), str(run_dir), xtool],
                                 env=dict(os.environ), timeout=3600)
     m = re.search(r"\t([\d.]+)s\t", out)
     if not m:
@@ -298,6 +310,7 @@ def time_xprof(logdir: pathlib.Path, tool: str) -> dict | None:
 
 # --- the run -----------------------------------------------------------------------------------
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # `kill`: unwind, so children are stopped too
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="one repeat of everything (the default is 3)")
     ap.add_argument("--repeat", type=int, help="repeats per measurement")
@@ -379,15 +392,17 @@ def render(results: dict, repeat: int, jobs: bool) -> str:
     lines = [f"## scale (bench/scale.py, {time.strftime('%Y-%m-%d')}, issue 12)", "",
              f"The shared real TPU v6e profile tiled with ../shared/tools/gen/tpu_scaled.py; each step a fresh "
              f"process, 2 shared cores (load average {load:.1f} at the end). Seconds as min / median of {repeat} "
-             "run(s). tputui: the whole `tputui export --tool T --format json` process; cold = empty cache dir, "
+             "run(s); CPU s = user + system time of the process (every thread), which a loaded machine moves far "
+             "less than the wall time. tputui: the whole `tputui export --tool T --format json` process; cold = empty cache dir, "
              "warm = a second process on the same cache. XProf: its converter alone (xprof_time.py), peak RSS of "
              "its whole process. Ratio = tputui cold min / XProf min. Targets (issue 12): x100 every export "
              "<= 1.5 s cold, <= 0.4 s warm; trace viewer first frame <= 1.5 s cold, <= 0.5 s warm; x400 "
              "overview_page <= 5 s cold and <= 0.12x XProf, peak RSS <= 1.5 GB for any tool.", ""]
     for name, r in results.items():
         lines += [f"### {name}: {r['facts']}", "",
-                  "| tool | tputui cold s | warm s | peak RSS cold / warm MB | XProf s | XProf RSS MB | ratio |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+                  "| tool | tputui cold s | cold CPU s | warm s | warm CPU s | peak RSS cold / warm MB | XProf s "
+                  "| XProf RSS MB | ratio |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for tool, t in r["tools"].items():
             ours = t["ours"]
             cold = [o["cold"] for o in ours]
@@ -395,15 +410,18 @@ def render(results: dict, repeat: int, jobs: bool) -> str:
             xs = [x["s"] for x in t["xprof"]]
             ratio = f"{min(cold) / min(xs):.2f}x" if xs else "-"
             xrss = f"{max(x['rss'] for x in t['xprof']):.0f}" if t["xprof"] else "-"
-            lines.append(f"| {tool} | {fmt_pair(cold)} | {fmt_pair([o['warm'] for o in ours])} | {rss} | "
+            lines.append(f"| {tool} | {fmt_pair(cold)} | {fmt_pair([o['cold_cpu'] for o in ours])} | "
+                         f"{fmt_pair([o['warm'] for o in ours])} | {fmt_pair([o['warm_cpu'] for o in ours])} | {rss} | "
                          f"{fmt_pair(xs)} | {xrss} | {ratio} |")
         if r["frame"]:
             f = r["frame"]
             lines += ["", f"Trace viewer ({f[0]['events']:,} events), app headless at {SIZE[0]}x{SIZE[1]}, "
                       "from process spawn: first frame cold "
-                      f"{fmt_pair([x['cold'] for x in f], ' s')} (final index built and saved: "
+                      f"{fmt_pair([x['cold'] for x in f], ' s')} (CPU {fmt_pair([x['cold_cpu'] for x in f], ' s')}; "
+                      "final index built and saved: "
                       f"{fmt_pair([x['cold_complete'] for x in f], ' s')}), first frame warm "
-                      f"{fmt_pair([x['warm'] for x in f], ' s')} (from the saved index: "
+                      f"{fmt_pair([x['warm'] for x in f], ' s')} (CPU {fmt_pair([x['warm_cpu'] for x in f], ' s')}; "
+                      "from the saved index: "
                       f"{all(x['warm_from_saved'] for x in f)}); peak RSS cold / warm "
                       f"{max(x['cold_rss'] for x in f):.0f} / {max(x['warm_rss'] for x in f):.0f} MB."]
         if r["memory"]:
@@ -420,7 +438,9 @@ def render(results: dict, repeat: int, jobs: bool) -> str:
                 j = r["jobs"]
                 j1, jd = [x["jobs1"] for x in j], [x["default"] for x in j]
                 lines += ["", f"overview_page on 16 hosts, cold: `--jobs 1` {fmt_pair(j1, ' s')}, default "
-                          f"{fmt_pair(jd, ' s')} ({min(jd) / min(j1):.2f}x; target <= 0.6x); peak RSS "
+                          f"{fmt_pair(jd, ' s')} ({min(jd) / min(j1):.2f}x; target <= 0.6x; CPU "
+                          f"{fmt_pair([x['jobs1_cpu'] for x in j], ' s')} / {fmt_pair([x['default_cpu'] for x in j], ' s')}); "
+                          "peak RSS "
                           f"{max(x['jobs1_rss'] for x in j):.0f} / {max(x['default_rss'] for x in j):.0f} MB; "
                           f"identical outputs: {all(x['identical'] for x in j)}."]
             elif not jobs:

@@ -14,16 +14,18 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROTOS = ROOT / "protos"
 # Files whose gRPC stubs we also generate.
-SERVICES = {"profiler_service.proto"}
+SERVICES = {"profiler_service.proto", "tpu_metric_service.proto"}
 
 
 def generate(out_dir: pathlib.Path) -> list[pathlib.Path]:
     from grpc_tools import protoc  # imported here: only this script needs it
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    # protoc.main() does not add the well-known types (google/protobuf/timestamp.proto) on its own.
+    well_known = pathlib.Path(protoc.__file__).parent / "_proto"
     written = []
     for proto in sorted(PROTOS.glob("*.proto")):
-        args = ["protoc", f"-I{PROTOS}", f"--python_out={out_dir}"]
+        args = ["protoc", f"-I{PROTOS}", f"-I{well_known}", f"--python_out={out_dir}"]
         if proto.name in SERVICES:
             args.append(f"--grpc_python_out={out_dir}")
         args.append(str(proto))

@@ -230,3 +230,24 @@ def test_demo_offers_a_cpu_and_a_tpu_profile_each_under_1_mb():
     assert len(runs) == 2 and all(h.size < 1 << 20 for r in runs for h in r.hosts)
     kinds = {r.name: run_tool(RunData(r), "summary", None).device_type for r in runs}
     assert any("TPU" in (k or "") for k in kinds.values()), kinds
+
+
+def test_export_flags_come_from_the_registry(capsys):
+    """Every keyword option of every tool's analysis is an export flag naming its tools, and a
+    flag reaches the analysis (memory_profile's --max-snapshots thins the timeline)."""
+    from tputui.tools import TOOLS
+
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    out = capsys.readouterr().out
+    for t in TOOLS:
+        for name in t.option_names():
+            flag = "--" + name.replace("_", "-")
+            help_text = out.split("\n  " + flag, 1)[1].split("\n  --", 1)[0]  # its line(s) under options
+            assert t.name in help_text, (flag, help_text)
+    p = str(PROFILES / "tf_keras")
+    code, text, _ = run_cli(capsys, "export", p, "--tool", "memory_profile", "--max-snapshots", "50")
+    assert code == 0
+    doc = json.loads(text)
+    timelines = [a["timeline"] for a in doc["allocators"].values()]
+    assert timelines and all(len(tl) <= 50 for tl in timelines) and max(len(tl) for tl in timelines) > 10

@@ -17,7 +17,7 @@ class Block:
 
 sys.meta_path.insert(0, Block())
 import tputui
-names = ["tputui.export", "tputui.tools", "tputui.cli"]
+names = ["tputui.export", "tputui.tools", "tputui.format", "tputui.cli"]
 for pkg in ("tputui.data", "tputui.analysis", "tputui.live"):
     mod = importlib.import_module(pkg)
     names += [m.name for m in pkgutil.walk_packages(mod.__path__, pkg + ".")]

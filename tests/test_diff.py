@@ -69,6 +69,7 @@ def _export(run: RunData, tool: str) -> dict:
 def test_two_runs_deltas_are_the_two_exports_subtracted(capsys):
     d = _diff_json(capsys, TWO, TWO)  # the same logdir twice: previous run (A) vs newest (B)
     assert (d["a"]["run"], d["b"]["run"]) == (RUN_A, RUN_B)
+    assert d["b"]["path"].endswith(f"jax_two_runs/plugins/profile/{RUN_B}")
     ra, rb = _run(TWO, RUN_A), _run(TWO, RUN_B)
     oa, ob = _export(ra, "overview_page"), _export(rb, "overview_page")
     for side, o in (("a", oa), ("b", ob)):

@@ -7,12 +7,11 @@ from __future__ import annotations
 import io
 
 import pytest
-from conftest import PROFILES
+from conftest import PROFILES, settle
+from conftest import make_app as conftest_make_app
 from rich.console import Console
 
-from tputui.app import TputuiApp
 from tputui.compare import diff_runs
-from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.query import run_query
 from tputui.screens.diff import DiffScreen, PathPrompt
@@ -27,14 +26,8 @@ QUERY = ("SELECT name, count(*) AS n, sum(duration_ns) AS ns, min(event_row) AS 
          "WHERE name LIKE 'ynn_fusion%' GROUP BY name ORDER BY ns DESC")
 
 
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def make_app(root=TWO, tool="summary") -> TputuiApp:
-    return TputuiApp(open_logdir(str(root)), tool=tool)
+def make_app(root=TWO, tool="summary"):
+    return conftest_make_app(root, tool)
 
 
 async def _type_query(pilot, query: str) -> None:
@@ -197,3 +190,16 @@ def test_sql_snapshot_without_color(snap_compare, frozen_query_time, monkeypatch
         await _type_query(pilot, QUERY)
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [SIZE, (80, 24)])
+def test_diff_picker_and_path_prompt_snapshot(snap_compare, size):
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("D")
+        await settle(pilot)
+        await pilot.press("down", "enter")  # "another logdir, run folder or file…"
+        await settle(pilot)
+        await pilot.press(*"/data/logs")
+
+    assert snap_compare(make_app(), terminal_size=size, run_before=run_before)

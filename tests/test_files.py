@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pathlib
+import threading
 
 import pytest
 
@@ -35,9 +36,16 @@ def test_the_data_is_fsynced_before_the_rename(tmp_path, monkeypatch):
 
     events = []
     real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(files.os, "fsync", lambda fd: events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
-                        or real_fsync(fd))
-    monkeypatch.setattr(files.os, "replace", lambda a, b: events.append(("replace", a)) or real_replace(a, b))
+    me = threading.get_ident()  # not a cache-write thread an earlier test left running
+
+    def fsync(fd):
+        if threading.get_ident() == me:
+            events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(files.os, "fsync", fsync)
+    monkeypatch.setattr(files.os, "replace", lambda a, b: (threading.get_ident() == me and events.append(("replace", a)))
+                        or real_replace(a, b))
     target = tmp_path / "out.bin"
     with atomic_open(str(target)) as f:
         f.write(b"new")

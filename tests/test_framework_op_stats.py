@@ -37,3 +37,17 @@ def test_export_schema_and_charts():
     assert by_type["type"].to_list()[:2] == ["Dataset", "PyFunc"]  # tf.data iterators add up
     assert "IDLE" not in by_type["type"].to_list()
     assert list(ours.tables()) == ["framework_op_stats", "framework_op_stats_without_idle"]
+
+
+def test_chart_shares_are_each_sides_self_time():
+    """The four bar charts' figures (XProf's pies), from the result: percent of the side's self time."""
+    ours = fos.analyze(run_of("tf_loop"))
+    assert ours.sides_with_ops == ["Host"]  # a CPU run: no device ops
+    rows = ours.table(include_idle=False).filter(ours.table(include_idle=False)["host_or_device"] == "Host")
+    total = rows["total_self_time"].sum()
+    shares = ours.self_time_shares("Host", "operation", include_idle=False, top=3)
+    assert [n for n, _ in shares] == rows["operation"].to_list()[:3]
+    assert [p for _, p in shares] == pytest.approx([v / total * 100 for v in rows["total_self_time"].to_list()[:3]])
+    types = ours.self_time_shares("Host", "type", include_idle=False, top=50)
+    assert sum(p for _, p in types) == pytest.approx(100.0)  # every type: the whole side
+    assert [n for n, _ in types][:2] == ["Dataset", "PyFunc"]

@@ -284,6 +284,21 @@ def test_cli_export_and_list(gcs_env, capsys):
     assert doc["runs"][0]["path"] == f"{url('jax_two_runs')}/plugins/profile/2026_11_22_12_58_50"
 
 
+def test_cli_sql_and_diff_on_gs_urls_equal_local(gcs_env, capsys):
+    from tputui.cli import main
+
+    query = "SELECT category, count(*) AS n, sum(self_time_ns) AS ns FROM events GROUP BY category ORDER BY 1"
+    outs = []
+    for root in (url("tpu_v6e_inference"), str(PROFILES / "tpu_v6e_inference")):
+        assert main(["sql", root, query, "--format", "json"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and len(json.loads(outs[0])) == 5
+    # A bucket run against the same run on disk: nothing changed.
+    assert main(["diff", url("jax_two_runs"), str(PROFILES / "jax_two_runs"), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["step_time"]["delta_pct"] == 0 and all(r["delta_us"] == 0 for r in d["framework_ops"])
+
+
 @pytest.mark.parametrize("target,fault,expect", [
     ("gs://no-such-bucket/logs", None, "bucket 'no-such-bucket' not found"),
     (f"gs://{BUCKET}/nothing/here", None, "no such prefix"),

@@ -1,8 +1,9 @@
 """The graph viewer against XProf 2.24's own graph_viewer output on the real profiles.
 
-- long_txt: every HLO module of jax_mlp, jax_live_capture and tpu_v6e_inference printed by
-  XProf (tests/fixtures/profiles/*/oracle/graph_viewer/<module>.long_txt) must equal ours byte
-  for byte (no tolerance).
+- long_txt: every HLO module of jax_mlp, jax_live_capture, tpu_v6e_inference and the instruction
+  zoo (tests/fixtures/graph_viewer/zoo: convolution, gather, scatter, sort, pad, dynamic slices,
+  custom calls, conditional, ...) printed by XProf (oracle/graph_viewer/<module>.long_txt) must
+  equal ours byte for byte (no tolerance).
 - neighbourhoods: XProf's DOT (`type=graph`, `node_name`, `graph_width`) for 11 cases,
   reduced to the instruction names it draws (tests/fixtures/graph_viewer/make_dot.py); our node
   set must be the same set, constants aside (XProf draws them inside their users' labels, which
@@ -27,31 +28,33 @@ from tputui.export import export_text
 from tputui.proto import xla_data_pb2 as xd
 
 WITH_HLO = ["jax_mlp", "jax_live_capture", "tpu_v6e_inference"]
+ZOO = FIXTURES / "graph_viewer" / "zoo"
+LONG_TXT_PROFILES = {**{p: PROFILES / p for p in WITH_HLO}, "zoo": ZOO}
 NEIGHBOURHOODS = json.loads((FIXTURES / "graph_viewer" / "neighbourhoods.json").read_text())
 
 
 def run_of(profile: str) -> RunData:
-    return RunData(open_logdir(str(PROFILES / profile)).runs[0], use_cache=False)
+    return RunData(open_logdir(str(LONG_TXT_PROFILES.get(profile, PROFILES / profile))).runs[0], use_cache=False)
 
 
 def long_txt_cases():
-    for profile in WITH_HLO:
-        for f in sorted((PROFILES / profile / "oracle" / "graph_viewer").glob("*.long_txt")):
+    for profile, path in LONG_TXT_PROFILES.items():
+        for f in sorted((path / "oracle" / "graph_viewer").glob("*.long_txt")):
             yield pytest.param(profile, f.name[: -len(".long_txt")], id=f"{profile}-{f.stem}")
 
 
 @pytest.mark.parametrize(("profile", "module"), list(long_txt_cases()))
 def test_long_txt_equals_xprof(profile, module):
-    want = (PROFILES / profile / "oracle" / "graph_viewer" / f"{module}.long_txt").read_text()
+    want = (LONG_TXT_PROFILES[profile] / "oracle" / "graph_viewer" / f"{module}.long_txt").read_text()
     entry = next(m for m in hlo_modules(run_of(profile)) if m.name == module)
     assert module_text(entry.parse()) == want
 
 
 def test_every_module_has_an_oracle():
     """XProf lists the same modules we do (so no module goes untested above)."""
-    for profile in WITH_HLO:
+    for profile, path in LONG_TXT_PROFILES.items():
         ours = {m.name for m in hlo_modules(run_of(profile))}
-        theirs = {f.name[: -len(".long_txt")] for f in (PROFILES / profile / "oracle" / "graph_viewer").glob("*.long_txt")}
+        theirs = {f.name[: -len(".long_txt")] for f in (path / "oracle" / "graph_viewer").glob("*.long_txt")}
         assert ours == theirs, profile
 
 

@@ -68,6 +68,10 @@ async def test_errors_stay_in_the_dialog(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, CaptureDialog)
+        # A capture finishing after the dialog closed: its news is dropped, nothing breaks.
+        assert not dialog.post_message(dialog.Finished(error="late"))
+        await pilot.pause()
+        assert not isinstance(app.screen, CaptureDialog)
     assert len(open_logdir(str(tmp_path / "logs")).runs) == 1  # nothing written
 
 

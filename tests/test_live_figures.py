@@ -13,7 +13,8 @@ from conftest import oracle_dir, xplane
 
 from tputui.data.xspace import decode
 from tputui.live.figures import window_figures
-from tputui.live.monitor import plain_lines, sample_from_xspace
+from tputui.live.monitor import sample_from_xspace
+from tputui.live.plain import plain_lines
 
 
 def _overview(profile):

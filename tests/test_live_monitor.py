@@ -13,7 +13,8 @@ from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.live import monitor
 from tputui.live.client import LiveError
-from tputui.live.monitor import MonitorSession, Sample, plain_lines, run_plain
+from tputui.live.monitor import MonitorSession, Sample
+from tputui.live.plain import plain_lines, run_plain
 from tputui.proto import profiler_service_pb2 as pb
 from tputui.tools import get_tool
 

@@ -7,42 +7,29 @@ import json
 import time
 
 import pytest
-from conftest import FIXTURES, settle, xplane
+from conftest import FIXTURES, xplane
 from helpers.live import FakeProfiler, fake_server, response_with
+from helpers.pane import drawn, settle, utc  # noqa: F401 (utc: a fixture, used by every test here)
 
-from tputui.live.monitor import History, MonitorSession, Sample, sample_from_xspace
-from tputui.screens.monitor import MonitorApp, MonitorScreen
+from tputui.live.feed import LiveFeed
+from tputui.live.monitor import MonitorSession, Sample, sample_from_xspace
+from tputui.monitor_app import MonitorApp
+from tputui.screens.monitor import MonitorScreen
 
 SIZE = (120, 36)
 STREAM = FIXTURES / "live" / "monitor_stream.jsonl"
+
+# Timestamps on screen are local time: pinned, so snapshots do not depend on the zone.
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 def recorded() -> list[Sample]:
     return [Sample.from_json(json.loads(line)) for line in STREAM.read_text().splitlines()]
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch):
-    """Timestamps on screen are local time: pin the zone so snapshots do not depend on it."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
 def make_app(samples: list[Sample], **kw) -> MonitorApp:
     first = samples[0]
-    return MonitorApp(MonitorScreen(lambda: iter(samples), address=first.address, window_ms=first.window_ms, **kw))
-
-
-def drawn(widget) -> str:
-    """What a Static shows, as plain text (its rich content rendered at its width)."""
-    from rich.console import Console
-
-    console = Console(width=max(40, widget.size.width), record=True, file=open("/dev/null", "w"))
-    console.print(widget.content)
-    return console.export_text()
+    return MonitorApp(MonitorScreen(lambda: iter(samples), addresses=[first.address], window_ms=first.window_ms, **kw))
 
 
 def test_recorded_stream_is_a_real_run():
@@ -81,7 +68,7 @@ async def test_pause_key_holds_the_stream():
         gate.wait(10)  # the test presses p before the rest arrives
         yield from samples[1:]
 
-    app = MonitorApp(MonitorScreen(source, address=samples[0].address, window_ms=500))
+    app = MonitorApp(MonitorScreen(source, addresses=[samples[0].address], window_ms=500))
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
         await pilot.press("p")
@@ -101,8 +88,8 @@ async def test_pause_key_holds_the_stream():
 async def test_open_window_key_saves_the_window_and_leaves_for_the_profile(tmp_path):
     data = xplane("jax_live_capture").read_bytes()
     with fake_server(FakeProfiler([response_with(data)])) as addr:
-        session = MonitorSession(addr, duration_ms=100)
-        screen = MonitorScreen(lambda: session.samples(1), address=addr, window_ms=100, session=session,
+        feed = LiveFeed([MonitorSession(addr, duration_ms=100)])
+        screen = MonitorScreen(lambda: feed.items(1), addresses=[addr], window_ms=100, feed=feed,
                                windows_dir=str(tmp_path / "w"))
         app = MonitorApp(screen)
         async with app.run_test(size=SIZE) as pilot:
@@ -133,8 +120,7 @@ def test_snapshot_recorded_stream(snap_compare):
 def test_snapshot_tpu_window(snap_compare):
     s = sample_from_xspace(xplane("tpu_v6e_inference").read_bytes(), "10.130.0.2:8466", 1000,
                            now=1_795_354_000.0)
-    history = History()
-    assert snap_compare(make_app([s], history=history), terminal_size=SIZE, run_before=settle)
+    assert snap_compare(make_app([s]), terminal_size=SIZE, run_before=settle)
 
 
 async def test_no_window_yet_says_why_in_one_line():

@@ -50,17 +50,19 @@ def gcloud(tmp_path, monkeypatch):
 
 def test_local_and_host_port_need_no_lookup(gcloud):
     _, calls = gcloud
-    assert resolve_tpu(TpuQuery("local")) == ["localhost:8466"]
-    assert resolve_tpu(TpuQuery("local", port=9999)) == ["localhost:9999"]
-    assert resolve_tpu(TpuQuery("10.0.0.7:9999")) == ["10.0.0.7:9999"]
+    assert resolve_tpu(TpuQuery("local")) == [["localhost:9012", "localhost:9999"]]
+    assert resolve_tpu(TpuQuery("local", port=9999)) == [["localhost:9999"]]
+    assert resolve_tpu(TpuQuery("10.0.0.7:9999")) == [["10.0.0.7:9999"]]
     assert calls() == []
 
 
-def test_tpu_vm_endpoints_port_8470_becomes_8466(gcloud):
+def test_tpu_vm_workers_get_the_profiler_port_candidates(gcloud):
+    """A TPU VM's profiler lives in the user's job: every worker gets 9012 then 9999 (not 8466)."""
     set_nodes, calls = gcloud
-    set_nodes({"tpu-vm": {"my-pod": node(endpoints=[("10.130.0.2", 8470), ("10.130.0.3", 8470), ("10.130.0.4", 9012)])}})
+    set_nodes({"tpu-vm": {"my-pod": node(endpoints=[("10.130.0.2", 8470), ("10.130.0.3", 8470)],
+                                         apiVersion="V2_ALPHA1")}})
     got = resolve_tpu(TpuQuery("my-pod", zone="us-central2-b", project="proj"))
-    assert got == ["10.130.0.2:8466", "10.130.0.3:8466", "10.130.0.4:9012"]
+    assert got == [["10.130.0.2:9012", "10.130.0.2:9999"], ["10.130.0.3:9012", "10.130.0.3:9999"]]
     (argv,) = calls()
     assert argv[:5] == ["compute", "tpus", "tpu-vm", "describe", "my-pod"]
     assert "--format=json" in argv and "--zone=us-central2-b" in argv and "--project=proj" in argv
@@ -69,13 +71,19 @@ def test_tpu_vm_endpoints_port_8470_becomes_8466(gcloud):
 def test_profiler_port_overrides_endpoint_port(gcloud):
     set_nodes, _ = gcloud
     set_nodes({"tpu-vm": {"t": node(endpoints=[("10.1.2.3", 8470)])}})
-    assert resolve_tpu(TpuQuery("t", port=9999)) == ["10.1.2.3:9999"]
+    assert resolve_tpu(TpuQuery("t", port=9999)) == [["10.1.2.3:9999"]]
+
+
+def test_tpu_node_endpoints_port_8470_becomes_8466(gcloud):
+    set_nodes, _ = gcloud
+    set_nodes({"tpu-vm": {"n": node(endpoints=[("10.2.0.2", 8470), ("10.2.0.3", 8471)], apiVersion="V1")}})
+    assert resolve_tpu(TpuQuery("n")) == [["10.2.0.2:8466"], ["10.2.0.3:8471"]]
 
 
 def test_tpu_node_found_through_the_node_api_after_tpu_vm_not_found(gcloud):
     set_nodes, calls = gcloud
     set_nodes({"node": {"old-tpu": node(endpoints=[("10.240.1.2", 8470)])}})
-    assert resolve_tpu(TpuQuery("old-tpu")) == ["10.240.1.2:8466"]
+    assert resolve_tpu(TpuQuery("old-tpu")) == [["10.240.1.2:8466"]]  # found by the node API: a TPU Node
     assert [c[:3] for c in calls()] == [["compute", "tpus", "tpu-vm"], ["compute", "tpus", "describe"]]
 
 
@@ -155,7 +163,10 @@ def cloud(tmp_path, monkeypatch):
 
 def test_rest_api_with_metadata_credentials(cloud):
     cloud.nodes["/v2/projects/proj-7/locations/europe-west4-a/nodes/t"] = node(endpoints=[("10.9.8.7", 8470)])
-    assert resolve_tpu(TpuQuery("t")) == ["10.9.8.7:8466"]
+    assert resolve_tpu(TpuQuery("t")) == [["10.9.8.7:9012", "10.9.8.7:9999"]]
+    cloud.nodes["/v2/projects/proj-7/locations/europe-west4-a/nodes/n"] = node(endpoints=[("10.9.8.6", 8470)],
+                                                                               apiVersion="V1")
+    assert resolve_tpu(TpuQuery("n")) == [["10.9.8.6:8466"]]
     api_calls = [h for p, h in cloud.seen if p.startswith("/v2/")]
     assert api_calls and api_calls[0]["Authorization"] == "Bearer tok"
 
@@ -205,3 +216,49 @@ def test_capture_and_monitor_with_tpu_name_end_to_end(gcloud, tmp_path):
     assert "--zone=us-east5-a" in calls()[0]
     assert p3.returncode == 2
     assert p3.stderr.strip() == "tputui: error: TPU my-tpu is STOPPED, not READY: wait for it to be READY and try again"
+
+
+# --- which port answered ---------------------------------------------------------------------
+def test_pick_ports_tries_candidates_in_order_and_says_which_answered():
+    """Real listeners on 127.0.0.1: the first candidate that answers wins, within a short deadline."""
+    from helpers.live import FakeProfiler, fake_server
+
+    from tputui.live.tpu_resolve import pick_ports
+
+    dead = f"127.0.0.1:{closed_port()}"
+    said: list[str] = []
+    with fake_server(FakeProfiler()) as live, fake_server(FakeProfiler()) as other:
+        assert pick_ports([[dead, live, other]], said.append) == [live]
+        assert said == [f"profiler server: {live} answered ({dead.rsplit(':', 1)[1]} did not)"]
+        said.clear()
+        assert pick_ports([[live], [dead, other], [dead]], said.append, timeout=0.3) == [live, other, dead]
+    assert said[0] == "profiler servers: 2 of 3 workers answered (port " + ", ".join(
+        sorted({live.rsplit(":", 1)[1], other.rsplit(":", 1)[1]})) + ")"
+    assert said[1] == f"  127.0.0.1: none of ports {dead.rsplit(':', 1)[1]} answered; following {dead}"
+    said.clear()
+    assert pick_ports([[dead, dead]], said.append, timeout=0.2) == [dead]
+    assert said[0].startswith("no profiler server answered on 127.0.0.1 ports ")
+
+
+def test_monitor_follows_every_worker_of_a_multi_host_tpu(gcloud):
+    """`tputui monitor --tpu NAME`: two TPU VM workers (127.0.0.1 and 127.0.0.2, one profiler port),
+    each answering its own window; one block per worker and the slowest named."""
+    from conftest import xplane
+    from helpers.live import FakeProfiler, fake_server, response_with, tputui
+
+    set_nodes, _ = gcloud
+    slow, fast = xplane("jax_mlp").read_bytes(), xplane("jax_live_capture").read_bytes()
+    with fake_server(FakeProfiler([response_with(fast)])) as a:
+        port = int(a.rsplit(":", 1)[1])
+        with fake_server(FakeProfiler([response_with(slow)]), host="127.0.0.2", port=port) as b:
+            set_nodes({"tpu-vm": {"pod": node(endpoints=[("127.0.0.1", 8470), ("127.0.0.2", 8470)],
+                                              apiVersion="V2")}})
+            p = tputui("monitor", "--tpu", "pod", "--profiler-port", str(port), "--plain", "--num-queries", "1")
+    assert p.returncode == 0, p.stderr
+    blocks = [blk.splitlines() for blk in p.stdout.strip().split("\n\n")]
+    assert sorted(blk[1] for blk in blocks) == [f"Worker: {a}", f"Worker: {b}"]
+    steps = {blk[1]: next(ln for ln in blk if ln.startswith("Step time")) for blk in blocks}
+    assert steps[f"Worker: {a}"].endswith("over 325 steps") and steps[f"Worker: {b}"].endswith("over 18 steps")
+    slowest = [ln for blk in blocks for ln in blk if ln.startswith("Slowest worker: ")]
+    assert slowest and slowest[-1].startswith(f"Slowest worker: {b} (")
+    assert f"monitoring 2 workers: {a}, {b}" in p.stderr

@@ -96,3 +96,17 @@ def test_listed_only_where_there_are_dcn_collectives():
     assert has_data(run(FIXTURES / "pod" / "dcn_2slices"))
     assert not has_data(run(FIXTURES / "pod" / "pod_v4_32"))
     assert not has_data(run(PROFILES / "tpu_v6e_inference"))
+
+
+def test_flagged_names_and_first_recv_done():
+    """What the screen marks and where `enter` jumps: from the result, not the screen."""
+    res = ms.analyze(run_of(DCN))
+    assert res.flagged_names == set() and res.exceeding_count == 0  # no bandwidth set
+    flagged = res.flag(200.0)
+    assert flagged.flagged_names == set(flagged.rows.filter(flagged.rows["exceeds_network"])["name"].to_list())
+    assert flagged.exceeding_count == len(flagged.flagged_names)
+    name = res.rows["name"][0]
+    start, end = res.first_recv_done(name)
+    spans = res.recv_done_spans.filter(res.recv_done_spans["name"] == name)
+    assert start == spans["start_ps"].min() and start < end
+    assert res.first_recv_done("no such collective") is None

@@ -138,3 +138,18 @@ def test_one_host_of_a_run_equals_the_run_for_a_single_host_profile():
     one = json.loads(export_text(run, "overview_page", "json", host="vm"))
     assert one["hosts"] == every["hosts"] == ["vm"]
     assert one["steps"] == every["steps"] and one["statement"] == every["statement"]
+
+
+def test_step_summary_and_parts_are_result_properties():
+    """What the overview screen reads: the same figures the JSON export writes."""
+    from tputui.analysis import overview
+
+    run = RunData(open_logdir(str(PROFILES / "jax_mlp")).run(None), use_cache=False)
+    r = overview.analyze(run)
+    doc = r.to_json()
+    assert r.step_time_ms == doc["step_time_ms"] and r.step_time_ms["count"] > 0
+    parts = r.step_parts_ms
+    avg = doc["step_time_breakdown_ms"]
+    assert parts and all(v == avg[c]["avg"] > 0 for c, v in parts)
+    assert [v for _, v in parts] == sorted((v for _, v in parts), reverse=True)
+    assert {c for c, _ in parts} == {c for c, v in avg.items() if v["avg"] > 0}

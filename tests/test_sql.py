@@ -111,3 +111,15 @@ def test_bad_queries_say_what_is_wrong_in_one_line(capsys, query, message):
     assert main(["sql", str(PROFILES / "jax_mlp"), query]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tputui: error: " + message) and err.count("\n") == 1
+
+
+def test_an_unreadable_host_is_left_out_with_a_note(tmp_path, capsys):
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    good = next((PROFILES / "jax_mlp").rglob("*.xplane.pb"))
+    (run / "good.xplane.pb").write_bytes(good.read_bytes())
+    (run / "bad.xplane.pb").write_bytes(b"\x0a\xff\xff\xff\xff\x0f not an xspace")
+    assert main(["sql", str(tmp_path), "SELECT host, count(*) AS n FROM events GROUP BY host", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == [{"host": "good", "n": 2688}]
+    assert err.startswith("tputui: note: host bad left out: ") and err.count("\n") == 1

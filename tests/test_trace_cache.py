@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -60,6 +61,7 @@ def test_first_open_is_the_quick_pass_then_the_saved_index_is_equal(tmp_path):
     assert first.partial and not first.complete
     built = finish_index(run, None, first)
     assert built.complete and built is not first and built.num_events > first.num_events
+    assert isinstance(built.start, np.memmap)  # the saved copy: the built arrays are freed
     entry = entry_path(run, None)
     assert os.path.isdir(entry) and os.path.dirname(entry) == os.path.join(cache_root(), "frames")
     # A new process (a fresh RunData) opens the saved index: complete at once, nothing decoded.
@@ -118,8 +120,10 @@ def test_a_changed_file_or_a_new_version_builds_again(tmp_path, monkeypatch):
 def test_no_cache_saves_nothing_and_a_damaged_entry_is_rebuilt(tmp_path):
     run = copy_run(tmp_path)
     plain = RunData(run.run, use_cache=False)
-    assert finish_index(plain, None, open_index(plain, None)).complete
+    kept = finish_index(plain, None, open_index(plain, None))
+    assert kept.complete and not isinstance(kept.start, np.memmap)
     assert entry_path(plain, None) is None
+    assert open_index(plain, None) is kept  # kept with the frame instead
     frames = os.path.join(cache_root(), "frames")
     assert not os.path.isdir(frames) or not any(".trace" in n for n in os.listdir(frames))
     finish_index(run, None, open_index(run, None))
@@ -135,7 +139,13 @@ def test_save_is_atomic_and_keeps_an_existing_entry(tmp_path):
     entry = entry_path(run, None)
     before = os.stat(os.path.join(entry, "index.json")).st_mtime_ns
     save_index(ix, entry)  # a second writer: the first entry stays, no temp dir is left
+    for t in threading.enumerate():  # the decoded frame's own entry is written beside, in a thread
+        if t.name == "tputui-cache-write":
+            t.join()
     assert os.stat(os.path.join(entry, "index.json")).st_mtime_ns == before
+    for t in threading.enumerate():  # the decoded frame's own entry is written beside: let it finish
+        if t.name == "tputui-cache-write":
+            t.join()
     assert not [n for n in os.listdir(os.path.dirname(entry)) if n.startswith(".tmp-")]
     with pytest.raises(ValueError):
         save_index(open_index(RunData(run.run, use_cache=False), None), str(tmp_path / "x"))

@@ -214,6 +214,22 @@ async def test_show_in_trace_viewer_selects_and_zooms():
         assert "train 3" in visible_text(tl)
 
 
+async def test_show_in_trace_viewer_finds_events_of_derived_lines_after_the_first_pass():
+    """Names on lines derived from op stats (Framework Ops) are not in the quick first pass: the
+    focus is applied again to the final index."""
+    app = TputuiApp(open_logdir(str(PROFILES / "tpu_v6e_inference")))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        show_in_trace_viewer(app, TraceFocus(names=("jit(main)",)))
+        tl = await loaded(pilot)
+        ix = tl.ix
+        expected = [i for i in range(ix.num_events) if ix.event_name(i) == "jit(main)"]
+        assert expected and sorted(tl.selection.tolist()) == expected
+        tracks = {ix.tracks[int(ix.row_track[int(ix.event_row[i])])].name for i in expected}
+        assert tracks == {"Framework Name Scope"}
+
+
 async def test_show_in_trace_viewer_by_frame_rows_and_window():
     app = make_app("tpu_v6e_inference")
     async with app.run_test(size=SIZE) as pilot:

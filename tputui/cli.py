@@ -31,7 +31,7 @@ def app_parser() -> argparse.ArgumentParser:
         epilog="subcommands (tputui SUBCOMMAND --help):\n"
                "  export   write a tool's result as JSON or CSV, no screen\n"
                "  capture  grab a profile from a running profiler server into a logdir\n"
-               "  monitor  live TPU utilization from a running profiler server\n"
+               "  monitor  live TPU figures: libtpu runtime metrics per chip, step time per worker\n"
                "  sql      answer a SQL query over a profile's events, ops and steps\n"
                "  diff     compare two runs: step time, KPIs, op deltas (a CI gate)\n\n"
                "examples:\n"
@@ -95,13 +95,14 @@ def export_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
     _add_scale_arguments(p)
     _add_timeout(p)
-    # Tool options (passed to the tool's analysis as keyword arguments).
-    p.add_argument("--module", help="memory_viewer: HLO module name")
-    p.add_argument("--memory-space", help="memory_viewer: memory space (0 = HBM)")
-    p.add_argument("--list-modules", action="store_true", help="memory_viewer: list HLO modules")
-    p.add_argument("--node", help="graph_viewer: the instruction whose neighbourhood to draw")
-    p.add_argument("--depth", help="graph_viewer: how many edges around --node (default 3)")
-    p.add_argument("--dcn-gbps", type=_positive, help="megascale_stats: DCN bandwidth per host, Gbps")
+    # Tool options, from the registry: every keyword option a tool's analysis takes.
+    for name, (tools, default) in tool_options().items():
+        what = f"{', '.join(tools)}: {OPTION_HELP.get(name, name.replace('_', ' '))}"
+        flag = "--" + name.replace("_", "-")
+        if isinstance(default, bool):
+            p.add_argument(flag, action="store_true", default=None, help=what)
+        else:
+            p.add_argument(flag, type=OPTION_TYPES.get(name, str), help=what)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="other tool options")
     return p
 
@@ -142,6 +143,24 @@ def _open_logdir(path: str, timeout: float):
         status.clear()
 
 
+# Words and checks for the tools' options (which options exist comes from the registry).
+OPTION_HELP = {"module": "HLO module name or program id", "memory_space": "memory space (0 = HBM, or a name)",
+               "list_modules": "list the HLO modules", "dcn_gbps": "DCN bandwidth per host, Gbps",
+               "max_snapshots": "snapshots on the memory timeline", "args": "every event's args in the JSON",
+               "node": "the instruction whose neighbourhood to draw", "depth": "how many edges around --node (default 3)"}
+
+
+def tool_options() -> dict[str, tuple[list[str], object]]:
+    """option -> (the tools taking it, its default), in registry order."""
+    from tputui.tools import TOOLS
+
+    out: dict[str, tuple[list[str], object]] = {}
+    for t in TOOLS:
+        for name, default in t.options().items():
+            out.setdefault(name, ([], default))[0].append(t.name)
+    return out
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -152,15 +171,13 @@ def _positive(text: str) -> float:
     return value
 
 
+OPTION_TYPES = {"dcn_gbps": _positive}
+
+
 def _tool_options(a: argparse.Namespace) -> dict:
     from tputui.errors import UserError
 
-    opts = {}
-    for key in ("module", "memory_space", "dcn_gbps", "node", "depth"):
-        if getattr(a, key) is not None:
-            opts[key] = getattr(a, key)
-    if a.list_modules:
-        opts["list_modules"] = True
+    opts = {key: getattr(a, key) for key in tool_options() if getattr(a, key, None) is not None}
     for kv in a.option:
         key, sep, value = kv.partition("=")
         if not sep:
@@ -238,18 +255,93 @@ def _emit(text: str, output: str | None) -> int:
 
 
 def run_live(command: str, argv: list[str]) -> int:
+    if command == "monitor":
+        return run_monitor(argv)
     try:
-        if command == "capture":
-            from tputui.live import capture as mod
-            add, main = mod.add_capture_arguments, mod.main
-        else:
-            from tputui.live import monitor as mod
-            add, main = mod.add_monitor_arguments, mod.main
+        from tputui.live import capture as mod
+        add, main = mod.add_capture_arguments, mod.main
     except (ImportError, AttributeError):
         return _fail(f"'{command}' is not available in this build")
     p = argparse.ArgumentParser(prog=f"tputui {command}")
     add(p)
     return main(p.parse_args(argv)) or 0
+
+
+def monitor_parser() -> argparse.ArgumentParser:
+    from tputui.live.runtime_metrics import METRICS_ADDRESS
+    from tputui.live.tpu_resolve import add_tpu_arguments
+
+    p = argparse.ArgumentParser(
+        prog="tputui monitor", usage="%(prog)s [ADDRESS[,ADDRESS...] | --tpu NAME] [options]",
+        description="Live TPU figures: libtpu's runtime metrics per chip (on a TPU VM), and step time, idle "
+                    "and top ops from profile windows of each worker.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  tputui monitor                         on a TPU VM: this VM's chips and its profiler server\n"
+               "  tputui monitor --tpu my-pod            every worker of a multi-host TPU\n"
+               "  tputui monitor localhost:9012 --plain  lines instead of the pane")
+    p.add_argument("address", nargs="?", metavar="ADDRESS",
+                   help="profiler server(s) as host:port or grpc://host:port, comma-separated for several "
+                        "workers (default on a TPU VM: --tpu local)")
+    p.add_argument("--duration-ms", type=int, default=1000, help="length of each profile window (default 1000)")
+    p.add_argument("--profile-every", type=float, metavar="SECONDS",
+                   help="seconds from one profile window to the next (default: 10 when runtime metrics are "
+                        "followed, else back to back)")
+    p.add_argument("--runtime-metrics", metavar="ADDRESS",
+                   help=f"libtpu's runtime-metrics service (default on a TPU VM and with --tpu local: "
+                        f"{METRICS_ADDRESS}; 'off' to skip)")
+    p.add_argument("--metrics-interval", type=float, default=1.0, metavar="SECONDS",
+                   help="seconds between runtime-metrics reads (default 1)")
+    p.add_argument("--monitoring-level", type=int, default=2, choices=[1, 2],
+                   help="--plain detail: 1 device and utilization, 2 adds cores, idle, step time, infeed (default 2)")
+    p.add_argument("--num-queries", type=int, default=None, metavar="N",
+                   help="stop after N cycles: runtime-metrics reads when followed, else windows of each worker "
+                        "(default: --plain 100, the pane runs until you quit)")
+    p.add_argument("--plain", action="store_true",
+                   help="print lines instead of the live pane (the default when stdout is not a terminal)")
+    p.add_argument("--save-windows", metavar="LOGDIR",
+                   help="also write every profile window as a run in LOGDIR (opens with tputui LOGDIR)")
+    add_tpu_arguments(p)
+    return p
+
+
+def run_monitor(argv: list[str]) -> int:
+    from tputui.errors import UserError
+    from tputui.live.feed import LiveFeed
+    from tputui.live.monitor import MonitorSession
+    from tputui.live.runtime_metrics import METRICS_ADDRESS, RuntimePoller
+    from tputui.live.tpu_resolve import addresses_from, on_tpu_vm
+
+    a = monitor_parser().parse_args(argv)
+    if a.num_queries is not None and a.num_queries < 1:
+        raise UserError("--num-queries must be at least 1")
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    tpu = a.tpu
+    if not a.address and not tpu and on_tpu_vm():
+        say("on a TPU VM: following this VM's chips and profiler server (--tpu local)")
+        tpu = "local"
+    addresses = addresses_from(a.address, tpu, a.zone, a.project, a.profiler_port, say=say)
+    # libtpu serves this VM's chips to local clients only: followed on a TPU VM, whoever is profiled
+    metrics = a.runtime_metrics or (METRICS_ADDRESS if tpu == "local" or on_tpu_vm() else None)
+    poller = None if metrics in (None, "off") else RuntimePoller(metrics, a.metrics_interval)
+    every = a.profile_every if a.profile_every is not None else (10.0 if poller else 0.0)
+    sessions = [MonitorSession(x, a.duration_ms, a.monitoring_level, interval_s=every) for x in addresses]
+    feed = LiveFeed(sessions, poller)
+    if len(addresses) > 1:
+        say(f"monitoring {len(addresses)} workers: {', '.join(addresses)}")
+    plain = a.plain or not sys.stdout.isatty()
+    if plain and not a.plain:
+        say("stdout is not a terminal: printing --plain lines")
+    if plain:
+        from tputui.live.plain import run_plain
+
+        return run_plain(feed, a.num_queries or 100, save_windows=a.save_windows)
+    from tputui.monitor_app import run_monitor_app
+
+    return run_monitor_app(feed, a.duration_ms, num_queries=a.num_queries, save_windows=a.save_windows)
 
 
 def run_app(argv: list[str]) -> int:

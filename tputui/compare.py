@@ -27,14 +27,15 @@ def load_side(run: RunData, label: str, host: str | None = None, progress=None) 
     run.require_hosts()
     if host is not None:
         run.host_file(host)  # one clear line when B lacks A's host
-    side = Side(label=label, run=run.name, hosts=[host] if host else run.hosts)
+    side = Side(label=label, run=run.name, hosts=[host] if host else run.hosts, path=run.run.path)
     for attr, tool in _TOOLS.items():
         if progress:
             progress(f"{label}: {tool}")
         try:
             setattr(side, attr, run_tool(run, tool, host))
         except NoDataError as e:
-            side.notes.append(f"{tool}: {e}")
+            side.notes.append(f"no {tool}: {e}")
+    side.notes += [f"host {h} left out: {reason}" for h, reason in run.unreadable.items()]
     return side
 
 

@@ -71,7 +71,7 @@ def render_text(d) -> str:
         out.append(text_table(d.memory))
     for side in (d.a, d.b):
         for note in side.notes:
-            out.append(f"note: {side.label}: no {note}")
+            out.append(f"note: {side.label}: {note}")
     g = d.gate
     if g["delta_pct"] is not None:
         out.append(f"{g['measure']}: A {g['a']:,.3f} {g['unit']} · B {g['b']:,.3f} {g['unit']} · "

@@ -74,6 +74,7 @@ def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> di
         raise ExportError(f"--format {fmt} is for the graph viewer; use json or csv")
     else:
         raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+    return None
 
 
 def csv_text(frame: pl.DataFrame) -> str:

@@ -13,24 +13,23 @@ DECIMAL_UNITS = (("GB", 10**9), ("MB", 10**6), ("kB", 10**3))
 TIME_UNITS_PS = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3))
 
 
-def _absent(v: float | None) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
+def _scaled(v: float, units, decimals: int, base: str) -> str:
+    """`v` in the first of `units` (largest first) it reaches, else in `base` without decimals."""
+    for unit, scale in units:
+        if abs(v) >= scale:
+            return f"{v / scale:,.{decimals}f} {unit}"
+    return f"{v:,.0f} {base}"
 
 
 # --- bytes -------------------------------------------------------------------------------------
 def bytes_binary(n: float | None, decimals: int = 2, missing: str = "") -> str:
     """Bytes in powers of 1024 (XProf's memory tools count in MiB / GiB): "27.61 MiB", "512 B"."""
-    if _absent(n):
-        return missing
-    for unit, scale in BINARY_UNITS:
-        if abs(n) >= scale:
-            return f"{n / scale:,.{decimals}f} {unit}"
-    return f"{n:,.0f} B"
+    return missing if n is None or math.isnan(n) else _scaled(n, BINARY_UNITS, decimals, "B")
 
 
 def bytes_binary_short(n: float | None, missing: str = "") -> str:
     """Binary bytes in at most 9 cells (a chart axis): "3.19 KiB", "640.0 KiB", "1023 MiB"."""
-    if _absent(n):
+    if n is None or math.isnan(n):
         return missing
     for unit, scale in BINARY_UNITS:
         if abs(n) >= scale:
@@ -41,29 +40,21 @@ def bytes_binary_short(n: float | None, missing: str = "") -> str:
 
 def bytes_decimal(n: float | None, decimals: int = 1, missing: str = "") -> str:
     """Bytes in powers of 1000 (file and download sizes): "12.3 MB", "512 B"."""
-    if _absent(n):
-        return missing
-    for unit, scale in DECIMAL_UNITS:
-        if abs(n) >= scale:
-            return f"{n / scale:.{decimals}f} {unit}"
-    return f"{n:.0f} B"
+    return missing if n is None or math.isnan(n) else _scaled(n, DECIMAL_UNITS, decimals, "B")
 
 
 # --- times -------------------------------------------------------------------------------------
 def duration_ps(ps: float | None, decimals: int = 3, missing: str = "", micro: str = "us") -> str:
     """Picoseconds in the largest unit they reach, fixed decimals: "1,234.500 ms", "12 ps".
     `micro` spells the microsecond ("us" where people type it back, "µs" in prose)."""
-    if _absent(ps):
+    if ps is None or math.isnan(ps):
         return missing
-    for unit, scale in TIME_UNITS_PS:
-        if abs(ps) >= scale:
-            return f"{ps / scale:,.{decimals}f} {micro if unit == 'us' else unit}"
-    return f"{ps:,.0f} ps"
+    return _scaled(ps, [(micro if unit == "us" else unit, scale) for unit, scale in TIME_UNITS_PS], decimals, "ps")
 
 
 def duration_us(us: float | None, decimals: int = 3, missing: str = "", micro: str = "µs") -> str:
     """Microseconds (XProf's op tables' unit) the way `duration_ps` writes them, never below µs."""
-    if _absent(us):
+    if us is None or math.isnan(us):
         return missing
     if abs(us) < 1:
         return f"{us:,.{decimals}f} {micro}"
@@ -73,7 +64,7 @@ def duration_us(us: float | None, decimals: int = 3, missing: str = "", micro: s
 def human_us(us: float | None, missing: str = "") -> str:
     """Microseconds in the unit that reads best, three significant digits (tables: numbers a
     person compares at a glance): "77.8 s", "1.23 ms", "412 us", "35.0 ns". Exports keep µs."""
-    if _absent(us):
+    if us is None or math.isnan(us):
         return missing
     if us == 0:
         return "0"
@@ -99,14 +90,14 @@ def time_ps(ps: float, digits: int = 3) -> str:
 
 def duration_ms(ms: float | None, decimals: int = 3, missing: str = "n/a", plain: bool = False) -> str:
     """Milliseconds with fixed decimals: "1,234.500 ms"; `plain` writes capture_tpu_profile's "1234.500ms"."""
-    if _absent(ms):
+    if ms is None or math.isnan(ms):
         return missing
     return f"{ms:.{decimals}f}ms" if plain else f"{ms:,.{decimals}f} ms"
 
 
 def duration_ms_or_s(ms: float | None, decimals: int = 3, missing: str = "n/a") -> str:
     """Milliseconds, switching to seconds from 1000 ms on: "950.000 ms", "1.250 s"."""
-    if _absent(ms):
+    if ms is None or math.isnan(ms):
         return missing
     return f"{ms / 1000:.{decimals}f} s" if ms >= 1000 else f"{ms:.{decimals}f} ms"
 
@@ -114,12 +105,12 @@ def duration_ms_or_s(ms: float | None, decimals: int = 3, missing: str = "n/a") 
 # --- percentages and counts --------------------------------------------------------------------
 def percent(v: float | None, decimals: int = 1, missing: str = "") -> str:
     """A value already in percent: 12.345 -> "12.3%"."""
-    return missing if _absent(v) else f"{v:.{decimals}f}%"
+    return missing if v is None or math.isnan(v) else f"{v:.{decimals}f}%"
 
 
 def fraction_percent(v: float | None, decimals: int = 2, missing: str = "") -> str:
     """A fraction (0..1) as a percentage: 0.12345 -> "12.35%"."""
-    return missing if _absent(v) else f"{v * 100:.{decimals}f}%"
+    return missing if v is None or math.isnan(v) else f"{v * 100:.{decimals}f}%"
 
 
 def share_percent(part: float, total: float, decimals: int = 1, missing: str = "") -> str:
@@ -129,9 +120,9 @@ def share_percent(part: float, total: float, decimals: int = 1, missing: str = "
 
 def number(v: float | None, decimals: int = 3, missing: str = "") -> str:
     """A plain figure with thousands separators: 1234.5 -> "1,234.500"."""
-    return missing if _absent(v) else f"{v:,.{decimals}f}"
+    return missing if v is None or math.isnan(v) else f"{v:,.{decimals}f}"
 
 
 def count(v: float | None, missing: str = "") -> str:
     """A whole number with thousands separators: 12345 -> "12,345"."""
-    return missing if _absent(v) else f"{int(v):,}"
+    return missing if v is None or math.isnan(v) else f"{int(v):,}"

@@ -77,6 +77,7 @@ class Catalog:
         if self.host is not None:
             self.run.host_file(self.host)  # a clear error for an unknown host
             return [self.host]
+        self.run.check_hosts()  # unreadable host files are left out, as the tools leave them out
         return self.run.require_hosts()
 
     def frames(self) -> dict[str, pl.LazyFrame]:

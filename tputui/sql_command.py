@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tputui.query import table_help
 from tputui.text_output import write_text
@@ -57,4 +58,6 @@ def main(argv: list[str]) -> int:
     result = run_query(run, a.query, a.host)
     text = render(result, a.format)
     write_text(text, a.output)
+    for host, reason in run.unreadable.items():
+        print(f"tputui: note: host {host} left out: {reason}", file=sys.stderr)
     return 0

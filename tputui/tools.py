@@ -42,11 +42,15 @@ class Tool:
 
         return checked
 
-    def option_names(self) -> list[str]:
-        """The keyword options the analysis names (anything else it would silently ignore)."""
+    def options(self) -> dict[str, object]:
+        """The keyword options the analysis names, with their defaults (anything else it would
+        silently ignore)."""
         params = inspect.signature(_load(self.analysis)).parameters.values()
-        return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                and p.name not in ("run", "host")]
+        return {p.name: p.default for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and p.name not in ("run", "host")}
+
+    def option_names(self) -> list[str]:
+        return list(self.options())
 
     def screen_class(self):
         return _load(self.screen) if self.screen else None

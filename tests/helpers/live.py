@@ -97,13 +97,14 @@ class FakeProfiler(pb_grpc.ProfilerServiceServicer):
 
 
 @contextlib.contextmanager
-def fake_server(servicer: FakeProfiler):
+def fake_server(servicer: FakeProfiler, host: str = "127.0.0.1", port: int = 0):
+    """`host` / `port`: e.g. two workers on 127.0.0.1 and 127.0.0.2 with the same profiler port."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     pb_grpc.add_ProfilerServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    port = server.add_insecure_port(f"{host}:{port}")
     server.start()
     try:
-        yield f"127.0.0.1:{port}"
+        yield f"{host}:{port}"
     finally:
         server.stop(grace=None)
 

@@ -167,10 +167,10 @@ def _unknown(rng: random.Random, kind: str) -> Field:
     if wire == 2:
         return Field(number, 2, rng.choice([b"", rng.randbytes(rng.randrange(1, 12)), b"\xff\xfe"]))
     depth = rng.choice([1, 1, 2, 3, rng.randrange(90, 102)])  # near protobuf's limit of 100
-    numbers = [number] + [rng.randrange(1, 30) for _ in range(depth - 1)]
+    numbers = [number] + [rng.randrange(0, 30) for _ in range(depth - 1)]  # 0 passes inside a group
     inner: list[Field] = []
     for num in reversed(numbers):  # innermost first
-        payload = [Field(rng.randrange(1, 30), 0, rng.randrange(1000))] if rng.random() < 0.5 else []
+        payload = [Field(rng.randrange(0, 30), 0, rng.randrange(1000))] if rng.random() < 0.5 else []
         inner = [Field(num, 3, (payload + inner, num))]
     outer = inner[0]
     if rng.random() < 0.1:  # an end key that does not match its group

@@ -112,7 +112,7 @@ def _percentile(values: list[float], p: int) -> float:
 
 def stragglers(hosts: list[HostFractions]) -> list[tuple[str, float, float]]:
     """(host, average %, modified z-score) of the hosts whose share stands out."""
-    avgs = [(h.host, float(np.mean(np.float32(h.per_step))) * 100.0) for h in hosts if h.per_step]
+    avgs = [(h.host, float(np.mean(np.asarray(h.per_step, np.float32))) * 100.0) for h in hosts if h.per_step]
     if len(avgs) < 3:
         return []
     median = _percentile([a for _, a in avgs], 50)

@@ -58,7 +58,8 @@ class Side:
     hlo_stats: Any = None
     framework_op_stats: Any = None
     memory_profile: Any = None
-    notes: list[str] = field(default_factory=list)  # tools without data, in the user's words
+    notes: list[str] = field(default_factory=list)  # "no <tool>: why", hosts left out: one line each
+    path: str = ""  # the run's folder (or URL)
 
 
 def _pct(a: float | None, b: float | None) -> float | None:
@@ -258,7 +259,7 @@ class RunDiff:
 
     def to_json(self) -> dict[str, Any]:
         def side(s: Side) -> dict:
-            return {"label": s.label, "run": s.run, "hosts": s.hosts, "notes": s.notes}
+            return {"label": s.label, "run": s.run, "path": s.path, "hosts": s.hosts, "notes": s.notes}
 
         return {
             "tool": "diff", "a": side(self.a), "b": side(self.b),

@@ -76,6 +76,23 @@ class FrameworkOpStats:
         t = self.table(include_idle).filter(pl.col("host_or_device") == host_or_device)
         return t.group_by("type").agg(pl.col("total_self_time").sum()).sort("total_self_time", descending=True)
 
+    @property
+    def sides_with_ops(self) -> list[str]:
+        """"Host" / "Device", the sides where ops (not IDLE) took any self time."""
+        ops = self.with_idle.filter(pl.col("operation") != "IDLE")
+        return [s for s in ("Host", "Device") if ops.filter(pl.col("host_or_device") == s)["total_self_time"].sum() > 0]
+
+    def self_time_shares(self, side: str, by: str = "operation", include_idle: bool = True,
+                         top: int = 8) -> list[tuple[str, float]]:
+        """XProf's pie charts: (op or op type, percent of the side's self time), the `top` largest."""
+        rows = self.table(include_idle).filter(pl.col("host_or_device") == side)
+        total = float(rows["total_self_time"].sum() or 0.0)
+        if by == "type":
+            rows = self.self_time_by_type(side, include_idle)
+        head = rows.head(top)
+        return [(label, (v / total * 100) if total else 0.0)
+                for label, v in zip(head[by].to_list(), head["total_self_time"].to_list())]
+
     def to_json(self) -> dict[str, Any]:
         def rows(df):
             return df.rename(EXPORT_RENAMES).to_dicts()

@@ -135,9 +135,9 @@ def _tables(model: HloModel) -> tuple[pl.DataFrame, pl.DataFrame]:
                            "shape": shape_str(ins.shape), "line": first + 1 + n,
                            "operands": [model.instrs[o].name for o in ins.operand_ids if o in model.instrs],
                            "users": [model.instrs[u].name for u in model.users.get(iid, [])]})
-    comp_schema = {"name": pl.String, "first_line": pl.Int64, "last_line": pl.Int64, "kind": pl.String,
+    comp_schema: dict[str, Any] = {"name": pl.String, "first_line": pl.Int64, "last_line": pl.Int64, "kind": pl.String,
                    "instructions": pl.Int64}
-    ins_schema = {"name": pl.String, "opcode": pl.String, "computation": pl.String, "shape": pl.String,
+    ins_schema: dict[str, Any] = {"name": pl.String, "opcode": pl.String, "computation": pl.String, "shape": pl.String,
                   "line": pl.Int64, "operands": pl.List(pl.String), "users": pl.List(pl.String)}
     return pl.DataFrame(comps, schema=comp_schema), pl.DataFrame(instrs, schema=ins_schema)
 

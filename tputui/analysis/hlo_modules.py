@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from tputui.analysis.result import NoDataError
@@ -60,8 +61,8 @@ def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
             if not isinstance(data, bytes):
                 continue
             # XProf's program id: the `program_id` stat (JAX), else the metadata id (as uint64).
-            program_id = stats.get("program_id", md_id)
-            program_id = int(program_id) & 0xFFFFFFFFFFFFFFFF
+            raw_id = stats.get("program_id", md_id)
+            program_id = (int(raw_id) if isinstance(raw_id, (int, np.integer)) else int(md_id)) & 0xFFFFFFFFFFFFFFFF
             module_name = _module_name(data)
             name = f"{module_name}({program_id})"
             found.setdefault(name, HloModuleEntry(name, module_name, program_id, h, data))

@@ -471,6 +471,8 @@ def _own_attributes(model: HloModel, ins: hlo_pb2.HloInstructionProto) -> list[s
             a.append(f"type={ins.comparison_type}")
     elif op == "fusion":
         a.append(f"kind={ins.fusion_kind}")
+        if ins.output_operand_aliasing:
+            a.append("output_to_operand_aliasing=" + _aliasing_text(ins))
     elif op in ("dot", "convolution"):
         if op == "convolution":
             if ins.window.dimensions:
@@ -527,10 +529,26 @@ def _own_attributes(model: HloModel, ins: hlo_pb2.HloInstructionProto) -> list[s
             a.append("indices_are_sorted=true")
         if ins.unique_indices:
             a.append("unique_indices=true")
-    elif op == "custom-call":
+    elif op == "custom-call":  # convolution-like attributes first, as in cuDNN calls
+        if ins.window.dimensions:
+            a.append("window={" + window_text(ins.window) + "}")
+        if ins.HasField("convolution_dimension_numbers"):
+            a.append("dim_labels=" + conv_dim_labels(ins.convolution_dimension_numbers))
+        if ins.feature_group_count > 1:
+            a.append(f"feature_group_count={ins.feature_group_count}")
+        if ins.batch_group_count > 1:
+            a.append(f"batch_group_count={ins.batch_group_count}")
         a.append(f'custom_call_target="{_c_escape(ins.custom_call_target.encode())}"')
+        if ins.constrain_layout:
+            a.append("operand_layout_constraints={" + ", ".join(shape_str(s) for s in ins.operand_shapes_with_layout) + "}")
         if ins.custom_call_has_side_effect:
             a.append("custom_call_has_side_effect=true")
+        if ins.output_operand_aliasing:
+            a.append("output_to_operand_aliasing=" + _aliasing_text(ins))
+        if ins.custom_call_schedule in _SCHEDULES:
+            a.append(f"schedule={_SCHEDULES[ins.custom_call_schedule]}")
+        if ins.custom_call_api_version in _API_VERSIONS:
+            a.append(f"api_version={_API_VERSIONS[ins.custom_call_api_version]}")
     elif op == "topk":
         a.append(f"k={ins.k}")
         if ins.largest:
@@ -547,6 +565,18 @@ def _own_attributes(model: HloModel, ins: hlo_pb2.HloInstructionProto) -> list[s
         if ins.outfeed_config:
             a.append(f'outfeed_config="{_c_escape(ins.outfeed_config)}"')
     return a
+
+
+_SCHEDULES = {1: "SCHEDULE_LATEST", 2: "SCHEDULE_EARLIEST"}  # SCHEDULE_NONE is not printed
+_API_VERSIONS = {2: "API_VERSION_STATUS_RETURNING", 3: "API_VERSION_STATUS_RETURNING_UNIFIED",
+                 4: "API_VERSION_TYPED_FFI"}  # API_VERSION_ORIGINAL (the default) is not printed
+
+
+def _aliasing_text(ins: hlo_pb2.HloInstructionProto) -> str:
+    """`{{0}: (0, {})}`: output shape index -> (operand number, operand shape index)."""
+    return "{" + ", ".join(
+        f"{{{','.join(map(str, a.output_shape_index))}}}: ({a.operand_index}, {{{','.join(map(str, a.operand_shape_index))}}})"
+        for a in ins.output_operand_aliasing) + "}"
 
 
 def attributes(model: HloModel, ins: hlo_pb2.HloInstructionProto) -> list[str]:

@@ -71,6 +71,25 @@ class MegascaleResult:
         return {"host": self.host, "hosts": self.hosts, "cores_per_host": self.cores_per_host,
                 "dcn_gbps": self.dcn_gbps, "rows": rows.to_dicts(), "diagnostics": self.diagnostics}
 
+    @property
+    def flagged_names(self) -> set[str]:
+        """Collectives that need more than the DCN bandwidth set with `flag`."""
+        return set(self.rows.filter(pl.col("exceeds_network"))["name"].to_list()) if self.dcn_gbps else set()
+
+    def first_recv_done(self, name: str) -> tuple[int, int] | None:
+        """(start, end) ps of the collective's first closed recv-done, for the trace viewer jump."""
+        spans = self.recv_done_spans
+        sel = spans.filter(pl.col("name") == name) if spans is not None else None
+        if sel is None or not len(sel):
+            return None
+        first = sel.sort("start_ps").row(0, named=True)
+        return int(first["start_ps"]), int(first["end_ps"])
+
+    @property
+    def exceeding_count(self) -> int:
+        """Collectives that need more than the DCN bandwidth set with `flag` (0 when none is set)."""
+        return int(self.rows["exceeds_network"].sum()) if self.dcn_gbps else 0
+
     def tables(self) -> dict[str, pl.DataFrame]:
         return {"megascale_stats": self.rows}
 

@@ -100,6 +100,12 @@ class OverviewResult:
         """Step time in ms: count, avg, stddev, min, max (None without steps)."""
         return {"count": len(self.steps), **self.pipeline.step_time_summary()} if self.has_steps else None
 
+    @property
+    def step_parts_ms(self) -> list[tuple[str, float]]:
+        """The step-time breakdown's averages (column, ms) with any time, the largest first."""
+        avg = self.pipeline.breakdown_summary()
+        return sorted(((c, v["avg"]) for c, v in avg.items() if v["avg"] > 0), key=lambda cv: -cv[1])
+
     def to_json(self) -> dict[str, Any]:
         return {
             "tool": "overview_page", "run": self.run, "hosts": self.hosts,

@@ -31,8 +31,9 @@ U64 = 0xFFFFFFFFFFFFFFFF
 def _chip_id(frame: XSpaceFrame, plane: int) -> int | None:
     stats = frame.plane_stat_map(plane)
     for key in ("global_chip_id", "device_id"):
-        if isinstance(stats.get(key), (int, np.integer)):
-            return int(stats[key])
+        value = stats.get(key)
+        if isinstance(value, (int, np.integer)):
+            return int(value)
     return None
 
 

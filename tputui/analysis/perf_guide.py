@@ -270,8 +270,9 @@ def _per_core_batch_check(models: list[tuple[str, HloModel]]) -> Check | None:
             if ins.opcode != "parameter" or not ins.HasField("sharding") or len(ins.shape.dimensions) < 2:
                 continue
             local = per_core_dims(ins.shape, ins.sharding)
-            split = local is not None and ins.shape.dimensions[0] >= ins.sharding.tile_assignment_dimensions[0] > 1
-            if split and (local[0] < 8 or local[0] % 8):
+            if local is None or not ins.shape.dimensions[0] >= ins.sharding.tile_assignment_dimensions[0] > 1:
+                continue  # the leading dimension is not split across cores
+            if local[0] < 8 or local[0] % 8:
                 found.append(Finding(ins.name, module, {"global_shape": shape_str(ins.shape, layout=False),
                                                         "per_core_batch": local[0],
                                                         "per_core_dims": "x".join(map(str, local))}))

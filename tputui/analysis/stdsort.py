@@ -18,7 +18,7 @@ import numpy as np
 try:
     from tputui.analysis import _derive
 except ImportError:  # built without a C compiler: the Python replay below
-    _derive = None
+    _derive = None  # type: ignore[assignment]
 
 _THRESHOLD = 16
 

@@ -31,6 +31,14 @@ class HostSummary:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def num_events(self) -> int:
+        return int(self.planes["events"].sum()) if self.planes.height else 0
+
+    @property
+    def planes_with_events(self) -> pl.DataFrame:
+        return self.planes.filter(pl.col("events") > 0)
+
 
 @dataclass
 class RunSummary:
@@ -48,7 +56,13 @@ class RunSummary:
 
     @property
     def num_events(self) -> int:
-        return sum(int(h.planes["events"].sum()) for h in self.hosts)
+        return sum(h.num_events for h in self.hosts)
+
+    def line_spans(self) -> pl.DataFrame:
+        """Every host's lines as the summary lists them: host, plane, line, events, span (ps)."""
+        t = self.tables()["lines"]
+        return t.select("host", pl.col("plane_name").alias("plane"), pl.col("name").alias("line"), "events",
+                        span=t["last_end_ps"] - t["first_ps"])
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -108,7 +108,7 @@ def _parent(name: str, names: list[str]) -> str:
 
 def has_data(run: RunData) -> bool:
     for h in run.hosts:
-        fr = run.frame(h, planes=["/host:CPU"])
+        fr = run.frame(h)  # the full frame the other tools decode too (cached)
         if any(n.startswith("Iterator::") for n in fr.raw.em_name):
             return True
     return False

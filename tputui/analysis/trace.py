@@ -123,6 +123,7 @@ class TraceIndex:
         key = (ev.pid.astype(np.uint64) << np.uint64(32)) | ev.tid.astype(np.uint64)
         run_start = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if len(key) else np.zeros(0, np.int64)
         run_keys = key[run_start]
+        del key  # the big temporaries go as soon as they are used: peak memory at 10M+ events
         keys = {(int(k) >> 32, int(k) & 0xFFFFFFFF) for k in np.unique(run_keys).tolist()}
         extra = [(p, t, f"thread {t}") for p, t in sorted(keys - known)]
         rows = [(p, t, n) for p, t, n in threads.iter_rows()] + extra
@@ -146,9 +147,12 @@ class TraceIndex:
 
         n = len(ev)
         run_track = np.array([track_of[(int(k) >> 32, int(k) & 0xFFFFFFFF)] for k in run_keys.tolist()], np.int64)
-        ev_track = np.repeat(run_track, np.diff(np.concatenate((run_start, [n])))) if n else np.zeros(0, np.int64)
+        small_ids = np.int32 if len(self.tracks) < 2**31 else np.int64
+        ev_track = (np.repeat(run_track.astype(small_ids), np.diff(np.concatenate((run_start, [n])))) if n
+                    else np.zeros(0, small_ids))
         order = _track_time_order(ev_track, ev.start_ps, ev.duration_ps, len(self.tracks))
         track = ev_track[order]
+        del ev_track
         start = ev.start_ps[order]
         end = start + ev.duration_ps[order]
         depth, improper = _nesting_depth(track, start, end, len(self.tracks), exact, check=exact)
@@ -166,12 +170,17 @@ class TraceIndex:
         self.row_track = np.repeat(np.arange(ntr), num_rows) if ntr else np.zeros(0, np.int64)
         self.row_depth = (np.arange(self.num_rows) - first_row[self.row_track]) if ntr else np.zeros(0, np.int64)
         row = first_row[track] + depth if n else np.zeros(0, np.int64)
+        del track, depth
         # Already by (track, start, longest first): a stable sort on the row keeps that order.
         small = row.astype(np.uint16) if self.num_rows < 65536 else row  # radix sort
         by_row = np.argsort(small, kind="stable") if n else np.zeros(0, np.int64)
+        del small
         self.start = start[by_row]
+        del start
         self.end = end[by_row]
+        del end
         src = order[by_row]
+        del order
         self.ev_row = src.astype(np.int32) if n < 2**31 else src  # row in the TraceEvents (identity)
         self.name = ev.name[src]
         source = ev.source[src]
@@ -446,9 +455,10 @@ def _nesting_depth(track: np.ndarray, start: np.ndarray, end: np.ndarray, ntrack
     if n == 0:
         return np.zeros(0, np.int64), improper
     opener = end > start
-    started = np.cumsum(opener) - opener  # openers strictly before i
+    small = np.int32 if n < 2**31 else np.int64  # half the memory of the default at 10M+ events
+    started: np.ndarray = np.cumsum(opener, dtype=small) - opener  # openers strictly before i
     bounds = np.searchsorted(track, np.arange(ntracks + 1))
-    depth = np.empty(n, np.int64)
+    depth = np.empty(n, small)
     for k in range(ntracks):  # per track, not per event
         a, b = int(bounds[k]), int(bounds[k + 1])
         if a == b:

@@ -61,8 +61,9 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
 
 
 def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = None) -> TraceIndex:
-    """The final index (derived lines, exact nesting, pyramid), kept with the frame and saved to
-    the disk cache; `first` itself when it already is final."""
+    """The final index (derived lines, exact nesting, pyramid), saved to the disk cache and
+    returned read back from it (memory-mapped: the built arrays are freed), or kept with the
+    frame when it cannot be saved; `first` itself when it already is final."""
     if first.complete:
         return first
     frame = run.frame(host)
@@ -73,7 +74,6 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
     else:
         ix = first.refined(progress)
     ix.build_pyramid(progress)
-    remember_index(frame, ix)
     entry = entry_path(run, host)
     if entry is not None:
         if progress:
@@ -83,6 +83,11 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
             prune(os.path.dirname(entry), keep=entry)
         except OSError:
             pass  # a read-only or full cache dir must not stop the user from reading a profile
+        saved = load_index(entry)
+        if saved is not None:
+            saved._frame = frame
+            return saved
+    remember_index(frame, ix)
     return ix
 
 

@@ -48,7 +48,7 @@ from tputui.analysis.stdsort import sort_order
 try:
     from tputui.analysis import _derive
 except ImportError:  # built without a C compiler: the one-at-a-time Python path
-    _derive = None
+    _derive = None  # type: ignore[assignment]
 from tputui.data.xspace import XSpaceFrame
 
 HOST_PLANE = "/host:CPU"

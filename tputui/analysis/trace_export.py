@@ -144,6 +144,8 @@ class TraceExport:
         values are strings like XProf's; its internal stats (flow ids, root markers) are left out.
         """
         frame = self.events.frame
+        if frame is None:  # events read back from a saved index carry no stats (analyze decodes for args)
+            raise ValueError("args need the events' decoded frame")
         md_of_event = frame.events["metadata"].to_numpy()
         md_args = _stats_json(frame, "metadata")
         ev_args = _stats_json(frame, "event")
@@ -200,7 +202,10 @@ def micros(col: str, signed: bool = False) -> pl.Expr:
 
 
 def _float_exact(df: pl.DataFrame) -> bool:
-    return len(df) > 0 and max(int(df["start_ps"].abs().max()), int(df["duration_ps"].abs().max())) < FLOAT_EXACT_PS
+    if not len(df):
+        return False
+    biggest = max(int(np.abs(df["start_ps"].to_numpy()).max()), int(np.abs(df["duration_ps"].to_numpy()).max()))
+    return biggest < FLOAT_EXACT_PS
 
 
 def _tails(names: list[str], complete: bool) -> pl.Series:

@@ -109,14 +109,21 @@ static inline int read_varint(Dec *d, const uint8_t **pp, const uint8_t *end, ui
     FAIL(d, p, "truncated varint");
 }
 
-/* A field key: at most 5 bytes and 32 bits (a field number needs 29), field number >= 1. */
-static inline int read_tag(Dec *d, const uint8_t **pp, const uint8_t *end, uint32_t *field, int *wire) {
+/* A field key: at most 5 bytes and 32 bits (a field number needs 29). */
+static inline int read_key(Dec *d, const uint8_t **pp, const uint8_t *end, uint32_t *field, int *wire) {
     const uint8_t *start = *pp;
     uint64_t t;
     if (read_varint(d, pp, end, &t)) return -1;
     if (*pp - start > 5 || t > UINT32_MAX) FAIL(d, start, "field key out of range");
     *field = (uint32_t)(t >> 3);
     *wire = (int)(t & 7);
+    return 0;
+}
+
+/* A field key of a message: also field number >= 1 (inside an unknown group protobuf lets 0 pass). */
+static inline int read_tag(Dec *d, const uint8_t **pp, const uint8_t *end, uint32_t *field, int *wire) {
+    const uint8_t *start = *pp;
+    if (read_key(d, pp, end, field, wire)) return -1;
     if (*field == 0) FAIL(d, start, "field number 0");
     return 0;
 }
@@ -192,7 +199,7 @@ static int skip_field(Dec *d, const uint8_t **pp, const uint8_t *end, uint32_t f
         while (*pp < end) {
             uint32_t f;
             int w;
-            if (read_tag(d, pp, end, &f, &w)) return -1;
+            if (read_key(d, pp, end, &f, &w)) return -1;
             if (w == 4) {
                 if (f != field) FAIL(d, *pp, "end-group key does not match its group");
                 return 0;

@@ -67,7 +67,8 @@ def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None
     check_listed(hf)
     if is_remote(hf.path):
         return
-    if use_cache and os.path.isfile(os.path.join(cache_root(), "frames", cache_key(hf, None), cache_entry.MANIFEST)):
+    key = cache_key(hf, None)
+    if use_cache and key and os.path.isfile(os.path.join(cache_root(), "frames", key, cache_entry.MANIFEST)):
         return
     data = read(hf, progress=progress)
     try:

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import tempfile
+from typing import Any
 
 import numpy as np
 
@@ -116,7 +117,7 @@ def _load_checked(path: str) -> RawXSpace:
     with open(os.path.join(path, "blobs.bin"), "rb") as f:
         for n in sizes.tolist():
             blobs.append(f.read(n))
-    kw = {"blobs": blobs}
+    kw: dict[str, Any] = {"blobs": blobs}
     for name, typ in _FIELDS.items():
         if typ == "np.ndarray":
             kw[name] = np.load(os.path.join(path, f"{name}.npy"), mmap_mode="r")

@@ -11,6 +11,7 @@ meaning depends on kind (int64, uint64 bits, double bits, ref id, or an index in
 """
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,7 +83,7 @@ class RawXSpace:
         return len(self.event_line)
 
 
-def decode_with_protobuf(data: bytes, plane_filter=None) -> RawXSpace:
+def decode_with_protobuf(data: bytes | mmap.mmap, plane_filter=None) -> RawXSpace:
     """Reference decoder: protobuf's own parse, walked one message at a time.
 
     Slow (a Python object per event), but obviously right; the fast decoder must
@@ -233,8 +234,8 @@ def validate(raw: RawXSpace) -> None:
         "sm": ("sm_plane", "sm_id", "sm_name", "sm_description"),
     }
     rows = {}
-    for table, cols in tables.items():
-        lengths = {len(getattr(raw, c)) for c in cols}
+    for table, names in tables.items():
+        lengths = {len(getattr(raw, c)) for c in names}
         if len(lengths) != 1:
             raise ValueError(f"{table} columns of different lengths")
         rows[table] = lengths.pop()

@@ -125,6 +125,7 @@ def read(hf: HostFile, progress=None) -> Buffer:
       - never writes anywhere but our cache (gs:// downloads).
     """
     _check_size(hf.path, hf.size, hf.format)
+    data: Buffer
     if is_remote(hf.path):
         data = gcs.read_bytes(hf, gcs_cache_dir(), progress=progress)
         _check_size(hf.path, len(data), hf.format)  # a gzip-encoded object's size was not known

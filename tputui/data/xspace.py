@@ -6,6 +6,7 @@ them; `names()` gives the strings for a column of ids when it is time to show th
 """
 from __future__ import annotations
 
+import mmap
 import threading
 from collections.abc import Callable, Iterable
 from functools import cached_property
@@ -29,7 +30,7 @@ from tputui.errors import UserError
 try:
     from tputui.data import wire  # the C decoder
 except ImportError:  # extension not built: protobuf's parser (slow, exact) does the work
-    wire = None
+    wire = None  # type: ignore[assignment]
 
 PlaneSelector = Callable[[str], bool] | Iterable[str] | None
 
@@ -51,7 +52,7 @@ def decode(data: bytes, planes: PlaneSelector = None) -> XSpaceFrame:
     return XSpaceFrame(decode_raw(data, planes))
 
 
-def decode_raw(data: bytes, planes: PlaneSelector = None) -> RawXSpace:
+def decode_raw(data: bytes | mmap.mmap, planes: PlaneSelector = None) -> RawXSpace:
     keep = plane_filter(planes)
     try:
         if wire is not None:
@@ -61,7 +62,7 @@ def decode_raw(data: bytes, planes: PlaneSelector = None) -> RawXSpace:
         raise DecodeError(str(e)) from None
 
 
-def check(data) -> None:
+def check(data: bytes | mmap.mmap) -> None:
     """Raise DecodeError unless the top level of `data` is a well-formed XSpace: every field
     complete and inside the buffer (planes are located, not decoded)."""
     try:

@@ -252,8 +252,9 @@ class _Ticker:
 
 def main(args: argparse.Namespace) -> int:
     address, logdir = split_targets(args.targets, args.tpu)
-    addresses = addresses_from(address, args.tpu, args.zone, args.project, args.profiler_port)
     err = sys.stderr
+    addresses = addresses_from(address, args.tpu, args.zone, args.project, args.profiler_port,
+                               say=lambda m: print(m, file=err, flush=True))
     with _Ticker(err, args.duration_ms) as ticker:
         def say(msg: str) -> None:
             if ticker.active:

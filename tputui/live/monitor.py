@@ -1,21 +1,20 @@
-"""`tputui monitor`: a stream of samples (device, utilization, idle, step time, infeed, top ops)
-from a running job, for the live pane and for `--plain` lines.
+"""`tputui monitor`'s profiler side: a stream of samples (device, utilization, idle, step time,
+infeed, top ops) per worker, for the live pane and for `--plain` lines.
 
-JAX and TF servers answer `Monitor` with UNIMPLEMENTED, so each sample is a short `Profile`
-capture (emit_xspace) decoded and reduced to figures; `Monitor` is used where a server
-implements it (the old TPU-node service). A server that stops answering is retried with
-back-off, and every failed cycle is a sample that says so.
+JAX and TF servers answer `Monitor` with UNIMPLEMENTED, so each sample is one window of trace:
+a continuous-profiling snapshot where the server supports it, else a short `Profile` capture
+(emit_xspace), decoded and reduced to figures; `Monitor` is used where a server implements it
+(the old TPU-node service). On a TPU VM the live figures come from libtpu's runtime metrics
+(runtime_metrics.py) and windows are taken every `interval_s` only. A server that stops answering
+is retried with back-off, and every failed cycle is a sample that says so.
 """
 from __future__ import annotations
 
-import argparse
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
-from tputui import format as fmt
 from tputui.live.client import (
     CancelledError,
     LiveError,
@@ -24,9 +23,9 @@ from tputui.live.client import (
     TracerOptions,
     UnimplementedError,
     profile_request,
+    snapshot_window,
     trace_is_empty,
 )
-from tputui.live.tpu_resolve import add_tpu_arguments, addresses_from
 
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 # Monitor windows only need steps and device ops: no Python tracer, default host detail.
@@ -41,7 +40,8 @@ class Sample:
     time: float  # epoch seconds at the end of the cycle
     address: str
     window_ms: int
-    source: str = "profile"  # "profile" (figures from a capture) | "monitor" (the server's Monitor RPC)
+    # "snapshot" (continuous-profiling window) | "profile" (a capture) | "monitor" (the server's Monitor RPC)
+    source: str = "profile"
     device_type: str | None = None
     cores: int | None = None
     utilization_pct: float | None = None  # device busy share (duty cycle)
@@ -62,6 +62,11 @@ class Sample:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def from_trace(self) -> bool:
+        """Figures computed from a window of trace (not a server's Monitor answer)."""
+        return self.source != "monitor"
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -104,13 +109,14 @@ def _stats(values: list[float]) -> tuple[float | None, float | None, float | Non
     return sum(values) / len(values), min(values), max(values)
 
 
-def sample_from_xspace(data: bytes, address: str, window_ms: int, now: float | None = None) -> Sample:
+def sample_from_xspace(data: bytes, address: str, window_ms: int, now: float | None = None,
+                       source: str = "profile") -> Sample:
     """Figures of one captured window (serialized XSpace)."""
     from tputui.data.xspace import decode
     from tputui.live.figures import window_figures
 
     w = window_figures(decode(data))
-    s = Sample(time=time.time() if now is None else now, address=address, window_ms=window_ms,
+    s = Sample(time=time.time() if now is None else now, address=address, window_ms=window_ms, source=source,
                device_type=w.device_type, cores=w.cores, utilization_pct=w.busy_pct, idle_pct=w.idle_pct,
                steps=len(w.step_ms))
     s.step_ms_avg, s.step_ms_min, s.step_ms_max = _stats(w.step_ms)
@@ -147,13 +153,18 @@ class MonitorSession:
     """Runs monitor cycles against one server. Thread-safe to stop from another thread."""
 
     def __init__(self, address: str, duration_ms: int = 1000, level: int = 2,
-                 tracer: TracerOptions = MONITOR_TRACER, use_monitor_rpc: bool = True):
+                 tracer: TracerOptions = MONITOR_TRACER, use_monitor_rpc: bool = True,
+                 interval_s: float = 0.0, snapshots: bool = True):
         if duration_ms <= 0:
             raise LiveError("--duration-ms must be positive")
         if level not in (1, 2):
             raise LiveError("--monitoring-level must be 1 or 2")
+        if interval_s < 0:
+            raise LiveError("--profile-every must not be negative")
         self.address, self.duration_ms, self.level, self.tracer = address, duration_ms, level, tracer
+        self.interval_s = interval_s  # seconds from one window's start to the next (0: back to back)
         self._use_monitor = use_monitor_rpc  # dropped after the first UNIMPLEMENTED
+        self._use_snapshots = snapshots  # continuous profiling; dropped after the first UNIMPLEMENTED
         self._stop = threading.Event()
         self._client: ProfilerClient | None = None  # the connection of the cycle in flight
         self.last_xspace: bytes | None = None  # the last window, to open as a full profile
@@ -187,17 +198,26 @@ class MonitorSession:
                                                    self.duration_ms)
                     except UnimplementedError:
                         self._use_monitor = False
-                resp = c.profile(profile_request(self.address, self.duration_ms, self.tracer))
+                request = profile_request(self.address, self.duration_ms, self.tracer)
+                resp, source = None, "profile"
+                if self._use_snapshots:
+                    try:
+                        resp, source = snapshot_window(c, request, self._stop.wait), "snapshot"
+                    except UnimplementedError:
+                        self._use_snapshots = False
+                if resp is None:
+                    resp = c.profile(request)
             finally:
                 self._client = None
         if trace_is_empty(resp):
-            return Sample(time=time.time(), address=self.address, window_ms=self.duration_ms, empty=True)
+            return Sample(time=time.time(), address=self.address, window_ms=self.duration_ms, source=source,
+                          empty=True)
         data = resp.xspace
         if not data:
             raise LiveError(f"{self.address} answered without an XSpace (a server that ignores emit_xspace "
                             f"cannot be monitored; use tputui capture)")
         self.last_xspace, self.last_xspace_time = data, time.time()
-        return sample_from_xspace(data, self.address, self.duration_ms)
+        return sample_from_xspace(data, self.address, self.duration_ms, source=source)
 
     def samples(self, num_queries: int | None = None, fail_fast: bool = False) -> Iterator[Sample]:
         """Samples as they come; failed cycles are error samples, then a back-off wait.
@@ -208,10 +228,13 @@ class MonitorSession:
         n, failures, ever_ok = 0, 0, False
         while not self.stopped and (num_queries is None or n < num_queries):
             n += 1
+            t0 = time.monotonic()
             try:
                 s = self.query()
                 failures, ever_ok = 0, True
                 yield s
+                if self.interval_s and (num_queries is None or n < num_queries):
+                    self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - t0)))
                 continue
             except CancelledError:
                 return
@@ -227,69 +250,6 @@ class MonitorSession:
                     self._stop.wait(wait)
 
 
-# --- plain output (capture_tpu_profile's monitoring lines) -------------------------------------
-def _pct(v: float | None, digits: int = 1) -> str:
-    return fmt.percent(v, digits, missing="n/a")
-
-
-def _ms(v: float | None) -> str:
-    return fmt.duration_ms(v, plain=True)
-
-
-def plain_lines(s: Sample, level: int) -> list[str]:
-    """The lines of one cycle, in capture_tpu_profile's wording where a figure exists."""
-    stamp = time.strftime("%H:%M:%S", time.localtime(s.time))
-    if s.error:
-        retry = f"; retrying in {s.retry_in_s:g} s" if s.retry_in_s else ""
-        return [f"Timestamp: {stamp}", f"Error: {s.error}{retry}"]
-    if s.empty:
-        return [f"Timestamp: {stamp}",
-                f"No trace event is collected in this {s.window_ms} ms window (the job is idle or not started)"]
-    dtype = s.device_type or "unknown"
-    host_only = s.source == "profile" and s.cores is None
-    unit = "TPU" if dtype.upper().startswith("TPU") else "Device"
-    mxu = _pct(s.mxu_pct, 3) if s.mxu_pct is not None else "n/a (no matrix-unit counters in the trace)"
-    out = [f"Timestamp: {stamp}",
-           f"{unit} type: {dtype}" + (" (host only: no TPU or GPU in the trace)" if host_only else "")]
-    if level >= 2 and not host_only:
-        out.append(f"Number of {unit} cores: {s.cores if s.cores is not None else 'n/a'}")
-        out.append(f"{unit} idle time (lower is better): {_pct(s.idle_pct)}")
-    out.append(f"Utilization of TPU Matrix Units (higher is better): {mxu}")
-    if s.utilization_pct is not None:
-        out.append(f"{unit} busy time (duty cycle): {_pct(s.utilization_pct)}")
-    if level >= 2:
-        if s.source == "profile" and s.step_ms_avg is None:
-            out.append("Step time: n/a (no step markers in the window)")
-        else:
-            steps = f" over {s.steps} steps" if s.source == "profile" else ""
-            out.append(f"Step time: {_ms(s.step_ms_avg)} (avg), {_ms(s.step_ms_min)} (min), "
-                       f"{_ms(s.step_ms_max)} (max){steps}")
-        if s.infeed_pct_avg is None:
-            out.append("Infeed percentage: n/a")
-        else:
-            out.append(f"Infeed percentage: {_pct(s.infeed_pct_avg, 3)} (avg), {_pct(s.infeed_pct_min, 3)} (min), "
-                       f"{_pct(s.infeed_pct_max, 3)} (max)")
-    return out
-
-
-# --- CLI ------------------------------------------------------------------------------------
-def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.usage = "%(prog)s (ADDRESS | --tpu NAME) [options]"
-    parser.add_argument("address", nargs="?", metavar="ADDRESS",
-                        help="profiler server as host:port or grpc://host:port (or use --tpu)")
-    parser.add_argument("--duration-ms", type=int, default=1000, help="length of each sampled window (default 1000)")
-    parser.add_argument("--monitoring-level", type=int, default=2, choices=[1, 2],
-                        help="--plain detail: 1 device and utilization, 2 adds cores, idle, step time, infeed (default 2)")
-    parser.add_argument("--num-queries", type=int, default=None, metavar="N",
-                        help="stop after N cycles (default: --plain 100, the pane runs until you quit)")
-    parser.add_argument("--plain", action="store_true",
-                        help="print capture_tpu_profile-style lines instead of the live pane "
-                             "(the default when stdout is not a terminal)")
-    parser.add_argument("--save-windows", metavar="LOGDIR",
-                        help="also write every sampled window as a run in LOGDIR (opens with tputui LOGDIR)")
-    add_tpu_arguments(parser)
-
-
 def save_window(logdir: str, address: str, data: bytes, when: float) -> str:
     """Write one window as LOGDIR/plugins/profile/<ts>/<host_port>.xplane.pb; returns the path."""
     from tputui.live.capture import PROFILE_SUBDIR, join_path, session_id, write_profile
@@ -301,42 +261,11 @@ def save_window(logdir: str, address: str, data: bytes, when: float) -> str:
     return path
 
 
-def session_from_args(args) -> tuple[MonitorSession, list[str]]:
-    addresses = addresses_from(args.address, args.tpu, args.zone, args.project, args.profiler_port)
-    return MonitorSession(addresses[0], args.duration_ms, args.monitoring_level), addresses
+def default_windows_dir(address: str) -> str:
+    """Where the pane's `o` keeps windows when --save-windows is not given (the cache, never a logdir)."""
+    import os
 
+    from tputui.data.cache import cache_root
+    from tputui.live.client import host_file_name
 
-def run_plain(session: MonitorSession, num_queries: int, out=None, err=None,
-              save_windows: str | None = None, on_window: Callable[[str], None] | None = None) -> int:
-    """Print `num_queries` cycles; exit status 2 if the server was never reached or the last cycle failed."""
-    out, err = out or sys.stdout, err or sys.stderr
-    last: Sample | None = None
-    for s in session.samples(num_queries, fail_fast=True):
-        last = s
-        for line in plain_lines(s, session.level):
-            print(line, file=out)
-        print(file=out, flush=True)
-        if s.ok and not s.empty and save_windows and session.last_xspace is not None:
-            path = save_window(save_windows, session.address, session.last_xspace, s.time)
-            print(f"window saved: {path}", file=err, flush=True)
-            if on_window:
-                on_window(path)
-    if last is not None and last.error:
-        raise LiveError(last.error)
-    return 0
-
-
-def main(args: argparse.Namespace) -> int:
-    if args.num_queries is not None and args.num_queries < 1:
-        raise LiveError("--num-queries must be at least 1")
-    session, addresses = session_from_args(args)
-    if len(addresses) > 1:
-        print(f"monitoring worker {addresses[0]} (1 of {len(addresses)})", file=sys.stderr)
-    plain = args.plain or not sys.stdout.isatty()
-    if plain and not args.plain:
-        print("stdout is not a terminal: printing --plain lines", file=sys.stderr)
-    if plain:
-        return run_plain(session, args.num_queries or 100, save_windows=args.save_windows)
-    from tputui.screens.monitor import run_monitor_app  # Textual only for the pane
-
-    return run_monitor_app(session, num_queries=args.num_queries, save_windows=args.save_windows)
+    return os.path.join(cache_root(), "monitor-windows", host_file_name(address))

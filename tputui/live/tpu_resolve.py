@@ -1,12 +1,16 @@
 """`--tpu NAME` -> profiler addresses, the way capture_tpu_profile resolved them.
 
-`local` is this machine's TPU profiler port; a `host:port` passes through; any other NAME is a
-Cloud TPU node, described through `gcloud compute tpus ... describe` when gcloud is installed,
-else the Cloud TPU REST API with the metadata server's credentials. Each network endpoint's
-port 8470 (the TPU runtime) becomes 8466 (the TPU profiler port).
+`local` is this machine; a `host:port` passes through; any other NAME is a Cloud TPU, described
+through `gcloud compute tpus ... describe` when gcloud is installed, else the Cloud TPU REST API
+with the metadata server's credentials, and every worker (network endpoint) is followed.
+
+Which port: on a TPU VM the profiler server lives in the user's job on a port they chose, so each
+worker gets candidates (`--profiler-port`, else 9012 then 9999) tried in order with a short
+deadline; only the old TPU Nodes have a fixed profiler port (8466, beside the runtime's 8470).
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -14,12 +18,17 @@ import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from tputui.live.client import LiveError, normalize_address, parse_addresses
+from tputui.live.client import LiveError, normalize_address, parse_addresses, server_answers
 
 TPU_RUNTIME_PORT = 8470
-TPU_PROFILER_PORT = 8466
+TPU_PROFILER_PORT = 8466  # TPU Nodes only
+# TPU VMs: where users start the profiler (XProf's docs use 9012, JAX's examples 9999), in order.
+PROFILER_PORTS = (9012, 9999)
+PROBE_TIMEOUT_S = 1.0
 GCLOUD_TIMEOUT_S = 60.0
 HTTP_TIMEOUT_S = 10.0
 METADATA_TIMEOUT_S = 2.0
@@ -34,35 +43,87 @@ class TpuQuery:
     port: int | None = None  # profiler port to use instead of the endpoints' (8470 -> 8466)
 
 
-def resolve_tpu(q: TpuQuery) -> list[str]:
-    """Profiler addresses (`host:port`, one per worker) of the TPU `q.name`."""
+def _ports(q: TpuQuery) -> tuple[int, ...]:
+    return (q.port,) if q.port else PROFILER_PORTS
+
+
+def resolve_tpu(q: TpuQuery) -> list[list[str]]:
+    """Each worker's candidate profiler addresses (`host:port`, in the order to try) of TPU `q.name`."""
     name = q.name.strip()
     if not name:
         raise LiveError("--tpu needs a name (a Cloud TPU name, 'local', or host:port)")
     if name == "local":
-        return [f"localhost:{q.port or TPU_PROFILER_PORT}"]
+        return [[f"localhost:{p}" for p in _ports(q)]]
     if ":" in name and "/" not in name:
-        return [normalize_address(name)]
+        return [[normalize_address(name)]]
     node = describe_with_gcloud(q) if shutil.which("gcloud") else describe_with_rest(q)
     return node_addresses(node, q)
 
 
-def node_addresses(node: dict, q: TpuQuery) -> list[str]:
-    """READY node -> its endpoints' profiler addresses; a clear error for anything else."""
+def is_tpu_node(node: dict) -> bool:
+    """An old TPU Node (the v1 API: a runtime on 8470 and the profiler on 8466), not a TPU VM."""
+    return str(node.get("apiVersion", "")).upper().startswith("V1") or node.get("_api") == "node"
+
+
+def node_addresses(node: dict, q: TpuQuery) -> list[list[str]]:
+    """READY node -> its endpoints' candidate profiler addresses; a clear error for anything else."""
     state = node.get("state", "STATE_UNSPECIFIED")
     if state != "READY":
         raise LiveError(f"TPU {q.name} is {state}, not READY: wait for it to be READY and try again")
     out = []
+    tpu_node = is_tpu_node(node)
     for ep in node.get("networkEndpoints") or []:
         ip = ep.get("ipAddress")
         if not ip:
             continue
-        port = int(ep.get("port") or TPU_RUNTIME_PORT)
-        port = q.port or (TPU_PROFILER_PORT if port == TPU_RUNTIME_PORT else port)
-        out.append(f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}")
+        if tpu_node:
+            port = int(ep.get("port") or TPU_RUNTIME_PORT)
+            ports: tuple[int, ...] = (q.port or (TPU_PROFILER_PORT if port == TPU_RUNTIME_PORT else port),)
+        else:
+            ports = _ports(q)
+        out.append([f"[{ip}]:{p}" if ":" in ip else f"{ip}:{p}" for p in ports])
     if not out:
         raise LiveError(f"TPU {q.name} has no network endpoints to profile")
     return out
+
+
+def on_tpu_vm() -> bool:
+    """This machine has TPU chips (the accel or vfio devices libtpu opens)."""
+    return bool(glob.glob("/dev/accel[0-9]*") or glob.glob("/dev/vfio/[0-9]*"))
+
+
+def pick_ports(workers: list[list[str]], say: Callable[[str], None] | None = None,
+               answers: Callable[[str, float], bool] = server_answers, timeout: float = PROBE_TIMEOUT_S) -> list[str]:
+    """The first candidate of each worker that answers (all workers at once); says which answered.
+
+    A worker where none answers keeps its first candidate: the monitor then shows it failing
+    (and retries), a capture reports it."""
+    say = say or (lambda _m: None)
+    if all(len(c) == 1 for c in workers):
+        return [c[0] for c in workers]
+
+    def first(cands: list[str]) -> str | None:
+        return next((a for a in cands if answers(a, timeout)), None)
+
+    with ThreadPoolExecutor(max_workers=min(16, len(workers))) as pool:
+        found = list(pool.map(first, workers))
+    tried = lambda c: ", ".join(a.rsplit(":", 1)[1] for a in c)  # noqa: E731
+    if len(workers) == 1:
+        c, a = workers[0], found[0]
+        if a is None:
+            say(f"no profiler server answered on {c[0].rsplit(':', 1)[0]} ports {tried(c)}; "
+                f"following {c[0]} (start one with jax.profiler.start_server(PORT), or pass --profiler-port)")
+        else:
+            skipped = c[:c.index(a)]
+            say(f"profiler server: {a} answered" + (f" ({tried(skipped)} did not)" if skipped else ""))
+        return [a or c[0]]
+    ok = [a for a in found if a]
+    ports = sorted({a.rsplit(":", 1)[1] for a in ok})
+    say(f"profiler servers: {len(ok)} of {len(workers)} workers answered (port {', '.join(ports) or '-'})")
+    for c, a in zip(workers, found):
+        if a is None:
+            say(f"  {c[0].rsplit(':', 1)[0]}: none of ports {tried(c)} answered; following {c[0]}")
+    return [a or c[0] for c, a in zip(workers, found)]
 
 
 def _where(q: TpuQuery) -> str:
@@ -93,7 +154,7 @@ def describe_with_gcloud(q: TpuQuery) -> dict:
             raise LiveError(f"cannot run gcloud: {e.strerror or e}") from None
         if p.returncode == 0:
             try:
-                return json.loads(p.stdout)
+                return dict(json.loads(p.stdout), _api="node" if group[-1] == "tpus" else "tpu-vm")
             except json.JSONDecodeError:
                 raise LiveError(f"gcloud printed no JSON describing TPU {q.name}") from None
         err = _gcloud_error_line(p.stderr)
@@ -162,17 +223,20 @@ def add_tpu_arguments(parser) -> None:
                    help="profile a Cloud TPU: its name, 'local' (this TPU VM) or host:port")
     g.add_argument("--zone", help="the TPU's zone (default: gcloud's setting, or this VM's zone)")
     g.add_argument("--project", help="the TPU's project (default: gcloud's setting, or this VM's project)")
+    ports = " then ".join(str(p) for p in PROFILER_PORTS)
     g.add_argument("--profiler-port", type=int, metavar="PORT",
-                   help=f"profiler port on the TPU workers "
-                        f"(default: the endpoint port, {TPU_RUNTIME_PORT} -> {TPU_PROFILER_PORT})")
+                   help=f"the port your job started its profiler server on (default: try {ports}; "
+                        f"TPU Nodes: {TPU_PROFILER_PORT})")
 
 
-def addresses_from(address: str | None, tpu: str | None, zone=None, project=None, port=None) -> list[str]:
+def addresses_from(address: str | None, tpu: str | None, zone=None, project=None, port=None,
+                   say: Callable[[str], None] | None = None,
+                   answers: Callable[[str, float], bool] = server_answers) -> list[str]:
     """The addresses to profile: an explicit ADDRESS list or the --tpu resolution (not both)."""
     if address and tpu:
         raise LiveError("give either ADDRESS or --tpu NAME, not both")
     if tpu:
-        return resolve_tpu(TpuQuery(tpu, zone, project, port))
+        return pick_ports(resolve_tpu(TpuQuery(tpu, zone, project, port)), say, answers)
     if not address:
         raise LiveError("no profiler address given (host:port, grpc://host:port, or --tpu NAME)")
     return parse_addresses(address)

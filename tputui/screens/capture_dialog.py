@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, LoadingIndicator, RadioButton, RadioSet, Select, Static
 
@@ -150,22 +151,44 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         self.query_one("#capture", Button).disabled = True
         self._run(form)
 
+    # The worker's news, as messages: a dialog closed meanwhile drops them (Textual's rule).
+    class Progress(Message, bubble=False):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class Finished(Message, bubble=False):
+        """`result` on success, else `error` (one line)."""
+
+        def __init__(self, result: CaptureResult | None = None, error: str = "") -> None:
+            super().__init__()
+            self.result, self.error = result, error
+
     @work(thread=True, exclusive=True, group="capture", description="capture")
     def _run(self, form: dict) -> None:
         t0 = time.monotonic()
 
         def say(msg: str) -> None:
-            self.app.call_from_thread(self._progress, f"{msg}  ({time.monotonic() - t0:.1f} s)")
+            self.post_message(self.Progress(f"{msg}  ({time.monotonic() - t0:.1f} s)"))
 
         try:
             say("Resolving the TPU…" if form["tpu"] else "Connecting…")
-            addresses = addresses_from(form["address"], form["tpu"])
+            addresses = addresses_from(form["address"], form["tpu"], say=say)  # says which port answered
             result = capture(addresses, form["logdir"], duration_ms=form["duration_ms"],
                              attempts=form["attempts"], tracer=form["tracer"], progress=say)
         except LiveError as e:
-            self.app.call_from_thread(self._failed, str(e))
+            self.post_message(self.Finished(error=str(e)))
             return
-        self.app.call_from_thread(self._done, result)
+        self.post_message(self.Finished(result))
+
+    def on_capture_dialog_progress(self, event: Progress) -> None:
+        self._progress(event.text)
+
+    def on_capture_dialog_finished(self, event: Finished) -> None:
+        if event.result is None:
+            self._failed(event.error)
+        else:
+            self._done(event.result)
 
     def _progress(self, msg: str) -> None:
         line = self.query_one("#capture-progress", Static)

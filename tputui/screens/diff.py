@@ -39,11 +39,9 @@ NARROW = 110  # columns below which the two summary tables stack
 
 
 def _fmt(v, digits: int = 3) -> str:
-    if v is None:
-        return "-"
     if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) >= 1000):
-        return f"{v:,.0f}"
-    return f"{v:,.{digits}f}"
+        return fmt.count(v)
+    return fmt.number(v, digits, missing="-")
 
 
 def _signed(v, suffix: str = "") -> str:
@@ -51,7 +49,7 @@ def _signed(v, suffix: str = "") -> str:
 
 
 def _fmt_delta_pct(v) -> str:
-    return "" if v is None else f"{v:+.1f}%"
+    return "" if v is None else f"{v:+.1f}%"  # signed, unlike format.percent
 
 
 def _fmt_delta_us(v) -> str:
@@ -93,6 +91,7 @@ class DiffScreen(StackedScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._started = time.monotonic()
         self.load()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -102,30 +101,21 @@ class DiffScreen(StackedScreen):
 
     @work(thread=True, exclusive=True, group="diff", description="diff")
     def load(self) -> None:
-        t0 = time.monotonic()
+        self.report(lambda progress: diff_runs(self.run_a, self.run_b, self.host, self.label_a, self.label_b,
+                                               progress))
 
-        def progress(msg: str) -> None:
-            self.app.call_from_thread(self._progress, f"{msg}  ({time.monotonic() - t0:.1f} s)")
-
-        self.report(lambda: diff_runs(self.run_a, self.run_b, self.host, self.label_a, self.label_b, progress),
-                    self._loaded, self._failed)
-
-    def _progress(self, text: str) -> None:
+    def show_progress(self, text: str) -> None:
         for w in self.query("#diff-progress").results(Static):
-            w.update(text)
+            w.update(f"{text}  ({time.monotonic() - self._started:.1f} s)")
 
-    async def _failed(self, message: str) -> None:
-        if not self.is_mounted:
-            return
+    async def show_failure(self, message: str) -> None:
         self.error = message
         body = self.query_one("#body", Vertical)
         await body.remove_children()
         await body.mount(Static(message, id="diff-error", markup=False))
         self.notify(message, title="Diff", severity="error", timeout=8)
 
-    async def _loaded(self, d: RunDiff) -> None:
-        if not self.is_mounted:
-            return
+    async def show_result(self, d: RunDiff) -> None:
         self.result = d
         body = self.query_one("#body", Vertical)
         await body.remove_children()
@@ -190,7 +180,8 @@ class DiffScreen(StackedScreen):
 
     def _notes(self, d: RunDiff) -> str:
         bits = [f"input-bound classification A: {d.bottleneck['a'] or '-'} · B: {d.bottleneck['b'] or '-'}"]
-        missing = sorted({n.split(":")[0] for s in (d.a, d.b) for n in s.notes})
+        missing = sorted({n.split(":")[0].removeprefix("no ") for s in (d.a, d.b) for n in s.notes
+                          if n.startswith("no ")})
         if missing:
             bits.append("no data: " + ", ".join(missing))
         return " · ".join(bits)
@@ -284,7 +275,7 @@ def open_diff_picker(app, picker_cls) -> None:
 
             app.push_screen(PathPrompt(), typed)
         elif name:
-            open_diff(RunData(app.logdir.run(name), use_cache=app.use_cache), name)
+            open_diff(RunData(app.logdir.run(name), use_cache=app.use_cache, **app.scale), name)
 
     app.push_screen(picker_cls("Compare this run with (A)", choices, None,
                                f"[dim]B is this run: {current.name}[/dim]"), picked)
@@ -301,4 +292,4 @@ def _open_path(app, path: str, open_diff) -> None:
     except UserError as e:
         app.notify(str(e), title="Diff", severity="error", timeout=8)
         return
-    open_diff(RunData(run, use_cache=app.use_cache), f"{os.path.basename(path.rstrip('/'))} · {run.name}")
+    open_diff(RunData(run, use_cache=app.use_cache, **app.scale), f"{os.path.basename(path.rstrip('/'))} · {run.name}")

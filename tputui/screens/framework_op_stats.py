@@ -3,7 +3,6 @@ the selected op's events in the trace viewer, and XProf's four pie charts as bar
 self time by op and by op type, as a share of that side's total (sides without ops are left out)."""
 from __future__ import annotations
 
-import polars as pl
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
@@ -35,11 +34,6 @@ def tail_label(name: str, width: int) -> str:
     return name if len(name) <= width else "…" + name[-(width - 1):]
 
 
-def share_items(labels: list[str], values: list[float], total: float) -> list[tuple[str, float]]:
-    """(label, percent of `total`) for bar charts; empty labels (ops without a type) say so."""
-    return [(label or "(no type)", (v / total * 100) if total else 0.0) for label, v in zip(labels, values)]
-
-
 class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
     help_notes = ("Times in human units (CSV keeps µs); other units are in the column headers. The bars are "
                   "XProf's pie charts: each side's self time by op and by op type, as a share of that side's "
@@ -59,9 +53,7 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
     include_idle = True
 
     def show(self, result: FrameworkOpStats) -> None:
-        ops = result.with_idle.filter(pl.col("operation") != IDLE)
-        self.sides = [s for s in ("Host", "Device")
-                      if ops.filter(pl.col("host_or_device") == s)["total_self_time"].sum() > 0]
+        self.sides = result.sides_with_ops
         self.charts = {}
         for side in self.sides:
             self.charts[side] = (HBarChart(title=f"{side}: self time by op", unit="%", id=f"{side.lower()}-ops"),
@@ -110,17 +102,11 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
 
     def _fill_charts(self) -> None:
         r: FrameworkOpStats = self.result
-        table = r.table(self.include_idle)
         for side, (by_op, by_type) in self.charts.items():
-            rows = table.filter(table["host_or_device"] == side)
-            total = float(rows["total_self_time"].sum() or 0.0)
-            top = rows.head(TOP)
-            names = [tail_label(n, by_op.label_width) for n in top["operation"].to_list()]
-            by_op.set_items(share_items(names, top["total_self_time"].to_list(), total))
-            types = r.self_time_by_type(side, self.include_idle)
-            top_types = types.head(TOP)
-            by_type.set_items(share_items(top_types["type"].to_list(), top_types["total_self_time"].to_list(),
-                                          float(types["total_self_time"].sum() or 0.0)))
+            ops = r.self_time_shares(side, "operation", self.include_idle, TOP)
+            by_op.set_items([(tail_label(name, by_op.label_width), pct) for name, pct in ops])
+            types = r.self_time_shares(side, "type", self.include_idle, TOP)
+            by_type.set_items([(name or "(no type)", pct) for name, pct in types])
 
     def action_toggle_idle(self) -> None:
         if self.result is None:

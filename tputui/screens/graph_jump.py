@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
+from tputui.screens.op_tables import usable_target
+
 GRAPH_TIP = "open the graph viewer on the highlighted op: what feeds it, what it feeds (Esc there goes back)"
 
 
@@ -23,12 +25,7 @@ class GraphJumpMixin:
     def action_show_in_graph(self) -> None:
         if getattr(self, "result", None) is None:
             return
-        target = self.graph_target()
-        if target is None:
-            self.notify("select an op first", severity="warning")
-            return
-        if isinstance(target, str):
-            self.notify(target, severity="warning")
-            return
-        name, program = target
-        self.app.open_tool("graph_viewer", module=str(program) if program else None, node=name)
+        target = usable_target(self, self.graph_target())
+        if target is not None:
+            name, program = target
+            self.app.open_tool("graph_viewer", module=str(program) if program else None, node=name)

@@ -30,12 +30,13 @@ def row_details(row: dict) -> Text:
     """Every figure of one collective on one line (what the table's right-hand columns hold)."""
     t = Text()
     t.append(row["name"], style="bold")
-    t.append(f" · {row['transfer_type']} · {row['occurrences']}× · slack {row['slack_time_ms']:.3f} ms · "
-             f"observed {row['observed_duration_ms']:.3f} ms · stall {row['stall_duration_ms']:.3f} ms "
-             f"(send {row['send_stall_ms']:.3f}, send-done {row['send_done_stall_ms']:.3f}, "
-             f"recv {row['recv_stall_ms']:.3f}, recv-done {row['recv_done_stall_ms']:.3f}) · "
-             f"aggregated stall {row['aggregated_total_stall_ms']:.3f} ms · "
-             f"{fmt.bytes_binary(row['data_transmitted_bytes'])} · needs {row['required_bandwidth_gbps']:,.2f} Gbps")
+    ms, num = fmt.duration_ms, fmt.number
+    t.append(f" · {row['transfer_type']} · {row['occurrences']}× · slack {ms(row['slack_time_ms'])} · "
+             f"observed {ms(row['observed_duration_ms'])} · stall {ms(row['stall_duration_ms'])} "
+             f"(send {num(row['send_stall_ms'])}, send-done {num(row['send_done_stall_ms'])}, "
+             f"recv {num(row['recv_stall_ms'])}, recv-done {num(row['recv_done_stall_ms'])}) · "
+             f"aggregated stall {ms(row['aggregated_total_stall_ms'])} · "
+             f"{fmt.bytes_binary(row['data_transmitted_bytes'])} · needs {num(row['required_bandwidth_gbps'], 2)} Gbps")
     if row.get("exceeds_network"):
         t.append("  more than the network", style="bold red")
     return t
@@ -98,7 +99,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         text = Text.assemble((f"{n}", "bold"), " DCN collectives on host ", (result.host, "bold"),
                              f" ({DEVICE}, {result.cores_per_host} cores per host)")
         if result.dcn_gbps:
-            k = int(result.rows["exceeds_network"].sum())
+            k = result.exceeding_count
             text.append(f" · network {result.dcn_gbps:g} Gbps: ")
             text.append(f"{k}", style="bold")
             text.append(" need more (")
@@ -109,7 +110,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         self.query_one("#summary", Static).update(text)
         self.table.border_title = (f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter"
                                    " · B Gbps · enter trace")
-        flagged = set(result.rows.filter(result.rows["exceeds_network"])["name"].to_list())
+        flagged = result.flagged_names
         self.table.formats["name"] = (lambda v: f"! {v}" if v in flagged else v)
         self.table.refresh()
 
@@ -153,19 +154,16 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
     def _trace(self, row) -> None:
         if not row or self.result is None:
             return
-        spans = self.result.recv_done_spans
-        sel = spans.filter(spans["name"] == row["name"]) if spans is not None else None
-        if sel is None or not len(sel):
+        span = self.result.first_recv_done(row["name"])
+        if span is None:
             self.query_one("#where", Static).update(
                 Text(f"{row['recv_op_name']} ({row['name']}): no complete occurrence on {DEVICE} to show"))
             return
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
-        first = sel.sort("start_ps").row(0, named=True)
         # The trace viewer opens on the app's host; with none picked that is the run's first host,
         # the same one this table is for.
-        show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=int(first["start_ps"]),
-                                                  end_ps=int(first["end_ps"])))
+        show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=span[0], end_ps=span[1]))
 
     def export_frame(self):
         return self.table.frame if self.table is not None else None

@@ -1,47 +1,65 @@
-"""The live monitor pane: figures of the last window with sparkline history, top ops, status.
+"""The live monitor pane: libtpu's runtime metrics per chip (HBM bar, duty-cycle sparkline, HLO
+queue and execution time), one row per worker (step time, idle, the slowest marked), and the
+figures and top ops of one worker's last window with sparkline history.
 
-Samples come from a thread worker (a MonitorSession against a server, or a recorded list in
-tests), so the UI never waits on gRPC. `o` saves the last window as a run and opens it as a
-full profile; quitting that profile returns here.
+Items (RuntimeReading / Sample) come from a thread worker (a LiveFeed, or a recorded list in
+tests) into a MonitorState, so the UI never waits on gRPC and draws only what the state holds.
+`o` saves the focused worker's last window as a run and opens it as a full profile; `w` moves
+the focus to the next worker.
 
-The sparklines and op bars take the width the terminal gives (more history on a wide one, every
+The sparklines and bars take the width the terminal gives (more history on a wide one, every
 column kept on 80). Figures are the last window that had activity; when newer windows failed or
 were empty the title says which window the figures are from, and until one arrives the panes
 say why in one line.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tputui import format as fmt
-from tputui.live.monitor import History, MonitorSession, Sample, save_window
-from tputui.screens.help import HelpScreen
+from tputui.live.client import LiveError
+from tputui.live.monitor import History, Sample, default_windows_dir, save_window
+from tputui.live.monitor_state import MonitorState
+from tputui.live.runtime_metrics import RuntimeReading
 from tputui.widgets.charts import PALETTE, bar_text, sparkline
 
 MIN_SPARK, MIN_BAR, MAX_BAR = 8, 8, 40
 LABEL_WIDTH = max(len("Utilization (duty cycle)"), 24)
+GIB = float(1 << 30)
 
 
 def _pct(v: float | None) -> str:
     return fmt.percent(v, missing="n/a")
 
 
+_ms = fmt.duration_ms_or_s
+
+
+def _us(v: float | None) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} us"
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
+
+
 # (label, Sample field, formatter, (note, short note) when the window has no such figure: the
 # short one where the history column is narrower than the note)
-_ms = fmt.duration_ms_or_s
 FIGURES: list[tuple[str, str, Callable[[float | None], str], tuple[str, str]]] = [
     ("Utilization (duty cycle)", "utilization_pct", _pct, ("no TPU / GPU in the trace", "no TPU / GPU")),
     ("MXU utilization", "mxu_pct", _pct, ("needs the TPU's performance counters", "no counters")),
@@ -53,21 +71,25 @@ FIGURES: list[tuple[str, str, Callable[[float | None], str], tuple[str, str]]] =
     ("Input (infeed)", "infeed_pct_avg", _pct, ("no steps to measure input against", "no steps")),
 ]
 RANGE_WIDTH = len("999.999 ms … 999.999 ms")
+SOURCES = {"monitor": "the server's Monitor", "snapshot": "a profile snapshot", "profile": "a profile capture"}
 
 
 class MonitorScreen(Screen):
-    """Draws a stream of Samples; `source` yields them (blocking is fine: it runs in a thread)."""
+    """Draws a stream of items; `source` yields them (blocking is fine: it runs in a thread)."""
 
     BINDINGS = [
         Binding("o", "open_window", "Open last window", id="monitor.open"),
+        Binding("w", "next_worker", "Next worker", id="monitor.worker"),
         Binding("p", "toggle_pause", "Pause", id="monitor.pause"),
         Binding("question_mark", "app.help", "Help", show=False),
         Binding("q", "app.quit", "Quit", id="monitor.quit"),
     ]
     DEFAULT_CSS = """
     MonitorScreen #monitor-head { dock: top; height: 1; background: $primary-background; padding: 0 1; }
-    MonitorScreen #figures { height: auto; border: round $panel; padding: 0 1; }
-    MonitorScreen #top-ops { height: 1fr; border: round $panel; padding: 0 1; }
+    MonitorScreen #chips, MonitorScreen #workers, MonitorScreen #figures {
+        height: auto; border: round $panel; padding: 0 1; }
+    MonitorScreen #top-ops { height: auto; min-height: 5; border: round $panel; padding: 0 1; }
+    MonitorScreen #monitor-body { height: 1fr; scrollbar-size-vertical: 1; overflow-y: scroll; }
     MonitorScreen #status { height: auto; padding: 0 1; }
     MonitorScreen #status.error { color: $error; }
     """
@@ -79,51 +101,79 @@ class MonitorScreen(Screen):
             super().__init__()
             self.logdir = logdir
 
-    def __init__(self, source: Callable[[], Iterable[Sample]], *, address: str, window_ms: int,
-                 history: History | None = None, session: MonitorSession | None = None,
-                 windows_dir: str | None = None) -> None:
+    def __init__(self, source: Callable[[], Iterable[Sample | RuntimeReading]], *, addresses: list[str],
+                 window_ms: int, state: MonitorState | None = None, feed=None,
+                 windows_dir: str | None = None, runtime: bool = False) -> None:
         super().__init__()
-        self.source, self.address, self.window_ms = source, address, window_ms
-        self.history = history if history is not None else History()
-        self.session, self.windows_dir = session, windows_dir
+        self.source, self.window_ms = source, window_ms
+        self.state = state if state is not None else MonitorState(addresses, runtime=runtime)
+        self.feed, self.windows_dir = feed, windows_dir
+        self.focus_index = 0
         self._resume = threading.Event()
         self._resume.set()
         self.done = False  # the source ran out (num-queries reached)
+        self._closing = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="monitor-head")
-        with Vertical():
+        with VerticalScroll(id="monitor-body"):
+            yield Static("", id="chips")
+            yield Static("", id="workers")
             yield Static("", id="figures")
             yield Static("", id="top-ops")
-            yield Static("waiting for the first window…", id="status")
+        yield Static("waiting for the first window…", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#chips").display = self.state.runtime
+        self.query_one("#workers").display = len(self.state.workers) > 1
         self.redraw()
         self.stream()
 
     def on_unmount(self) -> None:
-        if self.session is not None:
-            self.session.stop()
+        self._closing = True
+        if self.feed is not None:
+            self.feed.stop()
         self._resume.set()
 
     @property
     def paused(self) -> bool:
         return not self._resume.is_set()
 
+    @property
+    def address(self) -> str:
+        """The focused worker."""
+        addresses = self.state.addresses
+        return addresses[self.focus_index % len(addresses)] if addresses else ""
+
+    @property
+    def history(self) -> History:
+        return self.state.workers.get(self.address) or History()
+
+    def _feed_stopped(self) -> bool:
+        return self.feed is not None and self.feed.stopped
+
     @work(thread=True, exclusive=True, group="monitor", description="monitor")
     def stream(self) -> None:
-        for s in self.source():
-            self.app.call_from_thread(self.add_sample, s)
-            while not self._resume.wait(0.2):
-                if self.session is not None and self.session.stopped:
+        items = iter(self.source())
+        try:
+            for item in items:
+                if self._closing:
                     return
-            if self.session is not None and self.session.stopped:
-                return
-        self.app.call_from_thread(self._finished)
+                self.app.call_from_thread(self.add_item, item)
+                while not self._resume.wait(0.2):
+                    if self._closing or self._feed_stopped():
+                        return
+                if self._closing or self._feed_stopped():
+                    return
+            self.app.call_from_thread(self._finished)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()  # a feed's generator stops its sources as it closes
 
-    def add_sample(self, s: Sample) -> None:
-        self.history.add(s)
+    def add_item(self, item: Sample | RuntimeReading) -> None:
+        self.state.add(item)
         self.redraw()
 
     def _finished(self) -> None:
@@ -139,12 +189,19 @@ class MonitorScreen(Screen):
             return
         ok, last = self.history.last_ok, self.history.last
         stale = ok is not None and last is not ok
-        when = f" ({time.strftime('%H:%M:%S', time.localtime(ok.time))})" if stale else ""
+        when = f" ({_stamp(ok.time)})" if stale else ""
+        whose = f" of {self.address}" if len(self.state.workers) > 1 else ""
         self.query_one("#figures").border_title = ("Figures of the last window with activity" if stale
-                                                   else "Figures of the last window") + when
+                                                   else "Figures of the last window") + whose + when
         self.query_one("#top-ops").border_title = ("Top ops of the last window with activity" if stale
-                                                   else "Top ops of the last window") + when
+                                                   else "Top ops of the last window") + whose + when
         self.query_one("#monitor-head", Static).update(self._head())
+        if self.state.runtime:
+            self.query_one("#chips").border_title = self._chips_title()
+            self.query_one("#chips", Static).update(self._chips())
+        if len(self.state.workers) > 1:
+            self.query_one("#workers").border_title = f"Workers ({len(self.state.workers)}): last window each"
+            self.query_one("#workers", Static).update(self._workers())
         self.query_one("#figures", Static).update(self._figures())
         self.query_one("#top-ops", Static).update(self._top_ops())
         status = self.query_one("#status", Static)
@@ -154,15 +211,19 @@ class MonitorScreen(Screen):
 
     def _head(self) -> Text:
         ok = self.history.last_ok
+        reading = self.state.last_good_reading
         t = Text()
         t.append("Monitor ", style="bold")
-        t.append(self.address, style="bold")
-        if ok is not None:
+        n = len(self.state.workers)
+        t.append(self.address if n == 1 else f"{n} workers", style="bold")
+        if reading is not None:
+            t.append(f"  │  {len(reading.chips)} TPU chips")
+        elif ok is not None:
             device = ok.device_type or "unknown device"
-            cores = f" × {ok.cores} cores" if ok.cores else (" (host only)" if ok.source == "profile" else "")
+            cores = f" × {ok.cores} cores" if ok.cores else (" (host only)" if ok.from_trace else "")
             t.append(f"  │  {device}{cores}")
         t.append(f"  │  window {self.window_ms} ms  │  {self._counts()}")
-        t.append("  (o open window · p pause · ? help · q quit)", style="dim")
+        t.append("  (? help)", style="dim")
         return t
 
     def _pane_width(self, selector: str) -> int:
@@ -173,10 +234,107 @@ class MonitorScreen(Screen):
         """History cells that fit beside the label, now (10) and min … max columns (2 cells apart)."""
         return max(MIN_SPARK, self._pane_width("#figures") - LABEL_WIDTH - 10 - RANGE_WIDTH - 6)
 
-    def _no_window(self) -> Text | None:
-        """Why there are no figures yet (None once a window had activity)."""
-        if self.history.last_ok is not None:
-            return None
+    def _counts(self) -> str:
+        """`12 windows (2 empty, 1 failed)`: a failed cycle is not a window of figures."""
+        n, empty, failed = self.state.counts()
+        extra = ", ".join(f"{k} {what}" for k, what in ((empty, "empty"), (failed, "failed")) if k)
+        return f"{n} window{'s' if n != 1 else ''}" + (f" ({extra})" if extra else "")
+
+    # --- runtime metrics, one row per chip ----------------------------------------------
+    def _chips_title(self) -> str:
+        good, last = self.state.last_good_reading, self.state.last_reading
+        address = (last or good).address if (last or good) else ""
+        title = f"TPU chips: libtpu runtime metrics at {address}"
+        if good is not None and last is not good:
+            title += f" (as of {_stamp(good.time)})"
+        return title
+
+    def _chips(self) -> Table | Text | Group:
+        r = self.state.last_good_reading
+        last = self.state.last_reading
+        if r is None:
+            if last is None:
+                return Text("waiting for libtpu's runtime metrics…", style="dim")
+            return Text("No runtime metrics yet: libtpu has not answered (see the status line).", style="dim")
+        inner = self._pane_width("#chips")
+        # Optional columns (header, width, cell), most wanted first: each shown only where libtpu
+        # serves it and the bar and history keep 8 cells beside it.
+        optional = [
+            ("TC util", 7, lambda c: _pct(c.tensorcore_util_pct),
+             any(c.tensorcore_util_pct is not None for c in r.chips)),
+            ("queue", 5, lambda c: "n/a" if c.hlo_queue is None else str(c.hlo_queue),
+             any(c.hlo_queue is not None for c in r.chips)),
+            ("HLO p50 / p99.9", 19, lambda c: "n/a" if c.hlo_exec_us is None
+             else f"{_us(c.hlo_exec_us.p50)} / {_us(c.hlo_exec_us.p999)}",
+             any(c.hlo_exec_us is not None for c in r.chips)),
+        ]
+        used_w = 4 + 17 + 6 + 2 * 4 + 2 * MIN_SPARK + 2  # chip, used / total, duty, gaps, bar + history, spare
+        columns = []
+        for head, width, cell, present in optional:
+            if present and used_w + width + 2 <= inner:
+                columns.append((head, width, cell))
+                used_w += width + 2
+        free = 2 * MIN_SPARK + inner - used_w  # 2 spare cells kept: a scrollbar may take them
+        bar_w = max(MIN_BAR, min(MAX_BAR, free // 3))
+        spark_w = max(MIN_SPARK, free - bar_w)
+        t = Table.grid(padding=(0, 2))
+        t.add_column(justify="right", no_wrap=True, min_width=4)
+        t.add_column(no_wrap=True, width=bar_w)
+        t.add_column(justify="right", no_wrap=True, min_width=17)
+        t.add_column(justify="right", no_wrap=True, min_width=6)
+        t.add_column(no_wrap=True, width=spark_w)
+        for _head, width, _cell in columns:
+            t.add_column(justify="right", no_wrap=True, min_width=width)
+        history = "duty cycle history (0 … 100%)" if spark_w >= 29 else "history"
+        t.add_row(*(Text(h, style="dim") for h in ("chip", "HBM", "used / total", "duty", history,
+                                                   *(c[0] for c in columns))))
+        for c in r.chips:
+            frac = (c.hbm_pct or 0.0) / 100.0
+            used = (f"{c.hbm_used / GIB:.1f} / {c.hbm_total / GIB:.1f} GiB" if c.hbm_used is not None and c.hbm_total
+                    else "n/a")
+            series = self.state.chip_series(c.chip, "duty_cycle_pct")
+            t.add_row(str(c.chip), bar_text(frac, bar_w, PALETTE[0]), used, _pct(c.duty_cycle_pct),
+                      Text(sparkline(series, spark_w, 0.0, 100.0), style=PALETTE[1]),
+                      *(cell(c) for _head, _w, cell in columns))
+        if not r.latencies_us:
+            return t
+        lines = Text()
+        for i, (label, p) in enumerate(r.latencies_us.items()):
+            lines.append("\n" if i else "")
+            lines.append(f"{label} latency", style="bold")
+            lines.append(f"  p50 {_us(p.p50)} · p90 {_us(p.p90)} · p99.9 {_us(p.p999)}")
+        return Group(t, lines)
+
+    # --- workers -------------------------------------------------------------------------
+    def _workers(self) -> Table:
+        slow = self.state.slowest()
+        # the step-time range only where it fits beside the rest (about 96 cells with it)
+        wide = self._pane_width("#workers") >= 96
+        t = Table(box=None, padding=(0, 1), expand=False, show_edge=False)
+        t.add_column("worker", no_wrap=True)
+        t.add_column("step time", justify="right", no_wrap=True)
+        if wide:
+            t.add_column("min … max", justify="right", no_wrap=True)
+        t.add_column("idle", justify="right", no_wrap=True)
+        t.add_column("steps", justify="right", no_wrap=True)
+        t.add_column("window", no_wrap=True)
+        t.add_column("", no_wrap=True)
+        for i, (address, h) in enumerate(self.state.workers.items()):
+            ok, last = h.last_ok, h.last
+            mark = "▶ " if i == self.focus_index % len(self.state.workers) else "  "
+            if ok is None:
+                why = "waiting…" if last is None else ("failed" if last.error else "empty windows")
+                t.add_row(mark + address, "n/a", *([""] if wide else []), "", "", Text(why, style="dim"), "")
+                continue
+            rng = [f"{_ms(ok.step_ms_min)} … {_ms(ok.step_ms_max)}" if ok.step_ms_min is not None else ""]
+            state = _stamp(ok.time) + (" (last failed)" if last is not None and last.error else "")
+            t.add_row(mark + address, _ms(ok.step_ms_avg), *(rng if wide else []), _pct(ok.idle_pct), f"{ok.steps}",
+                      state, Text("◀ slowest", style="bold") if slow is not None and slow.address == address else "")
+        return t
+
+    # --- the focused worker's figures ------------------------------------------------------
+    def _no_window(self) -> Text:
+        """Why there are no figures yet."""
         last = self.history.last
         if last is None:
             return Text("waiting for the first window…", style="dim")
@@ -185,15 +343,6 @@ class MonitorScreen(Screen):
         empty = sum(1 for x in self.history.samples if x.empty)
         return Text(f"No activity yet: {empty} window{'s' if empty != 1 else ''} came back empty "
                     "(nothing ran on the server).", style="dim")
-
-    def _counts(self) -> str:
-        """`12 windows (2 empty, 1 failed)`: a failed cycle is not a window of figures."""
-        samples = self.history.samples
-        failed = sum(1 for x in samples if x.error)
-        empty = sum(1 for x in samples if x.empty and not x.error)
-        n = len(samples) - failed
-        extra = ", ".join(f"{k} {what}" for k, what in ((empty, "empty"), (failed, "failed")) if k)
-        return f"{n} window{'s' if n != 1 else ''}" + (f" ({extra})" if extra else "")
 
     def _figures(self) -> Table | Text:
         ok = self.history.last_ok
@@ -207,8 +356,8 @@ class MonitorScreen(Screen):
         t.add_column(justify="right", no_wrap=True)
         t.add_row("", Text("now", style="dim"), Text("history", style="dim"), Text("min … max", style="dim"))
         for i, (label, name, show, (note, short)) in enumerate(FIGURES):
-            value = getattr(ok, name) if ok is not None else None
-            if ok is not None and name == "steps" and ok.source != "profile":
+            value = getattr(ok, name)
+            if name == "steps" and not ok.from_trace:
                 value = None
             series = self.history.series(name)
             if value is None:
@@ -240,23 +389,31 @@ class MonitorScreen(Screen):
         t.add_column("count", justify="right", no_wrap=True)
         top = max(op["percent"] for op in ok.top_ops) or 1.0
         for i, op in enumerate(ok.top_ops):
-            t.add_row(op["name"], _ms(op["time_ms"]), fmt.percent(op["percent"]),
+            t.add_row(op["name"], _ms(op["time_ms"]), f"{op['percent']:.1f}%",
                       bar_text(op["percent"] / top, bar_w, PALETTE[i % len(PALETTE)]), f"{op['count']}")
         return t
 
     def _status(self) -> tuple[Text, bool]:
         last = self.history.last
+        reading = self.state.last_reading
+        if reading is not None and reading.error:
+            retry = f"; retrying in {reading.retry_in_s:g} s" if reading.retry_in_s else ""
+            return Text(f"✖ {_stamp(reading.time)}  {reading.error}{retry}"), True
         if last is None:
-            return Text("waiting for the first window…", style="dim"), False
-        stamp = time.strftime("%H:%M:%S", time.localtime(last.time))
+            msg = "waiting for the first window…"
+            if reading is not None:
+                msg = f"● {_stamp(reading.time)}  runtime metrics; {msg}"
+            return Text(msg, style="dim" if reading is None else ""), False
+        stamp = _stamp(last.time)
         if last.error:
             retry = f"; retrying in {last.retry_in_s:g} s" if last.retry_in_s else ""
             return Text(f"✖ {stamp}  {last.error}{retry}"), True
         if last.empty:
             msg = f"○ {stamp}  empty window: nothing ran during the last {last.window_ms} ms"
         else:
-            source = "the server's Monitor" if last.source == "monitor" else "a profile capture"
-            msg = f"● {stamp}  from {source}"
+            msg = f"● {stamp}  window from {SOURCES.get(last.source, last.source)}"
+        if reading is not None:
+            msg += f" · runtime metrics {_stamp(reading.time)}"
         if self.paused:
             msg += "  — paused (p resumes)"
         elif self.done:
@@ -271,67 +428,23 @@ class MonitorScreen(Screen):
             self._resume.clear()
         self.redraw()
 
+    def action_next_worker(self) -> None:
+        if len(self.state.workers) > 1:
+            self.focus_index = (self.focus_index + 1) % len(self.state.workers)
+            self.redraw()
+
     def action_open_window(self) -> None:
-        s = self.session
-        if s is None or s.last_xspace is None:
+        session = None
+        if self.feed is not None:
+            session = next((s for s in self.feed.sessions if s.address == self.address), None)
+        if session is None or session.last_xspace is None:
             self.notify("No captured window yet (the server's Monitor answers carry no profile)",
                         severity="warning")
             return
         logdir = self.windows_dir or default_windows_dir(self.address)
         try:
-            save_window(logdir, self.address, s.last_xspace, s.last_xspace_time or time.time())
-        except ValueError as e:
+            save_window(logdir, self.address, session.last_xspace, session.last_xspace_time or time.time())
+        except (LiveError, ValueError, OSError) as e:
             self.notify(str(e), severity="error")
             return
         self.post_message(self.OpenWindow(logdir))
-
-
-def default_windows_dir(address: str) -> str:
-    """Where `o` keeps windows when --save-windows is not given (the cache, never a logdir)."""
-    from tputui.data.cache import cache_root
-    from tputui.live.client import host_file_name
-
-    return os.path.join(cache_root(), "monitor-windows", host_file_name(address))
-
-
-class MonitorApp(App):
-    """`tputui monitor`: the pane on its own; `open_logdir` is set when the user opened a window."""
-
-    TITLE = "tputui monitor"
-    CSS_PATH = "../tputui.tcss"
-
-    def __init__(self, screen: MonitorScreen) -> None:
-        super().__init__()
-        self.monitor_screen = screen
-        self.open_logdir: str | None = None
-
-    def on_mount(self) -> None:
-        self.push_screen(self.monitor_screen)
-
-    def on_monitor_screen_open_window(self, event: MonitorScreen.OpenWindow) -> None:
-        self.open_logdir = event.logdir
-        self.exit()
-
-    def action_help(self) -> None:
-        lines = [("o", "save the last window as a run and open it as a full profile (q returns here)"),
-                 ("p", "pause / resume sampling"), ("q", "quit")]
-        self.push_screen(HelpScreen(lines, "Monitor"))
-
-
-def run_monitor_app(session: MonitorSession, num_queries: int | None = None, save_windows: str | None = None) -> int:
-    """Run the pane; `o` leaves it for the full profile app and comes back when that quits."""
-    history = History()
-    while True:
-        session.restart()
-        screen = MonitorScreen(lambda: session.samples(num_queries), address=session.address,
-                               window_ms=session.duration_ms, history=history, session=session,
-                               windows_dir=save_windows)
-        app = MonitorApp(screen)
-        app.run()
-        session.stop()
-        if app.open_logdir is None:
-            return app.return_code or 0
-        from tputui.app import TputuiApp
-        from tputui.data.logdir import open_logdir
-
-        TputuiApp(open_logdir(app.open_logdir)).run()

@@ -84,6 +84,14 @@ class ResultKeysMixin:
         return True
 
 
+def usable_target(screen, target):
+    """A jump target (tuple), or None after telling the user why not (no row, or the row's reason)."""
+    if target is None or isinstance(target, str):
+        screen.notify(target or "select an op first", severity="warning")
+        return None
+    return target
+
+
 EventFinder = Callable[[Any], Any]  # XSpaceFrame -> rows of frame.events, or a TraceFocus
 
 
@@ -101,15 +109,10 @@ class TraceJumpMixin:
     def action_show_in_trace(self: ToolScreen) -> None:
         if self.result is None:
             return
-        target = self.trace_target()
-        if target is None:
-            self.notify("select an op first", severity="warning")
-            return
-        if isinstance(target, str):
-            self.notify(target, severity="warning")
-            return
-        label, finder = target
-        self._find_trace_events(label, finder)
+        target = usable_target(self, self.trace_target())
+        if target is not None:
+            label, finder = target
+            self._find_trace_events(label, finder)
 
     def on_frame_table_row_selected(self, event) -> None:
         """Enter on a table row opens it in the trace viewer (the one drill-down these tables have)."""

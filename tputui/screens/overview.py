@@ -48,9 +48,9 @@ def _summary(r: OverviewResult) -> Table:
     if st:
         t.add_row("Average step time", f"{st['avg']:,.3f} ms over {st['count']} steps")
         t.add_row("  spread", f"σ {st['stddev']:,.3f} · min {st['min']:,.3f} · max {st['max']:,.3f} ms")
-        avg = r.pipeline.breakdown_summary()
-        parts = sorted(((avg[c]["avg"], label) for c, label in BREAKDOWN if avg[c]["avg"] > 0), reverse=True)
-        t.add_row("  of which", ", ".join(f"{label} {v:,.3f} ms" for v, label in parts) or "-")
+        labels = dict(BREAKDOWN)
+        parts = [(labels[c], v) for c, v in r.step_parts_ms if c in labels]
+        t.add_row("  of which", ", ".join(f"{label} {fmt.duration_ms(v)}" for label, v in parts) or "-")
     else:
         t.add_row("Average step time", Text("unknown (no step marker)", style="dim"))
     tpu = r.stats.hardware_type == "TPU"

@@ -100,9 +100,8 @@ class PodViewerScreen(ToolScreen):
         self.body.mount(Horizontal(self.chip_axis, self.chips, id="chip-plot"))
         self.body.mount(Static("", id="chip_legend", classes="line"))
         if len(result.channels):
-            self.channels = FrameTable(result.channels, id="channels", formats={
-                "data_mib": lambda v: f"{v:.2f}", "latency_us": lambda v: f"{v:.2f}",
-                "bandwidth_gibps": lambda v: f"{v:.2f}", "send_delay_us": lambda v: f"{v:.2f}"})
+            two = {c: (lambda v: fmt.number(v, 2)) for c in ("data_mib", "latency_us", "bandwidth_gibps", "send_delay_us")}
+            self.channels = FrameTable(result.channels, id="channels", formats=two)
             self.channels.border_title = f"Send/recv channels ({len(result.channels)}) · s sort · / filter"
             self.body.mount(self.channels)
         else:

@@ -76,15 +76,13 @@ class SqlScreen(StackedScreen):
         query = event.value.strip() or EXAMPLE
         _last_query[self.run_data.name] = query
         self._status(f"running… {query}")
-        self.run_query(query)
+        self.run_sql(query)
 
     @work(thread=True, exclusive=True, group="sql", description="sql query")
-    def run_query(self, query: str) -> None:
-        self.report(lambda: run_query(self.run_data, query, self.host), self._show, self._failed)
+    def run_sql(self, query: str) -> None:
+        self.report(lambda progress: run_query(self.run_data, query, self.host))
 
-    def _show(self, result: QueryResult) -> None:
-        if not self.is_mounted:
-            return
+    async def show_result(self, result: QueryResult) -> None:
         self.result = result
         table = self.query_one("#sql-rows", FrameTable)
         table.set_frame(result.frame)
@@ -95,9 +93,7 @@ class SqlScreen(StackedScreen):
             table.focus()
         self.refresh_bindings()
 
-    def _failed(self, message: str) -> None:
-        if not self.is_mounted:
-            return
+    async def show_failure(self, message: str) -> None:
         self._status(message, error=True)
         self.notify(message, title="SQL", severity="error", timeout=8)
 

@@ -1,10 +1,18 @@
-"""What the screens pushed over a tool screen share (the SQL prompt, the diff): Esc goes back, and
-their table lets Esc through when it has no filter to clear; `x` writes the table as shown to CSV."""
+"""What the screens pushed over a tool screen share (the SQL prompt, the diff): Esc goes back, their
+table lets Esc through when it has no filter to clear, `x` writes the table as shown to CSV, and a
+worker's result comes back as a message (as ToolScreen's do: Textual drops messages to a screen
+that has closed, so a late worker never draws into a screen nobody sees)."""
 from __future__ import annotations
 
-from textual.actions import SkipAction
-from textual.screen import Screen
+from collections.abc import Callable
+from typing import Any
 
+from textual.actions import SkipAction
+from textual.message import Message
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from tputui.data.progress import reporting
 from tputui.errors import UserError
 from tputui.screens.op_tables import write_csv
 from tputui.widgets.table import FrameTable
@@ -21,19 +29,61 @@ class BackTable(FrameTable):
 
 class StackedScreen(Screen):
     """`back` pops this screen (never the app's last tool screen); `export_table_csv(table, name)`;
-    `report(compute, done, failed)` runs `compute` (in a worker thread) and hands the UI thread its
-    result, or one line that says what went wrong."""
+    `report(compute)` (in a worker thread) runs `compute(progress)` and answers with a message:
+    `show_result(result)`, `show_failure(one line)` and `show_progress(text)` draw them."""
 
-    def report(self, compute, done, failed) -> None:
+    class Reported(Message, bubble=False):
+        def __init__(self, result: Any) -> None:
+            super().__init__()
+            self.result = result
+
+    class ReportFailed(Message, bubble=False):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class ReportProgress(Message, bubble=False):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def report(self, compute: Callable[[Callable[[str], None]], Any]) -> None:
+        worker = get_current_worker()
+
+        def say(message: Message) -> None:
+            if not worker.is_cancelled:  # a newer run of the same worker speaks now
+                self.post_message(message)
+
+        def progress(text: str) -> None:
+            say(self.ReportProgress(text))
+
         try:
-            result = compute()
+            with reporting(progress):  # slow reads and decodes say so too
+                result = compute(progress)
         except UserError as e:
-            self.app.call_from_thread(failed, str(e))
-            return
+            say(self.ReportFailed(str(e)))
         except Exception as e:  # noqa: BLE001 - one line on the screen, the app keeps running
-            self.app.call_from_thread(failed, f"{type(e).__name__}: {e}")
-            return
-        self.app.call_from_thread(done, result)
+            say(self.ReportFailed(f"{type(e).__name__}: {e}"))
+        else:
+            say(self.Reported(result))
+
+    async def on_stacked_screen_reported(self, event: Reported) -> None:
+        await self.show_result(event.result)
+
+    async def on_stacked_screen_report_failed(self, event: ReportFailed) -> None:
+        await self.show_failure(event.text)
+
+    def on_stacked_screen_report_progress(self, event: ReportProgress) -> None:
+        self.show_progress(event.text)
+
+    async def show_result(self, result: Any) -> None:  # pragma: no cover - subclasses draw
+        raise NotImplementedError
+
+    async def show_failure(self, text: str) -> None:  # pragma: no cover - subclasses draw
+        raise NotImplementedError
+
+    def show_progress(self, text: str) -> None:
+        pass
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:

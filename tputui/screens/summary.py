@@ -1,7 +1,6 @@
 """The first screen: what this run holds (hosts, planes, lines, span, capture options)."""
 from __future__ import annotations
 
-import polars as pl
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -11,7 +10,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tputui import format as fmt
-from tputui.analysis.summary import RunSummary
+from tputui.analysis.summary import HostSummary, RunSummary
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin
 from tputui.tools import TOOLS
@@ -54,10 +53,7 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
             id="facts"))
         self.body.mount(Static(self._next_text(), id="next"))
         self.find_tools()
-        t = result.tables()["lines"]
-        lines = t.select("host", pl.col("plane_name").alias("plane"), pl.col("name").alias("line"), "events",
-                         span=t["last_end_ps"] - t["first_ps"])
-        table = FrameTable(lines, id="lines", formats={"span": lambda ps: fmt.duration_ps(ps, missing="-")})
+        table = FrameTable(result.line_spans(), id="lines", formats={"span": lambda ps: fmt.duration_ps(ps, missing="-")})
         table.border_title = "Lines (threads / device lines) — s sort · / filter"
         self.body.mount(table)
         table.focus()
@@ -85,13 +81,13 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
             if i == MAX_HOST_LINES and many:
                 t.add_row("", Text(f"… and {len(r.hosts) - i} more hosts (h picks one)", style="dim"))
             span = fmt.duration_ps(h.span_ps[1] - h.span_ps[0]) if h.span_ps else "-"
-            events = int(h.planes["events"].sum()) if h.planes.height else 0
+            events = h.num_events
             if not many:
                 t.add_row("File", Text(f"{fmt.bytes_decimal(h.size_bytes)} · span {span}"))
             elif i < MAX_HOST_LINES:
                 t.add_row(h.host, Text(f"{fmt.bytes_decimal(h.size_bytes)} · span {span} · {events:,} events"))
             if not many:
-                t.add_row("Planes", Text(_planes_text(h.planes), overflow="fold"))
+                t.add_row("Planes", Text(_planes_text(h), overflow="fold"))
             for msg in h.errors:
                 t.add_row(f"{h.host} error" if many else "Error", Text(msg, style="red"))
             for msg in h.warnings:
@@ -120,9 +116,9 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
         return tables.first().frame if tables else None
 
 
-def _planes_text(planes: pl.DataFrame) -> str:
+def _planes_text(h: HostSummary) -> str:
     """Planes with events, with their counts; empty ones only counted."""
-    full = planes.filter(pl.col("events") > 0)
+    planes, full = h.planes, h.planes_with_events
     text = ", ".join(f"{n} ({e:,} events)" for n, e in zip(full["name"], full["events"]))
     empty = planes.height - full.height
     return text + (f"; {empty} empty" if empty else "") if text else f"{planes.height} planes, no events"

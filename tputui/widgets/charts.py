@@ -32,14 +32,16 @@ def bar_text(fraction: float, width: int, color: str = PALETTE[0]) -> Text:
     return Text("█" * full + part.strip(), style=color) + Text(" " * (width - full - len(part.strip())))
 
 
-def sparkline(values: Sequence[float], width: int | None = None) -> str:
-    """Unicode block sparkline of the last `width` values (min..max scaled)."""
+def sparkline(values: Sequence[float], width: int | None = None, lo: float | None = None,
+              hi: float | None = None) -> str:
+    """Unicode block sparkline of the last `width` values (min..max scaled, or a fixed lo..hi)."""
     vals = [v for v in values if v is not None][-width:] if width else [v for v in values if v is not None]
     if not vals:
         return ""
-    lo, hi = min(vals), max(vals)
+    lo = min(vals) if lo is None else lo
+    hi = max(vals) if hi is None else hi
     span = hi - lo or 1.0
-    return "".join(EIGHTHS[1 + int((v - lo) / span * 7)] for v in vals)
+    return "".join(EIGHTHS[1 + int(max(0.0, min(1.0, (v - lo) / span)) * 7)] for v in vals)
 
 
 class HBarChart(Static):

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
+from tputui import format as fmt
 from tputui.widgets.charts import PALETTE, StackedColumns
 
 # (step table column, legend label), bottom of the stack first.
@@ -33,16 +34,16 @@ def step_card(row: dict, categories: Sequence[tuple[str, str]] = BREAKDOWN) -> T
     total = row["step_time_ms"] or 0.0
     t = Text()
     t.append(f"Step {row['name']}", style="bold")
-    t.append(f": {total:,.3f} ms  ")
+    t.append(f": {fmt.duration_ms(total)}  ")
     parts = sorted(((row[c], label, k) for k, (c, label) in enumerate(categories) if row.get(c)),
                    reverse=True)
     for i, (v, label, k) in enumerate(parts):
         if i:
             t.append(" · ", style="dim")
         t.append("■ ", style=PALETTE[k % len(PALETTE)])
-        t.append(f"{label} {v:,.3f}")
+        t.append(f"{label} {fmt.number(v)}")
         if total:
-            t.append(f" ({100 * v / total:.1f}%)", style="dim")
+            t.append(f" ({fmt.share_percent(v, total)})", style="dim")
     return t
 
 
