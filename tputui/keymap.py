@@ -39,11 +39,13 @@ SHARED = {
 }
 
 # Double meanings that came with screens merged after the key map (diff: a / b show run A / B in
-# the trace viewer; graph viewer: g switches its view, b ...): to rebind, then drop from here.
+# the trace viewer; graph viewer: g switches its view; monitor: w next worker): to rebind, then
+# drop from here.
 TO_REBIND = {
     "a": "pan left in the trace viewer; run A's events in the diff screen",
     "b": "group / order by; the graph viewer's body toggle; run B's events in the diff screen",
     "g": "go to a time in the trace viewer; switch the graph viewer's view",
+    "w": "zoom in in the trace viewer; the next worker in the live monitor",
 }
 
 
