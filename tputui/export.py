@@ -10,11 +10,11 @@ from __future__ import annotations
 import io
 import json
 import math
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import polars as pl
 
-from tputui.analysis.result import NoDataError
+from tputui.analysis.result import NoDataError, TextResult, ToolResult
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
@@ -38,7 +38,7 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def run_tool(run: RunData, tool: str, host: str | None = None, **options):
+def run_tool(run: RunData, tool: str, host: str | None = None, **options) -> ToolResult:
     try:
         t = get_tool(tool)
     except KeyError:
@@ -51,7 +51,7 @@ def run_tool(run: RunData, tool: str, host: str | None = None, **options):
     return t.analyze_fn()(run, host, **options)
 
 
-def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> dict | None:
+def write_result(result: ToolResult, fmt: str, out: IO[str], table: str | None = None) -> dict | None:
     """Write `result` to `out`; for CSV, return the tables it was given (callers reuse them)."""
     if fmt == "json":
         if hasattr(result, "write_json"):
@@ -69,7 +69,7 @@ def write_result(result, fmt: str, out: IO[str], table: str | None = None) -> di
         out.write(csv_text(tables[name]))
         return tables
     elif fmt in getattr(result, "text_formats", ()):
-        out.write(result.render(fmt))
+        out.write(cast(TextResult, result).render(fmt))
     elif fmt in FORMATS:
         raise ExportError(f"--format {fmt} is for the graph viewer; use json or csv")
     else:

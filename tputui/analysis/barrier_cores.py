@@ -9,6 +9,7 @@ import numpy as np
 
 from tputui.analysis.op_metrics import device_spans, event_stat, tensor_core_planes
 from tputui.analysis.tpu_steps import line_rows
+from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
 SPECIAL_OP = "barrier-cores"
@@ -33,7 +34,7 @@ def special_op_fractions(frame: XSpaceFrame, host: str, op: str = SPECIAL_OP) ->
     per_step: dict[int, dict[str, float]] = {}
     durations: dict[int, int] = {}
     for p in tensor_core_planes(frame):
-        steps = line_rows(frame, p, "Steps")
+        steps = line_rows(frame, p, schema.LINE_STEPS)
         if not len(steps):
             continue
         s_start, s_end = device_spans(frame, steps)

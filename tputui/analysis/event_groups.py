@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.nesting import depths, nest_parents
+from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
 _IMPLICIT_ROOTS = {"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"}
@@ -129,7 +130,7 @@ def _pair_codes(a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray]:
 def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default)."""
     if plane is None:
-        plane = frame.plane_index("/host:CPU")
+        plane = frame.plane_index(schema.HOST_PLANE)
     raw = frame.raw
     names = raw.em_name + [""]
     if plane is None:

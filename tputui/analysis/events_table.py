@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.op_metrics import parse_tf_op
+from tputui.data import schema
 from tputui.data.schema import HOST_PLANE
 from tputui.data.xspace import XSpaceFrame
 
@@ -62,7 +63,7 @@ def _plane_kind(name: str) -> str:
         return "tensor_core"
     if name.startswith("/device:TPU"):
         return "sparse_core" if _SPARSE_CORE.match(name) else "tpu_other"
-    if name.startswith("/device:GPU:"):
+    if name.startswith(schema.GPU_PLANE_PREFIX):
         return "gpu"
     return "other"
 
@@ -227,7 +228,7 @@ class EventColumns:
             kind = self.kinds[raw.line_plane[i]]
             if kind == "host":
                 cats.append("host")
-            elif kind == "gpu" and not name.startswith(("XLA Modules", "XLA Ops")):
+            elif kind == "gpu" and not name.startswith((schema.LINE_XLA_MODULES, schema.LINE_XLA_OPS)):
                 cats.append("device")
             else:
                 cats.append(name)
@@ -241,7 +242,7 @@ class EventColumns:
         for lid, line_prefix in _TC_LINES.items():
             if line_prefix:
                 prefix[tc & (line_id == lid)] = _PREFIXES.index(line_prefix)
-        gpu_mod = self._is("gpu") & np.array([n.startswith("XLA Modules") for n in raw.line_name] + [False],
+        gpu_mod = self._is("gpu") & np.array([n.startswith(schema.LINE_XLA_MODULES) for n in raw.line_name] + [False],
                                              bool)[raw.event_line]
         prefix[gpu_mod] = _PREFIXES.index("HLO Module:")
         name = self._name()
@@ -284,7 +285,7 @@ class EventColumns:
             elif kind == "tensor_core":
                 keep_line[i] = lid in _TC_LINES
             elif kind == "gpu":
-                xla = name.startswith(("XLA Modules", "XLA Ops"))
+                xla = name.startswith((schema.LINE_XLA_MODULES, schema.LINE_XLA_OPS))
                 keep_line[i] = xla or (name != _GPU_COUNTERS_LINE and lid < _DERIVED_LINE_ID_MIN)
         return pl.Series(keep_line[raw.event_line])
 

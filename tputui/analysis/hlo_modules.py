@@ -12,11 +12,11 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.result import NoDataError
-from tputui.data import pbwire
+from tputui.data import pbwire, schema
 from tputui.data.run_data import RunData
 from tputui.proto import hlo_pb2
 
-METADATA_PLANE = "/host:metadata"
+METADATA_PLANE = schema.METADATA_PLANE
 HLO_PROTO_STAT = "Hlo Proto"
 
 

@@ -21,12 +21,12 @@ import polars as pl
 
 from tputui.analysis import op_metrics
 from tputui.analysis.result import NoDataError
-from tputui.data import pbwire
+from tputui.data import pbwire, schema
 from tputui.data.stat_values import stat_float, to_int
 from tputui.data.xspace import XSpaceFrame
 
 DEVICE_PLANE = re.compile(r"^/device:TPU:\d+$")
-OP_LINES = ("XLA Ops", "Framework Ops", "TensorFlow Ops")
+OP_LINES = (schema.LINE_XLA_OPS, schema.LINE_FRAMEWORK_OPS, schema.LINE_TF_OPS)
 IDLE = "IDLE"
 
 # XProf's MemBwType order for peak bandwidths: HBM, SRAM rd, SRAM wr, CMEM rd, CMEM wr, VMEM rd, VMEM wr.
@@ -232,7 +232,7 @@ def hlo_protos(frames: list[XSpaceFrame]) -> dict[int, bytes]:
     """program_id -> serialized HloProto, from the `/host:metadata` plane's `Hlo Proto` stats."""
     out: dict[int, bytes] = {}
     for fr in frames:
-        plane = fr.plane_index("/host:metadata")
+        plane = fr.plane_index(schema.METADATA_PLANE)
         if plane is None:
             continue
         for m in np.flatnonzero(fr.raw.em_plane == plane):
@@ -290,12 +290,12 @@ def program_name_entries(fr: XSpaceFrame) -> list[tuple[int, str, bool]]:
     out = []
     pat = re.compile(r"^(.*)\((\d+)\)$")
     for i, n in enumerate(fr.raw.plane_name):
-        if n != "/host:metadata" and not DEVICE_PLANE.match(n):
+        if n != schema.METADATA_PLANE and not DEVICE_PLANE.match(n):
             continue
         for m in np.flatnonzero(fr.raw.em_plane == i):
             mt = pat.match(fr.raw.em_name[m])
             if mt:
-                out.append((int(mt.group(2)), mt.group(1), n == "/host:metadata"))
+                out.append((int(mt.group(2)), mt.group(1), n == schema.METADATA_PLANE))
     return out
 
 

@@ -30,7 +30,7 @@ import polars as pl
 
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
 from tputui.analysis.result import NoDataError
-from tputui.data import pbwire
+from tputui.data import pbwire, schema
 from tputui.data.stat_values import to_int
 from tputui.data.xspace import XSpaceFrame
 
@@ -206,17 +206,17 @@ def _slacks(frame: XSpaceFrame) -> tuple[list[dict], list[tuple[str, int, int]]]
     if tpu0 is None:
         return [], []
     lines = {raw.line_name[ln]: ln for ln in frame.lines_of(tpu0)}
-    if "XLA Ops" not in lines or "XLA Modules" not in lines:
+    if schema.LINE_XLA_OPS not in lines or schema.LINE_XLA_MODULES not in lines:
         return [], []
     hlo = _hlo_by_module(frame)
-    ms = frame.line_events(lines["XLA Modules"])
+    ms = frame.line_events(lines[schema.LINE_XLA_MODULES])
     mrows = np.arange(ms.start, ms.stop, dtype=np.int64)
     m_start = frame.start_ps[mrows].astype(np.int64)
     m_end = m_start + raw.event_duration_ps[mrows].astype(np.int64)
     m_names = frame.metadata_names(frame.events["metadata"].to_numpy()[mrows]).to_list()
     order = np.argsort(m_start, kind="stable")
     m_start, m_end, m_names = m_start[order], m_end[order], [m_names[i] for i in order]
-    os_ = frame.line_events(lines["XLA Ops"])
+    os_ = frame.line_events(lines[schema.LINE_XLA_OPS])
     rows = np.arange(os_.start, os_.stop, dtype=np.int64)
     md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
     mt = metadata_stats_table(frame, ["hlo_category"], md)
@@ -288,7 +288,7 @@ def _slacks(frame: XSpaceFrame) -> tuple[list[dict], list[tuple[str, int, int]]]
 
 def _hlo_by_module(frame: XSpaceFrame) -> dict[str, dict[str, Instr]]:
     """`<module>(<program_id>)` -> send/recv instructions, from `/host:metadata`."""
-    p = frame.plane_index("/host:metadata")
+    p = frame.plane_index(schema.METADATA_PLANE)
     if p is None:
         return {}
     rows = np.flatnonzero(frame.raw.em_plane == p)
@@ -350,14 +350,14 @@ def summarize(occ: list[dict]) -> pl.DataFrame:
 
 
 def has_megascale_events(frame: XSpaceFrame) -> bool:
-    p = frame.plane_index("/host:CPU")
+    p = frame.plane_index(schema.HOST_PLANE)
     if p is None:
         return False
     names = [n for n, pl_ in zip(frame.raw.em_name, frame.raw.em_plane) if pl_ == p]
     return any(n.startswith("MegaScale:") for n in names)
 
 
-PLANES = ["/device:TPU:", "/host:metadata", "/host:CPU"]
+PLANES = [schema.TPU_PLANE_PREFIX, schema.METADATA_PLANE, schema.HOST_PLANE]
 
 
 def analyze(run, host: str | None = None, dcn_gbps: float | None = None, **_options) -> MegascaleResult:

@@ -27,10 +27,11 @@ import polars as pl
 
 from tputui.analysis.event_groups import group_events
 from tputui.analysis.result import NoDataError
+from tputui.data import schema
 from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
 
-HOST_PLANE = "/host:CPU"
+HOST_PLANE = schema.HOST_PLANE
 ALLOCATION, DEALLOCATION = "ALLOCATION", "DEALLOCATION"
 MAX_TIMELINE_SNAPSHOTS = 1000  # XProf's default max_num_snapshots
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from tputui.analysis import op_metrics
 from tputui.analysis.op_metrics import CAT_UNKNOWN, OP_LINE_NAMES, parse_tf_op
+from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
 _EMPTY = np.zeros(0, np.int64)
@@ -77,7 +78,7 @@ def hlo_op_rows(frame: XSpaceFrame, names, program_id: int | None = None) -> np.
 def program_rows(frame: XSpaceFrame, name: str) -> np.ndarray:
     """Events of the TPU "XLA Modules" lines named `name` (op profile's program nodes, e.g. "jit_f(123)")."""
     raw = frame.raw
-    rows = _line_rows(frame, op_metrics.tensor_core_planes(frame), ("XLA Modules",))
+    rows = _line_rows(frame, op_metrics.tensor_core_planes(frame), (schema.LINE_XLA_MODULES,))
     md = _metadata_of(frame, rows)
     n_md = len(raw.em_name)
     flag = _md_flags(n_md, (i for i, (d, n) in enumerate(zip(raw.em_display_name, raw.em_name)) if name in (d, n)))
@@ -106,7 +107,7 @@ def framework_op_rows(frame: XSpaceFrame, side: str, name: str) -> np.ndarray:
         flag = _md_flags(n_md, (i for i in range(n_md)
                                 if (tf_text[i] in hits if tf_text[i] >= 0 else op_name[i] == name)))
         return rows[flag[np.where(md >= 0, md, n_md)]]
-    plane = frame.plane_index("/host:CPU")
+    plane = frame.plane_index(schema.HOST_PLANE)
     if plane is None:
         return _EMPTY
     rows = _line_rows(frame, [plane], None)

@@ -39,15 +39,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from tputui.data import pbwire
+from tputui.data import pbwire, schema
 from tputui.data.xspace import XSpaceFrame
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType  # a dtype class or instance (no public alias)
 
 IDLE = "IDLE"
-OP_LINE_NAMES = ("XLA Ops", "TensorFlow Ops", "Sparse Core Ops")
-STEP_LINE_NAMES = ("Steps", "Sparse Core Steps")
+OP_LINE_NAMES = (schema.LINE_XLA_OPS, schema.LINE_TF_OPS, schema.LINE_SPARSE_CORE_OPS)
+STEP_LINE_NAMES = (schema.LINE_STEPS, schema.LINE_SPARSE_CORE_STEPS)
 _TENSOR_CORE = re.compile(r"^/device:TPU:\d+$")
 
 OPS_SCHEMA: dict[str, PolarsDataType] = {
@@ -183,7 +183,7 @@ def tensor_core_planes(frame: XSpaceFrame) -> list[int]:
 
 
 def gpu_planes(frame: XSpaceFrame) -> list[int]:
-    return [i for i, n in enumerate(frame.raw.plane_name) if n.startswith("/device:GPU:")]
+    return [i for i, n in enumerate(frame.raw.plane_name) if n.startswith(schema.GPU_PLANE_PREFIX)]
 
 
 def device_spans(frame: XSpaceFrame, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -379,7 +379,7 @@ def duty_cycle(frame: XSpaceFrame, planes: list[int]) -> tuple[int, int]:
         starts, ends, active = [], [], []
         for ln in frame.lines_of(p):
             name = raw.line_name[ln]
-            if name not in ("XLA Ops", "Sparse Core Ops", "XLA Modules", "Sparse Core Modules"):
+            if name not in (schema.LINE_XLA_OPS, schema.LINE_SPARSE_CORE_OPS, schema.LINE_XLA_MODULES, "Sparse Core Modules"):
                 continue
             sl = frame.line_events(ln)
             rows = np.arange(sl.start, sl.stop, dtype=np.int64)
@@ -387,7 +387,7 @@ def duty_cycle(frame: XSpaceFrame, planes: list[int]) -> tuple[int, int]:
                 continue
             s = frame.start_ps[rows]
             e = s + raw.event_duration_ps[rows]
-            if name == "XLA Ops":
+            if name == schema.LINE_XLA_OPS:
                 md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
                 st = metadata_stats_table(frame, ["hlo_category", "model_flops"], md)
                 ev_cat_has, ev_cat = event_stat(frame, "hlo_category", rows, kind="text")
@@ -398,7 +398,7 @@ def duty_cycle(frame: XSpaceFrame, planes: list[int]) -> tuple[int, int]:
                 off = np.isin(cat_ids, off_ids) | (
                     np.isin(cat_ids, cc_ids) & st["model_flops.has"] & (st["model_flops"] == 0))
                 act = ~off
-            elif name == "Sparse Core Ops":
+            elif name == schema.LINE_SPARSE_CORE_OPS:
                 act = np.ones(len(rows), bool)
             else:
                 act = np.zeros(len(rows), bool)
@@ -501,7 +501,7 @@ def host_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
     """Framework ops on the `/host:CPU` threads (XProf's ConvertHostThreadsXPlaneToOpMetricsDb):
     events whose name parses as a TF / tf.data / JAX op (or that carry a `tf_op` stat), nested
     among themselves per thread; each thread's total time spans its first to last such op."""
-    plane = frame.plane_index("/host:CPU")
+    plane = frame.plane_index(schema.HOST_PLANE)
     if plane is None:
         return OpMetricsDb()
     raw = frame.raw

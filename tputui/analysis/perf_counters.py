@@ -17,6 +17,7 @@ import polars as pl
 
 from tputui.analysis.op_metrics import event_stat
 from tputui.analysis.result import NoDataError
+from tputui.data import schema
 from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
 
@@ -47,7 +48,7 @@ def host_counters(frame: XSpaceFrame, host: str) -> pl.DataFrame:
     ev_md = frame.events["metadata"].to_numpy().astype(np.int64)
     parts = []
     for p, name in enumerate(raw.plane_name):
-        if not (name.startswith("/device:TPU:") or name.startswith("/device:GPU:")):
+        if not (name.startswith(schema.TPU_PLANE_PREFIX) or name.startswith(schema.GPU_PLANE_PREFIX)):
             continue
         chip = _chip_id(frame, p)
         if chip is None:

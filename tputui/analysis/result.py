@@ -16,5 +16,14 @@ class ToolResult(Protocol):
         """Named tables for `--format csv` (the first is the default)."""
 
 
+class TextResult(ToolResult, Protocol):
+    """A result that also writes plain-text formats (e.g. the graph viewer's text and dot)."""
+
+    text_formats: tuple[str, ...]
+
+    def render(self, fmt: str) -> str:
+        """The result in one of `text_formats`."""
+
+
 class NoDataError(UserError):
     """The profile has nothing for this tool; the message says why (one line)."""

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis import op_metrics as om
+from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
 SLOW_CALL_PS = 50 * 1_000_000  # 50 us, tensorflow.org/guide/data_performance_analysis
@@ -147,7 +148,7 @@ def analyze_frames(frames: dict[str, XSpaceFrame]) -> TfDataAnalysis:
 
 
 def _host_pipelines(host: str, fr: XSpaceFrame) -> list[PipelineStats]:
-    plane = fr.plane_index("/host:CPU")
+    plane = fr.plane_index(schema.HOST_PLANE)
     if plane is None:
         return []
     raw = fr.raw

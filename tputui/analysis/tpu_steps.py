@@ -38,7 +38,7 @@ from tputui.analysis.op_metrics import (
     self_times,
     tensor_core_planes,
 )
-from tputui.data import pbwire
+from tputui.data import pbwire, schema
 from tputui.data.xspace import XSpaceFrame
 
 CATEGORIES = [
@@ -133,9 +133,9 @@ def _plane_steps(frame: XSpaceFrame, plane: int, launches: dict) -> tuple[list, 
     """One TensorCore: (markers [(group, begin, dur)], {group: {category: self ps}})."""
     raw = frame.raw
     ordinal = int(raw.plane_name[plane].rsplit(":", 1)[1])
-    mods = line_rows(frame, plane, "XLA Modules")
-    steps = line_rows(frame, plane, "Steps")
-    ops = line_rows(frame, plane, "XLA Ops")
+    mods = line_rows(frame, plane, schema.LINE_XLA_MODULES)
+    steps = line_rows(frame, plane, schema.LINE_STEPS)
+    ops = line_rows(frame, plane, schema.LINE_XLA_OPS)
     if len(mods) == 0 or len(steps) > len(mods):
         return [], {}  # no module line, or a device loop: XProf leaves the plane ungrouped
     ms = frame.start_ps[mods].astype(np.int64)

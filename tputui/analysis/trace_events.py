@@ -20,7 +20,7 @@ those rules column-wise (no per-event Python loop on host events):
   executor loops define the steps.
 * `ThreadpoolListener::Region` events are synthesized on every line from each
   `ThreadpoolListener::StopRegion` back to the line's last `StartRegion` that has a `_c` stat.
-* TPU tensor-core planes: a "Steps" line's events join the host step whose launch
+* TPU tensor-core planes: a schema.LINE_STEPS line's events join the host step whose launch
   (DoEnqueueProgram; device ordinal, queue id, run id and core type) started an XLA module
   inside them; they take its name ("train 5"), consecutive ones of one step merge, the others
   are dropped (with no link at all, each core's steps number themselves). Derived lines come
@@ -46,6 +46,7 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.stdsort import sort_order
+from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
 _derive: ModuleType | None  # None: the C extension is not built
@@ -54,12 +55,12 @@ try:
 except ImportError:  # built without a C compiler: the one-at-a-time Python path
     _derive = None
 
-HOST_PLANE = "/host:CPU"
+HOST_PLANE = schema.HOST_PLANE
 HOST_PID = 701  # kHostThreadsDeviceId
 FIRST_DEVICE_PID = 1  # kFirstDeviceId
-DEVICE_PREFIXES = ("/device:GPU:", "/device:TPU:", "/device:CUSTOM:")  # first non-empty wins
+DEVICE_PREFIXES = (schema.GPU_PLANE_PREFIX, schema.TPU_PLANE_PREFIX, "/device:CUSTOM:")  # first non-empty wins
 TPU_CORE_PLANE = re.compile(r"/device:TPU:([0-9]*)$")
-ASYNC_OPS_LINE = "Async XLA Ops"
+ASYNC_OPS_LINE = schema.LINE_ASYNC_XLA_OPS
 
 # Derived thread ids (trace_utils.h: kThreadIdDerivedMin = 0xdeadbeef).
 TID_NAME_SCOPE = 0xDEADBEEF + 2
@@ -77,7 +78,7 @@ INTERNAL_EVENTS = frozenset({
 })
 # Roots that group a step but keep their own name (IsImplicitRootEvent).
 IMPLICIT_ROOTS = frozenset({"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"})
-TPU_PARENT_LINES = frozenset({"Steps", "Sparse Core Steps", "XLA Modules", "Sparse Core Modules"})
+TPU_PARENT_LINES = frozenset({schema.LINE_STEPS, schema.LINE_SPARSE_CORE_STEPS, schema.LINE_XLA_MODULES, "Sparse Core Modules"})
 # Events XProf marks as roots itself (XplaneRootEventMutatorFactory), with their level.
 MUTATOR_ROOTS = {"ProcessBatch": 2, "OrbaxServing::ProcessBatch": 2, "BatchingSessionRun": 1}
 LOOP_OPS = frozenset({"WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"})
@@ -413,7 +414,7 @@ class _Build:
             return []
         ordinal = int(m.group(1))
         line = next((li for li in range(len(r.line_id)) if r.line_plane[li] == plane
-                     and r.line_name[li] == "XLA Modules"), None)
+                     and r.line_name[li] == schema.LINE_XLA_MODULES), None)
         if line is None:
             return []
         sl = self.f.line_events(line)
@@ -527,7 +528,7 @@ class _DeviceLines:
         if steps is not None and steps.spans is not None:
             gs, ge = steps.spans
         else:
-            li = next((li for li in self.lines if r.line_name[li] == "XLA Modules" and r.line_num_events[li]), None)
+            li = next((li for li in self.lines if r.line_name[li] == schema.LINE_XLA_MODULES and r.line_num_events[li]), None)
             if li is None:
                 return np.full(len(rows), -1, np.int64)
             sl = b.f.line_events(li)
@@ -829,7 +830,7 @@ U64 = (1 << 64) - 1
 
 @dataclass
 class _DeviceSteps:
-    """The "Steps" line of one TPU core, grouped the way GroupTpuXPlaneEvents does.
+    """The schema.LINE_STEPS line of one TPU core, grouped the way GroupTpuXPlaneEvents does.
 
     A device step joins the host step whose launch (DoEnqueueProgram, matched on device
     ordinal, queue id, run id and core type) started one of the XLA modules inside it. Steps
@@ -850,7 +851,7 @@ class _DeviceSteps:
     @classmethod
     def of(cls, b: _Build, plane: int, groups: _Groups) -> _DeviceSteps:
         r, f = b.r, b.f
-        line = next((li for li in range(len(r.line_id)) if r.line_plane[li] == plane and r.line_name[li] == "Steps"),
+        line = next((li for li in range(len(r.line_id)) if r.line_plane[li] == plane and r.line_name[li] == schema.LINE_STEPS),
                     None)
         if line is None or not r.line_num_events[line]:
             z = np.zeros(0, np.int64)

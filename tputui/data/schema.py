@@ -18,6 +18,10 @@ LINE_XLA_MODULES = "XLA Modules"
 LINE_XLA_OPS = "XLA Ops"
 LINE_ASYNC_XLA_OPS = "Async XLA Ops"
 LINE_XLA_TRACEME = "XLA TraceMe"
+LINE_TF_OPS = "TensorFlow Ops"
+LINE_FRAMEWORK_OPS = "Framework Ops"
+LINE_SPARSE_CORE_OPS = "Sparse Core Ops"
+LINE_SPARSE_CORE_STEPS = "Sparse Core Steps"
 
 # Task Environment plane stats
 STAT_PROFILE_START = "profile_start_time"
