@@ -1,8 +1,9 @@
 """Build the optional C extensions: the wire decoder (tputui.data._wire), event nesting
-(tputui.analysis._nesting) and the trace viewer's sequential derive steps (tputui.analysis._derive).
+(tputui.analysis._nesting), the trace viewer's sequential derive steps (tputui.analysis._derive) and
+Riegeli's HighwayHash checksums (tputui.data._highway).
 
 If no C compiler is available the build goes on without them and tputui falls back to
-protobuf's own parser, numpy and the Python replays (exact, but slower on large profiles).
+protobuf's own parser, numpy and the Python replays / hash (exact, but slower on large profiles).
 """
 from setuptools import Extension, setup
 
@@ -14,6 +15,6 @@ setup(
             extra_compile_args=["-O3", "-std=c99"],
             optional=True,
         )
-        for name in ("data._wire", "analysis._nesting", "analysis._derive")
+        for name in ("data._wire", "analysis._nesting", "analysis._derive", "data._highway")
     ]
 )

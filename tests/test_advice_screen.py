@@ -1,7 +1,7 @@
 """The advice screen from the keyboard: the list, the explanation, the ops, `v` / `G` jumps."""
 from __future__ import annotations
 
-from conftest import FIXTURES, PROFILES
+from conftest import FIXTURES, PROFILES, settle
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
@@ -10,12 +10,6 @@ from tputui.screens.graph_viewer import GraphViewerScreen
 from tputui.screens.trace_viewer import TraceViewerScreen
 
 SIZE = (120, 40)
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def make_app(path) -> TputuiApp:

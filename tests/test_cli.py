@@ -220,18 +220,6 @@ def test_output_to_a_special_file_writes_through_it(capsys, tmp_path):
     assert json.loads(got[0])["hosts"][0]["host"] == "vm"
 
 
-def test_demo_offers_a_cpu_and_a_tpu_profile_each_under_1_mb():
-    from tputui.data.logdir import open_logdir
-    from tputui.data.run_data import RunData
-    from tputui.demo import demo_logdir
-    from tputui.export import run_tool
-
-    runs = open_logdir(demo_logdir()).runs
-    assert len(runs) == 2 and all(h.size < 1 << 20 for r in runs for h in r.hosts)
-    kinds = {r.name: run_tool(RunData(r), "summary", None).device_type for r in runs}
-    assert any("TPU" in (k or "") for k in kinds.values()), kinds
-
-
 def test_export_flags_come_from_the_registry(capsys):
     """Every keyword option of every tool's analysis is an export flag naming its tools, and a
     flag reaches the analysis (memory_profile's --max-snapshots thins the timeline)."""
@@ -251,3 +239,15 @@ def test_export_flags_come_from_the_registry(capsys):
     doc = json.loads(text)
     timelines = [a["timeline"] for a in doc["allocators"].values()]
     assert timelines and all(len(tl) <= 50 for tl in timelines) and max(len(tl) for tl in timelines) > 10
+
+
+def test_demo_offers_a_cpu_and_a_tpu_profile_each_under_1_mb():
+    from tputui.data.logdir import open_logdir
+    from tputui.data.run_data import RunData
+    from tputui.demo import demo_logdir
+    from tputui.export import run_tool
+
+    runs = open_logdir(demo_logdir()).runs
+    assert len(runs) == 2 and all(h.size < 1 << 20 for r in runs for h in r.hosts)
+    kinds = {r.name: run_tool(RunData(r), "summary", None).device_type for r in runs}
+    assert any("TPU" in (k or "") for k in kinds.values()), kinds

@@ -5,16 +5,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import PROFILES
+from conftest import PROFILES, settle
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 @pytest.fixture

@@ -4,19 +4,13 @@ human units while CSV keeps the full-precision µs (checked on tf_loop's framewo
 from __future__ import annotations
 
 import polars as pl
-from conftest import PROFILES
+from conftest import PROFILES, settle
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.format import human_us as fmt_time_us
 from tputui.widgets.column_chooser import ColumnChooser
 from tputui.widgets.table import FrameTable
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def line(table: FrameTable, y: int) -> str:

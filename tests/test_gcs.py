@@ -545,3 +545,18 @@ def test_host_checks_on_gs_download_nothing_and_list_marks_a_bad_object(gcs_env,
     assert code == 0 and "1 host file(s) unreadable" in err
     (run,) = json.loads(out)["runs"]
     assert list(run["unreadable"]) == ["bad"] and "truncated or corrupt XSpace" in run["unreadable"]["bad"]
+
+
+def test_riegeli_run_reads_like_local(gcs_env):
+    """A .xplane.riegeli run from gs:// (downloaded once, then read record by record) equals the local one."""
+    emu, _ = gcs_env
+    src = PROFILES.parent / "riegeli" / "tpu_lines_zstd"
+    emu.upload_tree(str(src / "plugins"), BUCKET, "riegeli_tpu/plugins")
+    (run,) = open_logdir(f"gs://{BUCKET}/riegeli_tpu").runs
+    (host,) = run.hosts
+    assert host.format == "riegeli" and host.path.endswith(".xplane.riegeli")
+    a = RunData(run).frame()
+    b = RunData(open_logdir(str(src)).runs[0]).frame()
+    for table in ("planes", "lines", "events", "event_metadata", "event_stats"):
+        assert getattr(a, table).equals(getattr(b, table)), table
+    assert a.num_events > 20_000

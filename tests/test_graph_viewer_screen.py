@@ -2,7 +2,7 @@
 follows an edge, Esc goes back, +/- depth), `b` body, `v` trace viewer, and `G` from the op tools."""
 from __future__ import annotations
 
-from conftest import PROFILES
+from conftest import PROFILES, settle
 from textual.widgets import Tree
 
 from tputui.app import TputuiApp
@@ -16,12 +16,6 @@ from tputui.screens.trace_viewer import TraceViewerScreen
 SIZE = (120, 40)
 TPU = "tpu_v6e_inference"
 JIT_F = "jit_f(12190760917235803885)"
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def make_app(profile: str = TPU, tool: str = "graph_viewer") -> TputuiApp:

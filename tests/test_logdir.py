@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import PROFILES
+from conftest import FIXTURES, PROFILES
 
 from tputui.data.logdir import LogdirError, open_logdir
 
@@ -60,22 +60,22 @@ def test_missing_and_empty_logdirs_say_what_is_expected(tmp_path):
         open_logdir(str(tmp_path / "notes.txt"))
 
 
-def test_riegeli_run_is_listed_but_flagged(tmp_path):
+def test_riegeli_hosts_are_listed_and_read_like_pb(tmp_path):
     run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
     run.mkdir(parents=True)
-    (run / "big-host.xplane.riegeli").write_bytes(b"riegeli")
+    shutil.copy(next((FIXTURES / "riegeli" / "tf_loop_none").rglob("*.xplane.riegeli")), run / "big-host.xplane.riegeli")
     shutil.copy(next((PROFILES / "jax_mlp").rglob("*.xplane.pb")), run / "small.xplane.pb")
     r = open_logdir(str(tmp_path)).runs[0]
-    assert [h.host for h in r.unsupported] == ["big-host"]
+    assert [(h.host, h.format) for h in r.hosts] == [("big-host", "riegeli"), ("small", "pb")]
+    assert r.unsupported == []
     from tputui.data.run_data import RunData
 
     rd = RunData(r)
-    assert rd.hosts == ["small"]
-    with pytest.raises(LogdirError, match="riegeli.*not supported yet"):
-        rd.host_file("big-host")
+    assert rd.hosts == ["big-host", "small"]
+    assert rd.frame("big-host").num_events == rd.frame("big-host").raw.num_events > 1000
 
 
-def test_riegeli_only_run_says_so_for_every_tool(tmp_path, capsys):
+def test_unreadable_riegeli_run_is_one_line_for_every_tool(tmp_path, capsys):
     from tputui.cli import main
     from tputui.tools import tool_names
 
@@ -85,7 +85,7 @@ def test_riegeli_only_run_says_so_for_every_tool(tmp_path, capsys):
     for tool in tool_names():
         assert main(["export", str(tmp_path), "--tool", tool]) == 2
         err = capsys.readouterr().err.strip()
-        assert err.startswith("tputui: error: ") and "riegeli" in err and "not supported yet" in err, err
+        assert err.startswith("tputui: error: ") and "\n" not in err and "not a Riegeli" in err, err
 
 
 def test_hosts_sort_numbers_by_value(tmp_path):

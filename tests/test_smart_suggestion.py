@@ -10,7 +10,7 @@ import json
 import pytest
 from conftest import FIXTURES, PROFILES
 
-from tputui.analysis import advice_rules, perf_guide, smart_suggestion
+from tputui.analysis import advice_rules, barrier_cores, perf_guide, smart_suggestion
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 from tputui.export import export_text
@@ -34,7 +34,7 @@ def test_suggestions_equal_xprof(path):
 
 def test_barrier_fractions_and_straggler():
     run = run_of(ADVICE / "barrier_4hosts")
-    hosts = [advice_rules.special_op_fractions(run.frame(h), h) for h in run.hosts]
+    hosts = [barrier_cores.special_op_fractions(run.frame(h), h) for h in run.hosts]
     # 6 steps, first and last dropped; 2 cores per host
     assert all(len(h.per_step) == 4 and len(h.per_core) == 2 for h in hosts)
     slow = advice_rules.stragglers(hosts)

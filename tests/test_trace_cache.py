@@ -78,6 +78,26 @@ def test_first_open_is_the_quick_pass_then_the_saved_index_is_equal(tmp_path):
     assert loaded.search("fusion").tolist() == built.search("fusion").tolist()
 
 
+def test_first_pass_of_a_device_profile_defers_the_host_threads(tmp_path):
+    """The first screen shows the devices: the host threads' events (most of them) wait for the
+    final index; their section is there, says so, and the view spans every event."""
+    from tputui.analysis.trace_events import HOST_PID
+
+    run = copy_run(tmp_path)
+    first = open_index(run, None)
+    host = [k for k, sec in enumerate(first.sections) if sec.pid == HOST_PID]
+    assert first.deferred == tuple(host) and "loading" in first.sections[host[0]].name
+    tracks_of = np.asarray(first.row_track)[np.asarray(first.event_row)]
+    assert not np.isin(tracks_of, first.sections[host[0]].tracks).any()  # no host event yet
+    final = finish_index(run, None, first)
+    assert not final.deferred and final.sections[host[0]].name == "Host Threads"
+    assert (first.t_min, first.t_max) == (final.t_min, final.t_max)
+    # Every first-pass event is found in the final index (selections carry over).
+    pos = final.positions_of(first, np.arange(first.num_events))
+    assert (np.asarray(final.start)[pos] == np.asarray(first.start)).all()
+    assert (np.asarray(final.name)[pos] == np.asarray(first.name)).all()
+
+
 def test_events_read_back_equal_the_built_events_in_order(tmp_path):
     run = copy_run(tmp_path)
     finish_index(run, None, open_index(run, None))

@@ -230,6 +230,28 @@ async def test_show_in_trace_viewer_finds_events_of_derived_lines_after_the_firs
         assert tracks == {"Framework Name Scope"}
 
 
+async def test_show_in_trace_viewer_selects_host_events_deferred_by_the_first_pass():
+    """A cold open of a device profile draws the devices first; host events asked for by frame
+    row are selected once the final index has them."""
+    app = TputuiApp(open_logdir(str(PROFILES / "tpu_v6e_inference")))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        frame = app.run_data.frame()
+        raw = frame.raw
+        host_plane = raw.plane_name.index("/host:CPU")
+        line = next(li for li in range(len(raw.line_id))
+                    if raw.line_plane[li] == host_plane and raw.line_num_events[li] >= 3)
+        first = int(raw.line_first_event[line])
+        rows = (first, first + 1, first + 2)
+        show_in_trace_viewer(app, TraceFocus(frame_rows=rows))
+        tl = await loaded(pilot)
+        ix = tl.ix
+        assert sorted(np.asarray(ix.source)[tl.selection].tolist()) == list(rows)
+        host = next(k for k, sec in enumerate(ix.sections) if sec.name == "Host Threads")
+        assert host not in tl.collapsed  # folded while its events were loading, open now
+
+
 async def test_show_in_trace_viewer_by_frame_rows_and_window():
     app = make_app("tpu_v6e_inference")
     async with app.run_test(size=SIZE) as pilot:

@@ -3,7 +3,7 @@ and a notification says which file was left out and why; the app keeps running. 
 readable host shows the one-line reason (and the app keeps running)."""
 from __future__ import annotations
 
-from conftest import PROFILES
+from conftest import PROFILES, settle
 
 from tputui.app import PickerScreen, TputuiApp
 from tputui.data.logdir import open_logdir
@@ -11,12 +11,6 @@ from tputui.screens.summary import SummaryScreen
 
 SIZE = (120, 36)
 GOOD = next((PROFILES / "jax_mlp").rglob("*.xplane.pb"))
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def logdir(tmp_path):

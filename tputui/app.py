@@ -5,6 +5,8 @@ Like TensorBoard's Runs / Tools / Host drop-downs, but from the keyboard: `r`, `
 """
 from __future__ import annotations
 
+import logging
+import threading
 from functools import partial
 
 from textual import work
@@ -41,6 +43,29 @@ class TputuiCommands(Provider):
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, matcher.highlight(text), cb, help=help_text or None)
+
+
+class _NotifyWarnings(logging.Handler):
+    """Warnings the data layer logs (from any thread) become notifications; the app goes on."""
+
+    def __init__(self, app: App) -> None:
+        super().__init__(logging.WARNING)
+        self.app = app
+        self.seen: set[str] = set()  # a file read again (another tool's planes) warns once
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message in self.seen:
+            return
+        self.seen.add(message)
+        notify = partial(self.app.notify, message, severity="warning", timeout=15)
+        try:
+            if threading.get_ident() == self.app._thread_id:
+                notify()
+            else:
+                self.app.call_from_thread(notify)
+        except RuntimeError:  # the app is not running (any more)
+            pass
 
 
 def fmt_size(n: float) -> str:
@@ -121,9 +146,11 @@ class TputuiApp(App):
         self.open_tool(self.tool_name)
         if self.watch_seconds:
             self.set_interval(self.watch_seconds, partial(self.rescan, True))
-        if self.run_data.run.unsupported:
-            self.notify(f"{len(self.run_data.run.unsupported)} host file(s) are .xplane.riegeli "
-                        "(profiles over 2 GiB): not supported yet", severity="warning", timeout=10)
+        self._warnings = _NotifyWarnings(self)  # e.g. a damaged .xplane.riegeli region skipped
+        logging.getLogger("tputui").addHandler(self._warnings)
+
+    def on_unmount(self) -> None:
+        logging.getLogger("tputui").removeHandler(self._warnings)
 
     # --- navigation --------------------------------------------------------------------
     def no_data_on_first_screen(self, screen) -> bool:

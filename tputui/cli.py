@@ -107,6 +107,24 @@ def export_parser() -> argparse.ArgumentParser:
     return p
 
 
+# Words and checks for the tools' options (which options exist comes from the registry).
+OPTION_HELP = {"module": "HLO module name or program id", "memory_space": "memory space (0 = HBM, or a name)",
+               "list_modules": "list the HLO modules", "dcn_gbps": "DCN bandwidth per host, Gbps",
+               "max_snapshots": "snapshots on the memory timeline", "args": "every event's args in the JSON",
+               "node": "the instruction whose neighbourhood to draw", "depth": "how many edges around --node (default 3)"}
+
+
+def tool_options() -> dict[str, tuple[list[str], object]]:
+    """option -> (the tools taking it, its default), in registry order."""
+    from tputui.tools import TOOLS
+
+    out: dict[str, tuple[list[str], object]] = {}
+    for t in TOOLS:
+        for name, default in t.options().items():
+            out.setdefault(name, ([], default))[0].append(t.name)
+    return out
+
+
 def _add_timeout(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                    help="gs://: give up listing the logdir after this long (default 30; 0 waits forever)")
@@ -141,24 +159,6 @@ def _open_logdir(path: str, timeout: float):
         return open_logdir_waiting(path, timeout, status)
     finally:
         status.clear()
-
-
-# Words and checks for the tools' options (which options exist comes from the registry).
-OPTION_HELP = {"module": "HLO module name or program id", "memory_space": "memory space (0 = HBM, or a name)",
-               "list_modules": "list the HLO modules", "dcn_gbps": "DCN bandwidth per host, Gbps",
-               "max_snapshots": "snapshots on the memory timeline", "args": "every event's args in the JSON",
-               "node": "the instruction whose neighbourhood to draw", "depth": "how many edges around --node (default 3)"}
-
-
-def tool_options() -> dict[str, tuple[list[str], object]]:
-    """option -> (the tools taking it, its default), in registry order."""
-    from tputui.tools import TOOLS
-
-    out: dict[str, tuple[list[str], object]] = {}
-    for t in TOOLS:
-        for name, default in t.options().items():
-            out.setdefault(name, ([], default))[0].append(t.name)
-    return out
 
 
 def _positive(text: str) -> float:
@@ -385,10 +385,32 @@ def run_app(argv: list[str]) -> int:
     return app.return_code or 0
 
 
+def _warnings_to_stderr() -> None:
+    """Warnings the data layer logs (a damaged .xplane.riegeli region skipped) as one stderr line
+    each; the app replaces this with notifications while it runs."""
+    import logging
+
+    class ToStderr(logging.Handler):
+        seen: set[str] = set()  # a file read again (another tool's planes) warns once
+
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if message not in self.seen:
+                self.seen.add(message)
+                print(f"tputui: warning: {message}", file=sys.stderr, flush=True)  # stderr of the moment
+
+    log = logging.getLogger("tputui")
+    if not any(type(h).__name__ == "ToStderr" for h in log.handlers):
+        log.addHandler(ToStderr(logging.WARNING))
+        log.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     from tputui.errors import UserError
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("export", "capture", "monitor"):  # the app shows them as notifications
+        _warnings_to_stderr()
     try:
         if argv and argv[0] == "export":
             return run_export(argv[1:])

@@ -13,6 +13,10 @@ DECIMAL_UNITS = (("GB", 10**9), ("MB", 10**6), ("kB", 10**3))
 TIME_UNITS_PS = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3))
 
 
+def _absent(v: float | None) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
 def _scaled(v: float, units, decimals: int, base: str) -> str:
     """`v` in the first of `units` (largest first) it reaches, else in `base` without decimals."""
     for unit, scale in units:
@@ -64,7 +68,7 @@ def duration_us(us: float | None, decimals: int = 3, missing: str = "", micro: s
 def human_us(us: float | None, missing: str = "") -> str:
     """Microseconds in the unit that reads best, three significant digits (tables: numbers a
     person compares at a glance): "77.8 s", "1.23 ms", "412 us", "35.0 ns". Exports keep µs."""
-    if us is None or math.isnan(us):
+    if us is None or _absent(us):
         return missing
     if us == 0:
         return "0"

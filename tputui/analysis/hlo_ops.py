@@ -22,6 +22,7 @@ import polars as pl
 from tputui.analysis import op_metrics
 from tputui.analysis.result import NoDataError
 from tputui.data import pbwire
+from tputui.data.stat_values import stat_float, to_int
 from tputui.data.xspace import XSpaceFrame
 
 DEVICE_PLANE = re.compile(r"^/device:TPU:\d+$")
@@ -118,8 +119,8 @@ def perf_env(frames: list[XSpaceFrame]) -> PerfEnv:
             st = fr.plane_stat_map(planes[0])
             env.hardware = "TPU"
             env.device_type = str(st.get("device_type_string", "TPU"))
-            env.peak_tflops = float(st.get("peak_teraflops_per_second", 0.0) or 0.0)
-            env.peak_bws_gbps = [float(st.get(k, 0.0) or 0.0) for k in _PEAK_BW_STATS]
+            env.peak_tflops = stat_float(st, "peak_teraflops_per_second")
+            env.peak_bws_gbps = [stat_float(st, k) for k in _PEAK_BW_STATS]
             env.has_megacore = bool(st.get("has_megacore", 0))
             env.has_merged_vmem = bool(st.get("has_merged_vmem", 0))
             env.has_cmem = env.peak_bws_gbps[3] > 0 or env.peak_bws_gbps[4] > 0
@@ -238,7 +239,7 @@ def hlo_protos(frames: list[XSpaceFrame]) -> dict[int, bytes]:
             st = fr.metadata_stat_map(int(m))
             data = st.get("Hlo Proto")
             if isinstance(data, bytes):
-                pid = int(st.get("program_id", fr.raw.em_id[m])) & 0xFFFFFFFFFFFFFFFF
+                pid = to_int(st.get("program_id", fr.raw.em_id[m])) & 0xFFFFFFFFFFFFFFFF
                 out.setdefault(pid, data)
     return out
 

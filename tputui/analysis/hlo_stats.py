@@ -72,4 +72,4 @@ def analyze(run, host: str | None = None, **options) -> HloStats:
 
 
 def has_data(run) -> bool:
-    return any(hlo_ops.has_device_ops(run.frame(h)) for h in run.hosts)
+    return host_map.has_device_ops(run)

@@ -46,7 +46,11 @@ def default_jobs() -> int:
 
 def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
     """The map for one host file, as a worker process or a Dask worker runs it."""
-    return op_stats.map_host(load_frame(hf, use_cache=use_cache), hf.host)
+    try:
+        frame = load_frame(hf, use_cache=use_cache)
+    except UserError as e:
+        raise HostUnreadable(hf.host, str(e)) from None
+    return op_stats.map_host(frame, hf.host)
 
 
 def host_op_stats(run: RunData, host: str | None = None, progress: Progress | None = None) -> list[HostOpStats]:
@@ -66,11 +70,29 @@ def host_op_stats(run: RunData, host: str | None = None, progress: Progress | No
         else:
             todo.append(h)
     if todo:
-        for h, stats in _compute(run, todo, report):
+        for h, stats in _unreadable_noted(run, _compute(run, todo, report)):
             found[h] = run.memo[(KIND, h)] = stats
             if run.use_cache:
                 derived_cache.store(run.host_file(h), KIND, op_stats.FORMAT_VERSION, stats)
     return [found[h] for h in hosts]
+
+
+def _unreadable_noted(run: RunData, results):
+    """A host file that cannot be read, wherever its map ran, is recorded in `run.unreadable` (as
+    RunData.frame does) before its one-line error goes up: all-hosts tools then leave it out."""
+    try:
+        yield from results
+    except HostUnreadable as e:
+        run.unreadable[e.host] = e.message
+        raise UserError(e.message) from None
+
+
+class HostUnreadable(Exception):
+    """A host's file failed to read or decode during the map (carries which host)."""
+
+    def __init__(self, host: str, message: str) -> None:
+        super().__init__(host, message)
+        self.host, self.message = host, message
 
 
 def run_op_stats(run: RunData, host: str | None = None, progress: Progress | None = None) -> OpStats:
@@ -93,9 +115,14 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
     for i, hf in enumerate(files):
         if report:
             report(f"op stats: host {i + 1}/{len(files)} ({hf.host})")
-        frame = run.frame(hf.host) if keep or run.has_frame(hf.host) else load_frame(hf, use_cache=run.use_cache)
-        yield hf.host, op_stats.map_host(frame, hf.host)
-        del frame
+        if keep or run.has_frame(hf.host):
+            try:
+                frame = run.frame(hf.host)
+            except UserError as e:
+                raise HostUnreadable(hf.host, str(e)) from None
+            yield hf.host, op_stats.map_host(frame, hf.host)
+        else:
+            yield hf.host, map_host_file(hf, run.use_cache)
 
 
 def _quiet_worker() -> None:
@@ -155,7 +182,7 @@ def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progr
         for done, fut in enumerate(dask_completed(futures, loop=client.loop), 1):
             try:
                 stats = fut.result()
-            except UserError:
+            except (UserError, HostUnreadable):
                 raise
             except Exception as e:  # noqa: BLE001 (a worker's failure, said in one line)
                 raise ScaleOutError(f"Dask worker failed on host {host_of[fut.key]}: {e}") from None
@@ -170,3 +197,14 @@ def run_device_ops(run: RunData, host: str | None = None, progress: Progress | N
     """The hosts' TPU device ops combined (op profile, HLO stats, roofline): hlo_ops.DeviceOps."""
     hosts = host_op_stats(run, host, progress)
     return combine_device_ops([h.device_ops for h in hosts], combine_perf([h.perf for h in hosts]))
+
+
+def has_device_ops(run: RunData) -> bool:
+    """Whether any host has TPU device ops (op profile, HLO stats, roofline), from the op stats:
+    the tool picker asks this without decoding frames in this process."""
+    return any(h.device_ops is not None and h.device_ops.db.ops.height > 0 for h in host_op_stats(run))
+
+
+def has_gpu_kernels(run: RunData) -> bool:
+    """Whether any host has GPU planes (kernel stats), from the op stats."""
+    return any(h.kernels is not None for h in host_op_stats(run))

@@ -26,6 +26,7 @@ from tputui.analysis import op_metrics as om
 from tputui.analysis import steps as st
 from tputui.analysis.op_stats import OpStats
 from tputui.analysis.tpu_steps import HostSteps, align_steps, combine_hosts, step_span
+from tputui.data.stat_values import to_float
 
 HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOUND = 20.0, 5.0
 HIGHLY_OUTPUT_BOUND, MODERATELY_OUTPUT_BOUND = 20.0, 5.0
@@ -421,8 +422,8 @@ def host_breakdown_ms(table: pl.DataFrame, step_table: pl.DataFrame) -> dict[str
     total_input = by["Demanded file read"] + by["Advanced file read"] + by["Preprocessing"]
     # Share of step time spent sending to the device (XProf: from infeed enqueues, else from steps).
     ratio = 0.0
-    if len(step_table) and float(step_table["step_time_ms"].mean()) > 0:
-        ratio = min(1.0, float(step_table["host_to_device_ms"].mean()) / float(step_table["step_time_ms"].mean()))
+    if len(step_table) and to_float(step_table["step_time_ms"].mean()) > 0:
+        ratio = min(1.0, to_float(step_table["host_to_device_ms"].mean()) / to_float(step_table["step_time_ms"].mean()))
     non_enqueue = enqueue * (1 - ratio) / ratio if ratio else total_input
     scale = (non_enqueue / total_input) if total_input else 0.0
     demanded, advanced, prep = (by["Demanded file read"] * scale, by["Advanced file read"] * scale,

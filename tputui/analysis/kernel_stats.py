@@ -16,7 +16,6 @@ from typing import Any
 import polars as pl
 
 from tputui.analysis import host_map
-from tputui.analysis.op_metrics import gpu_planes
 from tputui.analysis.result import NoDataError
 
 MAX_KERNELS = 1000
@@ -74,4 +73,4 @@ def analyze(run, host: str | None = None, **options) -> KernelStats:
 
 
 def has_data(run) -> bool:
-    return any(gpu_planes(run.frame(h)) for h in run.hosts)
+    return host_map.has_gpu_kernels(run)

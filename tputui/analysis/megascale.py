@@ -31,6 +31,7 @@ import polars as pl
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
 from tputui.analysis.result import NoDataError
 from tputui.data import pbwire
+from tputui.data.stat_values import to_int
 from tputui.data.xspace import XSpaceFrame
 
 INT_MAX = 2147483647
@@ -261,7 +262,8 @@ def _slacks(frame: XSpaceFrame) -> tuple[list[dict], list[tuple[str, int, int]]]
             st.update(start=int(ts_ns[i]), type=ins.transfer_type or "", overlap=0, stall=int(dur_ns[i]),
                       send_name=name, send=(t_ps, d_ps))
             if rdv not in rdv_group:
-                rdv_group[rdv] = replica_group_size(info[i]) if info[i] else 0
+                group_info = info[i]
+                rdv_group[rdv] = replica_group_size(group_info) if group_info else 0
             st["group"] = rdv_group[rdv]
         elif ins.opcode == "recv":
             st["recv"] = (t_ps, d_ps)
@@ -298,7 +300,7 @@ def _hlo_by_module(frame: XSpaceFrame) -> dict[str, dict[str, Instr]]:
             continue
         name, instrs = parse_hlo_instructions(bytes(blob))
         pid = st.get("program_id", frame.raw.em_id[r])
-        out[f"{name}({int(pid)})"] = instrs
+        out[f"{name}({to_int(pid)})"] = instrs
     return out
 
 

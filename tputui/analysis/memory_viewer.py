@@ -125,7 +125,9 @@ class _Module:
         for a in self.allocations:
             for asg in a.assigned:
                 lb = lb_protos.get(asg.logical_buffer_id)
-                instr = instrs.get(lb.defined_at.instruction_id) if lb is not None else None
+                if lb is None:
+                    continue
+                instr = instrs.get(lb.defined_at.instruction_id)
                 if instr is None:
                     continue
                 index = tuple(lb.defined_at.shape_index)

@@ -6,8 +6,11 @@ them with.
 """
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 
+_nesting: ModuleType | None  # None: the C extension is not built
 try:
     from tputui.analysis import _nesting
 except ImportError:  # extension not built: the numpy versions

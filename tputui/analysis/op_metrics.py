@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -41,12 +42,15 @@ import polars as pl
 from tputui.data import pbwire
 from tputui.data.xspace import XSpaceFrame
 
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType  # a dtype class or instance (no public alias)
+
 IDLE = "IDLE"
 OP_LINE_NAMES = ("XLA Ops", "TensorFlow Ops", "Sparse Core Ops")
 STEP_LINE_NAMES = ("Steps", "Sparse Core Steps")
 _TENSOR_CORE = re.compile(r"^/device:TPU:\d+$")
 
-OPS_SCHEMA = {
+OPS_SCHEMA: dict[str, PolarsDataType] = {
     "program_id": pl.UInt64, "name": pl.String, "long_name": pl.String, "category": pl.String,
     "provenance": pl.String, "deduplicated_name": pl.String, "occurrences": pl.Int64,
     "time_ps": pl.Int64, "self_time_ps": pl.Int64, "min_time_ps": pl.Int64, "flops": pl.Int64,
@@ -212,12 +216,12 @@ def device_plane_op_metrics(frame: XSpaceFrame, plane: int) -> OpMetricsDb:
     lines = frame.lines_of(plane)
     op_rows, step_rows = [], []
     for ln in lines:
-        name = raw.line_name[ln]
+        line_name = raw.line_name[ln]
         sl = frame.line_events(ln)
         rows = np.arange(sl.start, sl.stop, dtype=np.int64)
-        if name in OP_LINE_NAMES:
+        if line_name in OP_LINE_NAMES:
             op_rows.append(rows)
-        elif name in STEP_LINE_NAMES:
+        elif line_name in STEP_LINE_NAMES:
             step_rows.append(rows)
     first, last = None, None
     parts = []
@@ -469,9 +473,9 @@ def tf_op_metrics(device_db: OpMetricsDb, with_idle: bool = False) -> OpMetricsD
             names.append(name)
             cats.append("Unknown")
         else:
-            _, n, t = parse_tf_op(prov)
-            names.append(n)
-            cats.append(t if t else "Unknown")
+            _, tf_name, tf_type = parse_tf_op(prov)
+            names.append(tf_name)
+            cats.append(tf_type if tf_type else "Unknown")
     rolled = ops.with_columns(pl.Series("tf_name", names), pl.Series("tf_cat", cats)).group_by(
         "tf_name", maintain_order=True).agg(
         pl.col("tf_cat").first(), pl.col("occurrences").max(), pl.col("time_ps").sum(),
@@ -575,7 +579,7 @@ def combine(dbs: list[OpMetricsDb], update_num_cores: bool = True) -> OpMetricsD
         pl.col("min_time_ps").min(), pl.col("flops").sum(), pl.col("model_flops").sum(),
         pl.col("bytes_accessed").sum(), pl.col("is_eager").any(),
         (pl.col("num_cores").sum() if update_num_cores else pl.col("num_cores").first()),
-    ).select(list(OPS_SCHEMA)).cast(OPS_SCHEMA)
+    ).select(list(OPS_SCHEMA)).cast(OPS_SCHEMA)  # type: ignore[arg-type]  # polars stubs: invariant Mapping key
     busy = [d.busy_time_ps for d in dbs if d.busy_time_ps is not None]
     idle = [d.idle_duty_ps for d in dbs if d.idle_duty_ps is not None]
     return OpMetricsDb(

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import hlo_ops, host_map
+from tputui.analysis import host_map
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
 
 EXPORT_CHILDREN = 100  # XProf's op_profile_limit
@@ -336,4 +336,4 @@ def analyze(run, host: str | None = None, **options) -> OpProfile:
 
 
 def has_data(run) -> bool:
-    return any(hlo_ops.has_device_ops(run.frame(h)) for h in run.hosts)
+    return host_map.has_device_ops(run)

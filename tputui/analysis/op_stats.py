@@ -25,16 +25,18 @@ import polars as pl
 
 from tputui.analysis import hlo_ops, steps
 from tputui.analysis import op_metrics as om
+from tputui.analysis.barrier_cores import HostFractions, special_op_fractions
 from tputui.analysis.gpu_kernels import frame_kernels
 from tputui.analysis.op_metrics import OpMetricsDb
 from tputui.analysis.steps import StepDb
 from tputui.analysis.tpu_steps import HostSteps, line_rows
 from tputui.data import schema
+from tputui.data.stat_values import stat_float
 from tputui.data.xspace import XSpaceFrame
 
 # Bump when HostOpStats or anything computed into it changes: cached entries of another
 # version are recomputed.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _SEND_RECV_SUFFIX = re.compile(r"^(send|recv|send-done|recv-done)(\.\d+)?$")
 SEND_RECV_SCHEMA = {"ch": pl.String, "cat": pl.String, "plane_id": pl.Int64, "name": pl.String,
@@ -68,6 +70,7 @@ class HostOpStats:
     device_ops: hlo_ops.HostDeviceOps | None  # TPU only
     kernels: pl.DataFrame | None  # GPU kernels (None: no GPU plane)
     send_recv: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SEND_RECV_SCHEMA))
+    barrier_cores: HostFractions | None = None  # the smart-suggestion rule's per-core step shares
 
 
 # --- the map ---------------------------------------------------------------------------------
@@ -80,16 +83,16 @@ def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
     if tpu:
         st = frame.plane_stat_map(tpu[0])
         device_type, hardware = str(st.get(schema.STAT_DEVICE_TYPE_STRING) or "TPU"), "TPU"
-        peak_tf = float(st.get(schema.STAT_PEAK_TFLOPS) or 0.0)
-        peak_bw = float(st.get(schema.STAT_PEAK_HBM_BW) or 0.0)
+        peak_tf = stat_float(st, schema.STAT_PEAK_TFLOPS)
+        peak_bw = stat_float(st, schema.STAT_PEAK_HBM_BW)
     elif gpu:
         device_type, hardware = "GPU", "GPU"
     mxu = hbm = 0.0
     hp = frame.plane_index(schema.HOST_PLANE)
     if hp is not None:
         ps = frame.plane_stat_map(hp)
-        mxu = float(ps.get("matrix_unit_utilization_percent") or 0.0)
-        hbm = float(ps.get("hbm_utilization_percent") or 0.0)
+        mxu = stat_float(ps, "matrix_unit_utilization_percent")
+        hbm = stat_float(ps, "hbm_utilization_percent")
     device_db = om.device_op_metrics(frame) if (tpu or gpu) else None
     host_steps, step_db = steps.host_step_dbs(frame, host, hostname)
     return HostOpStats(
@@ -102,6 +105,7 @@ def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
         device_ops=hlo_ops.host_device_ops(frame, device_db) if tpu and device_db is not None else None,
         kernels=frame_kernels(frame) if gpu else None,
         send_recv=send_recv_events(frame) if tpu else pl.DataFrame(schema=SEND_RECV_SCHEMA),
+        barrier_cores=special_op_fractions(frame, host),
     )
 
 

@@ -200,7 +200,8 @@ def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
     device_idle = dev.idle_ratio * 100.0 if tpu else 0.0
     host_idle = host.idle_ratio * 100.0 if tpu else 0.0
     duty = 0.0
-    if tpu and dev.busy_time_ps is not None and (dev.busy_time_ps + dev.idle_duty_ps) > 0:
+    if tpu and dev.busy_time_ps is not None and dev.idle_duty_ps is not None \
+            and (dev.busy_time_ps + dev.idle_duty_ps) > 0:
         duty = 100.0 * dev.busy_time_ps / (dev.busy_time_ps + dev.idle_duty_ps)
     tf_dev = om.tf_op_metrics(dev, with_idle=False)
     n_host = int(host.ops["occurrences"].sum()) if len(host.ops) else 0

@@ -31,6 +31,7 @@ from tputui.analysis.tpu_steps import (
     combine_hosts,
     tpu_breakdown,
 )
+from tputui.data.stat_values import to_float
 
 __all__ = ["CATEGORIES", "CATEGORY_KEYS", "CATEGORY_NAMES", "PodViewerResult", "analyze", "has_data"]
 
@@ -86,7 +87,7 @@ class PodViewerResult:
         """Mean over `cores` in one step of each category and of the step (`total`), in ms."""
         df = self.step_frame(step).filter(pl.col("core").is_in(list(cores)))
         keys = [*CATEGORY_KEYS, "total"]
-        return {k: (df[f"{k}_us"].mean() / 1000 if len(df) else 0.0) for k in keys}
+        return {k: (to_float(df[f"{k}_us"].mean()) / 1000 if len(df) else 0.0) for k in keys}
 
     def to_json(self) -> dict[str, Any]:
         steps = []
@@ -138,12 +139,12 @@ def channel_table(events: pl.DataFrame) -> pl.DataFrame:
     out = []
     for ch in sorted(set(sends["ch"].to_list()) & set(recvs["ch"].to_list()), key=lambda c: (len(c), c)):
         sd, rv = sends.filter(pl.col("ch") == ch), recvs.filter(pl.col("ch") == ch)
-        lat = (rv["end"] - rv["start"]).mean() / 1e6
-        nbytes = float(rv["bytes"].max())
+        lat = to_float((rv["end"] - rv["start"]).mean()) / 1e6
+        nbytes = to_float(rv["bytes"].max())
         # Send delay: from each core's send start to its recv-done start, paired in order.
         pairs = sd.with_columns(i=pl.int_range(pl.len()).over("core")).join(
             rv.with_columns(i=pl.int_range(pl.len()).over("core")), on=["core", "i"], suffix="_r")
-        delay = ((pairs["start_r"] - pairs["start"]).mean() or 0) / 1e6
+        delay = to_float((pairs["start_r"] - pairs["start"]).mean() or 0) / 1e6
         out.append({
             "channel": ch.lstrip(".") or "-", "src_cores": _ranges(sd["core"].unique().sort().to_list()),
             "dst_cores": _ranges(rv["core"].unique().sort().to_list()), "data_mib": nbytes / 2**20,

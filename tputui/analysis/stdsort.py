@@ -13,12 +13,15 @@ Python below is the reference it is tested against and the fallback.
 """
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 
+_derive: ModuleType | None  # None: the C extension is not built
 try:
     from tputui.analysis import _derive
 except ImportError:  # built without a C compiler: the Python replay below
-    _derive = None  # type: ignore[assignment]
+    _derive = None
 
 _THRESHOLD = 16
 

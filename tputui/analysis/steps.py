@@ -378,7 +378,7 @@ def drop_incomplete_steps(db: StepDb) -> StepDb:
 
 def generic_step_db(db: StepDb, host: str, hostname: str, gpu: bool) -> tpu_steps.HostSteps:
     """CPU / GPU: XProf's generic step events of the host (all of them), on core 1."""
-    out = []
+    out: list[tuple[int, int, int, dict[int, dict[str, int] | None]]] = []
     for r in db.steps.iter_rows(named=True):
         t = {k[:-3]: v for k, v in r.items() if k.endswith("_ps") and k not in ("begin_ps", "end_ps", "duration_ps")}
         cats = {

@@ -24,6 +24,7 @@ profile_time_breakdown.h; xla/tsl group_events.cc, preprocess_xplane.h):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -192,7 +193,7 @@ def host_step_db(frame: XSpaceFrame, host: str) -> HostSteps:
     device_type = str(frame.plane_stat_map(cores_p[0]).get("device_type_string", "") or "")
     cores: dict[int, CoreInfo] = {}
     launches = _launch_groups(frame)
-    combined: dict[int, dict] | None = None  # group -> {"markers": [...], "dbs": {core: cats}}
+    combined: dict[int, dict[str, Any]] | None = None  # group -> {"markers": [...], "dbs": {core: cats}}
     for p in cores_p:
         pid = int(raw.plane_id[p])
         cd = frame.plane_stat_map(p).get("core_details")
@@ -204,6 +205,7 @@ def host_step_db(frame: XSpaceFrame, host: str) -> HostSteps:
         mk_groups: dict[int, list] = {}
         for g, b, d in markers:
             mk_groups.setdefault(g, []).append((b, d))
+        plane_ev: dict[int, dict[str, Any]]
         if per_group:
             plane_ev = {g: {"markers": mk_groups[g], "dbs": {pid: cats}} for g, cats in per_group.items()
                         if g in mk_groups}
@@ -216,8 +218,9 @@ def host_step_db(frame: XSpaceFrame, host: str) -> HostSteps:
             combined = {g: {"markers": v["markers"] + plane_ev[g]["markers"], "dbs": {**v["dbs"], **plane_ev[g]["dbs"]}}
                         for g, v in combined.items() if g in plane_ev}
     steps = []
-    for g in sorted(combined or {}):
-        v = combined[g]
+    by_group = combined or {}
+    for g in sorted(by_group):
+        v = by_group[g]
         best_b, best_d = 0, 0
         for b, d in v["markers"]:
             if d > best_d:
@@ -309,8 +312,7 @@ def combine_hosts(hosts: list[HostSteps]) -> tuple[list[tuple[int, dict[int, dic
 
     if len(hosts) == 1:
         h = hosts[0]
-        cores = dict(h.cores)
-        return [(s[0], per_core(h, None, s)) for s in h.steps], cores, False
+        return [(s[0], per_core(h, None, s)) for s in h.steps], dict(h.cores), False
     any_device = any(h.has_device for h in hosts)
     workers = [(i, h) for i, h in enumerate(hosts) if h.has_device or not any_device]
     spans = {i: [step_span(s) for s in h.steps] for i, h in workers}

@@ -69,6 +69,7 @@ class TraceIndex:
     # Set by the first pass over the raw events only (trace_events(derived=False)): the lines
     # derived from op stats come with the final index (trace_cache.finish_index).
     partial = False
+    deferred: tuple[int, ...] = ()  # sections of a partial index whose events come with the final one
 
     def __init__(self, ev: TraceEvents, progress: Callable[[str], None] | None = None, exact: bool = True) -> None:
         """exact=False: nest every track by open-event count for now, unchecked (fast; where a
@@ -160,8 +161,10 @@ class TraceIndex:
         # Rows: each track gets max depth + 1 rows (at least one, even when empty).
         ntr = len(self.tracks)
         max_depth = np.full(ntr, -1, np.int64)
-        if n:
-            np.maximum.at(max_depth, track, depth)
+        if n:  # events are by track: a max per segment (ufunc.at is ~10x slower)
+            bounds = np.searchsorted(track, np.arange(ntr + 1))
+            nonempty = bounds[:-1] < bounds[1:]
+            max_depth[nonempty] = np.maximum.reduceat(depth, bounds[:-1][nonempty])
         num_rows = np.maximum(max_depth + 1, 1)
         first_row = np.concatenate(([0], np.cumsum(num_rows)[:-1])) if ntr else np.zeros(0, np.int64)
         for k, t in enumerate(self.tracks):

@@ -9,7 +9,8 @@ sits in the frames dir, so the frames' LRU prune (`TPUTUI_CACHE_MAX_GB`) covers 
 
 Opening (`open_index`): the index from disk when there is one (complete: nothing left to do);
 else the first pass, a quick index of the raw events only (no derived TPU lines, nesting by
-open-event count), drawn at once. `finish_index` (a worker, after the first frame) builds the
+open-event count; on a device profile, without the host threads' events, its `deferred`
+sections), drawn at once. `finish_index` (a worker, after the first frame) builds the
 final index, keeps it with the frame and saves it.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ import polars as pl
 
 import tputui
 from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index, remember_index
-from tputui.analysis.trace_events import TraceEvents, trace_events
+from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
 from tputui.data.cache import cache_key, cache_root, prune
 from tputui.data.files import atomic_dir
 
@@ -54,9 +55,26 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
         return ix
     if progress:
         progress(f"first pass over {hf.host}'s events ({frame.num_events:,})")
-    ix = TraceIndex(trace_events(frame, derived=False), progress, exact=False)
+    ev = trace_events(frame, derived=False)
+    on_host = ev.pid == HOST_PID
+    # The first screen shows the devices: host threads (most of a TPU profile's events) come with
+    # the final index, unless there is nothing else to show.
+    keep = np.flatnonzero(~on_host) if on_host.any() and not on_host.all() else None
+    if keep is not None:
+        span = int(ev.start_ps.min()), int((ev.start_ps + ev.duration_ps).max())  # the view opens on all of it
+        ev = TraceEvents(pid=ev.pid[keep], tid=ev.tid[keep], start_ps=ev.start_ps[keep],
+                         duration_ps=ev.duration_ps[keep], name=ev.name[keep], source=ev.source[keep],
+                         kind=ev.kind[keep], names=ev.names, processes=ev.processes, threads=ev.threads,
+                         frame=ev.frame)
+    ix = TraceIndex(ev, progress, exact=False)
     ix.partial = True
     ix._events = None  # finish_index starts again from the frame: don't hold the raw events meanwhile
+    if keep is not None:
+        ix.ev_row = keep[ix.ev_row].astype(ix.ev_row.dtype)  # rows of the full events, as the final index has
+        ix.t_min, ix.t_max = min(ix.t_min, span[0]), max(ix.t_max, span[1])
+        ix.deferred = tuple(k for k, sec in enumerate(ix.sections) if sec.pid == HOST_PID)
+        for k in ix.deferred:
+            ix.sections[k].name += " (loading in the background)"
     return ix
 
 

@@ -39,17 +39,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from tputui.analysis.stdsort import sort_order
+from tputui.data.xspace import XSpaceFrame
 
+_derive: ModuleType | None  # None: the C extension is not built
 try:
     from tputui.analysis import _derive
 except ImportError:  # built without a C compiler: the one-at-a-time Python path
-    _derive = None  # type: ignore[assignment]
-from tputui.data.xspace import XSpaceFrame
+    _derive = None
 
 HOST_PLANE = "/host:CPU"
 HOST_PID = 701  # kHostThreadsDeviceId
@@ -303,14 +306,14 @@ class _Build:
         if self.tf_loop_defines_steps():
             g.enabled = False  # executor loop iterations are the (implicit, unnamed) roots
             return g
-        level = {}
+        level: dict[int, int] = {}
         st = self.event_stat("_r")
         for owner, v in zip(st["owner"].to_list(), st["int"].to_list()):
             if v is not None:
                 level[owner] = v
-        for name, lv in MUTATOR_ROOTS.items():
+        for name, root_level in MUTATOR_ROOTS.items():
             for row in self.events_named(name).tolist():
-                level[row] = lv
+                level[row] = root_level
         for row in self.events_named("TraceContext").tolist():
             level.setdefault(row, 1)
         level = {row: lv for row, lv in level.items() if lv > 0}
@@ -353,7 +356,8 @@ class _Build:
         cached = getattr(self, "_launches", None)
         if cached is not None:
             return cached
-        self._launches = out = {}
+        out: dict[tuple, int] = {}
+        self._launches = out
         groups = self._groups
         rows = self.events_named(LAUNCH)
         if not len(rows) or not groups.root_group:
@@ -390,9 +394,9 @@ class _Build:
                 continue
             key = (st["device_ordinal"] & U64, st["queue_id"] & U64, st["run_id"] & RUN_ID_MASK,
                    st.get("core_type", 0) & U64)
-            cands = [enclosing_group(row)]
-            cands += [enclosing_group(p) for p in producers.get((st.get("_ct"), st.get("_c")), [])]
-            cands = [g for g in cands if g is not None]
+            around = [enclosing_group(row)]
+            around += [enclosing_group(p) for p in producers.get((st.get("_ct"), st.get("_c")), [])]
+            cands = [g for g in around if g is not None]
             if cands:
                 g = min(cands)
                 out[key] = min(g, out.get(key, g))
@@ -422,9 +426,10 @@ class _Build:
                             (ordinal, st["queue_id"] & U64, st["run_id"] & U64, st.get("core_type", 0) & U64)))
         return out
 
-    def own_int_stats(self, names: list[str]) -> dict[int, dict[str, object]]:
+    def own_int_stats(self, names: list[str]) -> dict[int, dict[str, Any]]:
+        """row -> {stat: int value} (`graph_type`: its text) of the events that have them."""
         st = self.f.stat_values("event", names)
-        out: dict[int, dict[str, object]] = {}
+        out: dict[int, dict[str, Any]] = {}
         for owner, sname, iv, tid in zip(st["owner"].to_list(), st["stat_name"].to_list(),
                                          st["int"].to_list(), st["text_id"].to_list()):
             v = self.f.text(tid) if sname == "graph_type" else iv
@@ -545,7 +550,7 @@ class _DeviceLines:
         if len(rows) and derived:
             self.derive_from(rows)
         # RemoveEmptyLines: this plane keeps only lines with events.
-        counts = {}
+        counts: dict[int, int] = {}
         for li in self.lines:
             tid = int((r.line_display_id[li] or r.line_id[li]) & 0xFFFFFFFF)
             counts[tid] = counts.get(tid, 0) + int(r.line_num_events[li])
@@ -670,8 +675,8 @@ class _DeviceLines:
         for k, row in enumerate(rows.tolist()):
             s = int(b.start[row])
             e = s + int(b.dur[row])
-            g = int(groups[k])
-            g = None if g < 0 else g
+            group = int(groups[k])
+            g = None if group < 0 else group
             if tf[k] >= 0:
                 tf_op = texts[tf[k]]
                 p = parsed.get(tf_op)
@@ -836,8 +841,8 @@ class _DeviceSteps:
     plane: int
     rows: np.ndarray  # Steps events, by start
     group: np.ndarray  # host group id per step, -1 when none
-    starts: np.ndarray | None = None
-    ends: np.ndarray | None = None
+    starts: np.ndarray
+    ends: np.ndarray
     step_nums: dict = field(default_factory=dict)  # row -> own iter_num / step_num stat
     own_groups: bool = False  # numbered as groups of their own (no host step joined)
     spans: tuple | None = None  # (starts, ends) of the steps left after merging
@@ -848,7 +853,8 @@ class _DeviceSteps:
         line = next((li for li in range(len(r.line_id)) if r.line_plane[li] == plane and r.line_name[li] == "Steps"),
                     None)
         if line is None or not r.line_num_events[line]:
-            return cls(plane, np.zeros(0, np.int64), np.zeros(0, np.int64))
+            z = np.zeros(0, np.int64)
+            return cls(plane, z, z.copy(), z.copy(), z.copy())
         sl = f.line_events(line)
         rows = np.arange(sl.start, sl.stop)[np.argsort(b.start[sl], kind="stable")]
         group = np.full(len(rows), -1, np.int64)
@@ -914,7 +920,7 @@ class _DerivedLine:
     def __init__(self, dev: _DeviceLines, tid: int) -> None:
         self.dev, self.tid = dev, tid
         self.events: list[list] = dev.new_events.setdefault(tid, [])  # [start, end, name, source]
-        self.last: list[tuple[list, int | None] | None] = []  # per level: (event, group)
+        self.last: list[tuple[list, int | None, object] | None] = []  # per level: (event, group, key)
         self.dependents: list[_DerivedLine] = []
 
     def expand_or_add(self, name: int, level: int, s: int, e: int, g: int | None, source: int,
@@ -956,12 +962,12 @@ class _DerivedLine:
             top += 1
         if top <= level:
             return
-        t_ev = self.last[top][0]
+        stack = [cur[0] for cur in self.last[level:top + 1] if cur is not None]  # all set (the loop above)
+        t_ev = stack[-1]
         max_shrink_ns = (t_ev[1] - t_ev[0]) // 1000 - 1
         shrink = 0
         prev = None
-        for i in range(level, top + 1):
-            ev = self.last[i][0]
+        for ev in stack:
             span = (ev[0], ev[1])
             if shrink < max_shrink_ns and prev == span:
                 shrink += 1

@@ -29,6 +29,7 @@ import polars as pl
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_events import TraceEvents, trace_events
+from tputui.data.xspace import XSpaceFrame
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
 CHUNK_ROWS = 500_000
@@ -162,7 +163,7 @@ class TraceExport:
 INTERNAL_STATS = ("_p", "_pt", "_c", "_ct", "_r", "flops", "program_id", "symbol_id")
 
 
-def _stats_json(frame, owner: str) -> pl.DataFrame:
+def _stats_json(frame: XSpaceFrame, owner: str) -> pl.DataFrame:
     """owner, kv: the `"name":"value"` pairs of every stat of each owner row, comma-joined."""
     from tputui.data.raw import KIND_DOUBLE, KIND_INT64, KIND_REF, KIND_STR, KIND_UINT64
 

@@ -46,12 +46,19 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
                 pass
             return frame
     data = read(hf, progress=progress)
-    if progress:
-        progress(f"decoding {hf.host} ({len(data) / 1e6:.1f} MB)")
-    try:
-        raw = decode_raw(data, planes)
-    except DecodeError as e:
-        raise LogdirError(f"{hf.path}: {e}") from None
+    if hf.format == "riegeli":
+        from tputui.data.riegeli_xspace import read_riegeli
+
+        raw, skipped = read_riegeli(data, hf, planes, progress)
+        entry = None if skipped else entry  # a damaged file is read (and warned about) each time
+    else:
+        if progress:
+            progress(f"decoding {hf.host} ({len(data) / 1e6:.1f} MB)")
+        try:
+            raw = decode_raw(data, planes)
+        except DecodeError as e:
+            raise LogdirError(f"{hf.path}: {e}") from None
+    del data
     if entry:
         # Writing ~35 bytes per event costs more than decoding them: do it beside the caller.
         # Not a daemon thread, so a short-lived CLI process still finishes the entry.
@@ -71,6 +78,8 @@ def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None
     if use_cache and key and os.path.isfile(os.path.join(cache_root(), "frames", key, cache_entry.MANIFEST)):
         return
     data = read(hf, progress=progress)
+    if hf.format == "riegeli":
+        return  # its signature was checked by read(); its chunks are checked (and skipped) as they are read
     try:
         check(data)
     except DecodeError as e:

@@ -54,7 +54,7 @@ def fields(buf) -> Iterator[tuple[int, int, int | bytes]]:
 
 def varint_fields(buf) -> dict[int, int]:
     """The varint fields of a message (the last value where a number repeats)."""
-    return {number: value for number, wire, value in fields(buf) if wire == 0}
+    return {number: value for number, wire, value in fields(buf) if wire == 0 and isinstance(value, int)}
 
 
 def first_bytes_field(buf, number: int):

@@ -12,7 +12,9 @@ meaning depends on kind (int64, uint64 bits, double bits, ref id, or an index in
 from __future__ import annotations
 
 import mmap
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +85,7 @@ class RawXSpace:
         return len(self.event_line)
 
 
-def decode_with_protobuf(data: bytes | mmap.mmap, plane_filter=None) -> RawXSpace:
+def decode_with_protobuf(data: bytes | mmap.mmap | memoryview, plane_filter: Callable[[str], bool] | None = None) -> RawXSpace:
     """Reference decoder: protobuf's own parse, walked one message at a time.
 
     Slow (a Python object per event), but obviously right; the fast decoder must
@@ -151,12 +153,52 @@ class _Builder:
 
     _I32 = ("line_plane", "event_line", "em_plane", "sm_plane")
 
-    def __init__(self):
+    # One list per RawXSpace column (filled in __init__ from the dataclass fields).
+    hostnames: list[str]
+    errors: list[str]
+    warnings: list[str]
+    plane_id: list[int]
+    plane_name: list[str]
+    line_plane: list[int]
+    line_id: list[int]
+    line_display_id: list[int]
+    line_timestamp_ns: list[int]
+    line_duration_ps: list[int]
+    line_name: list[str]
+    line_display_name: list[str]
+    line_first_event: list[int]
+    line_num_events: list[int]
+    event_line: list[int]
+    event_metadata_id: list[int]
+    event_offset_ps: list[int]
+    event_num_occurrences: list[int]
+    event_duration_ps: list[int]
+    em_plane: list[int]
+    em_id: list[int]
+    em_name: list[str]
+    em_display_name: list[str]
+    em_metadata: list[int]
+    em_child_owner: list[int]
+    em_child_id: list[int]
+    sm_plane: list[int]
+    sm_id: list[int]
+    sm_name: list[str]
+    sm_description: list[str]
+    event_stats: list[list[int]]  # owner, stat, kind, value
+    metadata_stats: list[list[int]]  # owner, stat, kind, value
+    plane_stats: list[list[int]]  # owner, stat, kind, value
+    strings: list[str]
+    blobs: list[bytes]
+
+    def __init__(self) -> None:
         for name, f in RawXSpace.__dataclass_fields__.items():
             if f.type in ("np.ndarray", "list[str]"):
                 setattr(self, name, [])
-        self.event_stats, self.metadata_stats, self.plane_stats = ([[], [], [], []] for _ in range(3))
-        self.strings, self.blobs = [], []
+        self.event_stats = [[], [], [], []]
+        self.metadata_stats = [[], [], [], []]
+        self.plane_stats = [[], [], [], []]
+        self.strings = []
+        self.blobs = []
         self._string_index: dict[str, int] = {}
 
     def blob(self, data: bytes) -> int:
@@ -170,7 +212,7 @@ class _Builder:
             self.strings.append(s)
         return i
 
-    def add_stats(self, cols, owner, stats):
+    def add_stats(self, cols: list[list[int]], owner: int, stats: Iterable[Any]) -> None:
         for st in stats:
             which = st.WhichOneof("value")
             if which == "double_value":
@@ -191,7 +233,7 @@ class _Builder:
                 col.append(v)
 
     def finish(self) -> RawXSpace:
-        kw = {}
+        kw: dict[str, Any] = {}
         for name, f in RawXSpace.__dataclass_fields__.items():
             v = getattr(self, name)
             if f.type == "np.ndarray":

@@ -34,7 +34,7 @@ class HostFile:
 
     @property
     def supported(self) -> bool:
-        return self.format == "pb"
+        return self.format in ("pb", "riegeli")
 
 
 @dataclass
@@ -48,7 +48,8 @@ class Run:
         m = _RUN_TIME.search(os.path.basename(self.path.rstrip("/")))
         if m:
             try:
-                return datetime(*map(int, m.groups())).timestamp()
+                year, month, day, hour, minute, second = (int(g) for g in m.groups())
+                return datetime(year, month, day, hour, minute, second).timestamp()
             except ValueError:
                 pass
         return max((h.mtime for h in self.hosts), default=0.0)

@@ -5,6 +5,7 @@ Raises ImportError when the extension was not built (tputui then uses protobuf's
 from __future__ import annotations
 
 import mmap
+from collections.abc import Callable
 
 import numpy as np
 
@@ -68,7 +69,7 @@ def _keep_last_map_entries(i64: dict, i32: dict, kinds: dict) -> None:
         i32["sm_plane"] = i32["sm_plane"][keep]
 
 
-def decode(data: bytes | mmap.mmap, keep=None) -> RawXSpace:
+def decode(data: bytes | mmap.mmap | memoryview, keep: Callable[[str], bool] | None = None) -> RawXSpace:
     planes, hostnames, errors, warnings = _wire.scan(data)
     ranges = [(off, n) for off, n, name in planes
               if keep is None or keep(name.decode("utf-8", "replace"))]

@@ -198,6 +198,11 @@ def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--python-tracer-level", type=int, default=0, choices=[0, 1],
                         help="Python function tracing: 0 off (default), 1 on")
     parser.add_argument("--no-dataset-ops", action="store_true", help="leave tf.data ops out of the trace")
+    parser.add_argument("--continuous", action="store_true",
+                        help="continuous profiling: start the server's ring buffer, wait --duration-ms, "
+                             "save its snapshot as the run (servers that support it, e.g. JAX's)")
+    parser.add_argument("--keep-running", action="store_true",
+                        help="with --continuous: leave continuous profiling running after the snapshot")
     add_tpu_arguments(parser)
 
 
@@ -262,8 +267,14 @@ def main(args: argparse.Namespace) -> int:
             print(msg, file=err, flush=True)
             ticker.restart()
 
-        result = capture(addresses, logdir, duration_ms=args.duration_ms, attempts=args.num_tracing_attempts,
-                         tracer=tracer_from_args(args), progress=say)
+        if getattr(args, "continuous", False):
+            from tputui.live.snapshots import capture_continuous
+
+            result = capture_continuous(addresses, logdir, duration_ms=args.duration_ms, tracer=tracer_from_args(args),
+                                        keep_running=args.keep_running, progress=say)
+        else:
+            result = capture(addresses, logdir, duration_ms=args.duration_ms, attempts=args.num_tracing_attempts,
+                             tracer=tracer_from_args(args), progress=say)
     for h in result.hosts:
         if h.server_side:
             print(f"{h.address}: the server wrote the profile itself (it ignores emit_xspace): {h.path}")

@@ -57,7 +57,8 @@ class LiveFeed:
         self.restart()  # a feed runs again after a stop (the pane comes back from a full profile)
         q: queue.Queue = queue.Queue()
         lone = fail_fast and self.poller is None and len(self.sessions) == 1
-        sources = [(s.samples(num_queries, fail_fast=lone), self.poller is None) for s in self.sessions]
+        sources: list[tuple[Iterator[Item], bool]] = [(s.samples(num_queries, fail_fast=lone), self.poller is None)
+                                                      for s in self.sessions]
         if self.poller is not None:
             sources.append((self.poller.readings(num_queries, fail_fast=fail_fast), True))
 

@@ -320,11 +320,11 @@ class RuntimeMetricsClient(CancellableCalls):
         timing = self._optional(HLO_EXEC, missing)
         grouped: dict[int, list] = {}
         for m in timing or []:
-            dev = device_id(m)
-            if dev is not None and dev // per_chip < n_chips and m.WhichOneof("measure") == "distribution":
-                grouped.setdefault(dev // per_chip, []).append(m.distribution)
-        for c, dists in grouped.items():
-            chips[c].hlo_exec_us = merged_percentiles(dists)
+            timed_dev = device_id(m)
+            if timed_dev is not None and timed_dev // per_chip < n_chips and m.WhichOneof("measure") == "distribution":
+                grouped.setdefault(timed_dev // per_chip, []).append(m.distribution)
+        for chip, dists in grouped.items():
+            chips[chip].hlo_exec_us = merged_percentiles(dists)
         latencies = {}
         for label, name in LATENCIES:
             entries = self._optional(name, missing)

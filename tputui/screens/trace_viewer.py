@@ -162,6 +162,9 @@ class TraceViewerScreen(ToolScreen):
     def show(self, index: TraceIndex) -> None:
         self.index = index
         self.timeline = Timeline(index, id="timeline")
+        if index.deferred:  # their events come with the final index: folded until then
+            self.timeline.collapsed.update(index.deferred)
+            self.timeline.rebuild_lines()
         self.body.mount(Vertical(
             self.timeline,
             Static("", id="status"),
@@ -218,12 +221,13 @@ class TraceViewerScreen(ToolScreen):
 
     def on_trace_viewer_screen_lod_done(self, event: LodDone) -> None:
         if event.index is not self.index:
-            was_partial, self.index = self.index.partial, event.index
+            was_partial, deferred, self.index = self.index.partial, self.index.deferred, event.index
             if self.timeline is not None:
+                self.timeline.collapsed.difference_update(deferred)  # their events are here now
                 self.timeline.set_index(event.index)
                 f = self.focus_request
-                if was_partial and f is not None and f.names:  # derived lines' events exist only now
-                    self.apply_focus(f)
+                if was_partial and f is not None and (f.names or f.frame_rows):  # derived lines' and host
+                    self.apply_focus(f)  # threads' events exist only now
         self.lod_note = ""
         if self.timeline is not None:
             self.timeline.invalidate()

@@ -1,0 +1,75 @@
+"""XProf's barrier-cores figures of one host (the smart-suggestion rule's input), read once in the
+op-stats map: per TensorCore and step, the share of the step spent in `barrier-cores` ops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tputui.analysis.op_metrics import device_spans, event_stat, tensor_core_planes
+from tputui.analysis.tpu_steps import line_rows
+from tputui.data.xspace import XSpaceFrame
+
+SPECIAL_OP = "barrier-cores"
+DUMMY_DURATIONS_PS = (0, 1250)  # barrier-cores events XProf skips (0 ns, 1.25 ns)
+
+
+@dataclass
+class HostFractions:
+    host: str
+    per_core: dict[str, list[float]] = field(default_factory=dict)  # plane name -> step fractions
+    per_step: list[float] = field(default_factory=list)  # mean over the host's cores, per step
+
+
+def special_op_fractions(frame: XSpaceFrame, host: str, op: str = SPECIAL_OP) -> HostFractions:
+    """One host's share of each step spent in ops whose name contains `op`, per TensorCore."""
+    out = HostFractions(host)
+    names = np.asarray(frame.raw.em_name, dtype=object)
+    wanted_md = np.fromiter((op in n for n in names), bool, len(names))
+    if not wanted_md.any():
+        return out
+    ev_md = frame.events["metadata"].to_numpy().astype(np.int64)
+    per_step: dict[int, dict[str, float]] = {}
+    durations: dict[int, int] = {}
+    for p in tensor_core_planes(frame):
+        steps = line_rows(frame, p, "Steps")
+        if not len(steps):
+            continue
+        s_start, s_end = device_spans(frame, steps)
+        order = np.argsort(s_start, kind="stable")
+        s_start, s_end = s_start[order], s_end[order]
+        rows = np.concatenate([np.arange(frame.line_events(ln).start, frame.line_events(ln).stop)
+                               for ln in frame.lines_of(p)] or [np.zeros(0, np.int64)]).astype(np.int64)
+        rows = rows[wanted_md[ev_md[rows]]]
+        if not len(rows):
+            continue
+        has_d, dur = event_stat(frame, "device_duration_ps", rows)
+        e_start, _ = device_spans(frame, rows)
+        keep = has_d & ~np.isin(dur, DUMMY_DURATIONS_PS)
+        rows, dur, e_start = rows[keep], dur[keep], e_start[keep]
+        step = np.searchsorted(s_start, e_start, side="right") - 1
+        inside = (step >= 0) & (e_start < s_end[np.clip(step, 0, None)])
+        plane = frame.raw.plane_name[p]
+        for k, d in zip(step[inside], dur[inside]):
+            step_ps = int(s_end[k] - s_start[k])
+            if step_ps <= 0:
+                continue
+            # XProf sums float fractions into a double, event by event
+            per_step.setdefault(int(k), {})
+            per_step[int(k)][plane] = per_step[int(k)].get(plane, 0.0) + float(np.float32(d / step_ps))
+            durations[int(k)] = step_ps
+    keys = sorted(per_step)
+    if len(keys) >= 3:
+        keys = keys[1:-1]  # incomplete first and last steps
+    elif len(keys) == 2:
+        a, b = keys
+        if durations[b] < 0.01 * durations[a]:
+            keys = [a]
+        elif durations[a] < 0.01 * durations[b]:
+            keys = [b]
+    for k in keys:
+        for plane, f in per_step[k].items():
+            out.per_core.setdefault(plane, []).append(float(np.float32(f)))
+        out.per_step.append(sum(per_step[k].values()) / len(per_step[k]))
+    return out

@@ -1,0 +1,7 @@
+# Types of the C extension tputui/data/_wire.c (the checker cannot read the built module).
+from collections.abc import Sequence
+
+from typing_extensions import Buffer
+
+def scan(buf: Buffer, /) -> tuple[list[tuple[int, int, bytes]], list[str], list[str], list[str]]: ...
+def decode_planes(buf: Buffer, ranges: Sequence[tuple[int, int]], /) -> dict[str, bytes]: ...

@@ -1,0 +1,232 @@
+"""Reading Riegeli/records files: the records of simple chunks, checked against their hashes.
+
+Facts from the format spec (google/riegeli doc/riegeli_records_file_format.md): the file is cut
+into 64 KiB blocks, each starting with a 24-byte block header (hash, distance back to the start
+of the chunk it interrupts, distance on to that chunk's end); chunks have a 40-byte header (hash,
+data size, data hash, type, record count, decoded size) and are padded so the next one starts
+where the formula below says. Profilers write simple chunks ('r'), compressed with brotli, zstd or
+nothing. Transposed chunks ('t') are refused with a one-line error.
+
+Like XProf (its RecordReader runs with a recovery callback that always goes on), a corrupt chunk
+or header is skipped: the reader warns and resumes at the next chunk a valid block header points
+to. Records come out one chunk at a time, so memory follows the largest chunk, not the file.
+"""
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+from tputui.data.highway import hash64
+from tputui.errors import UserError
+
+BLOCK_SIZE = 1 << 16
+BLOCK_HEADER_SIZE = 24
+USABLE_BLOCK_SIZE = BLOCK_SIZE - BLOCK_HEADER_SIZE
+CHUNK_HEADER_SIZE = 40
+SIGNATURE, METADATA, PADDING, SIMPLE, TRANSPOSED = b"s", b"m", b"p", b"r", b"t"
+NONE, BROTLI, ZSTD = 0, ord("b"), ord("z")
+COMPRESSION_NAMES = {NONE: "none", BROTLI: "brotli", ZSTD: "zstd"}
+
+
+class RiegeliError(UserError):
+    """A Riegeli file that cannot be read at all (the message is the one line users see)."""
+
+
+# --- positions (the spec's implementation notes) ---------------------------------------------
+
+def _overhead_blocks(pos: int, size: int) -> int:
+    return (size + (pos + USABLE_BLOCK_SIZE - 1) % BLOCK_SIZE) // USABLE_BLOCK_SIZE
+
+
+def add_with_overhead(pos: int, size: int) -> int:
+    """Physical position `size` logical bytes after `pos` (block headers skipped)."""
+    return pos + size + _overhead_blocks(pos, size) * BLOCK_HEADER_SIZE
+
+
+def _round_up_to_chunk_boundary(pos: int) -> int:
+    remaining = (-pos) % BLOCK_SIZE
+    return pos + max(remaining - (USABLE_BLOCK_SIZE - 1), 0)
+
+
+def chunk_end(begin: int, data_size: int, num_records: int) -> int:
+    return max(add_with_overhead(begin, CHUNK_HEADER_SIZE + data_size),
+               _round_up_to_chunk_boundary(begin + num_records))
+
+
+# --- varints and compression -------------------------------------------------------------------
+
+def read_varint(buf, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise ValueError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def decompress(kind: int, data) -> bytes:
+    """One compressed block: none, or brotli / zstd prefixed by the decompressed size."""
+    if kind == NONE:
+        return bytes(data)
+    size, start = read_varint(data, 0)
+    body = bytes(data[start:])
+    try:
+        if kind == BROTLI:
+            import brotli  # a dependency for exactly this (pyproject)
+
+            out = brotli.decompress(body)
+        elif kind == ZSTD:
+            import zstandard
+
+            out = zstandard.ZstdDecompressor().decompress(body, max_output_size=max(size, 1))
+        else:
+            raise ValueError(f"unknown compression type {kind:#x}")
+    except ImportError as e:
+        raise RiegeliError(f"reading {COMPRESSION_NAMES.get(kind)}-compressed Riegeli needs {e.name}: "
+                           f"pip install {e.name}") from None
+    except ValueError:
+        raise
+    except Exception as e:  # brotli.error / zstandard.ZstdError: damaged data
+        raise ValueError(f"{COMPRESSION_NAMES.get(kind)} data does not decompress ({e})") from None
+    if len(out) != size:
+        raise ValueError(f"decompressed {len(out)} bytes, header says {size}")
+    return out
+
+
+def simple_chunk_records(data, num_records: int, decoded_size: int) -> list[memoryview]:
+    """The records of one simple chunk ('r')."""
+    kind = data[0]
+    sizes_len, pos = read_varint(data, 1)
+    sizes = decompress(kind, data[pos:pos + sizes_len])
+    values = decompress(kind, data[pos + sizes_len:])
+    if len(values) != decoded_size:
+        raise ValueError(f"records hold {len(values)} bytes, chunk header says {decoded_size}")
+    out, p, at = [], 0, 0
+    mv = memoryview(values)
+    for _ in range(num_records):
+        n, p = read_varint(sizes, p)
+        if at + n > len(values):
+            raise ValueError("record sizes run past the records")
+        out.append(mv[at:at + n])
+        at += n
+    return out
+
+
+# --- the reader --------------------------------------------------------------------------------
+
+class _Skip(Exception):
+    """A damaged region: (message, position, exact): resume at the position when `exact` (the
+    chunk header was intact, so the chunk's end is known), else at the next chunk a valid block
+    header after it points to."""
+
+
+class RecordReader:
+    """Sequential reader over a binary file object (local file or in-memory bytes)."""
+
+    def __init__(self, f: BinaryIO, name: str, size: int, warn: Callable[[str], None] | None = None):
+        self.f, self.name, self.size = f, name, size
+        self.warn = warn or (lambda msg: None)
+        self.skipped: list[str] = []
+        self.records_read = 0
+
+    def _read_logical(self, pos: int, n: int) -> bytes:
+        """`n` bytes of chunk content starting at physical `pos`, block headers cut out."""
+        end = add_with_overhead(pos, n)
+        if end > self.size:
+            raise _Skip(f"truncated at byte {self.size} (a chunk needs bytes up to {end})", self.size, True)
+        self.f.seek(pos)
+        raw = self.f.read(end - pos)
+        if pos % BLOCK_SIZE and (end - 1) // BLOCK_SIZE == pos // BLOCK_SIZE:
+            return raw  # inside one block: nothing to cut (the common case for headers)
+        parts, at = [], pos
+        while at < end:
+            if at % BLOCK_SIZE == 0:
+                at += BLOCK_HEADER_SIZE
+                continue
+            stop = min(end, (at // BLOCK_SIZE + 1) * BLOCK_SIZE)
+            parts.append(raw[at - pos:stop - pos])
+            at = stop
+        return b"".join(parts)
+
+    def _resync(self, pos: int) -> int | None:
+        """The first chunk start a valid block header at or after `pos` points to."""
+        block = -(-pos // BLOCK_SIZE) * BLOCK_SIZE
+        while block + BLOCK_HEADER_SIZE <= self.size:
+            self.f.seek(block)
+            hdr = self.f.read(BLOCK_HEADER_SIZE)
+            h, prev, nxt = struct.unpack("<QQQ", hdr)
+            if h == hash64(hdr[8:]):
+                if prev == 0:
+                    return block  # the chunk this header interrupts starts right here
+                if block + nxt > pos:
+                    return block + nxt
+            block += BLOCK_SIZE
+        return None
+
+    def chunks(self) -> Iterator[tuple[bytes, int, int, memoryview | bytes, int]]:
+        """(type, num_records, decoded_size, data, begin) of each intact chunk, in file order."""
+        pos = 0
+        first = True
+        while pos < self.size:
+            try:
+                header = self._read_logical(pos, CHUNK_HEADER_SIZE)
+                h, data_size, data_hash = struct.unpack_from("<QQQ", header)
+                if h != hash64(header[8:]):
+                    raise _Skip(f"corrupt chunk header at byte {pos}", pos + 1, False)
+                ctype = header[24:25]
+                num_records = int.from_bytes(header[25:32], "little")
+                decoded_size = int.from_bytes(header[32:40], "little")
+                end = chunk_end(pos, data_size, num_records)
+                data = self._read_logical(add_with_overhead(pos, CHUNK_HEADER_SIZE), data_size)
+                if hash64(data) != data_hash:
+                    raise _Skip(f"corrupt chunk data at bytes {pos}-{end}", end, True)
+            except _Skip as skip:
+                if first:
+                    raise RiegeliError(f"{self.name}: not a Riegeli records file ({skip.args[0]})") from None
+                why, at, exact = skip.args
+                resume = (at if at < self.size else None) if exact else self._resync(at)
+                lost_to = self.size if resume is None else resume
+                msg = f"{self.name}: skipped a damaged region ({why}; bytes {pos}-{lost_to} lost)"
+                self.skipped.append(msg)
+                self.warn(msg)
+                if resume is None:
+                    return
+                pos = resume
+                continue
+            if first and ctype != SIGNATURE:
+                raise RiegeliError(f"{self.name}: not a Riegeli records file (no file signature)")
+            first = False
+            yield ctype, num_records, decoded_size, data, pos
+            pos = end
+
+    def records(self) -> Iterator[memoryview]:  # views into one chunk's decompressed records
+        """Every record of every intact simple chunk, in file order."""
+        for ctype, num_records, decoded_size, data, begin in self.chunks():
+            if ctype in (SIGNATURE, METADATA, PADDING):
+                continue
+            if ctype == TRANSPOSED:
+                raise RiegeliError(f"{self.name}: a transposed Riegeli chunk (at byte {begin}): "
+                                   "only simple chunks, as profilers write, are supported")
+            if ctype != SIMPLE:
+                msg = f"{self.name}: skipped a chunk of unknown type {ctype!r} at byte {begin}"
+                self.skipped.append(msg)
+                self.warn(msg)
+                continue
+            try:
+                recs = simple_chunk_records(data, num_records, decoded_size)
+            except RiegeliError:
+                raise
+            except (ValueError, OSError) as e:  # hash matched but contents are not decodable
+                msg = f"{self.name}: skipped an undecodable chunk at byte {begin} ({e})"
+                self.skipped.append(msg)
+                self.warn(msg)
+                continue
+            del data
+            for r in recs:
+                self.records_read += 1
+                yield r
