@@ -87,3 +87,14 @@ def test_column_chooser(snap_compare, monkeypatch, look):
 
     app = make("hlo_stats", PROFILES / "tpu_v6e_inference", look, monkeypatch)
     assert snap_compare(app, terminal_size=LOOKS[look][2], run_before=run_before)
+
+
+@pytest.mark.parametrize("look", list(LOOKS))
+def test_run_picker(snap_compare, monkeypatch, look):
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("r")
+        await pilot.pause()
+
+    app = make("summary", PROFILES / "jax_two_runs", look, monkeypatch)
+    assert snap_compare(app, terminal_size=LOOKS[look][2], run_before=run_before)

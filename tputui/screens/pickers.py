@@ -15,7 +15,7 @@ class PickerScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
     DEFAULT_CSS = """
     PickerScreen { align: center middle; }
-    PickerScreen > Vertical { width: 70; max-width: 90%; height: auto; max-height: 80%;
+    PickerScreen > Vertical { width: 84; max-width: 95%; height: auto; max-height: 80%;
                               border: round $accent; background: $surface; padding: 0 1; }
     PickerScreen OptionList, PickerScreen OptionList:focus { height: auto; max-height: 24; border: none;
                                                              padding: 0; background: $surface; }
