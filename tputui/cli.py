@@ -391,7 +391,9 @@ def _warnings_to_stderr() -> None:
     import logging
 
     class ToStderr(logging.Handler):
-        seen: set[str] = set()  # a file read again (another tool's planes) warns once
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.seen: set[str] = set()  # a file read again (another tool's planes) warns once
 
         def emit(self, record: logging.LogRecord) -> None:
             message = record.getMessage()
@@ -400,9 +402,10 @@ def _warnings_to_stderr() -> None:
                 print(f"tputui: warning: {message}", file=sys.stderr, flush=True)  # stderr of the moment
 
     log = logging.getLogger("tputui")
-    if not any(type(h).__name__ == "ToStderr" for h in log.handlers):
-        log.addHandler(ToStderr(logging.WARNING))
-        log.propagate = False
+    for h in [h for h in log.handlers if type(h).__name__ == "ToStderr"]:
+        log.removeHandler(h)  # once per command: a second command in one process warns again
+    log.addHandler(ToStderr())
+    log.propagate = False
 
 
 def main(argv: list[str] | None = None) -> int:
