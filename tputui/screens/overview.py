@@ -88,7 +88,7 @@ def _recommendation(r: OverviewResult) -> Text:
     t.append(rec["summary_next_step"] + "\n", style="dim")
     if rec["next_tool"]:
         t.append("Next: ", style="bold")
-        t.append(f"{rec['next_tool']}  (n to open)")
+        t.append(f"{rec['next_tool']}  (J to open)")
     if r.advice:  # the top of the advice tool's list (XProf's smart suggestions first)
         t.append(f"\nAdvice ({len(r.advice)}, all in the Advice tool):", style="bold")
         for item in r.advice[:TOP_ADVICE]:
