@@ -11,7 +11,7 @@ Shared by the overview, input pipeline, op tools and the live monitor. API (stab
     host_op_metrics(frame)         TF / tf.data ops on `/host:CPU` threads (what XProf counts on hosts)
     tf_op_metrics(device_db)       device ops rolled up to framework ops (name from `tf_op` provenance)
     combine(dbs)                   add databases (hosts, cores) like XProf's OpMetricsDbCombiner
-    nest_parents(start, end)       parent row of each interval by nesting (sorted input), -1 for roots
+    nest_parents(start, end)       parent row of each interval by nesting (from analysis/nesting.py)
     self_times(start, end)         duration minus the durations of direct children
     parse_tf_op(fullname)          XProf's TfOp parse: (category, name, type)
     tensor_core_planes(frame)      plane rows of TPU TensorCores (`/device:TPU:<n>`)
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from tputui.analysis.nesting import nest_parents
 from tputui.data import pbwire, schema
 from tputui.data.xspace import XSpaceFrame
 
@@ -92,34 +93,6 @@ class OpMetricsDb:
 
 
 # --- nesting -------------------------------------------------------------------------------
-def nest_parents(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Parent row of each interval, -1 for roots.
-
-    Input must be sorted by start ascending, then end descending (longest first). This is XProf's
-    AncestorStack: walking in that order, the parent is the nearest earlier event still open that
-    contains the event (closed inclusion: a zero-length event at a parent's end is inside it); a
-    partially overlapping earlier event is popped, not a parent. With starts sorted that is the
-    nearest earlier row whose end is >= ours, found here by vectorized pointer jumping.
-    """
-    n = len(start)
-    end = np.asarray(end, np.int64)
-    cand = np.arange(n, dtype=np.int64) - 1
-    # First round on slices (no gathers): most events sit inside the one just before them.
-    todo = np.flatnonzero(end[:-1] < end[1:]) + 1
-    if len(todo):
-        c = todo - 1
-        cand[todo] = cand[c]
-        todo = todo[cand[todo] >= 0]
-    while len(todo):
-        c = cand[todo]
-        bad = end[c] < end[todo]
-        todo, c = todo[bad], c[bad]
-        # Everything between cand[c] and c ends before c, hence before us: jump over it.
-        cand[todo] = cand[c]
-        todo = todo[cand[todo] >= 0]
-    return cand
-
-
 def self_times(start: np.ndarray, end: np.ndarray, parent: np.ndarray | None = None) -> np.ndarray:
     """Duration minus the summed durations of direct children (sorted input, see nest_parents)."""
     start = np.asarray(start, np.int64)
@@ -141,17 +114,29 @@ def event_stat(frame: XSpaceFrame, name: str, rows: np.ndarray | None = None,
     kind: "int" (int64/uint64), "float", "text" (str/ref resolved to a text id, -1 absent).
     """
     sv = frame.stat_values("event", name)
-    n = frame.num_events
     col = {"int": "int", "float": "float", "text": "text_id"}[kind]
     sv = sv.filter(pl.col(col).is_not_null() & ((pl.col(col) >= 0) if kind == "text" else True))
-    present = np.zeros(n, bool)
-    values = np.full(n, -1 if kind == "text" else 0, np.float64 if kind == "float" else np.int64)
-    owners = sv["owner"].to_numpy()
-    present[owners] = True
-    values[owners] = sv[col].to_numpy()
-    if rows is not None:
-        return present[rows], values[rows]
-    return present, values
+    default = -1 if kind == "text" else 0
+    dtype = np.float64 if kind == "float" else np.int64
+    owners = sv["owner"].to_numpy().astype(np.int64)
+    vals = sv[col].to_numpy().astype(dtype)
+    if rows is None:
+        present = np.zeros(frame.num_events, bool)
+        values = np.full(frame.num_events, default, dtype)
+        present[owners] = True
+        values[owners] = vals
+        return present, values
+    # A few rows of many events: binary search the stat's owners (event order) instead of
+    # spreading them over arrays as long as the whole profile.
+    if len(owners) > 1 and not (owners[1:] >= owners[:-1]).all():
+        order = np.argsort(owners, kind="stable")
+        owners, vals = owners[order], vals[order]
+    rows = np.asarray(rows, np.int64)
+    if not len(owners):
+        return np.zeros(len(rows), bool), np.full(len(rows), default, dtype)
+    i = np.clip(np.searchsorted(owners, rows, side="right") - 1, 0, None)  # the last value wins
+    present = owners[i] == rows
+    return present, np.where(present, vals[i], default).astype(dtype)
 
 
 def metadata_stats_table(frame: XSpaceFrame, names: list[str], rows: np.ndarray) -> dict[str, np.ndarray]:
