@@ -67,7 +67,6 @@ def test_riegeli_hosts_are_listed_and_read_like_pb(tmp_path):
     shutil.copy(next((PROFILES / "jax_mlp").rglob("*.xplane.pb")), run / "small.xplane.pb")
     r = open_logdir(str(tmp_path)).runs[0]
     assert [(h.host, h.format) for h in r.hosts] == [("big-host", "riegeli"), ("small", "pb")]
-    assert r.unsupported == []
     from tputui.data.run_data import RunData
 
     rd = RunData(r)

@@ -197,7 +197,7 @@ def run_export(argv: list[str]) -> int:
     if a.list:
         found = listing(logdir, use_cache=not a.no_cache)
         _emit(json.dumps(found, indent=1) + "\n", a.output)
-        bad = sum(len(r.get("unreadable", ())) + len(r.get("unsupported", ())) for r in found["runs"])
+        bad = sum(len(r.get("unreadable", ())) for r in found["runs"])
         if not found["readable_hosts"]:  # the listing still says which file failed and why
             return _fail(f"no readable host profile under {a.logdir} ({bad} unreadable or unsupported: "
                          "see the listing)")

@@ -112,8 +112,6 @@ def listing(logdir: Logdir, use_cache: bool = True) -> dict[str, Any]:
         rd = RunData(r, use_cache=use_cache)
         rd.check_hosts()
         entry: dict[str, Any] = {"run": r.name, "path": r.path, "hosts": [h.host for h in r.hosts]}
-        if r.unsupported:
-            entry["unsupported"] = [f"{h.host}: .xplane.riegeli not supported yet" for h in r.unsupported]
         if rd.hosts:
             entry["tools"] = tools_with_data(rd)
         if rd.unreadable:  # after the tools: finding them may decode and meet more damage

@@ -26,7 +26,7 @@ class Tool:
 
     def analyze_fn(self):
         """The tool's analysis, after a check that the run (or host) has a readable profile,
-        so every tool says the same clear thing about e.g. a run of .xplane.riegeli files; over
+        so every tool says the same clear thing about a run or host it cannot read; over
         all hosts, host files that cannot be read are left out (and listed in run.unreadable).
         `progress` (a callable taking one short message) hears about slow reads and decodes."""
         analyze = _load(self.analysis)

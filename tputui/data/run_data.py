@@ -36,13 +36,13 @@ class RunData:
     @property
     def hosts(self) -> list[str]:
         """The supported hosts not known to be unreadable (see check_hosts)."""
-        return [h.host for h in self.run.hosts if h.supported and h.host not in self.unreadable]
+        return [h.host for h in self.run.hosts if h.host not in self.unreadable]
 
     def check_hosts(self, progress=None) -> dict[str, str]:
         """Check every host file's bytes (size, first bytes, top-level structure) and record the
         unreadable ones; returns them (host -> reason)."""
         for hf in self.run.hosts:
-            if hf.supported and hf.host not in self.unreadable and hf.host not in self._checked:
+            if hf.host not in self.unreadable and hf.host not in self._checked:
                 try:
                     check_host_file(hf, self.use_cache, progress)
                     self._checked.add(hf.host)
@@ -60,16 +60,10 @@ class RunData:
                 raise LogdirError(reason)  # the one file's own line says it all
             more = f" (and {len(self.unreadable) - 1} more unreadable)" if len(self.unreadable) > 1 else ""
             raise LogdirError(f"run {self.name} has no readable host: {reason}{more}")
-        if self.run.unsupported:
-            raise LogdirError(f"run {self.name} holds only .xplane.riegeli profiles (over 2 GiB): "
-                              "not supported yet")
         raise LogdirError(f"run {self.name} has no host profiles")
 
     def host_file(self, host: str | None = None) -> HostFile:
-        hf = self.run.host(host)
-        if not hf.supported:
-            raise LogdirError(f"{hf.path}: .xplane.riegeli profiles (over 2 GiB) are not supported yet")
-        return hf
+        return self.run.host(host)
 
     def frame(self, host: str | None = None, planes: PlaneSelector = None,
               progress: Progress | None = None) -> XSpaceFrame:

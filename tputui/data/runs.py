@@ -32,10 +32,6 @@ class HostFile:
     mtime: float  # seconds; for gs:// the object generation stands in
     format: str = "pb"  # "pb" | "riegeli"
 
-    @property
-    def supported(self) -> bool:
-        return self.format in ("pb", "riegeli")
-
 
 @dataclass
 class Run:
@@ -61,10 +57,6 @@ class Run:
             if h.host == name:
                 return h
         raise LogdirError(f"run {self.name} has no host {name!r} (hosts: {', '.join(h.host for h in self.hosts)})")
-
-    @property
-    def unsupported(self) -> list[HostFile]:
-        return [h for h in self.hosts if not h.supported]
 
 
 @dataclass
