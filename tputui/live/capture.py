@@ -128,19 +128,25 @@ def _capture_one(address: str, duration_ms: int, tracer: TracerOptions, sid: str
         return None, e
 
 
+def prepare(addresses: list[str], logdir: str, duration_ms: int, tracer: TracerOptions | None,
+            progress: Progress | None) -> tuple[list[str], str, TracerOptions, Progress]:
+    """What a capture starts from, checked: the workers' addresses, the logdir (absolute when
+    local), the tracer options and a progress callback (a silent one when none is given)."""
+    if duration_ms <= 0:
+        raise LiveError("--duration-ms must be positive")
+    if not is_remote(logdir):
+        logdir = os.path.abspath(logdir)
+    return (parse_addresses(",".join(addresses)), logdir, tracer or TracerOptions(),
+            progress or (lambda _m: None))
+
+
 def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attempts: int = 3,
             tracer: TracerOptions | None = None, progress: Progress | None = None,
             now: float | None = None) -> CaptureResult:
     """Capture every worker at once, retrying while all traces are empty; write the files."""
-    if duration_ms <= 0:
-        raise LiveError("--duration-ms must be positive")
+    addresses, logdir, tracer, say = prepare(addresses, logdir, duration_ms, tracer, progress)
     if attempts < 1:
         raise LiveError("--num-tracing-attempts must be at least 1")
-    tracer = tracer or TracerOptions()
-    say = progress or (lambda _m: None)
-    addresses = parse_addresses(",".join(addresses))
-    if not is_remote(logdir):
-        logdir = os.path.abspath(logdir)
     sid = session_id(logdir, now)
     # Servers that ignore emit_xspace write <repository_root>/<session_id>/<host_name>.xplane.pb.
     repo_root = join_path(logdir, PROFILE_SUBDIR)

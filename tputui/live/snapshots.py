@@ -7,16 +7,15 @@ monitor's windows use the same RPCs, in client.snapshot_window.)
 """
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 
 from tputui.live.capture import (
     PROFILE_SUBDIR,
     CaptureResult,
-    is_remote,
     join_path,
     no_trace_message,
+    prepare,
     session_id,
 )
 from tputui.live.capture import _save as save_host
@@ -26,7 +25,6 @@ from tputui.live.client import (
     ServerBusyError,
     TracerOptions,
     UnimplementedError,
-    parse_addresses,
     profile_request,
     trace_is_empty,
 )
@@ -39,13 +37,7 @@ def capture_continuous(addresses: list[str], logdir: str, *, duration_ms: int = 
                        tracer: TracerOptions | None = None, keep_running: bool = False,
                        progress: Callable[[str], None] | None = None, now: float | None = None) -> CaptureResult:
     """Start continuous profiling, wait `duration_ms`, save every worker's snapshot as one run."""
-    if duration_ms <= 0:
-        raise LiveError("--duration-ms must be positive")
-    tracer = tracer or TracerOptions()
-    say = progress or (lambda _m: None)
-    addresses = parse_addresses(",".join(addresses))
-    if not is_remote(logdir):
-        logdir = os.path.abspath(logdir)
+    addresses, logdir, tracer, say = prepare(addresses, logdir, duration_ms, tracer, progress)
     clients = [ProfilerClient(a) for a in addresses]
     started: list[ProfilerClient] = []
     try:
