@@ -16,7 +16,6 @@ from tputui.data import pbwire, schema
 from tputui.data.run_data import RunData
 from tputui.proto import hlo_pb2
 
-METADATA_PLANE = schema.METADATA_PLANE
 HLO_PROTO_STAT = "Hlo Proto"
 
 
@@ -50,8 +49,8 @@ def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
     hosts = [host] if host else run.hosts
     found: dict[str, HloModuleEntry] = {}
     for h in hosts:
-        fr = run.frame(h, planes=[METADATA_PLANE])
-        plane = fr.plane_index(METADATA_PLANE)
+        fr = run.frame(h, planes=[schema.METADATA_PLANE])
+        plane = fr.plane_index(schema.METADATA_PLANE)
         if plane is None:
             continue
         md = fr.event_metadata.filter(pl.col("plane") == plane)

@@ -31,7 +31,6 @@ from tputui.data import schema
 from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
 
-HOST_PLANE = schema.HOST_PLANE
 ALLOCATION, DEALLOCATION = "ALLOCATION", "DEALLOCATION"
 MAX_TIMELINE_SNAPSHOTS = 1000  # XProf's default max_num_snapshots
 
@@ -61,7 +60,7 @@ def data_type_name(code: int) -> str:
 # --- reading the events -----------------------------------------------------------------------
 def memory_events(frame: XSpaceFrame) -> pl.DataFrame:
     """One row per memory event of the host plane, in file order, with its stats as columns."""
-    plane = frame.plane_index(HOST_PLANE)
+    plane = frame.plane_index(schema.HOST_PLANE)
     if plane is None:
         return pl.DataFrame()
     raw = frame.raw
@@ -331,7 +330,7 @@ class MemoryProfileResult:
 def analyze(run: RunData, host: str | None = None, max_snapshots: int | str = MAX_TIMELINE_SNAPSHOTS,
             **_options) -> MemoryProfileResult:
     host = host or (run.hosts[0] if run.hosts else None)
-    frame = run.frame(host, planes=[HOST_PLANE])
+    frame = run.frame(host, planes=[schema.HOST_PLANE])
     ev = memory_events(frame)
     if len(ev) == 0:
         raise NoDataError("no memory events in this profile (the memory profile needs "
@@ -362,5 +361,5 @@ def analyze(run: RunData, host: str | None = None, max_snapshots: int | str = MA
 def has_data(run: RunData) -> bool:
     if not run.hosts:
         return False
-    frame = run.frame(run.hosts[0], planes=[HOST_PLANE])
+    frame = run.frame(run.hosts[0], planes=[schema.HOST_PLANE])
     return any(n in ("MemoryAllocation", "MemoryDeallocation") for n in frame.raw.em_name)

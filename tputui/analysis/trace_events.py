@@ -55,12 +55,10 @@ try:
 except ImportError:  # built without a C compiler: the one-at-a-time Python path
     _derive = None
 
-HOST_PLANE = schema.HOST_PLANE
 HOST_PID = 701  # kHostThreadsDeviceId
 FIRST_DEVICE_PID = 1  # kFirstDeviceId
 DEVICE_PREFIXES = (schema.GPU_PLANE_PREFIX, schema.TPU_PLANE_PREFIX, "/device:CUSTOM:")  # first non-empty wins
 TPU_CORE_PLANE = re.compile(r"/device:TPU:([0-9]*)$")
-ASYNC_OPS_LINE = schema.LINE_ASYNC_XLA_OPS
 
 # Derived thread ids (trace_utils.h: kThreadIdDerivedMin = 0xdeadbeef).
 TID_NAME_SCOPE = 0xDEADBEEF + 2
@@ -179,7 +177,7 @@ class _Build:
         r = self.r
         pids: dict[int, int] = {}
         for p, n in enumerate(r.plane_name):
-            if n == HOST_PLANE:
+            if n == schema.HOST_PLANE:
                 pids[p] = HOST_PID
                 break
         for prefix in DEVICE_PREFIXES:
@@ -198,7 +196,7 @@ class _Build:
             plane_pid[p] = pid
         line_tid = np.where(r.line_display_id != 0, r.line_display_id, r.line_id).astype(np.int64) & 0xFFFFFFFF
         line_shown_name = [d or n for n, d in zip(r.line_name, r.line_display_name)]
-        line_keeps_events = np.array([n != ASYNC_OPS_LINE for n in line_shown_name], bool)
+        line_keeps_events = np.array([n != schema.LINE_ASYNC_XLA_OPS for n in line_shown_name], bool)
 
         grouped = self.space_is_grouped()
         line_pid = plane_pid[r.line_plane]
