@@ -194,9 +194,13 @@ def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progr
 
 
 def run_device_ops(run: RunData, host: str | None = None, progress: Progress | None = None) -> DeviceOps:
-    """The hosts' TPU device ops combined (op profile, HLO stats, roofline): hlo_ops.DeviceOps."""
+    """The hosts' TPU device ops combined (op profile, HLO stats, roofline, the guide's checks):
+    hlo_ops.DeviceOps, combined once per run and host choice (its readers do not change it)."""
     hosts = host_op_stats(run, host, progress)
-    return combine_device_ops([h.device_ops for h in hosts], combine_perf([h.perf for h in hosts]))
+    key = ("device_ops", host)
+    if key not in run.memo:
+        run.memo[key] = combine_device_ops([h.device_ops for h in hosts], combine_perf([h.perf for h in hosts]))
+    return run.memo[key]
 
 
 def has_device_ops(run: RunData) -> bool:
