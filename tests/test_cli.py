@@ -251,3 +251,26 @@ def test_demo_offers_a_cpu_and_a_tpu_profile_each_under_1_mb():
     assert len(runs) == 2 and all(h.size < 1 << 20 for r in runs for h in r.hosts)
     kinds = {r.name: run_tool(RunData(r), "summary", None).device_type for r in runs}
     assert any("TPU" in (k or "") for k in kinds.values()), kinds
+
+
+def test_declared_tool_options_equal_the_analysis_signatures():
+    """The registry declares each tool's options so `tputui export` need not import every tool
+    to build its flags; a tool whose analysis takes a new option must declare it in tputui/tools.py."""
+    from tputui.tools import TOOLS
+
+    for t in TOOLS:
+        assert t.options() == t.signature_options(), (t.name, "update declared_options in tputui/tools.py")
+
+
+def test_export_imports_only_the_tool_it_runs(tmp_path):
+    """A whole `tputui export` process loads the one tool's analysis, not the registry's others."""
+    probe = ("import sys; sys.argv = ['tputui', 'export', sys.argv[1], '--tool', 'summary'];\n"
+             "from tputui.cli import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+             "print('\\nLOADED', sorted(m for m in sys.modules if m.startswith('tputui.analysis.')), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", probe, str(PROFILES / "tf_keras")], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    loaded = out.stderr.rsplit("LOADED", 1)[1]
+    assert "tputui.analysis.summary" in loaded
+    for other in ("tputui.analysis.graph_viewer", "tputui.analysis.memory_viewer", "tputui.analysis.perf_counters"):
+        assert other not in loaded, other

@@ -23,6 +23,10 @@ class Tool:
     screen: str | None = None  # "module:Class" (a ToolScreen subclass)
     has_data: str | None = None  # "module:function" -> bool(run); None: always listed
     key: str | None = None  # optional shortcut key in the app
+    # The keyword options the analysis takes, with their defaults. Declared here rather than read
+    # from the analysis' signature so that `tputui export` builds its flags without importing every
+    # tool (~0.15 s); tests/test_cli.py checks each equals the signature.
+    declared_options: tuple[tuple[str, object], ...] = ()
 
     def analyze_fn(self):
         """The tool's analysis, after a check that the run (or host) has a readable profile,
@@ -43,8 +47,12 @@ class Tool:
         return checked
 
     def options(self) -> dict[str, object]:
-        """The keyword options the analysis names, with their defaults (anything else it would
+        """The keyword options the analysis takes, with their defaults (anything else it would
         silently ignore)."""
+        return dict(self.declared_options)
+
+    def signature_options(self) -> dict[str, object]:
+        """The options as the analysis function's signature names them (imports the tool)."""
         params = inspect.signature(_load(self.analysis)).parameters.values()
         return {p.name: p.default for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
                 and p.name not in ("run", "host")}
@@ -86,11 +94,14 @@ TOOLS: list[Tool] = [
     Tool("input_pipeline_analyzer", "Input pipeline analyzer", "tputui.analysis.input_pipeline:analyze",
          "tputui.screens.input_pipeline:InputPipelineScreen", has_data="tputui.analysis.input_pipeline:has_data"),
     Tool("trace_viewer", "Trace viewer", "tputui.analysis.trace_export:analyze",
-         "tputui.screens.trace_viewer:TraceViewerScreen"),
+         "tputui.screens.trace_viewer:TraceViewerScreen",
+         declared_options=(('args', False),)),
     Tool("memory_profile", "Memory profile", "tputui.analysis.memory_profile:analyze",
-         "tputui.screens.memory_profile:MemoryProfileScreen", has_data="tputui.analysis.memory_profile:has_data"),
+         "tputui.screens.memory_profile:MemoryProfileScreen", has_data="tputui.analysis.memory_profile:has_data",
+         declared_options=(('max_snapshots', 1000),)),
     Tool("memory_viewer", "Memory viewer", "tputui.analysis.memory_viewer:analyze",
-         "tputui.screens.memory_viewer:MemoryViewerScreen", has_data="tputui.analysis.memory_viewer:has_data"),
+         "tputui.screens.memory_viewer:MemoryViewerScreen", has_data="tputui.analysis.memory_viewer:has_data",
+         declared_options=(('module', None), ('memory_space', 0), ('list_modules', False))),
     Tool("framework_op_stats", "Framework op stats", "tputui.analysis.framework_op_stats:analyze",
          "tputui.screens.framework_op_stats:FrameworkOpStatsScreen"),
     Tool("op_profile", "Op profile", "tputui.analysis.op_profile:analyze",
@@ -104,9 +115,11 @@ TOOLS: list[Tool] = [
     Tool("pod_viewer", "Pod viewer", "tputui.analysis.pod_viewer:analyze",
          "tputui.screens.pod_viewer:PodViewerScreen", has_data="tputui.analysis.pod_viewer:has_data"),
     Tool("megascale_stats", "Megascale stats", "tputui.analysis.megascale:analyze",
-         "tputui.screens.megascale:MegascaleScreen", has_data="tputui.analysis.megascale:has_data"),
+         "tputui.screens.megascale:MegascaleScreen", has_data="tputui.analysis.megascale:has_data",
+         declared_options=(('dcn_gbps', None),)),
     Tool("graph_viewer", "Graph viewer", "tputui.analysis.graph_viewer:analyze",
-         "tputui.screens.graph_viewer:GraphViewerScreen", has_data="tputui.analysis.graph_viewer:has_data"),
+         "tputui.screens.graph_viewer:GraphViewerScreen", has_data="tputui.analysis.graph_viewer:has_data",
+         declared_options=(('module', None), ('node', None), ('depth', 3))),
     Tool("smart_suggestion", "Advice (smart suggestions)", "tputui.analysis.smart_suggestion:analyze",
          "tputui.screens.advice:AdviceScreen"),
     Tool("perf_counters", "Performance counters", "tputui.analysis.perf_counters:analyze",

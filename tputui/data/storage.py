@@ -15,7 +15,6 @@ import mmap
 import os
 import stat as stat_mod
 
-from tputui.data import gcs
 from tputui.data.runs import RIEGELI_SUFFIX, XPLANE_SUFFIX, HostFile, LogdirError
 
 # A serialized protobuf message cannot exceed 2 GiB, so no XSpace written as .xplane.pb can.
@@ -31,6 +30,13 @@ def cache_root() -> str:
     """Our cache folder ($XDG_CACHE_HOME/tputui); never inside a logdir."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "tputui")
+
+
+def _gcs():
+    # Imported on first gs:// use: asyncio and the client cost ~25 ms that a local run never needs.
+    from tputui.data import gcs
+
+    return gcs
 
 
 def gcs_cache_dir() -> str:
@@ -61,6 +67,7 @@ def list_profiles(root: str) -> Listing:
     An empty gs:// listing raises the reason (no bucket, no prefix, not a profile); an empty
     local listing is returned as is (the caller knows what it expected)."""
     if is_remote(root):
+        gcs = _gcs()
         objects = gcs.list_profiles(root)
         if not objects:
             raise gcs.nothing_found(root)
@@ -127,7 +134,7 @@ def read(hf: HostFile, progress=None) -> Buffer:
     _check_size(hf.path, hf.size, hf.format)
     data: Buffer
     if is_remote(hf.path):
-        data = gcs.read_bytes(hf, gcs_cache_dir(), progress=progress)
+        data = _gcs().read_bytes(hf, gcs_cache_dir(), progress=progress)
         _check_size(hf.path, len(data), hf.format)  # a gzip-encoded object's size was not known
     else:
         data = _map_local(hf.path, hf.format)
