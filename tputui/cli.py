@@ -408,6 +408,16 @@ def _warnings_to_stderr() -> None:
     log.propagate = False
 
 
+def entry() -> int:
+    """The `tputui` command: main(), with a one-shot command's cache entries written after it
+    exits (the app writes them from a thread)."""
+    if sys.argv[1:2] and sys.argv[1] in ("export", "sql", "diff"):
+        from tputui.data.cache import write_after_exit
+
+        write_after_exit()
+    return main()
+
+
 def main(argv: list[str] | None = None) -> int:
     from tputui.errors import UserError
 
@@ -445,4 +455,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
