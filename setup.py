@@ -1,6 +1,7 @@
 """Build the optional C extensions: the wire decoder (tputui.data._wire), event nesting
 (tputui.analysis._nesting), the trace viewer's sequential derive steps (tputui.analysis._derive) and
-Riegeli's HighwayHash checksums (tputui.data._highway).
+Riegeli's HighwayHash checksums (tputui.data._highway) and the frame's whole-column lookups
+(tputui.data._columns).
 
 If no C compiler is available the build goes on without them and tputui falls back to
 protobuf's own parser, numpy and the Python replays / hash (exact, but slower on large profiles).
@@ -15,6 +16,6 @@ setup(
             extra_compile_args=["-O3", "-std=c99"],
             optional=True,
         )
-        for name in ("data._wire", "analysis._nesting", "analysis._derive", "data._highway")
+        for name in ("data._wire", "data._columns", "analysis._nesting", "analysis._derive", "data._highway")
     ]
 )

@@ -105,3 +105,26 @@ def test_nest_parents_equals_xprof_ancestor_stack_on_random_intervals():
             want.append(stack[-1] if stack else -1)
             stack.append(i)
         assert om.nest_parents(s, e).tolist() == want
+
+
+def test_event_stat_answers_any_row_order_like_the_whole_profile_spread():
+    """event_stat for a line's rows (contiguous), a shuffled copy and scattered rows equals the
+    whole-profile answer indexed by those rows."""
+    from conftest import PROFILES
+
+    from tputui.analysis.op_metrics import event_stat
+    from tputui.data.xspace import decode
+
+    path = next(PROFILES.rglob("t1v-tpu-host.xplane.pb"))
+    frame = decode(path.read_bytes())
+    rng = np.random.default_rng(0)
+    for name in ("device_offset_ps", "device_duration_ps", "run_id"):
+        has_all, val_all = event_stat(frame, name)
+        assert has_all.any(), name
+        for line in range(len(frame.raw.line_id)):
+            sl = frame.line_events(line)
+            rows = np.arange(sl.start, sl.stop)
+            for pick in (rows, rng.permutation(rows), np.sort(rng.choice(rows, min(len(rows), 7)))):
+                has, val = event_stat(frame, name, pick)
+                np.testing.assert_array_equal(has, has_all[pick])
+                np.testing.assert_array_equal(val[has], val_all[pick][has])

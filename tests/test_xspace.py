@@ -26,13 +26,14 @@ def stat_records(frame: XSpaceFrame, owner: str) -> collections.Counter:
     cols = getattr(frame.raw, f"{owner}_stats")
     out = collections.Counter()
     r = frame.raw
+    stat_rows, _ = frame._ref_rows[owner]
+    text = frame._text_ids(owner, np.arange(len(cols.owner)))
     for i in range(len(cols.owner)):
         o = int(cols.owner[i])
         if owner == "metadata":
             key = (int(r.em_plane[o]), int(r.em_id[o]))
         else:
             key = o
-        stat_rows, text = frame._ref_rows[owner]
         name = r.sm_name[stat_rows[i]]
         value = frame._python_value(int(cols.kind[i]), int(cols.value[i]), int(text[i]))
         out[(key, name, value)] += 1

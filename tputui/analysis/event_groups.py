@@ -16,7 +16,7 @@ import polars as pl
 
 from tputui.analysis.nesting import depths, nest_parents
 from tputui.data import schema
-from tputui.data.xspace import XSpaceFrame
+from tputui.data.xspace import XSpaceFrame, group_rows
 
 _IMPLICIT_ROOTS = {"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"}
 _TF_DATA_FUNCTION_RUNS = {
@@ -186,7 +186,10 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         elif len(seg):
             p = nest_parents(start[seg], end[seg])
             parent[seg] = np.where(p >= 0, seg[np.clip(p, 0, None)], -1)
+    # Events level by level (a stable counting sort by depth, int32 positions), then the depths go.
     depth = depths(parent)
+    dstarts, by_depth = group_rows(depth.astype(np.int32), int(depth.max()) + 1 if n else 0)
+    del depth
 
     # Flow edges: producer (type, id) -> consumers (type, id).
     flow = None
@@ -223,8 +226,8 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     tfdata_ids = set(st["id"].lookup(tfd)[1].tolist())
 
     # Roots: TF loop iterations if any, else `_r` events (and legacy TraceContext, ...).
-    big = np.iinfo(np.int64).max
-    label = np.full(n, big, np.int64)
+    big = np.iinfo(np.int32).max  # ranks count roots, far below 2**31
+    label = np.full(n, big, np.int32)
     root_rows: list[int] = []
     loop_first = _tf_loop_iterations(st, exec_rows, tfdata_ids, start)
     if loop_first:
@@ -249,17 +252,14 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
 
     # Spread labels (min wins = the earliest-processed root reaching an event) to a fixed point:
     # down the nesting (level by level), along flows and links.
-    by_depth = np.argsort(depth, kind="stable")
-    dcounts = np.bincount(depth)
-    dstarts = np.concatenate([[0], np.cumsum(dcounts)])
     for _ in range(100):
-        for d in range(1, len(dcounts)):
+        for d in range(1, len(dstarts) - 2):
             idx = by_depth[dstarts[d]:dstarts[d + 1]]
             label[idx] = np.minimum(label[idx], label[parent[idx]])
         changed = False
         if flow is not None:
             prow, pcode, crow, ccode, nk = flow
-            kmin = np.full(nk, big, np.int64)
+            kmin = np.full(nk, big, np.int32)
             np.minimum.at(kmin, pcode, label[prow])
             new = np.minimum(label[crow], kmin[ccode])
             changed |= bool((new != label[crow]).any())
@@ -272,7 +272,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
             break
 
     # Group ids: roots that kept their own label start groups, numbered in processing order.
-    unreached = np.iinfo(np.int64).max
+    unreached = big
     starters = [(rank, r) for rank, r in enumerate(root_rows) if label[r] == rank]
     gid_of_rank = np.full(len(root_rows) + 1, -1, np.int64)
     for gid, (rank, _) in enumerate(starters):

@@ -113,50 +113,77 @@ def event_stat(frame: XSpaceFrame, name: str, rows: np.ndarray | None = None,
 
     kind: "int" (int64/uint64), "float", "text" (str/ref resolved to a text id, -1 absent).
     """
-    sv = frame.stat_values("event", name)
-    col = {"int": "int", "float": "float", "text": "text_id"}[kind]
-    sv = sv.filter(pl.col(col).is_not_null() & ((pl.col(col) >= 0) if kind == "text" else True))
+    owners, vals = _stat_by_owner(frame, name, kind)
     default = -1 if kind == "text" else 0
     dtype = np.float64 if kind == "float" else np.int64
-    owners = sv["owner"].to_numpy().astype(np.int64)
-    vals = sv[col].to_numpy().astype(dtype)
     if rows is None:
         present = np.zeros(frame.num_events, bool)
         values = np.full(frame.num_events, default, dtype)
         present[owners] = True
         values[owners] = vals
         return present, values
+    rows = np.asarray(rows, np.int64)
+    if not len(owners) or not len(rows):
+        return np.zeros(len(rows), bool), np.full(len(rows), default, dtype)
+    if rows[-1] - rows[0] == len(rows) - 1 and (len(rows) < 2 or bool((np.diff(rows) == 1).all())):
+        # A contiguous run of events (one line): the stat's owners inside it are one slice.
+        a, b = np.searchsorted(owners, [rows[0], rows[-1] + 1])
+        present = np.zeros(len(rows), bool)
+        values = np.full(len(rows), default, dtype)
+        at = owners[a:b] - rows[0]
+        present[at] = True
+        values[at] = vals[a:b]  # a repeated owner: the last value wins
+        return present, values
     # A few rows of many events: binary search the stat's owners (event order) instead of
     # spreading them over arrays as long as the whole profile.
-    if len(owners) > 1 and not (owners[1:] >= owners[:-1]).all():
-        order = np.argsort(owners, kind="stable")
-        owners, vals = owners[order], vals[order]
-    rows = np.asarray(rows, np.int64)
-    if not len(owners):
-        return np.zeros(len(rows), bool), np.full(len(rows), default, dtype)
     i = np.clip(np.searchsorted(owners, rows, side="right") - 1, 0, None)  # the last value wins
     present = owners[i] == rows
     return present, np.where(present, vals[i], default).astype(dtype)
 
 
-def metadata_stats_table(frame: XSpaceFrame, names: list[str], rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Per metadata row (of `rows`): int stats as int64 (0 absent) and text stats as str ("")."""
-    out: dict[str, np.ndarray] = {}
-    sv = frame.stat_values("metadata", names)
-    n_md = len(frame.raw.em_id)
-    for name in names:
-        s = sv.filter(pl.col("stat_name") == name)
+def _stat_by_owner(frame: XSpaceFrame, name: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(owner rows in event order, values) of one event stat where it has a value; kept on the
+    frame, since the device planes' lines, the step engine and several tools ask for the same."""
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        sv = frame.stat_values("event", name)
+        col = {"int": "int", "float": "float", "text": "text_id"}[kind]
+        sv = sv.filter(pl.col(col).is_not_null() & ((pl.col(col) >= 0) if kind == "text" else True))
+        owners = sv["owner"].to_numpy().astype(np.int64)
+        vals = sv[col].to_numpy().astype(np.float64 if kind == "float" else np.int64)
+        if len(owners) > 1 and not (owners[1:] >= owners[:-1]).all():
+            order = np.argsort(owners, kind="stable")
+            owners, vals = owners[order], vals[order]
+        return owners, vals
+
+    return frame.derived(("event_stat", name, kind), compute)  # type: ignore[return-value]
+
+
+def metadata_stat_arrays(frame: XSpaceFrame, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(int value, text id, present) of one metadata stat for every metadata row plus a last slot
+    for row -1 (0 / -1 / False); kept on the frame, several tools gather from the same."""
+    def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n_md = len(frame.raw.em_id)
         ints = np.zeros(n_md + 1, np.int64)
         texts = np.full(n_md + 1, -1, np.int64)
         has = np.zeros(n_md + 1, bool)
+        s = frame.stat_values("metadata", name)
         if len(s):
             own = s["owner"].to_numpy()
-            iv = s["int"].fill_null(0).to_numpy()
-            tv = s["text_id"].fill_null(-1).to_numpy()
-            ints[own] = iv
-            texts[own] = tv
+            ints[own] = s["int"].fill_null(0).to_numpy()
+            texts[own] = s["text_id"].fill_null(-1).to_numpy()
             has[own] = True
-        idx = np.where(rows >= 0, rows, n_md)
+        return ints, texts, has
+
+    return frame.derived(("metadata_stat", name), compute)  # type: ignore[return-value]
+
+
+def metadata_stats_table(frame: XSpaceFrame, names: list[str], rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Per metadata row (of `rows`): int stats as int64 (0 absent) and text stats as str ("")."""
+    out: dict[str, np.ndarray] = {}
+    n_md = len(frame.raw.em_id)
+    idx = np.where(rows >= 0, rows, n_md)
+    for name in names:
+        ints, texts, has = metadata_stat_arrays(frame, name)
         out[name] = ints[idx]
         out[name + ".text"] = texts[idx]
         out[name + ".has"] = has[idx]
@@ -235,9 +262,13 @@ def device_plane_op_metrics(frame: XSpaceFrame, plane: int) -> OpMetricsDb:
     time_ps = np.concatenate([p[1] for p in parts])
     self_ps = np.concatenate([p[2] for p in parts])
     md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
-    st = metadata_stats_table(frame, ["program_id", "symbol_id", "hlo_category", "tf_op", "flops",
-                                      "model_flops", "bytes_accessed", "deduplicated_name"], md)
-    keep = st["program_id.has"] & st["symbol_id.has"] & (st["symbol_id"] != 0)
+    # Keys and the keep mask per metadata row first, then one gather each: per-event copies of
+    # every stat would cost 24 arrays as long as the plane's ops.
+    st = metadata_stats_table(frame, ["program_id", "symbol_id"], np.arange(len(raw.em_id)))
+    keep_md = np.append(st["program_id.has"] & st["symbol_id.has"] & (st["symbol_id"] != 0), False)
+    idx = np.where(md >= 0, md, len(raw.em_id))
+    keep = keep_md[idx]
+    st = {"program_id": np.append(st["program_id"], 0)[idx], "symbol_id": np.append(st["symbol_id"], 0)[idx]}
     occ = np.maximum(raw.event_num_occurrences[rows], 1)
     ev = pl.DataFrame({
         "md": md, "program_id": st["program_id"].astype(np.uint64), "symbol_id": st["symbol_id"],

@@ -28,11 +28,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct {
     char *data;
     size_t len, cap;
 } Col;
+
+#define HUGE_FROM (4u << 20)
 
 static int col_reserve(Col *c, size_t extra) {
     if (c->len + extra <= c->cap) return 0;
@@ -42,8 +45,49 @@ static int col_reserve(Col *c, size_t extra) {
     if (!d) return -1;
     c->data = d;
     c->cap = cap;
+#ifdef MADV_HUGEPAGE
+    /* A big column is written once from start to end: 2 MB pages fault 512x less often (the
+     * kernel only honours this where transparent huge pages are enabled for madvise). glibc grows
+     * such blocks with mremap, which keeps the advice. */
+    if (cap >= HUGE_FROM) {
+        uintptr_t page = 4096, lo = ((uintptr_t)d + page - 1) & ~(page - 1), hi = ((uintptr_t)d + cap) & ~(page - 1);
+        if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    }
+#endif
     return 0;
 }
+
+/* A finished column handed to Python without a copy: a buffer object owning the malloc'd
+ * block (numpy views it with frombuffer, writable; the block is freed with the last view). */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} ColBuf;
+
+static char empty_col[8];
+
+static int colbuf_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    ColBuf *b = (ColBuf *)self;
+    return PyBuffer_FillInfo(view, self, b->data ? b->data : empty_col, b->len, 0, flags);
+}
+
+static void colbuf_dealloc(PyObject *self) {
+    free(((ColBuf *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs colbuf_as_buffer = {colbuf_getbuffer, NULL};
+
+static PyTypeObject ColBufType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tputui.data._wire.Column",
+    .tp_basicsize = sizeof(ColBuf),
+    .tp_dealloc = colbuf_dealloc,
+    .tp_as_buffer = &colbuf_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One decoded column (a buffer; read it with numpy.frombuffer).",
+};
 
 static inline int push_i64(Col *c, int64_t v) {
     if (col_reserve(c, 8)) return -1;
@@ -542,9 +586,17 @@ static void free_dec(Dec *d) {
 }
 
 static int put(PyObject *dict, const char *name, Col *c) {
-    PyObject *b = PyBytes_FromStringAndSize(c->data ? c->data : "", (Py_ssize_t)c->len);
+    ColBuf *b = PyObject_New(ColBuf, &ColBufType);
     if (!b) return -1;
-    int r = PyDict_SetItemString(dict, name, b);
+    if (c->data && c->len < c->cap) {  /* give back the growth slack (untouched pages cost nothing, but) */
+        char *d = realloc(c->data, c->len ? c->len : 1);
+        if (d) c->data = d;
+    }
+    b->data = c->data;  /* the buffer object owns it now */
+    b->len = (Py_ssize_t)c->len;
+    c->data = NULL;
+    c->len = c->cap = 0;
+    int r = PyDict_SetItemString(dict, name, (PyObject *)b);
     Py_DECREF(b);
     return r;
 }
@@ -608,10 +660,13 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", wire_scan, METH_VARARGS, "scan(buf) -> (planes, hostnames, errors, warnings)"},
-    {"decode_planes", wire_decode_planes, METH_VARARGS, "decode_planes(buf, ranges) -> {column: bytes}"},
+    {"decode_planes", wire_decode_planes, METH_VARARGS, "decode_planes(buf, ranges) -> {column: buffer}"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_wire", "Fast XSpace wire decoder.", -1, methods};
 
-PyMODINIT_FUNC PyInit__wire(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__wire(void) {
+    if (PyType_Ready(&ColBufType) < 0) return NULL;
+    return PyModule_Create(&module);
+}

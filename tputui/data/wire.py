@@ -73,7 +73,7 @@ def decode(data: bytes | mmap.mmap | memoryview, keep: Callable[[str], bool] | N
     planes, hostnames, errors, warnings = _wire.scan(data)
     ranges = [(off, n) for off, n, name in planes
               if keep is None or keep(name.decode("utf-8", "replace"))]
-    c = _wire.decode_planes(data, ranges)
+    c = {k: memoryview(v) for k, v in _wire.decode_planes(data, ranges).items()}  # each a writable column buffer
     i64 = {k: np.frombuffer(v, np.int64) for k, v in c.items() if k not in _I32 and not k.endswith("_kind")}
     i32 = {k: np.frombuffer(c[k], np.int32) for k in _I32}
     kinds = {k: np.frombuffer(v, np.uint8) for k, v in c.items() if k.endswith("_kind")}
@@ -85,7 +85,7 @@ def decode(data: bytes | mmap.mmap | memoryview, keep: Callable[[str], bool] | N
 
     def stats(prefix: str) -> StatColumns:
         kind = kinds[f"{prefix}_kind"]
-        value = i64[f"{prefix}_val"].copy()
+        value = i64[f"{prefix}_val"]  # writable: the C side hands over its own buffer
         lens = i64[f"{prefix}_len"]
         # str / bytes values: (offset, length) into the buffer -> index into strings / blobs.
         for i in np.flatnonzero(kind == KIND_STR).tolist():

@@ -28,6 +28,12 @@ from tputui.data.raw import (
 )
 from tputui.errors import UserError
 
+_columns: ModuleType | None  # None: the C extension is not built (numpy does the same passes)
+try:
+    from tputui.data import _columns
+except ImportError:
+    _columns = None
+
 wire: ModuleType | None  # None: the C extension is not built
 try:
     from tputui.data import wire  # the C decoder
@@ -35,6 +41,12 @@ except ImportError:  # extension not built: protobuf's parser (slow, exact) does
     wire = None
 
 PlaneSelector = Callable[[str], bool] | Iterable[str] | None
+
+
+# stat_values() results up to this many rows are kept for the next caller; bigger ones (a stat on
+# every event of a big profile) cost ~50 bytes a row to keep and little to rebuild from the
+# per-stat groups, and the analyses that read them repeatedly keep their own columns.
+_MEMO_ROWS = 250_000
 
 
 class _LazyRefs(dict):
@@ -46,7 +58,7 @@ class _LazyRefs(dict):
         self._frame = frame
         self._lock = threading.Lock()
 
-    def __missing__(self, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    def __missing__(self, owner: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         with self._lock:
             if owner not in self:
                 fr = self._frame
@@ -131,6 +143,36 @@ def _lookup(keys_plane: np.ndarray, keys_id: np.ndarray, plane: np.ndarray, ids:
     return out
 
 
+def lookup_rows(keys_plane: np.ndarray, keys_id: np.ndarray, plane: np.ndarray, ids: np.ndarray,
+                owner: np.ndarray | None = None) -> np.ndarray:
+    """`_lookup` in one C pass (int32 rows); with `owner`, query i's plane is plane[owner[i]] (no gathered
+    plane column: at ten million stats that column alone is 40 MB and a second pass)."""
+    if _columns is None:
+        if owner is not None:
+            plane = plane[owner] if len(owner) else np.zeros(0, np.int32)
+        return _lookup(keys_plane, keys_id, plane, ids)
+    i32 = lambda a: np.ascontiguousarray(a, np.int32)  # noqa: E731
+    i64 = lambda a: np.ascontiguousarray(a, np.int64)  # noqa: E731
+    if owner is None:
+        out = _columns.lookup(i32(keys_plane), i64(keys_id), i32(plane), i64(ids))
+    else:
+        out = _columns.lookup(i32(keys_plane), i64(keys_id), i32(plane), i64(ids), i64(owner))
+    return np.frombuffer(out, np.int32)
+
+
+def group_rows(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, order): order[offsets[k]:offsets[k + 1]] are the rows whose key is k, in row
+    order; keys outside 0..n-1 (the -1 of an unknown stat) fall in bucket n."""
+    if _columns is not None:
+        offs, order = _columns.group(np.ascontiguousarray(keys, np.int32), n)
+        return np.frombuffer(offs, np.int64), np.frombuffer(order, np.int32)
+    bucket = np.where((keys >= 0) & (keys < n), keys, n)
+    order = np.argsort(bucket, kind="stable")
+    offsets = np.zeros(n + 2, np.int64)
+    np.cumsum(np.bincount(bucket, minlength=n + 1), out=offsets[1:])
+    return offsets, order
+
+
 def _codes(names: list[str]) -> tuple[list[str], np.ndarray]:
     """(distinct names, code of each name + a trailing "" for row -1), for Enum series."""
     cats = list(dict.fromkeys(names + [""]))
@@ -157,11 +199,13 @@ class XSpaceFrame:
         self.raw = raw
         self.hostnames, self.errors, self.warnings = raw.hostnames, raw.errors, raw.warnings
         self._event_plane = raw.line_plane[raw.event_line] if len(raw.event_line) else np.zeros(0, np.int32)
-        self._event_md = _lookup(raw.em_plane, raw.em_id, self._event_plane, raw.event_metadata_id)
+        self._event_md = lookup_rows(raw.em_plane, raw.em_id, self._event_plane, raw.event_metadata_id)  # int32
         # Texts: stat-metadata names (what ref values point at) then str values.
         self.texts: list[str] = raw.sm_name + raw.strings
         self._ref_rows = _LazyRefs(self)  # resolved per owner on first use (a warm open may need none)
         self._stat_values_memo: dict[tuple[str, frozenset[str]], pl.DataFrame] = {}
+        self._stat_group_memo: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._derived: dict[object, object] = {}
         self._memo_lock = threading.Lock()
 
     # --- tables -----------------------------------------------------------------------
@@ -195,7 +239,7 @@ class XSpaceFrame:
         r = self.raw
         return pl.DataFrame({
             "plane": self._event_plane, "line": r.event_line,
-            "metadata": self._event_md.astype(np.int32),
+            "metadata": self._event_md.astype(np.int32, copy=False),
             "start_ps": self.start_ps, "duration_ps": r.event_duration_ps,
             "num_occurrences": r.event_num_occurrences,
         })
@@ -275,23 +319,33 @@ class XSpaceFrame:
         """Global stat-metadata rows named `name` (one per plane that defines it)."""
         return np.array([i for i, n in enumerate(self.raw.sm_name) if n == name], np.int64)
 
-    def _resolve_refs(self, owner: str, cols: StatColumns) -> tuple[np.ndarray, np.ndarray]:
-        """(global stat row per stat, global text id for ref/str values else -1)."""
+    def _resolve_refs(self, owner: str, cols: StatColumns) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """(global stat row per stat, (positions of the ref-valued stats, their text ids)).
+        Ref values are few, so their texts are kept sparse; `_text_ids` answers any selection."""
         r = self.raw
         if owner == "event":
-            planes = self._event_plane[cols.owner] if len(cols.owner) else np.zeros(0, np.int32)
+            owner_plane = self._event_plane
         elif owner == "metadata":
-            planes = r.em_plane[cols.owner] if len(cols.owner) else np.zeros(0, np.int32)
+            owner_plane = r.em_plane
         else:
-            planes = cols.owner.astype(np.int32)
-        stat_rows = _lookup(r.sm_plane, r.sm_id, planes, cols.stat)
-        text = np.full(len(cols.kind), -1, np.int64)
-        is_ref = cols.kind == KIND_REF
+            owner_plane = np.arange(len(r.plane_id), dtype=np.int32)
+        stat_rows = lookup_rows(r.sm_plane, r.sm_id, owner_plane, cols.stat, owner=cols.owner)
+        ref_pos = np.flatnonzero(cols.kind == KIND_REF)
+        ref_text = lookup_rows(r.sm_plane, r.sm_id, owner_plane, cols.value[ref_pos], owner=cols.owner[ref_pos])
+        return stat_rows, (ref_pos, ref_text.astype(np.int64))
+
+    def _text_ids(self, owner: str, sel: np.ndarray) -> np.ndarray:
+        """Global text id of stats `sel` of `owner` (str and ref values), -1 for other kinds."""
+        cols: StatColumns = getattr(self.raw, f"{owner}_stats")
+        _, (ref_pos, ref_text) = self._ref_rows[owner]
+        kind = cols.kind[sel]
+        out = np.full(len(sel), -1, np.int64)
+        is_str = kind == KIND_STR
+        out[is_str] = cols.value[sel[is_str]] + len(self.raw.sm_name)
+        is_ref = kind == KIND_REF
         if is_ref.any():
-            text[is_ref] = _lookup(r.sm_plane, r.sm_id, planes[is_ref], cols.value[is_ref])
-        is_str = cols.kind == KIND_STR
-        text[is_str] = cols.value[is_str] + len(r.sm_name)
-        return stat_rows, text
+            out[is_ref] = ref_text[np.searchsorted(ref_pos, sel[is_ref])]
+        return out
 
     def stat_values(self, owner: str, name: str | Iterable[str]) -> pl.DataFrame:
         """Long-form values of stat(s) `name` for `owner` in event|metadata|plane.
@@ -308,17 +362,41 @@ class XSpaceFrame:
             hit = self._stat_values_memo.get(key)
         if hit is None:
             hit = self._stat_values(owner, names)
+            if len(hit) <= _MEMO_ROWS:
+                with self._memo_lock:
+                    self._stat_values_memo[key] = hit
+        return hit
+
+    def derived(self, key: object, compute: Callable[[], object]) -> object:
+        """`compute()` once per key for this frame: analyses keep columns they derive from it
+        (a stat spread over event order, say) here, so several tools on one frame share them."""
+        with self._memo_lock:
+            if key in self._derived:
+                return self._derived[key]
+        value = compute()
+        with self._memo_lock:
+            return self._derived.setdefault(key, value)
+
+    def _stat_groups(self, owner: str) -> tuple[np.ndarray, np.ndarray]:
+        """The owner's stats grouped by stat-metadata row (group_rows), built once: each
+        stat_values() call then reads only its stats instead of passing over all of them."""
+        with self._memo_lock:
+            hit = self._stat_group_memo.get(owner)
+        if hit is None:
+            stat_rows, _ = self._ref_rows[owner]
+            hit = group_rows(stat_rows, len(self.raw.sm_name))
             with self._memo_lock:
-                self._stat_values_memo[key] = hit
+                self._stat_group_memo[owner] = hit
         return hit
 
     def _stat_values(self, owner: str, names: list[str]) -> pl.DataFrame:
         cols: StatColumns = getattr(self.raw, f"{owner}_stats")
-        stat_rows, text = self._ref_rows[owner]
-        wanted = np.zeros(len(self.raw.sm_name) + 1, bool)  # the extra slot answers row -1 (unnamed)
-        for n in names:
-            wanted[self.stat_rows(n)] = True
-        sel = np.flatnonzero(wanted[stat_rows])
+        stat_rows, _ = self._ref_rows[owner]
+        offsets, order = self._stat_groups(owner)
+        rows = sorted({r for n in set(names) for r in self.stat_rows(n).tolist()})
+        parts = [order[offsets[r]:offsets[r + 1]] for r in rows]
+        sel = (np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0] if parts
+               else np.zeros(0, np.int64))
         kind, value = cols.kind[sel], cols.value[sel]
         k = pl.col("kind")
         is_int = (k == KIND_INT64) | (k == KIND_UINT64)
@@ -327,7 +405,7 @@ class XSpaceFrame:
         return pl.DataFrame({
             "owner": cols.owner[sel], "stat": stat_rows[sel], "kind": kind, "value": value,
             "float_bits": value.view(np.float64), "uint_bits": value.view(np.uint64),
-            "text_id": text[sel],
+            "text_id": self._text_ids(owner, sel),
         }).select(
             "owner",
             stat_name=name_of.gather(pl.Series(stat_rows[sel])) if len(sel) else pl.lit("", pl.String),
@@ -358,12 +436,13 @@ class XSpaceFrame:
     def stat_map(self, owner: str, owner_row: int) -> dict[str, object]:
         """Every stat of one event / metadata / plane as {name: python value} (details panes)."""
         cols: StatColumns = getattr(self.raw, f"{owner}_stats")
-        stat_rows, text = self._ref_rows[owner]
+        stat_rows, _ = self._ref_rows[owner]
         sel = np.flatnonzero(cols.owner == owner_row)
+        text = self._text_ids(owner, sel)
         out: dict[str, object] = {}
-        for i in sel:
+        for j, i in enumerate(sel):
             name = self.raw.sm_name[stat_rows[i]] if stat_rows[i] >= 0 else f"#{cols.stat[i]}"
-            out[name] = self._python_value(int(cols.kind[i]), int(cols.value[i]), int(text[i]))
+            out[name] = self._python_value(int(cols.kind[i]), int(cols.value[i]), int(text[j]))
         return out
 
     def _python_value(self, kind: int, value: int, text_id: int):
