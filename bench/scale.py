@@ -185,25 +185,6 @@ def run_child(cmd: list[str], env: dict | None = None, timeout: float = 1800) ->
     return wall, usage.ru_maxrss / 1024, stdout, usage.ru_utime + usage.ru_stime
 
 
-def settle(cache: str, timeout: float = 300) -> float:
-    """Wait until the detached cache writers of the last command are done (`tputui export` leaves
-    the frame's entry to a forked writer that outlives it); returns the seconds waited."""
-    t = time.perf_counter()
-    path = os.path.join(cache, "tputui", "frames", ".writers")
-    if os.path.exists(path):
-        with open(path) as f:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise SystemExit("cache writer still running") from None
-                    time.sleep(0.02)
-    return time.perf_counter() - t
-
-
 def env_with_cache(cache: str) -> dict:
     return dict(os.environ, XDG_CACHE_HOME=cache, PYTHONPATH=str(ROOT))
 
@@ -265,11 +246,9 @@ def time_export(logdir: pathlib.Path, tool: str, big: bool) -> dict:
     """Cold (empty cache) then warm (same cache, new process): seconds and peak RSS each."""
     with tempfile.TemporaryDirectory() as cache, big_lock(big):
         cold, cold_rss, _, cold_cpu = run_child(export_cmd(logdir, tool), env_with_cache(cache))
-        written = cold + settle(cache)
         warm, warm_rss, _, warm_cpu = run_child(export_cmd(logdir, tool), env_with_cache(cache))
-        settle(cache)
     return {"cold": cold, "warm": warm, "cold_rss": cold_rss, "warm_rss": warm_rss, "cold_cpu": cold_cpu,
-            "warm_cpu": warm_cpu, "cache_written": written}
+            "warm_cpu": warm_cpu}
 
 
 def time_first_frame(logdir: pathlib.Path, big: bool) -> dict:
@@ -310,7 +289,6 @@ def time_jobs(logdir: pathlib.Path, tool: str) -> dict:
             cmd = [PY, "-m", "tputui.cli", "export", str(logdir), "--tool", tool, "--format", "json", "-o", out_file,
                    *extra]
             res[label], res[f"{label}_rss"], _, res[f"{label}_cpu"] = run_child(cmd, env_with_cache(cache))
-            settle(cache)
             texts[label] = pathlib.Path(out_file).read_bytes()
     res["identical"] = texts["jobs1"] == texts["default"]
     return res
@@ -416,17 +394,15 @@ def render(results: dict, repeat: int, jobs: bool) -> str:
              f"process, 2 shared cores (load average {load:.1f} at the end). Seconds as min / median of {repeat} "
              "run(s); CPU s = user + system time of the process (every thread), which a loaded machine moves far "
              "less than the wall time. tputui: the whole `tputui export --tool T --format json` process; cold = empty cache dir, "
-             "its decoded-frame cache entry written by a detached writer after the command returns (\"entry "
-             "written\" = seconds from the start until that writer is done; its CPU is not in the cold CPU), "
              "warm = a second process on the same cache. XProf: its converter alone (xprof_time.py), peak RSS of "
              "its whole process. Ratio = tputui cold min / XProf min. Targets (issue 12): x100 every export "
              "<= 1.5 s cold, <= 0.4 s warm; trace viewer first frame <= 1.5 s cold, <= 0.5 s warm; x400 "
              "overview_page <= 5 s cold and <= 0.12x XProf, peak RSS <= 1.5 GB for any tool.", ""]
     for name, r in results.items():
         lines += [f"### {name}: {r['facts']}", "",
-                  "| tool | tputui cold s | cold CPU s | entry written s | warm s | warm CPU s | peak RSS cold / warm MB "
-                  "| XProf s | XProf RSS MB | ratio |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| tool | tputui cold s | cold CPU s | warm s | warm CPU s | peak RSS cold / warm MB | XProf s "
+                  "| XProf RSS MB | ratio |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for tool, t in r["tools"].items():
             ours = t["ours"]
             cold = [o["cold"] for o in ours]
@@ -434,8 +410,7 @@ def render(results: dict, repeat: int, jobs: bool) -> str:
             xs = [x["s"] for x in t["xprof"]]
             ratio = f"{min(cold) / min(xs):.2f}x" if xs else "-"
             xrss = f"{max(x['rss'] for x in t['xprof']):.0f}" if t["xprof"] else "-"
-            written = fmt_pair([o["cache_written"] for o in ours if "cache_written" in o])
-            lines.append(f"| {tool} | {fmt_pair(cold)} | {fmt_pair([o['cold_cpu'] for o in ours])} | {written} | "
+            lines.append(f"| {tool} | {fmt_pair(cold)} | {fmt_pair([o['cold_cpu'] for o in ours])} | "
                          f"{fmt_pair([o['warm'] for o in ours])} | {fmt_pair([o['warm_cpu'] for o in ours])} | {rss} | "
                          f"{fmt_pair(xs)} | {xrss} | {ratio} |")
         if r["frame"]:

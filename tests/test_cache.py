@@ -1,7 +1,6 @@
 """The decode cache: same frame warm as cold, keyed by size+mtime, never in the logdir."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import threading
@@ -87,28 +86,3 @@ def test_reading_an_entry_marks_it_used(tmp_path):
     os.utime(entry, (1, 1))
     load_frame(hf)
     assert os.stat(entry).st_mtime > 1
-
-
-def test_a_one_shot_command_leaves_its_entry_to_a_detached_writer(tmp_path, monkeypatch):
-    """`tputui export` (the console entry) hands the frame's cache entry to a forked writer: the
-    command's output is whole, the writer finishes the entry after it, and the next command
-    reads that entry and prints the same bytes."""
-    import subprocess
-    import sys
-
-    from tputui.data.cache import WRITERS_LOCK, wait_for_writers
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    logdir = str(PROFILES / "tf_keras")
-    run = ("import sys; from tputui.cli import entry; "
-           f"sys.argv = ['tputui', 'export', {logdir!r}, '--tool', 'framework_op_stats']; sys.exit(entry())")
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
-    first = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, env=env, timeout=120)
-    assert first.returncode == 0, first.stderr
-    frames = os.path.join(cache_root(), "frames")
-    assert os.path.exists(os.path.join(frames, WRITERS_LOCK))  # a detached writer ran
-    assert wait_for_writers(timeout=60)
-    entries = [e for e in os.listdir(frames) if not e.startswith(".") and "." not in e]  # not .opstats
-    assert entries and all(os.path.isfile(os.path.join(frames, e, "manifest.json")) for e in entries)
-    second = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, env=env, timeout=120)
-    assert second.returncode == 0 and second.stdout == first.stdout and json.loads(first.stdout)

@@ -409,12 +409,12 @@ def _warnings_to_stderr() -> None:
 
 
 def entry() -> int:
-    """The `tputui` command: main(), with a one-shot command's cache entries written after it
-    exits (the app writes them from a thread)."""
+    """The `tputui` command: main(), with a one-shot command's freed memory kept for reuse
+    (see data/allocator.py; the long-lived app leaves glibc's defaults alone)."""
     if sys.argv[1:2] and sys.argv[1] in ("export", "sql", "diff"):
-        from tputui.data.cache import write_after_exit
+        from tputui.data.allocator import keep_freed_memory
 
-        write_after_exit()
+        keep_freed_memory()
     return main()
 
 

@@ -24,6 +24,7 @@ from tputui.analysis import op_stats
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
 from tputui.analysis.op_stats import HostOpStats, OpStats
 from tputui.data import derived_cache
+from tputui.data.allocator import keep_freed_memory
 from tputui.data.cache import load_frame
 from tputui.data.progress import Progress, current_progress
 from tputui.data.run_data import RunData
@@ -131,6 +132,7 @@ def _quiet_worker() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    keep_freed_memory()  # a worker lives for one map (see data/allocator.py)
 
 
 def _start_resource_tracker() -> None:

@@ -142,11 +142,10 @@ def _plane_steps(frame: XSpaceFrame, plane: int, launches: dict) -> tuple[list, 
     me = ms + raw.event_duration_ps[mods].astype(np.int64)
     st = {n: event_stat(frame, n, mods) for n in ("run_id", "queue_id", "core_type")}
     mgroup = np.full(len(mods), -1, np.int64)
-    for i in range(len(mods)):
-        if st["run_id"][0][i] and st["queue_id"][0][i]:
-            key = (ordinal, int(st["queue_id"][1][i]), int(st["run_id"][1][i]),
-                   int(st["core_type"][1][i]) if st["core_type"][0][i] else 0)
-            mgroup[i] = launches.get(key, -1)
+    known = np.flatnonzero(st["run_id"][0] & st["queue_id"][0])
+    core = np.where(st["core_type"][0], st["core_type"][1], 0)
+    mgroup[known] = [launches.get((ordinal, q, r, c), -1) for q, r, c in zip(
+        st["queue_id"][1][known].tolist(), st["run_id"][1][known].tolist(), core[known].tolist())]
 
     def group_of(rows: np.ndarray) -> np.ndarray:
         s = frame.start_ps[rows].astype(np.int64)
@@ -178,10 +177,12 @@ def _plane_steps(frame: XSpaceFrame, plane: int, launches: dict) -> tuple[list, 
             md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
             mt = metadata_stats_table(frame, ["hlo_category", "program_id", "symbol_id"], md)
             counted = mt["program_id.has"] & mt["symbol_id.has"] & (mt["symbol_id"] != 0)
-            cats = frame.texts_of(mt["hlo_category.text"])
-            df = pl.DataFrame({"g": og[counted], "cat": cats[counted].astype(str), "ps": selft[counted]})
+            # Summed per category text id, named after: several ids can name one category.
+            df = pl.DataFrame({"g": og[counted], "cat": mt["hlo_category.text"][counted], "ps": selft[counted]})
             for g, cat, ps in df.group_by("g", "cat").agg(pl.col("ps").sum()).iter_rows():
-                per_group.setdefault(int(g), {})[cat] = int(ps)
+                cats = per_group.setdefault(int(g), {})
+                name = frame.text(int(cat))
+                cats[name] = cats.get(name, 0) + int(ps)
     return markers, per_group
 
 

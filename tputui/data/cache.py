@@ -62,7 +62,7 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
     if entry:
         # Writing ~35 bytes per event costs more than decoding them: do it beside the caller.
         # Not a daemon thread, so a short-lived CLI process still finishes the entry.
-        _start_save(raw, entry)
+        threading.Thread(target=_save_quietly, args=(raw, entry), name="tputui-cache-write").start()
     return XSpaceFrame(raw)
 
 
@@ -84,78 +84,6 @@ def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None
         check(data)
     except DecodeError as e:
         raise LogdirError(f"{hf.path}: {e}") from None
-
-
-_detached = False  # set by write_after_exit()
-WRITERS_LOCK = ".writers"  # in frames/: held (shared) by every detached writer while it writes
-
-
-def write_after_exit() -> None:
-    """For a short-lived command (`tputui export`, `sql`, `diff`): cache entries are written by a
-    forked child that outlives the command, so its output does not wait for the columns (~35
-    bytes per event, fsynced) to reach the disk. The app keeps writing from a thread."""
-    global _detached
-    _detached = hasattr(os, "fork")
-
-
-def wait_for_writers(timeout: float = 120.0) -> bool:
-    """Block until no detached writer is writing (benchmarks and tests read the cache next).
-    False if one is still at it after `timeout` seconds."""
-    import fcntl
-    import time
-
-    path = os.path.join(cache_root(), "frames", WRITERS_LOCK)
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return True  # no writer ever ran here
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except OSError:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.05)
-    finally:
-        os.close(fd)
-
-
-def _start_save(raw: RawXSpace, entry: str) -> None:
-    if _detached and _fork_writer(raw, entry):
-        return
-    # Writing ~35 bytes per event costs more than decoding them: do it beside the caller.
-    # Not a daemon thread, so a short-lived process that is not detached still finishes the entry.
-    threading.Thread(target=_save_quietly, args=(raw, entry), name="tputui-cache-write").start()
-
-
-def _fork_writer(raw: RawXSpace, entry: str) -> bool:
-    """Write the entry from a forked child (True), or say it could not fork (False)."""
-    import fcntl
-
-    try:
-        os.makedirs(os.path.dirname(entry), exist_ok=True)
-        lock = os.open(os.path.join(os.path.dirname(entry), WRITERS_LOCK), os.O_RDONLY | os.O_CREAT, 0o644)
-        # Taken before the fork, so the lock is already held when the parent exits.
-        fcntl.flock(lock, fcntl.LOCK_SH)
-        pid = os.fork()
-    except OSError:
-        return False
-    if pid:
-        os.close(lock)  # the child's copy keeps the lock until it is done
-        return True
-    try:  # the child: no terminal, no pipes of the parent's (a reader would wait for their EOF)
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.closerange(3, lock)
-        os.closerange(lock + 1, 65536)
-        _save_quietly(raw, entry)
-    finally:
-        os._exit(0)  # never back into the parent's code (its buffers, its atexit handlers)
 
 
 def _save_quietly(raw: RawXSpace, entry: str) -> None:
