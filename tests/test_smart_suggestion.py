@@ -247,3 +247,17 @@ def test_real_tf_profile_is_host_processing_bound():
     # 100% of the input time is host processing: the rule's share is the input percent
     share = re.search(r"<b>([\d.]+)% of the total step time</b>", found["suggestionText"]).group(1)
     assert f"because {share}% of the total step time" in ip[1]["p"]["input_conclusion"]
+
+
+@pytest.mark.parametrize("name", ["pod_v5e_single", "pod_v4_32", "dcn_2slices"])
+def test_tensor_core_idle_signal_equals_xprof_on_pods(name, advice_json):
+    """TensorCoreIdleBoundRule's figures (average TensorCore idle and step time) on the pod fixtures,
+    as XProf's overview prints them (dcn_2slices, 21% idle, fires the rule)."""
+    path = FIXTURES / "pod" / name
+    sig = advice_json(path)["signals"]
+    p = oracle_of(path, "overview_page")[1]["p"]
+    assert f"{sig['tensor_core_idle_ms']:.2f}" == p["tc_idle_ms_average"]
+    assert f"{sig['step_time_ms']:.2f}" == p["steptime_ms_average"]
+    fired = [s["ruleName"] for s in advice_json(path)["suggestions"]]
+    latency_bound = sig["mxu_utilization_percent"] < 50 and sig["hbm_utilization_percent"] < 50
+    assert ("TensorCoreIdleBoundRule" in fired) == (latency_bound and sig["tensor_core_idle_percent"] > 10.0)
