@@ -110,7 +110,10 @@ def suggestions(run: RunData, host: str | None = None,
 
 def suggestions_of(stats: OpStats, pipeline: InputPipelineResult | None = None,
                    signals: suggestion_rules.Signals | None = None) -> list[dict[str, str]]:
-    found = barrier_cores_suggestion([h.barrier_cores for h in stats.per_host if h.barrier_cores is not None])
+    # XProf names straggler hosts by their XSpace's hostname (fields copied one by one: op stats cached
+    # by an older version lack the newer HostFractions fields)
+    found = barrier_cores_suggestion([HostFractions(h.hostname, h.barrier_cores.per_core, h.barrier_cores.per_step)
+                                      for h in stats.per_host if h.barrier_cores is not None])
     if signals is None:
         signals = suggestion_signals.signals(stats, pipeline)
     return ([found] if found else []) + suggestion_rules.apply_rules(signals)

@@ -52,13 +52,14 @@ def category_ps_of_steps(combined) -> list[tuple[int, int, int]]:
 
 
 def debug_print_hosts(stats: OpStats) -> list[tuple[str, float]]:
-    """(host, average % of its steps in debug_print ops) of the hosts that have any."""
+    """(hostname, average % of its steps in debug_print ops) of the hosts that have any. XProf names
+    a host by its XSpace's hostname; op stats cached before this field existed have none."""
     out = []
     for h in stats.per_host:
         fr = h.barrier_cores
         per_step = getattr(fr, "debug_print_per_step", None) if fr is not None else None
         if per_step:
-            out.append((h.host, average_percent(per_step)))  # XProf: a float Stat of the doubles
+            out.append((h.hostname, average_percent(per_step)))  # XProf: a float Stat of the doubles
     return out
 
 
