@@ -33,6 +33,26 @@ async def test_xprof_suggestion_first_with_its_text():
         assert isinstance(app.screen, AdviceScreen)
 
 
+async def test_rules_xprofs_converter_does_not_run_are_listed():
+    """suggestions/host_input fires two of the rules only XProf's internal build runs: both listed,
+    in XProf's order, with their text; the overview's recommendation panel lists them too."""
+    app = make_app(FIXTURES / "suggestions" / "host_input")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, AdviceScreen) and screen.error is None
+        rows = screen.items.frame.filter(screen.items.frame["source"] == "XProf")["title"].to_list()
+        assert rows == ["DataTransferBoundRule", "HostProcessingBoundRule"]
+        assert "bottlenecked by data transfer between Host and Device" in detail_text(screen)
+        await pilot.press("down")
+        await pilot.pause()
+        assert "spent on host-side input data processing" in detail_text(screen)
+        app.open_tool("overview_page")
+        await settle(pilot)
+        panel = " ".join(str(w.render()) for w in app.screen.query("Static"))
+        assert "DataTransferBoundRule" in panel and "HostProcessingBoundRule" in panel
+
+
 async def test_ops_of_a_check_jump_to_graph_and_trace():
     app = make_app(PROFILES / "tpu_v6e_inference")
     async with app.run_test(size=SIZE) as pilot:

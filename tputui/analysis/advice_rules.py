@@ -1,8 +1,11 @@
 """XProf's smart-suggestion rules, and the advice list the advice tool and the overview share.
 
-The suggestions are XProf 2.24's `smart_suggestion` tool, rule for rule and word for word. Its
-open-source build registers one rule (RegisterAllRulesFor3P in
-xprof/convert/smart_suggestion/all_rules.h), BarrierCoresRule: from the event-time-fraction
+The suggestions are XProf's smart suggestions, rule for rule and word for word: all ten rules of its
+RegisterAllRules (xprof/convert/smart_suggestion/all_rules.h), in its order. Its open-source build
+(XProf 2.24's `smart_suggestion` tool) registers only the first, BarrierCoresRule (here; its output
+equals ours on the fixtures); the other nine are in suggestion_rules.py, checked against XProf's
+own rule tests and, through the figures they read, against XProf's overview and input pipeline.
+BarrierCoresRule: from the event-time-fraction
 analyzer (xprof/convert/xspace_to_event_time_fraction_analyzer.cc), per host and TensorCore, the
 share of each step spent in `barrier-cores` ops (device durations, the dummy 0 and 1.25 ns ones
 skipped), first and last step dropped when there are 3 or more; it fires at >= 10% on average
@@ -23,10 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from tputui.analysis import host_map, perf_guide
+from tputui.analysis import host_map, perf_guide, suggestion_rules, suggestion_signals
 from tputui.analysis.barrier_cores import SPECIAL_OP, HostFractions
+from tputui.analysis.input_analysis import InputPipelineResult
+from tputui.analysis.op_stats import OpStats
 from tputui.data.run_data import RunData
 
+OPEN_SOURCE_RULES = ("BarrierCoresRule",)  # RegisterAllRulesFor3P: what XProf's own converter runs
 SPECIAL_OP_THRESHOLD_PERCENT = 10.0  # kSpecialOpBoundThresholdInPercent
 STRAGGLER_Z, MAD_FLOOR, MODIFIED_Z_K = 3.5, 0.1, 0.6745
 TAG = re.compile(r"<[^>]+>")
@@ -95,11 +101,22 @@ def plain_text(html: str) -> str:
 
 
 
-def suggestions(run: RunData, host: str | None = None) -> list[dict[str, str]]:
-    """XProf's smart suggestions for the run (or one host)."""
-    found = barrier_cores_suggestion([h.barrier_cores for h in host_map.host_op_stats(run, host)
-                                      if h.barrier_cores is not None])
-    return [found] if found else []
+def suggestions(run: RunData, host: str | None = None,
+                pipeline: InputPipelineResult | None = None) -> list[dict[str, str]]:
+    """XProf's smart suggestions for the run (or one host): every rule of its RegisterAllRules, in
+    its order (`pipeline`: the run's input-pipeline analysis, when the caller has it)."""
+    return suggestions_of(host_map.run_op_stats(run, host), pipeline)
+
+
+def suggestions_of(stats: OpStats, pipeline: InputPipelineResult | None = None,
+                   signals: suggestion_rules.Signals | None = None) -> list[dict[str, str]]:
+    # XProf names straggler hosts by their XSpace's hostname (fields copied one by one: op stats cached
+    # by an older version lack the newer HostFractions fields)
+    found = barrier_cores_suggestion([HostFractions(h.hostname, h.barrier_cores.per_core, h.barrier_cores.per_step)
+                                      for h in stats.per_host if h.barrier_cores is not None])
+    if signals is None:
+        signals = suggestion_signals.signals(stats, pipeline)
+    return ([found] if found else []) + suggestion_rules.apply_rules(signals)
 
 
 def advice_rows(found: list[dict[str, str]], checks: list[perf_guide.Check]) -> list[dict[str, Any]]:

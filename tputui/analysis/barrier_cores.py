@@ -1,5 +1,7 @@
-"""XProf's barrier-cores figures of one host (the smart-suggestion rule's input), read once in the
-op-stats map: per TensorCore and step, the share of the step spent in `barrier-cores` ops.
+"""XProf's event-time fractions of one host (the smart-suggestion rules' input), read once in the
+op-stats map: per TensorCore and step, the share of the step spent in `barrier-cores` ops, and per
+step the host's share in `debug_print` ops (XProf's event_time_fraction_analyzer runs on
+"barrier-cores,debug_print": xprof/convert/smart_suggestion/constants.h).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
 SPECIAL_OP = "barrier-cores"
+DEBUG_PRINT = "debug_print"
 DUMMY_DURATIONS_PS = (0, 1250)  # barrier-cores events XProf skips (0 ns, 1.25 ns)
 
 
@@ -21,10 +24,19 @@ class HostFractions:
     host: str
     per_core: dict[str, list[float]] = field(default_factory=dict)  # plane name -> step fractions
     per_step: list[float] = field(default_factory=list)  # mean over the host's cores, per step
+    debug_print_per_step: list[float] = field(default_factory=list)  # the same for `debug_print` ops
 
 
 def special_op_fractions(frame: XSpaceFrame, host: str, op: str = SPECIAL_OP) -> HostFractions:
-    """One host's share of each step spent in ops whose name contains `op`, per TensorCore."""
+    """One host's share of each step spent in ops whose name contains `op`, per TensorCore; for
+    barrier-cores (the default) also the host's per-step share in debug_print ops."""
+    out = _fractions(frame, host, op)
+    if op == SPECIAL_OP:
+        out.debug_print_per_step = _fractions(frame, host, DEBUG_PRINT).per_step
+    return out
+
+
+def _fractions(frame: XSpaceFrame, host: str, op: str) -> HostFractions:
     out = HostFractions(host)
     names = np.asarray(frame.raw.em_name, dtype=object)
     wanted_md = np.fromiter((op in n for n in names), bool, len(names))
@@ -47,7 +59,7 @@ def special_op_fractions(frame: XSpaceFrame, host: str, op: str = SPECIAL_OP) ->
             continue
         has_d, dur = event_stat(frame, "device_duration_ps", rows)
         e_start, _ = device_spans(frame, rows)
-        keep = has_d & ~np.isin(dur, DUMMY_DURATIONS_PS)
+        keep = has_d & ~np.isin(dur, DUMMY_DURATIONS_PS) if op == SPECIAL_OP else has_d
         rows, dur, e_start = rows[keep], dur[keep], e_start[keep]
         step = np.searchsorted(s_start, e_start, side="right") - 1
         inside = (step >= 0) & (e_start < s_end[np.clip(step, 0, None)])

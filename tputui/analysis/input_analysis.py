@@ -413,16 +413,20 @@ def input_op_table(host_db: om.OpMetricsDb) -> pl.DataFrame:
     )
 
 
-def host_breakdown_ms(table: pl.DataFrame, step_table: pl.DataFrame) -> dict[str, float]:
+def host_breakdown_ms(table: pl.DataFrame, step_table: pl.DataFrame,
+                      enqueue_ratio: float | None = None) -> dict[str, float]:
     """XProf's InputTimeBreakdown in ms: self time per input category, non-enqueue time scaled by
-    the host-to-device share of step time (0 without infeed: then unscaled)."""
+    the host-to-device share of time: the hosts' infeed enqueue ratio (`enqueue_ratio`,
+    OpMetricsDb.host_infeed_enqueue_ratio) when they enqueue, else from the steps (0: unscaled)."""
     by = {c: float(table.filter(pl.col("category") == c)["self_ms"].sum()) for c in
           ("Enqueue", "Demanded file read", "Advanced file read", "Preprocessing")}
     enqueue = by["Enqueue"]
     total_input = by["Demanded file read"] + by["Advanced file read"] + by["Preprocessing"]
     # Share of step time spent sending to the device (XProf: from infeed enqueues, else from steps).
     ratio = 0.0
-    if len(step_table) and to_float(step_table["step_time_ms"].mean()) > 0:
+    if enqueue_ratio is not None:
+        ratio = min(1.0, enqueue_ratio)
+    elif len(step_table) and to_float(step_table["step_time_ms"].mean()) > 0:
         ratio = min(1.0, to_float(step_table["host_to_device_ms"].mean()) / to_float(step_table["step_time_ms"].mean()))
     non_enqueue = enqueue * (1 - ratio) / ratio if ratio else total_input
     scale = (non_enqueue / total_input) if total_input else 0.0
@@ -514,7 +518,7 @@ def analyze_stats(run_name: str, stats_: OpStats) -> InputPipelineResult:
         tpu = tpu_step_table([h.step_db for h in stats_.per_host], [h.all_reduce for h in stats_.per_host])
     table = tpu_generic_table(tpu) if tpu is not None else generic_step_table(stats_.steps)
     ops = input_op_table(stats_.host_db)
-    breakdown = host_breakdown_ms(ops, table)
+    breakdown = host_breakdown_ms(ops, table, stats_.host_db.host_infeed_enqueue_ratio())
     used = tf_data_in_use(breakdown)
     bott = tpu_bottleneck(tpu) if stats_.hardware_type == "TPU" else bottleneck_analysis(table, used)
     return InputPipelineResult(

@@ -71,6 +71,16 @@ class OpMetricsDb:
     # Device duty cycle (XProf's DutyCycleTracker), set for TPU device databases only.
     busy_time_ps: int | None = None
     idle_duty_ps: int | None = None
+    # Host infeed enqueues (XProf's HostOpMetricsDbBuilder::EnterHostInfeedEnqueue): per thread, the
+    # duration of each enqueue but the last and the gaps between consecutive enqueue starts.
+    host_infeed_enq_ps: int = 0
+    host_infeed_enq_start_diff_ps: int = 0
+
+    def host_infeed_enqueue_ratio(self) -> float | None:
+        """XProf's HostInfeedEnqueueRatio: share of host time spent enqueuing (None: no enqueue pairs)."""
+        if self.host_infeed_enq_start_diff_ps > 0:
+            return self.host_infeed_enq_ps / self.host_infeed_enq_start_diff_ps
+        return None
 
     @property
     def idle_time_ps(self) -> int:
@@ -551,7 +561,8 @@ def host_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
         selft = self_times(s, e)
         full = [frame.text(int(tfop_text[r])) if has_tfop_stat[r] and tfop_text[r] >= 0
                 else md_names[md_all[r]] for r in rows]
-        dbs.append((full, e - s, selft, int(e.max() - s.min())))
+        enq = _infeed_enqueue_sums(full, s, e) if any(INFEED_ENQUEUE in f for f in full) else (0, 0)
+        dbs.append((full, e - s, selft, int(e.max() - s.min()), enq))
     if not dbs:
         return OpMetricsDb()
     full = [f for d in dbs for f in d[0]]
@@ -573,7 +584,24 @@ def host_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
         "is_eager": np.zeros(n, bool), "num_cores": np.ones(n, np.int64),
     }, schema=OPS_SCHEMA)
     return OpMetricsDb(ops=ops, total_time_ps=sum(d[3] for d in dbs),
-                       total_op_time_ps=int(ev["self_time_ps"].sum()))
+                       total_op_time_ps=int(ev["self_time_ps"].sum()),
+                       host_infeed_enq_ps=sum(d[4][0] for d in dbs),
+                       host_infeed_enq_start_diff_ps=sum(d[4][1] for d in dbs))
+
+
+INFEED_ENQUEUE = "InfeedEnqueue"
+
+
+def _infeed_enqueue_sums(full: list[str], s: np.ndarray, e: np.ndarray) -> tuple[int, int]:
+    """One thread's infeed enqueue ops (TF op type InfeedEnqueue*), taken as XProf meets them (by end
+    time): (duration of each but the last, sum of the start gaps between consecutive ones)."""
+    sel = np.fromiter((parse_tf_op(f)[2].startswith(INFEED_ENQUEUE) for f in full), bool, len(full))
+    if sel.sum() < 2:
+        return 0, 0
+    es, ee = s[sel], e[sel]
+    order = np.argsort(ee, kind="stable")
+    es, ee = es[order].astype(np.int64), ee[order].astype(np.int64)
+    return int((ee[:-1] - es[:-1]).sum()), int((es[1:] - es[:-1]).sum())
 
 
 # --- combining -------------------------------------------------------------------------------
@@ -602,6 +630,8 @@ def combine(dbs: list[OpMetricsDb], update_num_cores: bool = True) -> OpMetricsD
         ops=ops, total_time_ps=sum(d.total_time_ps for d in dbs),
         total_op_time_ps=sum(d.total_op_time_ps for d in dbs),
         busy_time_ps=sum(busy) if busy else None, idle_duty_ps=sum(idle) if idle else None,
+        host_infeed_enq_ps=sum(d.host_infeed_enq_ps for d in dbs),
+        host_infeed_enq_start_diff_ps=sum(d.host_infeed_enq_start_diff_ps for d in dbs),
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import advice_rules, host_map, perf_guide
+from tputui.analysis import advice_rules, host_map, perf_guide, utilization
 from tputui.analysis import input_analysis as ip
 from tputui.analysis import op_metrics as om
 from tputui.analysis.op_stats import OpStats
@@ -26,7 +26,6 @@ from tputui.data.run_data import RunData
 
 TOP_OPS = 10
 LOW_PRECISION_PERCENT = 10.0
-_INNER_OPS = {"call", "conditional", "while", "megacore fusion"}  # XProf's MayHaveInnerOps
 
 
 @dataclass
@@ -176,22 +175,6 @@ def _tips(hardware: str) -> list[dict[str, str]]:
     ]
 
 
-def _utilization(stats: OpStats, steps: pl.DataFrame) -> tuple[float, float]:
-    """FLOPS vs roofline and HBM bandwidth vs peak, over the steps (TPU with steps only)."""
-    if stats.hardware_type != "TPU" or not len(steps) or not stats.peak_teraflops or not stats.peak_hbm_gbps:
-        return 0.0, 0.0
-    ops = stats.device_db.ops.filter(~pl.col("category").is_in(list(_INNER_OPS)) & (pl.col("occurrences") > 0))
-    flops = float(ops["flops"].sum())
-    nbytes = float(ops["bytes_accessed"].sum())
-    time_ns = float(stats.steps.steps["duration_ps"].sum()) / 1000.0
-    if time_ns <= 0:
-        return 0.0, 0.0
-    gflops, gbps = flops / time_ns, nbytes / time_ns
-    intensity = flops / nbytes if nbytes else 0.0
-    optimal = min(intensity * stats.peak_hbm_gbps, stats.peak_teraflops * 1000.0)
-    return (100.0 * gflops / optimal if optimal else 0.0), 100.0 * gbps / stats.peak_hbm_gbps
-
-
 def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
     """The overview of combined op stats."""
     pipeline = ip.analyze_stats(run_name, stats)
@@ -215,7 +198,7 @@ def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
         precision = (f"Only {ip.one_digit(100.0 * c16 / (c16 + c32))}% of device computation is 16 bit. So you "
                      "might want to replace more 32-bit Ops by 16-bit Ops to improve performance (if the "
                      "reduced accuracy is acceptable).")
-    flop_util, bw_util = _utilization(stats, steps)
+    flop_util, bw_util = utilization.flops_and_bandwidth(stats, steps)
     return OverviewResult(
         run=run_name, hosts=stats.hosts, stats=stats, pipeline=pipeline, top_ops=top_device_ops(dev),
         device_idle_time_percent=device_idle, host_idle_time_percent=host_idle, device_duty_cycle_percent=duty,
@@ -232,7 +215,8 @@ def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
 def analyze(run: RunData, host: str | None = None, **options) -> OverviewResult:
     result = analyze_stats(run.name, host_map.run_op_stats(run, host))
     try:  # the recommendation panel's advice; never worth failing the overview for
-        result.advice = advice_rules.advice_rows(advice_rules.suggestions(run, host), perf_guide.checks(run, host))
+        result.advice = advice_rules.advice_rows(advice_rules.suggestions(run, host, result.pipeline),
+                                                perf_guide.checks(run, host))
     except Exception:  # noqa: BLE001
         result.advice = []
     return result

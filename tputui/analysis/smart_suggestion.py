@@ -1,6 +1,7 @@
-"""Advice (XProf's `smart_suggestion` tool, and more): XProf's smart suggestions word for word,
-then the Cloud TPU performance guide's checks on this profile (see analysis/advice_rules.py and
-analysis/perf_guide.py). `to_json()` has XProf's `suggestions` and our `checks`.
+"""Advice (XProf's `smart_suggestion` tool, and more): XProf's smart suggestions word for word (all
+ten rules of its RegisterAllRules), then the Cloud TPU performance guide's checks on this profile
+(see analysis/advice_rules.py, suggestion_rules.py and perf_guide.py). `to_json()` has XProf's
+`suggestions` ([{ruleName, suggestionText}]), the `signals` the rules read and our `checks`.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import advice_rules, perf_guide
+from tputui.analysis import advice_rules, host_map, perf_guide, suggestion_rules, suggestion_signals
 from tputui.data.run_data import RunData
 
 
@@ -18,10 +19,11 @@ class AdviceResult:
     suggestions: list[dict[str, str]]  # XProf's smart suggestions (ruleName, suggestionText)
     checks: list[perf_guide.Check]
     hosts: list[str]
-    barrier_percent: float | None = None
+    signals: suggestion_rules.Signals | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"suggestions": self.suggestions, "checks": [c.to_json() for c in self.checks]}
+        return {"suggestions": self.suggestions, "signals": suggestion_rules.signals_json(self.signals),
+                "checks": [c.to_json() for c in self.checks]}
 
     def items(self) -> pl.DataFrame:
         """Every piece of advice, XProf's first: source, title, detail (plain text), ops."""
@@ -35,4 +37,7 @@ class AdviceResult:
 
 def analyze(run: RunData, host: str | None = None, **_options) -> AdviceResult:
     hosts = [host] if host else run.require_hosts()
-    return AdviceResult(advice_rules.suggestions(run, host), perf_guide.checks(run, host), hosts)
+    stats = host_map.run_op_stats(run, host)
+    signals = suggestion_signals.signals(stats)
+    return AdviceResult(advice_rules.suggestions_of(stats, signals=signals), perf_guide.checks(run, host), hosts,
+                        signals)

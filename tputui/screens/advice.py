@@ -1,4 +1,5 @@
-"""Advice: XProf's smart suggestions, then the performance guide's checks, most severe first.
+"""Advice: XProf's smart suggestions (all its rules), then the performance guide's checks, most
+severe first.
 
 The upper table lists every piece of advice; the text under it explains the highlighted one and
 what to change; the lower table lists the ops it found with their figures. Tab moves between the
@@ -23,8 +24,10 @@ SEVERITY_STYLE = {"high": "bold red", "medium": "bold yellow", "info": "cyan"}
 
 
 class AdviceScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
-    help_notes = ("XProf's smart suggestions come first (its open-source rules, word for word), then checks from the "
-                  "Cloud TPU performance guide on this profile's HLO and steps. Tab: advice list / ops.")
+    help_notes = ("XProf's smart suggestions come first (its ten rules, word for word: collectives, compute, data "
+                  "shuffle, data transfer, debug print, host processing, input, memory, TensorCore idle, "
+                  "barrier-cores), then checks from the Cloud TPU performance guide on this profile's HLO and steps. "
+                  "Tab: advice list / ops.")
     BINDINGS = [
         Binding("v", "show_in_trace", "Show in trace", id="advice.trace",
                 tooltip="open the trace viewer on the highlighted op's events"),
