@@ -261,3 +261,16 @@ def test_tensor_core_idle_signal_equals_xprof_on_pods(name, advice_json):
     fired = [s["ruleName"] for s in advice_json(path)["suggestions"]]
     latency_bound = sig["mxu_utilization_percent"] < 50 and sig["hbm_utilization_percent"] < 50
     assert ("TensorCoreIdleBoundRule" in fired) == (latency_bound and sig["tensor_core_idle_percent"] > 10.0)
+
+
+def test_advice_on_a_tpu_profile_without_xla_ops():
+    """A TPU profile with counters but no XLA Ops lines (tests/fixtures/counters) gets advice
+    without the op-based checks instead of an error."""
+    from tputui.analysis.smart_suggestion import analyze
+    from tputui.data.logdir import open_logdir
+    from tputui.data.run_data import RunData
+
+    root = PROFILES.parent / "counters" / "v6e_counters"
+    run = RunData(open_logdir(str(root)).run(None))
+    res = analyze(run, None)
+    assert res.suggestions == [] and res.hosts and all(c.name != "long_tail" for c in res.checks)

@@ -338,7 +338,8 @@ def checks(run: RunData, host: str | None = None) -> list[Check]:
     on_tpu = stats.hardware_type == "TPU"
     device_type = stats.device_type if on_tpu else "TPU"
     tail = None
-    if on_tpu:
+    if on_tpu and any(h.device_ops is not None and h.device_ops.db.ops.height > 0
+                      for h in host_map.host_op_stats(run, host)):  # a TPU profile may hold no XLA ops
         ops = host_map.run_device_ops(run, host)
         tail = long_tail_check(ops.ops, ops.perf.peak_tflops)
     found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models), tail,
