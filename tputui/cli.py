@@ -190,7 +190,7 @@ def run_export(argv: list[str]) -> int:
     import json
 
     from tputui.data.run_data import RunData
-    from tputui.export import listing, run_tool, write_result
+    from tputui.export import OutputCache, listing, run_tool, write_result
 
     a = export_parser().parse_args(argv)
     logdir = _open_logdir(a.logdir, a.timeout)
@@ -207,25 +207,61 @@ def run_export(argv: list[str]) -> int:
     if not a.tool:
         return _fail("export needs --tool TOOL (or --list)")
     run = RunData(logdir.run(a.run), use_cache=not a.no_cache, jobs=a.jobs, dask=a.dask)
-    result = run_tool(run, a.tool, a.host, **_tool_options(a))  # checks the host, names the hosts
-    if a.output and _is_special_file(a.output):  # /dev/null, a FIFO: write in place, never replace
-        with open(a.output, "w", encoding="utf-8", newline="") as f:
-            written = write_result(result, a.format, f, a.table)
-    elif a.output:
+    options = _tool_options(a)
+    cache = None if a.no_cache else OutputCache(run, a.tool, a.host, options, a.format, a.table)
+    notes = cache.notes() if cache else None
+    if notes is not None:  # the same export of the same files: its output again, no analysis
+        return _write_output(a.output, cache.replay) or _print_notes(notes)  # type: ignore[union-attr]
+    result = run_tool(run, a.tool, a.host, **options)  # checks the host, names the hosts
+    written: dict | None = None
+
+    def write(out) -> None:
+        nonlocal written
+        written = write_result(result, a.format, cache.tee(out) if cache else out, a.table)
+
+    try:
+        failed = _write_output(a.output, write)
+    except BaseException:
+        if cache:
+            cache.abandon()
+        raise
+    if failed:
+        if cache:
+            cache.abandon()
+        return failed
+    notes = []
+    if written is not None and not a.table:
+        notes += _empty_table_notes(written)
+    if run.unreadable:  # left out of an all-hosts result: say so, with the first reason
+        first = next(iter(run.unreadable.values()))
+        notes.append(f"tputui: note: {len(run.unreadable)} unreadable host file(s) left out: {first}")
+    if cache:
+        cache.commit(notes)
+    return _print_notes(notes)
+
+
+def _write_output(output: str | None, write) -> int:
+    """Run write(stream) on the output (stdout, a special file written in place, or a file
+    replaced atomically); 0, or the exit code after a one-line error."""
+    if output and _is_special_file(output):  # /dev/null, a FIFO: write in place, never replace
+        with open(output, "w", encoding="utf-8", newline="") as f:
+            write(f)
+    elif output:
         from tputui.data.files import atomic_open
 
         try:  # no half-written file is ever left behind
-            with atomic_open(a.output, "w", encoding="utf-8", newline="") as f:
-                written = write_result(result, a.format, f, a.table)
+            with atomic_open(output, "w", encoding="utf-8", newline="") as f:
+                write(f)
         except OSError as e:
-            return _fail(f"cannot write {a.output}: {(e.strerror or str(e)).lower()}")
+            return _fail(f"cannot write {output}: {(e.strerror or str(e)).lower()}")
     else:
-        written = write_result(result, a.format, sys.stdout, a.table)
-    if written is not None and not a.table:
-        _note_empty_table(written)
-    if run.unreadable:  # left out of an all-hosts result: say so, with the first reason
-        first = next(iter(run.unreadable.values()))
-        print(f"tputui: note: {len(run.unreadable)} unreadable host file(s) left out: {first}", file=sys.stderr)
+        write(sys.stdout)
+    return 0
+
+
+def _print_notes(notes: list[str]) -> int:
+    for note in notes:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -235,14 +271,14 @@ def _is_special_file(path: str) -> bool:
     return is_special_file(path)
 
 
-def _note_empty_table(tables: dict) -> None:
+def _empty_table_notes(tables: dict) -> list[str]:
     """A CSV with a header and no row is easy to mistake for a failure: say which tables have rows."""
     name = next(iter(tables), None)
     if name is None or tables[name].height:
-        return
+        return []
     others = [f"{n} ({t.height:,} rows)" for n, t in tables.items() if t.height]
     hint = f" (pick another with --table: {', '.join(others)})" if others else ""
-    print(f"tputui: note: table {name!r} has no rows in this profile{hint}", file=sys.stderr)
+    return [f"tputui: note: table {name!r} has no rows in this profile{hint}"]
 
 
 def _emit(text: str, output: str | None) -> int:

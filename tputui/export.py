@@ -7,16 +7,23 @@ those through `render(fmt)`.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
+import os
+import shutil
+import tempfile
 from typing import IO, Any, cast
 
 import polars as pl
 
+from tputui import __version__
 from tputui.analysis.result import NoDataError, TextResult, ToolResult
+from tputui.data.cache import prune
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
+from tputui.data.storage import cache_root
 from tputui.errors import UserError
 from tputui.tools import TOOLS, get_tool, tools_with_data
 
@@ -119,3 +126,127 @@ def listing(logdir: Logdir, use_cache: bool = True) -> dict[str, Any]:
         readable += len(rd.hosts)
         runs.append(entry)
     return {"logdir": logdir.root, "runs": runs, "readable_hosts": readable}
+
+
+class OutputCache:
+    """A finished export's exact output (and its stderr notes), kept so the same export of the
+    same files is a copy the next time: `tputui export` run twice, or after the app looked at the
+    run, costs no analysis. Keyed by the run's host files (path, size, mtime), the tool, host,
+    options, format, table and tputui's version; stored beside the decoded frames (same LRU cap,
+    atomic, fsynced); outputs over MAX_BYTES (a big trace) are not kept."""
+
+    MAX_BYTES = 64 << 20
+    VERSION = 1
+    _OUT, _NOTES = "out.txt", "notes.json"
+
+    def __init__(self, run: RunData, tool: str, host: str | None, options: dict, fmt: str, table: str | None):
+        files = sorted((h.path, h.size, repr(h.mtime)) for h in run.run.hosts)
+        ident = json.dumps([self.VERSION, __version__, run.name, tool, host, sorted(options.items()), fmt, table,
+                            files], default=repr)
+        self.entry = os.path.join(cache_root(), "frames", hashlib.sha1(ident.encode()).hexdigest() + ".export")
+        self._tmp: str | None = None
+        self._copy: IO[str] | None = None
+        self._size = 0
+
+    def notes(self) -> list[str] | None:
+        """The cached run's stderr notes, or None when there is no (readable) entry."""
+        try:
+            with open(os.path.join(self.entry, self._NOTES), encoding="utf-8") as f:
+                notes = json.load(f)
+            if not os.path.isfile(os.path.join(self.entry, self._OUT)):
+                return None
+            os.utime(self.entry)  # recently used, for pruning
+            return [str(n) for n in notes]
+        except (OSError, ValueError):
+            return None
+
+    def replay(self, out: IO[str]) -> None:
+        with open(os.path.join(self.entry, self._OUT), encoding="utf-8", newline="") as f:
+            shutil.copyfileobj(f, out, 1 << 20)
+
+    def tee(self, out: IO[str]) -> IO[str]:
+        """`out`, with everything written to it also copied into a new entry (until MAX_BYTES)."""
+        try:
+            os.makedirs(os.path.dirname(self.entry), exist_ok=True)
+            self._tmp = tempfile.mkdtemp(dir=os.path.dirname(self.entry), prefix=".tmp-export-")
+            self._copy = open(os.path.join(self._tmp, self._OUT), "w", encoding="utf-8", newline="")
+        except OSError:
+            self._drop()
+            return out
+        return cast(IO[str], _Tee(out, self))
+
+    def _add(self, text: str) -> None:
+        if self._copy is None:
+            return
+        self._size += len(text)
+        if self._size > self.MAX_BYTES:
+            self._drop()
+            return
+        try:
+            self._copy.write(text)
+        except OSError:
+            self._drop()
+
+    def abandon(self) -> None:
+        """Forget the entry being written (the export failed)."""
+        self._drop()
+
+    def _drop(self) -> None:
+        if self._copy is not None:
+            self._copy.close()
+            self._copy = None
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def commit(self, notes: list[str]) -> None:
+        """Make the entry visible (after the export succeeded); quietly nothing on a full disk."""
+        if self._copy is None or self._tmp is None:
+            return
+        try:
+            self._copy.flush()
+            os.fsync(self._copy.fileno())
+            self._copy.close()
+            self._copy = None
+            with open(os.path.join(self._tmp, self._NOTES), "w", encoding="utf-8") as f:
+                json.dump(notes, f)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.rename(self._tmp, self.entry)
+            except OSError:  # another process stored it first
+                shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+            prune(os.path.dirname(self.entry), keep=self.entry)
+        except OSError:
+            self._drop()
+
+
+class _Tee(io.TextIOBase):
+    """A text stream writing to `out` and to an OutputCache; its `buffer` does the same for bytes
+    (large results write bytes straight to the file's buffer)."""
+
+    def __init__(self, out: IO[str], cache: OutputCache):
+        self._out, self._cache = out, cache
+        binary = getattr(out, "buffer", None)
+        self.buffer = _BinaryTee(binary, cache) if binary is not None else None
+
+    def write(self, text: str) -> int:
+        self._cache._add(text)
+        return self._out.write(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
+class _BinaryTee:
+    def __init__(self, out: Any, cache: OutputCache):
+        self._out, self._cache = out, cache
+
+    def write(self, data: bytes) -> int:
+        if self._cache._copy is not None:
+            self._cache._add(bytes(data).decode("utf-8"))
+        return self._out.write(data)
+
+    def flush(self) -> None:
+        self._out.flush()

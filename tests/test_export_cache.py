@@ -1,0 +1,71 @@
+"""A finished export kept and replayed: `tputui export` run twice costs no analysis the second time."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from conftest import PROFILES
+
+from tputui import export
+from tputui.cli import main
+from tputui.data.storage import cache_root
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def entries() -> list[str]:
+    frames = os.path.join(cache_root(), "frames")
+    return sorted(e for e in os.listdir(frames) if e.endswith(".export")) if os.path.isdir(frames) else []
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_second_export_replays_the_first(capsys, monkeypatch, fmt):
+    logdir = str(PROFILES / "tf_keras")
+    first = run(capsys, "export", logdir, "--tool", "framework_op_stats", "--format", fmt)
+    assert first[0] == 0 and first[1] and len(entries()) == 1
+    # The replay runs no analysis at all.
+    monkeypatch.setattr(export, "run_tool", lambda *a, **k: pytest.fail("analysis ran on a cached export"))
+    second = run(capsys, "export", logdir, "--tool", "framework_op_stats", "--format", fmt)
+    assert second == first
+
+
+def test_replay_to_a_file_and_notes_kept(capsys, tmp_path):
+    logdir = str(PROFILES / "tf_keras")
+    argv = ["export", logdir, "--tool", "pod_viewer", "--format", "csv"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and "has no rows" in err  # a CPU profile: the empty-table note
+    target = tmp_path / "k.csv"
+    code2, out2, err2 = run(capsys, *argv, "-o", str(target))
+    assert code2 == 0 and out2 == "" and err2 == err and target.read_text() == out
+
+
+def test_changed_file_options_or_no_cache_miss(capsys, tmp_path):
+    src = PROFILES / "tf_keras"
+    logdir = tmp_path / "logs"
+    shutil.copytree(src, logdir)
+    a = run(capsys, "export", str(logdir), "--tool", "memory_profile", "--max-snapshots", "5")
+    b = run(capsys, "export", str(logdir), "--tool", "memory_profile", "--max-snapshots", "7")
+    assert a[0] == b[0] == 0 and a[1] != b[1] and len(entries()) == 2
+    host = next(logdir.rglob("*.xplane.pb"))
+    os.utime(host, (1, 1))  # a changed file (mtime) is a new key
+    c = run(capsys, "export", str(logdir), "--tool", "memory_profile", "--max-snapshots", "5")
+    assert c == a and len(entries()) == 3
+    run(capsys, "export", str(logdir), "--tool", "summary", "--no-cache")
+    assert len(entries()) == 3
+
+
+def test_outputs_over_the_limit_and_failed_exports_are_not_kept(capsys, monkeypatch, tmp_path):
+    logdir = str(PROFILES / "tf_keras")
+    monkeypatch.setattr(export.OutputCache, "MAX_BYTES", 1000)
+    code, out, _ = run(capsys, "export", logdir, "--tool", "trace_viewer")
+    assert code == 0 and len(out) > 1000 and entries() == []
+    monkeypatch.setattr(export.OutputCache, "MAX_BYTES", 64 << 20)
+    code, _, err = run(capsys, "export", logdir, "--tool", "summary", "-o", str(tmp_path / "missing" / "x.json"))
+    assert code == 2 and entries() == []
+    frames = os.path.join(cache_root(), "frames")
+    assert not [e for e in os.listdir(frames) if e.startswith(".tmp-export-")]
