@@ -86,3 +86,50 @@ def test_reading_an_entry_marks_it_used(tmp_path):
     os.utime(entry, (1, 1))
     load_frame(hf)
     assert os.stat(entry).st_mtime > 1
+
+
+def test_prefetch_and_frame_share_one_decode(tmp_path, monkeypatch):
+    """RunData.prefetch() decodes in a thread; a frame() call meanwhile waits for that decode
+    instead of starting its own, and gets the same frame object."""
+    import tputui.data.run_data as rd
+    from tputui.data.run_data import RunData
+
+    calls = []
+    gate = threading.Event()
+    real = rd.load_frame
+
+    def slow_load(*a, **k):
+        calls.append(threading.current_thread().name)
+        gate.wait(10)
+        return real(*a, **k)
+
+    monkeypatch.setattr(rd, "load_frame", slow_load)
+    run = RunData(open_logdir(str(PROFILES / "tf_keras")).run(None))
+    run.prefetch()
+    for _ in range(200):  # until the prefetch thread is inside load_frame
+        if calls:
+            break
+        threading.Event().wait(0.01)
+    got: list = []
+    waiter = threading.Thread(target=lambda: got.append(run.frame()))
+    waiter.start()
+    gate.set()
+    waiter.join(30)
+    assert calls == ["tputui-prefetch"] and got and got[0] is run.frame()
+
+
+def test_prefetch_of_a_broken_file_leaves_the_error_to_frame(tmp_path):
+    from tputui.data.run_data import RunData
+    from tputui.errors import UserError
+
+    run_dir = tmp_path / "plugins" / "profile" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "h.xplane.pb").write_bytes(b"\x0a\xff\xff\xff\xff\x0f")  # a truncated plane
+    run = RunData(open_logdir(str(tmp_path)).run(None), use_cache=False)
+    run.prefetch()
+    try:
+        run.frame()
+    except UserError as e:
+        assert "h.xplane.pb" in str(e)
+    else:
+        raise AssertionError("no error for a truncated file")

@@ -212,6 +212,7 @@ def run_export(argv: list[str]) -> int:
     notes = cache.notes() if cache else None
     if notes is not None:  # the same export of the same files: its output again, no analysis
         return _write_output(a.output, cache.replay) or _print_notes(notes)  # type: ignore[union-attr]
+    _prefetch(run, a.tool, a.host)
     result = run_tool(run, a.tool, a.host, **options)  # checks the host, names the hosts
     written: dict | None = None
 
@@ -238,6 +239,21 @@ def run_export(argv: list[str]) -> int:
     if cache:
         cache.commit(notes)
     return _print_notes(notes)
+
+
+def _prefetch(run, tool: str, host: str | None) -> None:
+    """A one-host run whose tool reads the whole frame and whose frame is not cached yet: decode
+    it in the background while the tool's modules import (~0.2 s overlapped)."""
+    from tputui.data.cache import has_entry
+    from tputui.data.storage import is_remote
+    from tputui.tools import TOOLS
+
+    t = next((t for t in TOOLS if t.name == tool), None)
+    if t is None or not t.whole_frame or len(run.run.hosts) != 1 or host not in (None, run.run.hosts[0].host):
+        return
+    hf = run.run.hosts[0]
+    if not is_remote(hf.path) and not (run.use_cache and has_entry(hf)):
+        run.prefetch(hf.host)
 
 
 def _write_output(output: str | None, write) -> int:

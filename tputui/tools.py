@@ -27,6 +27,9 @@ class Tool:
     # from the analysis' signature so that `tputui export` builds its flags without importing every
     # tool (~0.15 s); tests/test_cli.py checks each equals the signature.
     declared_options: tuple[tuple[str, object], ...] = ()
+    # Whether the analysis reads the host's whole decoded frame (False: one plane, e.g. the HLO
+    # metadata): `tputui export` then starts that decode while it imports the tool.
+    whole_frame: bool = True
 
     def analyze_fn(self):
         """The tool's analysis, after a check that the run (or host) has a readable profile,
@@ -98,10 +101,10 @@ TOOLS: list[Tool] = [
          declared_options=(('args', False),)),
     Tool("memory_profile", "Memory profile", "tputui.analysis.memory_profile:analyze",
          "tputui.screens.memory_profile:MemoryProfileScreen", has_data="tputui.analysis.memory_profile:has_data",
-         declared_options=(('max_snapshots', 1000),)),
+         whole_frame=False, declared_options=(('max_snapshots', 1000),)),
     Tool("memory_viewer", "Memory viewer", "tputui.analysis.memory_viewer:analyze",
          "tputui.screens.memory_viewer:MemoryViewerScreen", has_data="tputui.analysis.memory_viewer:has_data",
-         declared_options=(('module', None), ('memory_space', 0), ('list_modules', False))),
+         whole_frame=False, declared_options=(('module', None), ('memory_space', 0), ('list_modules', False))),
     Tool("framework_op_stats", "Framework op stats", "tputui.analysis.framework_op_stats:analyze",
          "tputui.screens.framework_op_stats:FrameworkOpStatsScreen"),
     Tool("op_profile", "Op profile", "tputui.analysis.op_profile:analyze",
@@ -119,7 +122,7 @@ TOOLS: list[Tool] = [
          declared_options=(('dcn_gbps', None),)),
     Tool("graph_viewer", "Graph viewer", "tputui.analysis.graph_viewer:analyze",
          "tputui.screens.graph_viewer:GraphViewerScreen", has_data="tputui.analysis.graph_viewer:has_data",
-         declared_options=(('module', None), ('node', None), ('depth', 3))),
+         whole_frame=False, declared_options=(('module', None), ('node', None), ('depth', 3))),
     Tool("smart_suggestion", "Advice (smart suggestions)", "tputui.analysis.smart_suggestion:analyze",
          "tputui.screens.advice:AdviceScreen"),
     Tool("perf_counters", "Performance counters", "tputui.analysis.perf_counters:analyze",

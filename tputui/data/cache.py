@@ -30,6 +30,12 @@ def cache_key(hf: HostFile, planes: PlaneSelector) -> str | None:
     return hashlib.sha1(ident.encode()).hexdigest()
 
 
+def has_entry(hf: HostFile) -> bool:
+    """Whether the whole frame of this host file is in the cache (nothing to decode)."""
+    key = cache_key(hf, None)
+    return key is not None and os.path.isfile(os.path.join(cache_root(), "frames", key, cache_entry.MANIFEST))
+
+
 def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = True, progress=None) -> XSpaceFrame:
     """The decoded frame of one host file, from the cache when it is fresh."""
     key = cache_key(hf, planes) if use_cache else None

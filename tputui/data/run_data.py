@@ -27,6 +27,7 @@ class RunData:
     # Results derived from the hosts (e.g. op stats), kept for this process by the analyses.
     memo: dict = field(default_factory=dict, repr=False, compare=False)
     _frames: dict = field(default_factory=dict, repr=False)
+    _loading: dict = field(default_factory=dict, repr=False)  # key -> Event set when its load ends
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -71,9 +72,17 @@ class RunData:
         else to the callback of the enclosing `reporting` block."""
         hf = self.host_file(host)
         key = (hf.host, None if planes is None else tuple(planes) if not callable(planes) else planes)
-        with self._lock:
-            fr = self._frames.get(key)
-        if fr is None:
+        while True:
+            with self._lock:
+                fr = self._frames.get(key)
+                if fr is not None:
+                    return fr
+                loading = self._loading.get(key)
+                if loading is None:  # ours to load
+                    loading = self._loading[key] = threading.Event()
+                    break
+            loading.wait()  # another thread (a prefetch) is decoding it: its frame, or our turn
+        try:
             report = progress or current_progress()
             if report:
                 report(f"reading {hf.host} ({hf.size / 1e6:.1f} MB)")
@@ -84,7 +93,23 @@ class RunData:
                 raise
             with self._lock:
                 self._frames[key] = fr
-        return fr
+            return fr
+        finally:
+            with self._lock:
+                del self._loading[key]
+            loading.set()
+
+    def prefetch(self, host: str | None = None) -> None:
+        """Start decoding the host's whole frame in a background thread (the C decoder lets the
+        GIL go), so it overlaps what the caller still has to import; frame() waits for it, and a
+        failure is left for frame() to meet again."""
+        def load() -> None:
+            try:
+                self.frame(host)
+            except Exception:  # noqa: BLE001,S110 - the caller's own frame() call reports it
+                pass
+
+        threading.Thread(target=load, name="tputui-prefetch", daemon=True).start()
 
     def has_frame(self, host: str) -> bool:
         """Whether the host's full frame is already decoded in this process."""
