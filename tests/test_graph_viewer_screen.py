@@ -86,7 +86,7 @@ async def test_search_body_and_module_picker():
         await pilot.pause()
         await pilot.pause()
         assert cursor_instruction(screen) == "wrapped_reduce"
-        await pilot.press("b")  # the fusion's body: the text at its computation's ROOT
+        await pilot.press("j")  # the fusion's body: the text at its computation's ROOT
         await pilot.pause()
         await pilot.pause()
         assert cursor_instruction(screen) == "reduce_sum.24"
