@@ -10,7 +10,6 @@ from rich.console import Console
 from textual.widgets import Tree
 
 from tputui import format as fmt
-
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.screens.framework_op_stats import FrameworkOpStatsScreen

@@ -17,10 +17,9 @@ sorted by another key and filtered by name, for the screen.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
-
-import dataclasses
 
 import polars as pl
 
