@@ -99,7 +99,7 @@ async def test_op_profile_card_sort_and_filter():
         assert "IDLE" in [c.data.name for c in tree.root.children if c.data]
         # s: time -> FLOPS rate -> memory bandwidth -> name -> time.
         await pilot.press("s", "s")
-        assert screen.sort == "memory bandwidth" and "sorted by memory bandwidth" in tree.border_title
+        assert screen.sort == "memory bandwidth" and "by memory bandwidth · s sort" in tree.border_title
         utils = [c.data.hbm_bandwidth_utilization for c in tree.root.children if c.data]
         assert utils == sorted(utils, reverse=True)
         await pilot.press("s")

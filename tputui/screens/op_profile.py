@@ -184,9 +184,9 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         shown = f"filter '{self.needle}' · " if self.needle else ""
         if self.needle and not root.children:
             tree.root.add_leaf(Text(f"nothing matches '{self.needle}' (Esc clears)", style="dim"), data=None)
-        tree.border_title = (f"By {self.grouping} · {shown}sorted by {self.sort} · IDLE "
-                             f"{'hidden' if self.exclude_idle else 'shown'} · top {self.children_shown} children · "
-                             "time %, FLOPS %, HBM % · b group · s sort · / filter · i IDLE · +/- children · v trace")
+        tree.border_title = (f"By {self.grouping} · {shown}by {self.sort} · s sort · / filter · b group · i IDLE "
+                             f"({'hidden' if self.exclude_idle else 'shown'}) · +/- top {self.children_shown} · "
+                             "v trace")
         self._show_card(root)
 
     def _add_children(self, tnode, node: Node, depth: int) -> None:
