@@ -5,8 +5,8 @@ Text view: the module as XProf's `long_txt` prints it; computations fold (Space 
 header), the entry is open. Enter on an instruction opens its neighbourhood; `/` searches names
 and text, `n` / `N` next and previous match. Graph view: the instructions within N edges, nearest
 first; Enter follows the edge to the highlighted instruction, Esc goes back, `+` / `-` change N,
-`b` shows a fusion's (or call's) body in the text. Both: `m` module, `v` the instruction's events
-in the trace viewer, `x` CSV.
+`j` jumps to a fusion's (or call's) body in the text. Both: `l` switches between text and graph,
+`m` module, `v` the instruction's events in the trace viewer, `x` CSV.
 """
 from __future__ import annotations
 
