@@ -198,3 +198,13 @@ def test_shape_text_and_unpadded_size():
 
 def test_no_textual_import():
     assert "textual" not in pathlib.Path(mv.__file__).read_text()
+
+
+@pytest.mark.parametrize("profile", ["jax_mlp", "jax_two_runs", "tpu_v6e_inference", "jax_live_capture"])
+def test_default_module_is_the_largest_peak_of_all(profile):
+    """The pruned search (total allocation bounds the peak) picks what replaying every module picks."""
+    modules = mv.hlo_modules(run_of(profile))
+    sizes = {m.name: mv.module_size(m) for m in modules}
+    assert all(peak <= total for peak, total in sizes.values())  # the bound the search relies on
+    best = max(sizes.values())
+    assert sizes[mv.default_module(modules).name] == best

@@ -566,6 +566,13 @@ def xprof_default_module(modules: list[HloModuleEntry]) -> HloModuleEntry:
     return min(modules, key=lambda m: (-events(m), m.name))
 
 
+def _total_or_zero(entry: HloModuleEntry) -> int:
+    try:
+        return _total_allocation(entry.parse())
+    except NoDataError:
+        return 0
+
+
 def module_size(entry: HloModuleEntry) -> tuple[int, int]:
     """(HBM peak: heap simulation plus indefinite buffers, total HBM allocation) of a module;
     zeros when it cannot be read or replayed."""
@@ -580,13 +587,22 @@ def module_size(entry: HloModuleEntry) -> tuple[int, int]:
 def default_module(modules: list[HloModuleEntry]) -> HloModuleEntry:
     """The module the viewer opens on: the largest, by HBM peak, then total allocation, then
     XProf's order (a profile's init programs often have more heap events than its step, so
-    XProf's first module is not the one memory questions are about)."""
-    xprof_first = xprof_default_module(modules)
+    XProf's first module is not the one memory questions are about).
 
-    def key(m: HloModuleEntry):
+    A module's peak never exceeds its total allocation (the heap lives in its temporary
+    allocation, the indefinite buffers in the others), so modules are replayed largest
+    allocation first and the rest skipped once none can beat the best peak."""
+    xprof_first = xprof_default_module(modules)
+    best_key = None
+    best = xprof_first
+    for m in sorted(modules, key=_total_or_zero, reverse=True):
+        if best_key is not None and _total_or_zero(m) < -best_key[0]:
+            break
         peak, total = module_size(m)
-        return -peak, -total, m is not xprof_first, m.name
-    return min(modules, key=key)
+        key = (-peak, -total, m is not xprof_first, m.name)
+        if best_key is None or key < best_key:
+            best_key, best = key, m
+    return best
 
 
 def parse_memory_space(value) -> int:
