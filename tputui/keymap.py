@@ -18,8 +18,9 @@ APP = [
     ("?", "the keys of this screen"), ("q, Ctrl+C", "quit"),
 ]
 TABLE = [
-    ("↑ ↓ PgUp PgDn Home End", "move"), ("← → < >", "pick a column"), ("s", "sort by it (again: reverse)"),
-    ("/", "filter rows (Esc clears)"), ("c", "choose the columns shown"),
+    ("↑ ↓ PgUp PgDn Home End", "move"), ("← → < >", "pick a column"),
+    ("s", "sort by it (again: reverse); the op profile tree: the next sort"),
+    ("/", "filter rows (Esc clears); the op profile tree too"), ("c", "choose the columns shown"),
 ]
 SCREENS = [
     ("i", "IDLE on/off (framework op stats, op profile)"),

@@ -268,7 +268,9 @@ def flatten(root: Node) -> pl.DataFrame:
         rows.append({"path": p, "depth": depth, "name": n.name, "category": n.category,
                      "raw_time_ps": n.raw_time_ps, "raw_flops": n.model_flops, "occurrences": n.occurrences,
                      "flops_utilization": n.flops_utilization,
-                     "hbm_bandwidth_utilization": n.hbm_bandwidth_utilization})
+                     "hbm_bandwidth_utilization": n.hbm_bandwidth_utilization, "bound_by": n.bound_by,
+                     "avg_time_ps": n.avg_time_ps, "arithmetic_intensity": n.arithmetic_intensity,
+                     "source": n.source})
         for c in n.children:
             rec(c, p, depth + 1)
 
