@@ -121,9 +121,19 @@ async def test_diff_with_another_logdir_and_op_events_in_either_trace_viewer():
         table = screen.query_one("#diff-ops", FrameTable)
         assert table.row(0)["name"] == "copy-done.4" and table.row(0)["delta_us"] == 0
         assert (table.frame["delta_us"] == 0).all()
-        await pilot.press("a")
+        await pilot.press("V")  # run A's events
         await settle(pilot)
         assert isinstance(app.screen, TraceViewerScreen) and len(app.screen.focus_request.frame_rows) == 400
+        assert app.run_data is screen.run_a
+        for _ in range(3):  # Esc clears the trace viewer's selection first, then goes back
+            if app.screen is screen:
+                break
+            await pilot.press("escape")
+            await settle(pilot)
+        assert app.screen is screen
+        await pilot.press("v")  # run B's, as v does everywhere
+        await settle(pilot)
+        assert isinstance(app.screen, TraceViewerScreen) and app.run_data is screen.run_b
 
 
 async def test_diff_picker_path_that_is_not_a_profile_says_so():

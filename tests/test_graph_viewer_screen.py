@@ -46,6 +46,13 @@ async def test_text_view_starts_at_the_entry_and_enter_opens_the_neighbourhood()
         assert table.display and table.frame["name"][0] == "param" and table.frame["distance"][0] == 0
         # depth 3 (XProf's default) around the parameter: its copy, the fusion that reads the copy, ...
         assert {"copy-start", "copy-done", "broadcast_add_fusion.2"} <= set(table.frame["name"].to_list())
+        # l switches between the neighbourhood and the text (it was g, which is the trace viewer's go-to).
+        await pilot.press("l")
+        await pilot.pause()
+        assert screen.graph is None and tree.display and cursor_instruction(screen) == "param"
+        await pilot.press("l")
+        await pilot.pause()
+        assert screen.graph is not None and screen.graph.node == "param"
 
 
 async def test_enter_follows_an_edge_and_esc_goes_back_then_to_the_text():
@@ -86,7 +93,7 @@ async def test_search_body_and_module_picker():
         await pilot.pause()
         await pilot.pause()
         assert cursor_instruction(screen) == "wrapped_reduce"
-        await pilot.press("b")  # the fusion's body: the text at its computation's ROOT
+        await pilot.press("j")  # the fusion's body: the text at its computation's ROOT
         await pilot.pause()
         await pilot.pause()
         assert cursor_instruction(screen) == "reduce_sum.24"

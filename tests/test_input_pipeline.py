@@ -132,3 +132,26 @@ def test_bottleneck_kinds():
     assert tf_data.bottleneck_kind("Map") == "parallelizable"
     assert tf_data.bottleneck_kind("Batch") == "sequential"
     assert tf_data.bottleneck_kind("Prefetch") == "other"
+
+
+@pytest.mark.parametrize("pod", ["pod_v4_32", "dcn_2slices"])
+def test_input_wait_across_cores_per_step_equals_xprof(pod):
+    """The per-core range the screen draws: XProf's per-step infeed % average / min / max over cores
+    (its input pipeline's interval chart), to 1e-9."""
+    from conftest import FIXTURES
+
+    from tputui.analysis import input_pipeline
+
+    path = FIXTURES / "pod" / pod
+    result = input_pipeline.analyze(RunData(open_logdir(str(path)).runs[0], use_cache=False))
+    table = next(t for t in json.loads((path / "oracle" / "input_pipeline_analyzer.json").read_text())
+                 if isinstance(t, dict) and "cols" in t and any(c["id"] == "infeedPercentMin" for c in t["cols"]))
+    ids = [c["id"] for c in table["cols"]]
+    theirs = [dict(zip(ids, [c.get("v") for c in r["c"]])) for r in table["rows"]]
+    ours = result.step_table
+    assert ours.height == len(theirs) and result.core_ranges is not None and result.core_ranges["cores"].min() > 1
+    for row, o in zip(ours.iter_rows(named=True), theirs):
+        assert row["infeed_percent_avg"] == pytest.approx(o["infeedPercentAverage"], rel=1e-9, abs=1e-12)
+        assert row["infeed_percent_min"] == pytest.approx(o["infeedPercentMin"], rel=1e-9, abs=1e-12)
+        assert row["infeed_percent_max"] == pytest.approx(o["infeedPercentMax"], rel=1e-9, abs=1e-12)
+        assert row["infeed_percent_min"] <= row["infeed_percent_avg"] <= row["infeed_percent_max"]

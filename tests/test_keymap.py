@@ -44,7 +44,7 @@ def test_one_meaning_per_key():
     found = bindings()
     assert "x" in found and "c" in found and "i" in found  # the scan sees screens and widgets
     clashes = {k: sorted(v) for k, v in found.items() if len({a for a, _ in v}) > 1}
-    assert set(clashes) == set(keymap.SHARED) | set(keymap.TO_REBIND), clashes
+    assert set(clashes) == set(keymap.SHARED), clashes
 
 
 def test_app_keys_are_not_taken_by_a_screen():

@@ -164,3 +164,18 @@ def test_gs_logdir_without_gcs_support_is_one_clear_line(monkeypatch):
     with fake_server(FakeProfiler([response_with(xplane("jax_mlp").read_bytes())])) as addr:
         with pytest.raises(LiveError, match=r"^cannot write gs://b/l/plugins/profile/.*: capturing into remote logdirs"):
             capture([addr], "gs://b/l", duration_ms=100, attempts=1)
+
+
+def test_empty_capture_says_start_later_or_profile_longer(tmp_path):
+    """Every attempt empty: one line with the guides' advice (the program was not running yet, or
+    the window was too short), nothing written; the CLI names its flags."""
+    from tputui.live.capture import EmptyCaptureError
+
+    fake = FakeProfiler([empty_response(), empty_response()])
+    with fake_server(fake) as addr:
+        with pytest.raises(EmptyCaptureError) as e:
+            capture([addr], str(tmp_path / "l"), duration_ms=100, attempts=2)
+    assert e.value.attempts == 2 and len(fake.requests) == 2
+    assert str(e.value) == ("no trace events after 2 attempt(s): start the capture later (after the program is "
+                            "running) or profile for longer (--duration-ms; --num-tracing-attempts tries again)")
+    assert not (tmp_path / "l").exists()

@@ -133,3 +133,24 @@ async def test_dialog_fits_a_small_terminal(tmp_path):
         await pilot.pause()
         assert dialog.query_one("#capture-error").display
         assert screen_region.contains_region(dialog.query_one("#capture").region)
+
+
+async def test_empty_capture_gives_the_guides_advice_in_the_dialog(tmp_path):
+    from helpers.live import empty_response
+
+    app = app_on_copy(tmp_path)
+    with fake_server(FakeProfiler([empty_response()] * 3)) as addr:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            open_capture_dialog(app)
+            await pilot.pause()
+            dialog = app.screen
+            await fill(pilot, "duration", "100")
+            await fill(pilot, "target", addr)
+            await pilot.press("enter")
+            await settle(pilot)
+            assert app.screen is dialog and not dialog.busy
+            assert str(dialog.query_one("#capture-error").content) == (
+                "no trace events after 3 attempt(s): start the capture later (after the program is running) "
+                "or profile for longer (raise Duration or Tracing attempts)")
+    assert len(open_logdir(str(tmp_path / "logs")).runs) == 1  # nothing written

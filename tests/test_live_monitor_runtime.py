@@ -92,7 +92,7 @@ async def test_pane_shows_a_row_per_chip_and_per_worker():
         slow_row = next(line for line in workers.splitlines() if WORKERS[1] in line)
         assert "◀ slowest" in slow_row and "◀ slowest" not in workers.replace(slow_row, "")
         assert screen.query_one("#figures").border_title == f"Figures of the last window of {WORKERS[0]}"
-        await pilot.press("w")
+        await pilot.press("W")
         assert screen.address == WORKERS[1]
         assert screen.query_one("#figures").border_title == f"Figures of the last window of {WORKERS[1]}"
         assert f"{windows()[1].step_ms_avg:.3f} ms" in drawn(screen.query_one("#figures"))

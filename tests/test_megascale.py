@@ -100,8 +100,8 @@ def test_listed_only_where_there_are_dcn_collectives():
 
 def test_flagged_names_and_first_recv_done():
     """What the screen marks and where `enter` jumps: from the result, not the screen."""
-    res = ms.analyze(run_of(DCN))
-    assert res.flagged_names == set() and res.exceeding_count == 0  # no bandwidth set
+    res = ms.analyze(run_of(DCN), dcn_gbps=0)
+    assert res.flagged_names == set() and res.exceeding_count == 0  # bandwidth set to none
     flagged = res.flag(200.0)
     assert flagged.flagged_names == set(flagged.rows.filter(flagged.rows["exceeds_network"])["name"].to_list())
     assert flagged.exceeding_count == len(flagged.flagged_names)
@@ -110,3 +110,26 @@ def test_flagged_names_and_first_recv_done():
     spans = res.recv_done_spans.filter(res.recv_done_spans["name"] == name)
     assert start == spans["start_ps"].min() and start < end
     assert res.first_recv_done("no such collective") is None
+
+
+def test_dcn_bandwidth_of_the_tpu_generation_by_default():
+    """The fixture's hosts are TPU v5e (XProf's 'TPU v5 lite'), 4 chips each: 25 Gbps per chip
+    (Cloud TPU docs) = 100 Gbps per host, used unless a bandwidth is given; 0 turns it off."""
+    res = ms.analyze(run_of(DCN))
+    assert res.device_type == "TPU v5 lite" and res.cores_per_host == 4
+    assert res.suggested_gbps == ms.DCN_GBPS_PER_CHIP["v5e"] * 4 == res.dcn_gbps
+    assert "v5e" in res.suggestion and "Cloud TPU docs" in res.suggestion
+    need = res.rows["required_bandwidth_gbps"] * res.cores_per_host
+    assert res.exceeding_count == int((need > res.dcn_gbps).sum()) > 0
+    assert ms.analyze(run_of(DCN), dcn_gbps=5000.0).dcn_gbps == 5000.0
+    assert ms.analyze(run_of(DCN), dcn_gbps=0).dcn_gbps is None
+    assert res.to_json()["suggested_dcn_gbps"] == 100.0
+    v4 = ms.analyze(run_of(FIXTURES / "pod" / "pod_v4_32"))  # no published per-chip figure: nothing assumed
+    assert v4.suggested_gbps is None and v4.dcn_gbps is None and "TPU v4" in v4.suggestion
+
+
+@pytest.mark.parametrize(("device_type", "generation"), [
+    ("TPU v6 Lite", "v6e"), ("TPU v5 lite", "v5e"), ("TPU v5e", "v5e"), ("TPU v5", "v5p"), ("TPU v5p", "v5p"),
+    ("TPU v4", None), ("TPU7x", None), ("", None)])
+def test_tpu_generation_from_device_type(device_type, generation):
+    assert ms.tpu_generation(device_type) == generation

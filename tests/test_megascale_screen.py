@@ -31,6 +31,10 @@ async def test_table_bandwidth_flag_and_enter():
         assert table.row_count == 4 and table.row(0)["name"] == "dcn_allreduce_grads"
         stalls = table.frame["aggregated_total_stall_ms"].to_list()
         assert stalls == sorted(stalls, reverse=True)
+        # Flagged at once against the TPU generation's DCN bandwidth, without asking.
+        summary = str(screen.query_one("#summary").render())
+        assert "network 100 Gbps (TPU v5e: 25 Gbps per chip x 4 chips (Cloud TPU docs))" in summary
+        assert screen.result.exceeding_count > 0
         await pilot.press("B")
         assert screen.query_one("#gbps", Input).has_focus
         await pilot.press(*"200", "enter")

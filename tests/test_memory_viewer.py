@@ -125,9 +125,31 @@ def test_module_selection_by_bare_name_and_program_id():
     by_name = mv.analyze(run, module="jit_f")
     by_id = mv.analyze(run, module="12190760917235803885")
     assert by_name.module == by_id.module == "jit_f(12190760917235803885)"
-    # Without --module: XProf's first module (most heap-simulator events).
+    # Without --module: the largest module (HBM peak), not XProf's first (most heap-simulator events).
     assert mv.analyze(run).module == "jit_f(12190760917235803885)"
-    assert mv.analyze(run_of("jax_mlp")).module == "jit__randint(28)"
+    mlp = mv.hlo_modules(run_of("jax_mlp"))
+    assert mv.xprof_default_module(mlp).name == "jit__randint(28)"
+    largest = mv.analyze(run_of("jax_mlp"))
+    assert largest.module == "jit__normal(8)" and len(largest.modules) == 17  # the picker still lists all
+    peaks = {m.name: mv.simulate(m.parse(), 0, name=m.name).peak_heap_mib for m in mlp}
+    assert largest.peak_heap_mib == max(peaks.values()) > peaks["jit__randint(28)"]
+
+
+def test_buffer_lifetimes_are_xprofs_spans():
+    """alloc / free program points of the buffers at the peak: XProf's logical buffer spans; the
+    buffers that live for the whole program (parameters, outputs) and the small ones have none."""
+    module = "jit_train_step(32)"
+    o = json.loads((oracle_dir("jax_mlp") / "memory_viewer" / f"{module}.json").read_text())
+    spans = {int(k): (v.get("start", 0), v.get("limit", 0)) for k, v in o["logicalBufferSpans"].items()}
+    r = mv.analyze(run_of("jax_mlp"), module=module)
+    table = r.buffer_table(by_size=True)
+    timed = table.filter(table["alloc_point"].is_not_null())
+    assert timed.height >= 3
+    for row in timed.iter_rows(named=True):
+        assert (row["alloc_point"], row["free_point"]) == spans[row["logical_buffer_id"]]
+        assert row["alloc_point"] <= r.peak_point <= row["free_point"] + 1  # live at the peak
+    whole = table.filter(table["alloc_point"].is_null())
+    assert set(whole["category"]) == {"Output", "Parameter", ""}  # "" is the folded small buffers
 
 
 def test_list_modules_and_csv():
@@ -176,3 +198,13 @@ def test_shape_text_and_unpadded_size():
 
 def test_no_textual_import():
     assert "textual" not in pathlib.Path(mv.__file__).read_text()
+
+
+@pytest.mark.parametrize("profile", ["jax_mlp", "jax_two_runs", "tpu_v6e_inference", "jax_live_capture"])
+def test_default_module_is_the_largest_peak_of_all(profile):
+    """The pruned search (total allocation bounds the peak) picks what replaying every module picks."""
+    modules = mv.hlo_modules(run_of(profile))
+    sizes = {m.name: mv.module_size(m) for m in modules}
+    assert all(peak <= total for peak, total in sizes.values())  # the bound the search relies on
+    best = max(sizes.values())
+    assert sizes[mv.default_module(modules).name] == best

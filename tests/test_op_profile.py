@@ -98,3 +98,57 @@ def test_cpu_profile_has_no_op_profile():
     assert not op_profile.has_data(run)
     with pytest.raises(NoDataError):
         op_profile.analyze(run)
+
+
+def test_card_facts_of_an_op(profile):
+    """Average time, arithmetic intensity and bound-by of an op: its own figures, and the same
+    bound-by as the roofline / HLO stats give that op (XProf's SetRooflineMetrics)."""
+    from tputui.analysis import hlo_stats
+
+    op = next(n for n in profile.tree("program").walk() if n.name == "broadcast_add_fusion.1" and n.is_op)
+    assert op.avg_time_ps == op.raw_time_ps / op.occurrences > 0
+    assert op.arithmetic_intensity == op.flops / op.bytes_accessed > 0
+    rows = hlo_stats.analyze(run_of("tpu_v6e_inference")).rows
+    row = rows.filter(rows["hlo_op_name"] == "broadcast_add_fusion.1").row(0, named=True)
+    assert op.bound_by == row["bound_by"] == "HBM"
+    assert op.arithmetic_intensity < profile.ridge_point  # why it is HBM-bound
+    assert profile.ridge_point == profile.peak_tflops * 1e12 / (profile.peak_hbm_gbps * 1e9)
+    # Grouping nodes: the larger of their FLOPS and HBM utilizations.
+    group = next(n for n in profile.tree("program").walk() if n.name == "loop fusion")
+    assert not group.is_op and group.bound_by == (
+        "Compute" if group.flops_utilization >= group.hbm_bandwidth_utilization else "HBM")
+    assert all(n.bound_by == "" for n in profile.tree("program").walk() if n.is_op and n.raw_time_ps == 0)
+
+
+@pytest.mark.parametrize("sort", op_profile.SORTS)
+def test_view_sorts_every_level(profile, sort):
+    root = profile.view("category", sort=sort)
+    key = {"time": None, "flops rate": lambda n: -n.flops_utilization,
+           "memory bandwidth": lambda n: -n.hbm_bandwidth_utilization, "name": lambda n: n.name.lower()}[sort]
+    if key is None:  # XProf's order, as built
+        assert [n.name for n in root.walk()] == [n.name for n in profile.tree("category").walk()]
+    else:
+        for n in root.walk():
+            assert [key(c) for c in n.children] == sorted(key(c) for c in n.children), n.name
+    assert len(list(root.walk())) == len(list(profile.tree("category").walk()))  # nothing dropped
+    assert profile.tree("category").children[0].name == "copy-done"  # the result itself is untouched
+
+
+def test_view_filter_keeps_matches_with_their_ancestors_and_subtrees(profile):
+    root = profile.view("program", needle="BROADCAST_add")
+
+    def kept_ops(n, matched=False):  # every op kept matches, or sits under a node that does
+        matched = matched or "broadcast_add" in n.name
+        return [(c, matched) for c in n.children if c.is_op] + [o for c in n.children for o in kept_ops(c, matched)]
+
+    ops = kept_ops(root)
+    assert ops and all("broadcast_add" in o.name or under for o, under in ops)
+    fusion = next(n for n in root.walk() if n.name == "broadcast_add_fusion.1")
+    assert [c.name for c in fusion.children] == ["constant.7", "broadcast.8", "add.4"]  # its fused ops kept
+    assert {c.name for c in root.children} == {"jit_f(12190760917235803885)"}
+    assert root.raw_time_ps == profile.tree("program").raw_time_ps  # shares stay of the whole profile
+    by_category = profile.view("category", needle="copy-done")
+    assert [c.name for c in by_category.children] == ["copy-done"]
+    assert profile.view("program", needle="no such op").children == []
+    with pytest.raises(ValueError):
+        profile.view(sort="size")

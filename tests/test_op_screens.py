@@ -1,10 +1,15 @@
 """The op-tool screens driven from the keyboard (Pilot), plus one SVG snapshot per screen."""
 from __future__ import annotations
 
+import io
+import re
+
 import pytest
 from conftest import FIXTURES, make_app, settle
+from rich.console import Console
 from textual.widgets import Tree
 
+from tputui import format as fmt
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
 from tputui.screens.framework_op_stats import FrameworkOpStatsScreen
@@ -58,6 +63,53 @@ async def test_op_profile_tree_keys():
         await pilot.press("down")
         await pilot.pause()
         assert screen.card_node.name == "copy-done" and screen.card_node.occurrences == 2400
+
+
+def card_text(screen) -> str:
+    """The card as plain text, as drawn at 100 columns."""
+    console = Console(width=100, color_system=None, record=True, file=io.StringIO())
+    console.print(screen.card.content)
+    return re.sub(r" {2,}", "  ", console.export_text())  # the grid's column padding as two spaces
+
+
+async def test_op_profile_card_sort_and_filter():
+    app = make_app("tpu_v6e_inference", "op_profile")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        tree = screen.query_one(Tree)
+        # The card of an op: average time, bound-by, arithmetic intensity vs the ridge point, source line.
+        await pilot.press("slash", *"broadcast_add_fusion.1", "enter")
+        await pilot.pause()
+        assert screen.needle == "broadcast_add_fusion.1" and tree.has_focus
+        op = next(n for n in tree.root.children[0].children[0].children[0].children if n.data)
+        tree.move_cursor(op)
+        await pilot.pause()
+        n = screen.card_node
+        assert n.name == "broadcast_add_fusion.1" and n.is_op
+        card = card_text(screen)
+        assert f"Average time  {fmt.duration_us(n.avg_time_ps / 1e6)}" in card
+        assert "Bound by  HBM" in card
+        assert f"{n.arithmetic_intensity:,.3g} FLOP/byte" in card and "below the ridge point, 560" in card
+        assert "Source  experimental/users/davelacey/" in card  # the source line (folded at this width)
+        assert "filter 'broadcast_add_fusion.1'" in tree.border_title
+        # Esc clears the filter (and only then goes back).
+        await pilot.press("escape")
+        assert screen.needle == "" and app.screen is screen
+        assert "IDLE" in [c.data.name for c in tree.root.children if c.data]
+        # s: time -> FLOPS rate -> memory bandwidth -> name -> time.
+        await pilot.press("s", "s")
+        assert screen.sort == "memory bandwidth" and "by memory bandwidth · s sort" in tree.border_title
+        utils = [c.data.hbm_bandwidth_utilization for c in tree.root.children if c.data]
+        assert utils == sorted(utils, reverse=True)
+        await pilot.press("s")
+        names = [c.data.name.lower() for c in tree.root.children if c.data]
+        assert names == sorted(names)
+        await pilot.press("s")
+        assert screen.sort == "time"
+        await pilot.press("slash", *"no such op", "enter")
+        await pilot.pause()
+        assert "nothing matches 'no such op'" in str(tree.root.children[0].label)
 
 
 async def test_hlo_stats_and_roofline_keys():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 import conftest
+import pytest
 from conftest import PROFILES, settle
 
 from tputui.app import TputuiApp
@@ -251,3 +252,43 @@ async def test_small_terminal_brings_the_focused_ops_table_into_view():
         await pilot.pause(0.3)
         assert table.cursor_row == 1 and scroll.scroll_y > 0
         assert table.region.y >= scroll.region.y
+
+
+POD = PROFILES.parent / "pod" / "pod_v4_32"
+
+
+async def test_input_pipeline_draws_input_wait_across_cores_per_step():
+    app = TputuiApp(open_logdir(str(POD)), tool="input_pipeline_analyzer", use_cache=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        steps = screen.result.step_table
+        lines = text_of(screen, "#ip-core-range").splitlines()
+        top, bottom = steps["infeed_percent_max"].max(), steps["infeed_percent_min"].min()
+        assert lines[0].strip().startswith(f"{top:.1f} ┤") and lines[5].strip().startswith(f"{bottom:.1f} ┤")
+        plot = [line.split("┤", 1)[1] for line in lines[:6]]
+        assert sum(line.count("●") for line in plot) == steps.height  # one average per step
+        assert all(line.count("│") + line.count("●") == steps.height for line in plot)  # min..max spans every row here
+        assert "32 cores" in lines[-1] and "step 4" in lines[-1]
+    app = make_app("tf_loop", "input_pipeline_analyzer")  # host steps: no cores, no range
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert not app.screen.query("#ip-core-range")
+
+
+@pytest.mark.parametrize("look", ["no_color", "light", "small"])
+def test_input_pipeline_core_range_looks(snap_compare, monkeypatch, look):
+    env, theme, size = {"no_color": ({"NO_COLOR": "1"}, None, (120, 36)), "light": ({}, "textual-light", (120, 36)),
+                        "small": ({}, None, (80, 24))}[look]
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    app = TputuiApp(open_logdir(str(POD)), tool="input_pipeline_analyzer", use_cache=False)
+    if theme:
+        app.theme = theme
+
+    async def shown(pilot):
+        await settle(pilot)
+        pilot.app.screen.query_one("#ip-core-range").scroll_visible(animate=False)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=shown)

@@ -18,8 +18,9 @@ APP = [
     ("?", "the keys of this screen"), ("q, Ctrl+C", "quit"),
 ]
 TABLE = [
-    ("↑ ↓ PgUp PgDn Home End", "move"), ("← → < >", "pick a column"), ("s", "sort by it (again: reverse)"),
-    ("/", "filter rows (Esc clears)"), ("c", "choose the columns shown"),
+    ("↑ ↓ PgUp PgDn Home End", "move"), ("← → < >", "pick a column"),
+    ("s", "sort by it (again: reverse); the op profile tree: the next sort"),
+    ("/", "filter rows (Esc clears); the op profile tree too"), ("c", "choose the columns shown"),
 ]
 SCREENS = [
     ("i", "IDLE on/off (framework op stats, op profile)"),
@@ -28,6 +29,9 @@ SCREENS = [
     ("u", "free memory on/off (memory profile)"), ("k", "category (pod viewer)"),
     ("[ ]", "previous / next step (pod viewer)"), ("I J O", "open input pipeline / the suggested tool / overview"),
     ("M", "memory space (memory viewer)"), ("G", "show the op in its HLO graph"),
+    ("V", "the op's events in run A's trace viewer (diff; v / Enter: run B's)"),
+    ("l", "text / neighbourhood graph (graph viewer)"), ("j", "jump to a fusion's / call's body (graph viewer)"),
+    ("W", "next worker (live monitor)"),
     ("w a s d, f, g, m, n N, /, 1-4", "trace viewer: zoom / pan (as XProf), fit, go to, mark, matches, search, modes"),
 ]
 # Letters with two meanings on purpose, and why.
@@ -36,16 +40,6 @@ SHARED = {
     "m": "mark in the trace viewer (XProf's key); pick the memory id / HLO module (memory tools, graph viewer)",
     "slash": "search in the trace viewer, filter in tables: both find",
     "p": "peak in memory charts; pause in the live monitor",
-}
-
-# Double meanings that came with screens merged after the key map (diff: a / b show run A / B in
-# the trace viewer; graph viewer: g switches its view; monitor: w next worker): to rebind, then
-# drop from here.
-TO_REBIND = {
-    "a": "pan left in the trace viewer; run A's events in the diff screen",
-    "b": "group / order by; the graph viewer's body toggle; run B's events in the diff screen",
-    "g": "go to a time in the trace viewer; switch the graph viewer's view",
-    "w": "zoom in in the trace viewer; the next worker in the live monitor",
 }
 
 

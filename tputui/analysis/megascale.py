@@ -19,15 +19,20 @@ process_megascale_dcn.cc), reproduced here:
   A recv-done before any send of its rendezvous is skipped. Values are stored as whole microseconds,
   then averaged per rendezvous (whole microseconds again): the table is in milliseconds.
 - Required bandwidth (Gbps) = bytes / slack: bytes * 8 / (slack us * 1000); INT_MAX with no slack.
+
+Beyond XProf: with no bandwidth given, rows are flagged against the DCN bandwidth of the host's TPU
+generation (per chip, from the Cloud TPU docs, times the chips on the host) when it is known.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from tputui.analysis.hlo_ops import perf_env
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
 from tputui.analysis.result import NoDataError
 from tputui.data import pbwire, schema
@@ -55,6 +60,36 @@ ROW_SCHEMA = {
 # What the screen and CSV show, in order (the JSON keeps every column).
 COLUMNS = list(ROW_SCHEMA)
 
+# Data center network (DCN) bandwidth per chip in Gbps, by TPU generation, from the Cloud TPU
+# system architecture pages (cloud.google.com/tpu/docs/v5e, /v5p, /v6e): v5e "data center network
+# bandwidth per Pod 6.4 Tbps" over 256 chips (2 x 100 Gbps NICs per 8-chip host) = 25; v5p "DCN
+# bandwidth per chip 50 Gbps"; v6e 25.6 Tbps per 256-chip Pod (4 x 200 Gbps NICs per 8-chip host)
+# = 100. Other generations have no published per-chip figure: the user sets one with `B`.
+DCN_GBPS_PER_CHIP = {"v5e": 25.0, "v5p": 50.0, "v6e": 100.0}
+
+
+def tpu_generation(device_type: str) -> str | None:
+    """'TPU v6 Lite' -> 'v6e', 'TPU v5 lite' -> 'v5e', 'TPU v5' / 'TPU v5p' -> 'v5p' (XProf's device type strings)."""
+    s = device_type.lower().replace("tpu", "").strip()
+    for gen in ("v5", "v6"):
+        if s.startswith(gen):
+            rest = s[len(gen):].strip()
+            if rest in ("e", "lite", "litepod"):
+                return gen + "e"
+            if rest in ("", "p"):
+                return gen + "p"
+    return None
+
+
+def suggested_dcn_gbps(device_type: str, chips_per_host: int) -> tuple[float | None, str]:
+    """The host's DCN bandwidth for its TPU generation (Gbps) and where the figure comes from."""
+    gen = tpu_generation(device_type)
+    per_chip = DCN_GBPS_PER_CHIP.get(gen or "")
+    if per_chip is None or chips_per_host <= 0:
+        return None, f"no published DCN bandwidth for {device_type or 'this device'}"
+    return per_chip * chips_per_host, (f"TPU {gen}: {per_chip:g} Gbps per chip x {chips_per_host} chips "
+                                       "(Cloud TPU docs)")
+
 
 @dataclass
 class MegascaleResult:
@@ -66,11 +101,16 @@ class MegascaleResult:
     diagnostics: list[str] = field(default_factory=list)
     # (rendezvous, recv-done start ps, end ps) of every closed occurrence, for the trace viewer jump
     recv_done_spans: pl.DataFrame | None = None
+    device_type: str = ""
+    suggested_gbps: float | None = None  # the TPU generation's DCN bandwidth for this host
+    suggestion: str = ""  # where suggested_gbps comes from (or why there is none)
 
     def to_json(self) -> dict[str, Any]:
         rows = self.rows.drop("exceeds_network") if self.dcn_gbps is None else self.rows
         return {"host": self.host, "hosts": self.hosts, "cores_per_host": self.cores_per_host,
-                "dcn_gbps": self.dcn_gbps, "rows": rows.to_dicts(), "diagnostics": self.diagnostics}
+                "dcn_gbps": self.dcn_gbps, "device_type": self.device_type,
+                "suggested_dcn_gbps": self.suggested_gbps, "suggestion": self.suggestion,
+                "rows": rows.to_dicts(), "diagnostics": self.diagnostics}
 
     @property
     def flagged_names(self) -> set[str]:
@@ -99,8 +139,7 @@ class MegascaleResult:
         rows = self.rows.with_columns(exceeds_network=(
             (pl.col("required_bandwidth_gbps") * self.cores_per_host > dcn_gbps) if dcn_gbps
             else pl.lit(False)))
-        return MegascaleResult(self.host, self.hosts, rows, self.cores_per_host, dcn_gbps, self.diagnostics,
-                               self.recv_done_spans)
+        return dataclasses.replace(self, rows=rows, dcn_gbps=dcn_gbps or None)
 
 
 # --- minimal protobuf reading (xla.HloProto and DcnCollectiveInfoProto) ------------------------
@@ -361,6 +400,7 @@ PLANES = [schema.TPU_PLANE_PREFIX, schema.METADATA_PLANE, schema.HOST_PLANE]
 
 
 def analyze(run, host: str | None = None, dcn_gbps: float | None = None, **_options) -> MegascaleResult:
+    """One host's table, flagged against `dcn_gbps` (Gbps per host); None: the TPU generation's, 0: none."""
     hosts = list(run.hosts)
     if not hosts:
         raise NoDataError("the run has no readable host")
@@ -378,10 +418,16 @@ def analyze(run, host: str | None = None, dcn_gbps: float | None = None, **_opti
         diagnostics.append("No DCN (megascale) collectives: a host has no `MegaScale:` events.")
     if gated and not len(rows):
         diagnostics.append("No DCN send/recv ops found on /device:TPU:0.")
-    res = MegascaleResult(host, hosts, rows, len(tensor_core_planes(frame)), None, diagnostics,
+    cores = len(tensor_core_planes(frame))
+    device_type = perf_env([frame]).device_type if cores else ""
+    # One tensor-core plane per chip on the generations with a figure (v5e / v6e: one core per
+    # chip; v5p runs its two cores as one megacore device).
+    suggested, suggestion = suggested_dcn_gbps(device_type, cores)
+    res = MegascaleResult(host, hosts, rows, cores, None, diagnostics,
                           pl.DataFrame(spans, schema={"name": pl.String, "start_ps": pl.Int64, "end_ps": pl.Int64},
-                                       orient="row"))
-    return res.flag(dcn_gbps) if dcn_gbps else res
+                                       orient="row"), device_type, suggested, suggestion)
+    gbps = suggested if dcn_gbps is None else dcn_gbps
+    return res.flag(gbps) if gbps else res
 
 
 def has_data(run) -> bool:

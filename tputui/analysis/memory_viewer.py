@@ -365,10 +365,18 @@ class MemoryViewerResult:
             "instructions": self.instruction_names,
         }
 
+    def lifetime(self, b: PeakBuffer) -> tuple[int, int] | None:
+        """(allocation, free) program points of a buffer in the heap simulation (XProf's
+        logical buffer span); None for the folded small buffers and for buffers that live for the
+        whole program (parameters, outputs, constants, thread-local: never in the simulation)."""
+        return None if b.is_small else self.buffer_spans.get(b.logical_buffer_id)
+
     def buffer_table(self, by_size: bool = False) -> pl.DataFrame:
         """The buffers live at the peak, in program order or largest first: one table for the
-        screen and for CSV export (sizes in MiB, as XProf reports them)."""
+        screen and for CSV export (sizes in MiB, as XProf reports them; alloc / free program
+        points empty for buffers that live for the whole program)."""
         order = self.buffers_by_size if by_size else self.buffers
+        spans = [self.lifetime(b) for b in order]
         return pl.DataFrame({
             "rank": list(range(len(order))),
             "name": [b.label if b.is_small else b.name for b in order],
@@ -380,7 +388,10 @@ class MemoryViewerResult:
             "framework_op": [b.tf_op_name for b in order],
             "op_code": [b.op_code for b in order],
             "logical_buffer_id": [b.logical_buffer_id for b in order],
-        }, schema_overrides={"size_mib": pl.Float64, "unpadded_size_mib": pl.Float64, "extra_mib": pl.Float64})
+            "alloc_point": [s[0] if s else None for s in spans],
+            "free_point": [s[1] if s else None for s in spans],
+        }, schema_overrides={"size_mib": pl.Float64, "unpadded_size_mib": pl.Float64, "extra_mib": pl.Float64,
+                             "alloc_point": pl.Int64, "free_point": pl.Int64})
 
     def tables(self) -> dict[str, pl.DataFrame]:
         return {
@@ -548,11 +559,50 @@ def _total_allocation(proto: hlo_pb2.HloProto, color: int = 0) -> int:
     return sum(a.size for a in proto.buffer_assignment.buffer_allocations if a.color == color)
 
 
-def default_module(modules: list[HloModuleEntry]) -> HloModuleEntry:
-    """XProf's first module: the most heap-simulator events (the real step), then by name."""
+def xprof_default_module(modules: list[HloModuleEntry]) -> HloModuleEntry:
+    """XProf's first module: the most heap-simulator events, then by name."""
     def events(m: HloModuleEntry) -> int:
         return sum(len(t.events) for t in m.parse().buffer_assignment.heap_simulator_traces)
     return min(modules, key=lambda m: (-events(m), m.name))
+
+
+def _total_or_zero(entry: HloModuleEntry) -> int:
+    try:
+        return _total_allocation(entry.parse())
+    except NoDataError:
+        return 0
+
+
+def module_size(entry: HloModuleEntry) -> tuple[int, int]:
+    """(HBM peak: heap simulation plus indefinite buffers, total HBM allocation) of a module;
+    zeros when it cannot be read or replayed."""
+    try:
+        proto = entry.parse()
+        r = simulate(proto, 0, name=entry.name)
+    except NoDataError:
+        return 0, 0
+    return r.peak_heap_bytes + r.indefinite_bytes, _total_allocation(proto)
+
+
+def default_module(modules: list[HloModuleEntry]) -> HloModuleEntry:
+    """The module the viewer opens on: the largest, by HBM peak, then total allocation, then
+    XProf's order (a profile's init programs often have more heap events than its step, so
+    XProf's first module is not the one memory questions are about).
+
+    A module's peak never exceeds its total allocation (the heap lives in its temporary
+    allocation, the indefinite buffers in the others), so modules are replayed largest
+    allocation first and the rest skipped once none can beat the best peak."""
+    xprof_first = xprof_default_module(modules)
+    best_key = None
+    best = xprof_first
+    for m in sorted(modules, key=_total_or_zero, reverse=True):
+        if best_key is not None and _total_or_zero(m) < -best_key[0]:
+            break
+        peak, total = module_size(m)
+        key = (-peak, -total, m is not xprof_first, m.name)
+        if best_key is None or key < best_key:
+            best_key, best = key, m
+    return best
 
 
 def parse_memory_space(value) -> int:

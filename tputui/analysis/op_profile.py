@@ -8,9 +8,16 @@ root / program totals. A node's FLOPS utilization is its flop rate over the devi
 
 Children are sorted by time (fusions' children by flops), as XProf does with std::partial_sort;
 the export keeps XProf's top 100 children per node below the grouping levels.
+
+For the card (as XProf's op details): average time per occurrence, arithmetic intensity (FLOPs per
+byte accessed) against the device's ridge point (peak FLOP/s over peak HBM bytes/s), and bound-by:
+an op's is the roofline's (op_roofline, XProf's SetRooflineMetrics: the resource with the highest
+utilization); a grouping node's compares its FLOPS and HBM utilizations. `view` gives the tree
+sorted by another key and filtered by name, for the screen.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +25,7 @@ import polars as pl
 
 from tputui.analysis import host_map
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
+from tputui.analysis.op_roofline import roofline_metrics
 
 EXPORT_CHILDREN = 100  # XProf's op_profile_limit
 
@@ -49,6 +57,9 @@ class Node:
     shape: str = ""
     dedup_key: str = ""
     busy_time_ps: int | None = None  # the root's flop rate is over busy (non-idle) time, as XProf's
+    bound_by: str = ""  # "Compute", "HBM", ... (XProf's roofline names); "" without a measured time
+    avg_time_ps: float = 0.0  # raw time per occurrence
+    arithmetic_intensity: float = 0.0  # FLOPs per byte accessed (XProf's operational intensity)
     children: list[Node] = field(default_factory=list)
 
     @property
@@ -191,10 +202,20 @@ class OpProfile:
     peak_tflops: float
     peak_hbm_gbps: float
 
+    @property
+    def ridge_point(self) -> float:
+        """FLOPs per byte where the roofline turns: below it an op cannot reach peak compute."""
+        return self.peak_tflops * 1e12 / (self.peak_hbm_gbps * 1e9) if self.peak_hbm_gbps else 0.0
+
     def tree(self, by: str = "program", exclude_idle: bool = False) -> Node:
         if by == "program":
             return self.by_program_no_idle if exclude_idle else self.by_program
         return self.by_category_no_idle if exclude_idle else self.by_category
+
+    def view(self, by: str = "program", exclude_idle: bool = False, sort: str = "time", needle: str = "") -> Node:
+        """The tree with every node's children in `sort` order, keeping only the nodes whose name
+        (or category) holds `needle` (case-insensitive), their ancestors and their subtrees."""
+        return view(self.tree(by, exclude_idle), sort, needle)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -209,6 +230,35 @@ class OpProfile:
         return {"by_program": flatten(self.by_program), "by_category": flatten(self.by_category)}
 
 
+# Sort keys of the screen's `s`: XProf's order (time; fusions' children by flops), then rates, name.
+SORTS = ("time", "flops rate", "memory bandwidth", "name")
+_SORT_KEYS = {"flops rate": lambda n: -n.flops_utilization, "memory bandwidth": lambda n: -n.hbm_bandwidth_utilization,
+              "name": lambda n: n.name.lower()}
+
+
+def view(root: Node, sort: str = "time", needle: str = "") -> Node:
+    """A copy of the tree sorted by `sort` (one of SORTS) and filtered by `needle` (see OpProfile.view)."""
+    if sort not in SORTS:
+        raise ValueError(f"unknown sort {sort!r} (one of: {', '.join(SORTS)})")
+    needle = needle.strip().lower()
+    key = _SORT_KEYS.get(sort)
+
+    def matches(n: Node) -> bool:
+        return needle in n.name.lower() or (bool(n.category) and needle in n.category.lower())
+
+    def copy(n: Node, keep_all: bool) -> Node | None:
+        keep_all = keep_all or not needle or matches(n)
+        kids = [k for k in (copy(c, keep_all) for c in n.children) if k is not None]
+        if not keep_all and not kids:
+            return None
+        if key is not None:
+            kids.sort(key=key)  # stable: ties keep XProf's order
+        return dataclasses.replace(n, children=kids)
+
+    out = copy(root, False)
+    return out if out is not None else dataclasses.replace(root, children=[])
+
+
 def flatten(root: Node) -> pl.DataFrame:
     """The tree as rows (path, depth, metrics) for CSV."""
     rows = []
@@ -218,7 +268,9 @@ def flatten(root: Node) -> pl.DataFrame:
         rows.append({"path": p, "depth": depth, "name": n.name, "category": n.category,
                      "raw_time_ps": n.raw_time_ps, "raw_flops": n.model_flops, "occurrences": n.occurrences,
                      "flops_utilization": n.flops_utilization,
-                     "hbm_bandwidth_utilization": n.hbm_bandwidth_utilization})
+                     "hbm_bandwidth_utilization": n.hbm_bandwidth_utilization, "bound_by": n.bound_by,
+                     "avg_time_ps": n.avg_time_ps, "arithmetic_intensity": n.arithmetic_intensity,
+                     "source": n.source})
         for c in n.children:
             rec(c, p, depth + 1)
 
@@ -233,7 +285,8 @@ def _op_node(r: dict, db: DeviceOps) -> Node:
              hbm_wr=r["mem_hbm_wr"], chip_rd=r["mem_chip_rd"], chip_wr=r["mem_chip_wr"],
              expression=r["long_name"], provenance=r["provenance"], program_id=int(r["program_id"]),
              source=f"{r['source_file']}:{r['source_line']}" if r["source_file"] else "",
-             source_stack=r["source_stack"], shape=r["shape_with_layout"])
+             source_stack=r["source_stack"], shape=r["shape_with_layout"],
+             bound_by=r["bound_by"] if r["time_ps"] > 0 else "")
     n.children = [_fused_node(c) for c in db.fused.get(r["metadata_key"], [])]
     return n
 
@@ -253,6 +306,11 @@ def _set_utilization(node: Node, peak_gflops: float, peak_hbm_gibps: float) -> N
         gib = (n.hbm_rd / t_ns + n.hbm_wr / t_ns) * (1e9 / (1 << 30)) if t_ns else 0.0
         n.hbm_bandwidth_utilization = min(gib / peak_hbm_gibps, 1.0) if peak_hbm_gibps else 0.0
         n.raw_bytes_hbm = gib / (1e9 / (1 << 30)) * t_ns
+        n.avg_time_ps = n.raw_time_ps / n.occurrences if n.occurrences else 0.0
+        n.arithmetic_intensity = n.flops / n.bytes_accessed if n.bytes_accessed else 0.0
+        if not n.is_op and n.raw_time_ps:  # ops keep the roofline's bound-by
+            u_flops, u_hbm = n.flops_utilization, n.hbm_bandwidth_utilization
+            n.bound_by = "Unknown" if not (u_flops or u_hbm) else ("Compute" if u_flops >= u_hbm else "HBM")
 
 
 def build_tree(db: DeviceOps, by: str, exclude_idle: bool) -> Node:
@@ -261,7 +319,7 @@ def build_tree(db: DeviceOps, by: str, exclude_idle: bool) -> Node:
     categories: dict[tuple, Node] = {}
     dedups: dict[tuple, Node] = {}
     root_totals = Node(name="")
-    for r in db.ops.iter_rows(named=True):
+    for r in roofline_metrics(db.ops, db.perf).iter_rows(named=True):
         if r["name"].startswith("region"):
             continue
         idle = r["name"] == IDLE and r["program_id"] == 0

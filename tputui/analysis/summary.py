@@ -1,7 +1,8 @@
 """Profile summary: what is in one run (the app's first screen and `--tool summary`).
 
-Hosts, planes with their lines and event counts, device type and count, time span, and
-the capture options recorded in the `Task Environment` plane.
+Hosts, planes with their lines and event counts, device type and count, time span, the
+capture options recorded in the `Task Environment` plane, and the batch size when the profile
+records one (a `batch_size` stat: tf.data's batching iterators carry it).
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ class HostSummary:
     capture_options: dict[str, Any]
     device_type: str
     device_count: int
+    batch_sizes: list[int] = field(default_factory=list)  # distinct `batch_size` stat values
+    batch_source: str = ""  # the event (or plane) that carries the first of them
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -58,6 +61,15 @@ class RunSummary:
     def num_events(self) -> int:
         return sum(h.num_events for h in self.hosts)
 
+    @property
+    def batch_sizes(self) -> list[int]:
+        """Every batch size the hosts' profiles record (empty when none does)."""
+        return sorted({b for h in self.hosts for b in h.batch_sizes})
+
+    @property
+    def batch_source(self) -> str:
+        return next((h.batch_source for h in self.hosts if h.batch_sizes), "")
+
     def line_spans(self) -> pl.DataFrame:
         """Every host's lines as the summary lists them: host, plane, line, events, span (ps)."""
         t = self.tables()["lines"]
@@ -70,12 +82,14 @@ class RunSummary:
             "device_type": self.device_type,
             "device_count": self.device_count,
             "host_count": len(self.hosts),
+            "batch_size": self.batch_sizes[0] if len(self.batch_sizes) == 1 else (self.batch_sizes or None),
+            "batch_size_source": self.batch_source or None,
             "hosts": [{
                 "host": h.host, "file": h.file, "size_bytes": h.size_bytes,
                 "device_type": h.device_type, "device_count": h.device_count,
                 "span_ps": list(h.span_ps) if h.span_ps else None,
                 "profile_start_time_ns": h.start_time_ns, "profile_stop_time_ns": h.stop_time_ns,
-                "capture_options": h.capture_options,
+                "capture_options": h.capture_options, "batch_sizes": h.batch_sizes,
                 "planes": h.planes.to_dicts(), "lines": h.lines.to_dicts(),
                 "errors": h.errors, "warnings": h.warnings,
             } for h in self.hosts],
@@ -111,6 +125,30 @@ def capture_options(frame: XSpaceFrame) -> tuple[dict[str, Any], int | None, int
     return opts, start if isinstance(start, int) else None, stop if isinstance(stop, int) else None
 
 
+BATCH_SIZE_STAT = "batch_size"
+
+
+def batch_sizes(frame: XSpaceFrame) -> tuple[list[int], str]:
+    """The distinct positive `batch_size` stat values on events, event metadata or planes, and
+    the name of what carries the first one (e.g. tf.data's `Iterator::...::MapAndBatch`)."""
+    found: list[int] = []
+    source = ""
+    for owner in ("event", "metadata", "plane"):
+        v = frame.stat_values(owner, BATCH_SIZE_STAT).filter(pl.col("int") > 0)
+        if not len(v):
+            continue
+        if not source:
+            row = int(v["owner"][0])
+            if owner == "event":
+                source = frame.raw.em_name[int(frame.events["metadata"][row])]
+            elif owner == "metadata":
+                source = frame.raw.em_name[row]
+            else:
+                source = frame.raw.plane_name[row]
+        found += v["int"].unique().to_list()
+    return sorted(set(found)), source
+
+
 def summarize_host(host: str, path: str, size: int, frame: XSpaceFrame) -> HostSummary:
     ev = frame.events
     per_line = ev.group_by("line").agg(
@@ -141,11 +179,12 @@ def summarize_host(host: str, path: str, size: int, frame: XSpaceFrame) -> HostS
         start = frame.start_ps
         span = (int(start.min()), int((start + frame.raw.event_duration_ps).max()))
     opts, t0, t1 = capture_options(frame)
+    batches, batch_source = batch_sizes(frame)
     return HostSummary(
         host=host, file=path, size_bytes=size, planes=planes, lines=lines, span_ps=span,
         start_time_ns=t0, stop_time_ns=t1, capture_options=opts,
         device_type=device_types[0] if device_types else "CPU", device_count=len(device_types),
-        errors=list(frame.errors), warnings=list(frame.warnings))
+        batch_sizes=batches, batch_source=batch_source, errors=list(frame.errors), warnings=list(frame.warnings))
 
 
 def analyze(run: RunData, host: str | None = None, **_options) -> RunSummary:

@@ -33,10 +33,23 @@ PROFILE_SUBDIR = "plugins/profile"
 BUSY_RETRY_WAIT_S = 1.0
 
 
-def no_trace_message(attempts: int) -> str:
-    # The wording users know from capture_tpu_profile / XProf, on one line.
-    return (f"No trace event is collected after {attempts} attempt(s). Perhaps, you want to try again "
-            f"(with more attempts?). Tip: increase number of attempts with --num-tracing-attempts.")
+# What the Cloud TPU profiling guides advise when a capture holds nothing: the program was not
+# running yet (or between steps) during the window.
+EMPTY_CAPTURE_ADVICE = "start the capture later (after the program is running) or profile for longer"
+
+
+def no_trace_message(attempts: int, how: str = "--duration-ms; --num-tracing-attempts tries again") -> str:
+    """One line for a capture that came back without events, however many times it was tried;
+    `how` names the settings to change (the CLI's flags, or the capture dialog's fields)."""
+    return f"no trace events after {attempts} attempt(s): {EMPTY_CAPTURE_ADVICE} ({how})"
+
+
+class EmptyCaptureError(LiveError):
+    """Every worker's trace came back without events on every attempt."""
+
+    def __init__(self, attempts: int) -> None:
+        super().__init__(no_trace_message(attempts))
+        self.attempts = attempts
 
 
 @dataclass
@@ -175,7 +188,7 @@ def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attem
                     time.sleep(BUSY_RETRY_WAIT_S)
     if failed and not empty:
         raise LiveError(next(iter(failed.values())))
-    raise LiveError(no_trace_message(attempts))
+    raise EmptyCaptureError(attempts)
 
 
 def _save(address: str, response, run_dir: str) -> HostCapture:
@@ -287,7 +300,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             print(f"Wrote {h.path} ({h.size / 1e6:.1f} MB)")
     for a in result.empty:
-        print(f"{a}: empty trace (nothing ran there during the capture)", file=err)
+        print(f"{a}: no trace events (nothing ran there during the capture)", file=err)
     if result.failed:
         lines = "; ".join(result.failed.values())
         raise LiveError(f"captured {len(result.hosts)} of {len(addresses)} workers into run {result.run}; {lines}")

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from tputui.live.capture import (
     PROFILE_SUBDIR,
     CaptureResult,
+    EmptyCaptureError,
     join_path,
-    no_trace_message,
     prepare,
     session_id,
 )
@@ -57,7 +57,7 @@ def capture_continuous(addresses: list[str], logdir: str, *, duration_ms: int = 
         got = [(a, r) for a, r in replies if r.xspace and not trace_is_empty(r)]
         empty = [a for a, r in replies if not r.xspace or trace_is_empty(r)]
         if not got:
-            raise LiveError(no_trace_message(1))
+            raise EmptyCaptureError(1)
         hosts = [save_host(a, r, run_dir) for a, r in got]
         return CaptureResult(logdir, sid, run_dir, hosts, 1, empty, {})
     finally:

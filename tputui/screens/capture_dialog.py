@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, LoadingIndicator, RadioButton, RadioSet, Select, Static
 
-from tputui.live.capture import CaptureResult, capture
+from tputui.live.capture import CaptureResult, EmptyCaptureError, capture, no_trace_message
 from tputui.live.client import LiveError, TracerOptions
 from tputui.live.tpu_resolve import addresses_from
 
@@ -176,6 +176,9 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
             addresses = addresses_from(form["address"], form["tpu"], say=say)  # says which port answered
             result = capture(addresses, form["logdir"], duration_ms=form["duration_ms"],
                              attempts=form["attempts"], tracer=form["tracer"], progress=say)
+        except EmptyCaptureError as e:  # the same advice, naming this dialog's fields
+            self.post_message(self.Finished(error=no_trace_message(e.attempts, "raise Duration or Tracing attempts")))
+            return
         except LiveError as e:
             self.post_message(self.Finished(error=str(e)))
             return

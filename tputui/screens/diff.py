@@ -2,7 +2,7 @@
 
 Top: step time (count, mean, median, min, max, sigma) and the overview KPIs, A | B | B - A | %.
 Below: every HLO and framework op with its time in A and B, largest change first (s sort, / filter,
-x CSV); `a` / `b` (Enter: B, or the side the op ran on) open the op's events in that run's trace
+x CSV); `V` / `v` (Enter: B, or the side the op ran on) open the op's events in that run's trace
 viewer. Everything drawn comes from `analysis.diff.RunDiff`, loaded by `compare.diff_runs` in a worker.
 """
 from __future__ import annotations
@@ -58,12 +58,12 @@ def _fmt_delta_us(v) -> str:
 
 class DiffScreen(StackedScreen):
     help_notes = ("A is the run you compare with, B the run you came from. Op times are total self times (µs); "
-                  "rows sorted by the size of the change. [b]b[/b] / [b]Enter[/b] open the highlighted op's "
-                  "events in B's trace viewer, [b]a[/b] in A's.")
+                  "rows sorted by the size of the change. [b]v[/b] / [b]Enter[/b] open the highlighted op's "
+                  "events in B's trace viewer, [b]V[/b] in A's.")
     BINDINGS = [
         Binding("escape", "back", "Back", id="diff.back", tooltip="back to the tool you came from"),
-        Binding("a", "trace('a')", "Trace A", id="diff.trace_a", tooltip="the highlighted op's events in run A"),
-        Binding("b", "trace('b')", "Trace B", id="diff.trace_b", tooltip="the highlighted op's events in run B"),
+        Binding("V", "show_in_trace('a')", "Trace A", id="diff.trace_a", tooltip="the highlighted op's events in run A"),
+        Binding("v", "show_in_trace('b')", "Trace B", id="diff.trace_b", tooltip="the highlighted op's events in run B"),
         Binding("x", "export_csv", "CSV", id="diff.csv", tooltip="write the op deltas as shown to a CSV file here"),
     ]
     DEFAULT_CSS = """
@@ -85,7 +85,7 @@ class DiffScreen(StackedScreen):
     def compose(self) -> ComposeResult:
         host = self.host or "all hosts"
         yield ContextBar(f"[b]Diff[/b]  │  A [b]{self.label_a}[/b]  │  B [b]{self.label_b}[/b]  │  {host}"
-                         "  [dim](b / a trace · Esc back · ? help)[/dim]", id="context")
+                         "  [dim](v / V trace B / A · Esc back · ? help)[/dim]", id="context")
         with Vertical(id="body"):
             yield Static("comparing…", id="diff-progress", markup=False)
         yield Footer()
@@ -95,7 +95,7 @@ class DiffScreen(StackedScreen):
         self.load()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("trace", "export_csv") and self.result is None:
+        if action in ("show_in_trace", "export_csv") and self.result is None:
             return False
         return True
 
@@ -125,7 +125,7 @@ class DiffScreen(StackedScreen):
         table = BackTable(ops, id="diff-ops", formats={
             "a_time_us": fmt.number, "b_time_us": fmt.number, "delta_us": _fmt_delta_us, "delta_pct": _fmt_delta_pct})
         only = f"{int((ops['only_in'] == 'A').sum())} only in A, {int((ops['only_in'] == 'B').sum())} only in B"
-        table.border_title = f"Op deltas ({ops.height:,}; {only}) · s sort · / filter · b / a trace · x CSV"
+        table.border_title = f"Op deltas ({ops.height:,}; {only}) · s sort · / filter · v / V trace B / A · x CSV"
         await body.mount(top, Static(self._notes(d), id="diff-notes", markup=False), table)
         self._fit_top()
         table.focus()
@@ -193,9 +193,9 @@ class DiffScreen(StackedScreen):
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         event.stop()
         row = event.row
-        self.action_trace("a" if row and row["only_in"] == "A" else "b")
+        self.action_show_in_trace("a" if row and row["only_in"] == "A" else "b")
 
-    def action_trace(self, side: str) -> None:
+    def action_show_in_trace(self, side: str) -> None:
         row = self.query_one("#diff-ops", FrameTable).row() if self.result else None
         if row is None:
             self.notify("select an op first", severity="warning")

@@ -5,8 +5,8 @@ Text view: the module as XProf's `long_txt` prints it; computations fold (Space 
 header), the entry is open. Enter on an instruction opens its neighbourhood; `/` searches names
 and text, `n` / `N` next and previous match. Graph view: the instructions within N edges, nearest
 first; Enter follows the edge to the highlighted instruction, Esc goes back, `+` / `-` change N,
-`b` shows a fusion's (or call's) body in the text. Both: `m` module, `v` the instruction's events
-in the trace viewer, `x` CSV.
+`j` jumps to a fusion's (or call's) body in the text. Both: `l` switches between text and graph,
+`m` module, `v` the instruction's events in the trace viewer, `x` CSV.
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
                   "goes back. [b]v[/b] opens the trace viewer on the instruction's events.")
     BINDINGS = [
         Binding("m", "pick_module", "Module", id="graph.module", tooltip="pick the HLO module (program)"),
-        Binding("g", "toggle_view", "Text / graph", id="graph.view",
+        Binding("l", "toggle_view", "Text / graph", id="graph.view",
                 tooltip="switch between the module text and the highlighted instruction's neighbourhood"),
         Binding("slash", "search", "Search", id="graph.search", tooltip="search instruction names and text"),
         Binding("n", "next_match(1)", "Next match", show=False, id="graph.next", tooltip="next search match"),
@@ -70,7 +70,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
                 tooltip="graph view: one more edge around the instruction"),
         Binding("minus", "depth(-1)", "Shallower", id="graph.shallower",
                 tooltip="graph view: one edge less around the instruction"),
-        Binding("b", "body", "Body", id="graph.body",
+        Binding("j", "body", "Body", id="graph.body",
                 tooltip="show the highlighted fusion's / call's called computation in the text"),
         Binding("escape", "back", "Back", id="graph.back",
                 tooltip="graph view: back to the previous instruction (first clears a table filter)"),
@@ -154,7 +154,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         self._head(Text.assemble(("Module ", "dim"), (r.module, "bold"),
                                  (f"  {len(r.computations)} computations, {n_ins:,} instructions", "dim"),
                                  (f"  ({len(r.modules)} modules: m)" if len(r.modules) > 1 else "", "dim")))
-        self.hlo_tree.border_title = "HLO text · Space fold · Enter neighbourhood · / search · b body · v trace"
+        self.hlo_tree.border_title = "HLO text · Space fold · Enter neighbourhood · / search · j body · l graph · v trace"
         self.hlo_tree.focus()
         entry = getattr(self, "_entry", None)
         if entry is not None and self.hlo_tree.cursor_line <= 0:  # start at the entry computation
@@ -183,7 +183,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         self.table.set_frame(frame)
         self.table.border_title = (f"{frame.height} instructions within {g.depth} edges, nearest first · "
                                    "Enter follow · Esc back · v trace · x CSV")
-        self._head(Text.assemble(("Module ", "dim"), (g.module, "bold"), ("  graph view (g: text)", "dim"),
+        self._head(Text.assemble(("Module ", "dim"), (g.module, "bold"), ("  graph view (l: text)", "dim"),
                                  (f"  back: {len(self.history)}" if self.history else "", "dim")))
         self.table.focus()
         self._show_line(g.node)

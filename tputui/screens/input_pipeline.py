@@ -1,8 +1,9 @@
 """Input pipeline analyzer: am I input-bound, and where does the input time go?
 
 Sections numbered as XProf numbers them (its verdicts say "Section 3"), in reading order: (1) the
-verdict; (2) device side: the per-step graph, step-time and input-% statistics (and the range across
-cores on TPUs); (3) host side: input time by kind and the input-op table; then the tf.data
+verdict; (2) device side: the per-step graph, step-time and input-% statistics (and on TPUs with
+several cores, the range of input wait across cores per step, drawn as XProf draws it: the
+average with a min-max interval); (3) host side: input time by kind and the input-op table; then the tf.data
 bottleneck analysis and XProf's recommendations.
 
 Keys: ←/→ Home/End move the step cursor on the graph; Tab moves to the input-op table (`s` sort,
@@ -31,6 +32,8 @@ TPU_BREAKDOWN = [("device_compute_ms", "TensorCore compute"), ("input_ms", "Inpu
                  ("output_ms", "Output (outfeed)"), ("host_transfer_ms", "Host transfer"),
                  ("other_ms", "TensorCore idle")]
 INPUT_OPS_MAX_HEIGHT = 12
+RANGE_HEIGHT = 6  # rows of the per-core range chart
+RANGE_COLUMNS = ("infeed_percent_min", "infeed_percent_avg", "infeed_percent_max")  # XProf's, per step
 NARROW_WIDTH = 120  # below this the device and host boxes stack instead of sitting side by side
 
 HOST_LABELS = [
@@ -74,6 +77,62 @@ def _device_stats(r: InputPipelineResult) -> Table:
     return t
 
 
+def has_core_range(r: InputPipelineResult) -> bool:
+    """TPU steps measured on more than one core: XProf draws their input wait as a range."""
+    cr = r.core_ranges
+    return (r.has_steps and all(c in r.step_table.columns for c in RANGE_COLUMNS)
+            and cr is not None and len(cr) > 0 and int(cr["cores"].max()) > 1)
+
+
+def range_chart(names: list[str], lo: list[float], avg: list[float], hi: list[float], width: int,
+                height: int = RANGE_HEIGHT) -> Text:
+    """A column per step (neighbouring steps share a column when they do not fit): │ from the
+    least to the most of the cores, ● the average, on a y-axis of the values' own range."""
+    axis_w = 8
+    n = len(names)
+    cols = max(1, min(n, width - axis_w - 1))
+    each = max(1, min(4, (width - axis_w - 1) // n)) if n <= width - axis_w - 1 else 1
+    buckets = [(c * n // cols, max(c * n // cols + 1, (c + 1) * n // cols)) for c in range(cols)]
+    b_lo = [min(lo[a:b]) for a, b in buckets]
+    b_hi = [max(hi[a:b]) for a, b in buckets]
+    b_avg = [sum(avg[a:b]) / (b - a) for a, b in buckets]
+    bottom, top = min(b_lo), max(b_hi)
+    span = (top - bottom) or 1.0
+
+    def row(v: float) -> int:
+        return round((v - bottom) / span * (height - 1))
+
+    grid = [[" "] * (cols * each) for _ in range(height)]
+    for c in range(cols):
+        r_lo, r_hi, r_avg = row(b_lo[c]), row(b_hi[c]), row(b_avg[c])
+        x = c * each + each // 2
+        for r in range(r_lo, r_hi + 1):
+            grid[height - 1 - r][x] = "│"
+        grid[height - 1 - r_avg][x] = "●"
+    t = Text(no_wrap=True)
+    for i, line in enumerate(grid):
+        label = f"{top:.1f}" if i == 0 else f"{bottom:.1f}" if i == height - 1 else ""
+        t.append(label.rjust(axis_w - 2) + " ┤", style="dim")
+        for ch in line:
+            t.append(ch, style="bold" if ch == "●" else "cyan")
+        t.append("\n")
+    first, last = names[0], names[-1]
+    t.append(" " * axis_w + first + (last.rjust(cols * each - len(first)) if n > 1 else ""), style="dim")
+    return t
+
+
+def _core_range(r: InputPipelineResult, width: int) -> Text:
+    st, cr = r.step_table, r.core_ranges
+    t = range_chart([str(n) for n in st["name"].to_list()], *(st[c].to_list() for c in RANGE_COLUMNS), width)
+    worst = st.sort("infeed_percent_max", descending=True).row(0, named=True)
+    t.append(f"\n{int(cr['cores'].max())} cores · most waiting core: step {worst['name']}, cores from "
+             f"{worst['infeed_percent_min']:.1f}% to {worst['infeed_percent_max']:.1f}% "
+             f"(avg {worst['infeed_percent_avg']:.1f}%) · step time across cores "
+             f"{fmt.number(cr['step_time_min_ms'].min())} to {fmt.number(cr['step_time_max_ms'].max())} ms",
+             style="dim")
+    return t
+
+
 def _tf_data(r: InputPipelineResult) -> Text:
     t = Text()
     tfd = r.tf_data
@@ -107,6 +166,7 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
     InputPipelineScreen #ip-sides.narrow { layout: vertical; }
     InputPipelineScreen #ip-device { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
     InputPipelineScreen #ip-host { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-core-range { height: auto; border: round $panel; padding: 0 1; }
     InputPipelineScreen .ip-diagnostic { height: auto; padding: 0 1; color: $text-muted; }
     InputPipelineScreen #ip-ops { height: 12; border: round $panel; }
     InputPipelineScreen #ip-no-ops { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
@@ -124,6 +184,10 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
             categories = TPU_BREAKDOWN if result.hardware_type == "TPU" else BREAKDOWN
             scroll.mount(StepChart(result.step_table, title="2 · Step time and input (ms)", categories=categories,
                                    autofocus=True, id="ip-steps"))
+        if has_core_range(result):
+            core_range = Static(_core_range(result, (self.size.width or 120) - 4), id="ip-core-range")
+            core_range.border_title = "2 · Input wait across cores per step (% of step time: │ min to max, ● avg)"
+            scroll.mount(core_range)
         sides = Horizontal(id="ip-sides", classes="narrow" if self.size.width < NARROW_WIDTH else "")
         scroll.mount(sides)
         device = Static(_device_stats(result) if result.has_steps else
@@ -157,6 +221,8 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
     def on_resize(self) -> None:
         for sides in self.query("#ip-sides"):
             sides.set_class(self.size.width < NARROW_WIDTH, "narrow")
+        for chart in self.query("#ip-core-range").results(Static):
+            chart.update(_core_range(self.result, (self.size.width or 120) - 4))
         self.call_after_refresh(self._fit)
 
     def _fit(self) -> None:

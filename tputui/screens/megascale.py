@@ -4,8 +4,9 @@ The table is one host's (the host picked with `h`, else the run's first host), s
 names that host instead of "all hosts". The line under the table reads every figure of the row
 under the cursor (the table is wider than most terminals).
 
-Keys: `s` sort, `/` filter, `g` set the DCN bandwidth (Gbps per host) to flag collectives whose
-required bandwidth x cores per host exceeds it, `enter` shows the row's recv-done ops in the trace
+Rows are flagged when their required bandwidth x cores per host exceeds the host's DCN bandwidth:
+the TPU generation's (Cloud TPU docs, per chip x chips) unless `B` sets another (empty: off).
+Keys: `s` sort, `/` filter, `B` the DCN bandwidth (Gbps per host), `enter` shows the row's recv-done ops in the trace
 viewer (the same host), zoomed to their first occurrence."""
 from __future__ import annotations
 
@@ -100,11 +101,17 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
                              f" ({DEVICE}, {result.cores_per_host} cores per host)")
         if result.dcn_gbps:
             k = result.exceeding_count
-            text.append(f" · network {result.dcn_gbps:g} Gbps: ")
+            source = f" ({result.suggestion})" if result.dcn_gbps == result.suggested_gbps else " (set with B)"
+            text.append(f" · network {result.dcn_gbps:g} Gbps{source}: ")
             text.append(f"{k}", style="bold")
             text.append(" need more (")
             text.append("! flagged", style="red")
             text.append(" rows)")
+        elif result.suggested_gbps is None:
+            text.append(f" · {result.suggestion}: B sets the DCN bandwidth to flag rows", style="dim")
+        else:
+            text.append(f" · no DCN bandwidth set (B; {result.suggested_gbps:g} Gbps for {result.suggestion})",
+                        style="dim")
         for d in result.diagnostics:
             text.append(f"\n{d}", style="dim")
         self.query_one("#summary", Static).update(text)
@@ -119,6 +126,9 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
             self.notify("no DCN collectives to check against a bandwidth", severity="warning")
             return
         box = self.query_one("#gbps", Input)
+        current = self.result.dcn_gbps if self.result is not None else None
+        box.placeholder = (f"DCN bandwidth per host in Gbps (now {current:g}; empty: off), enter to apply" if current
+                           else "DCN bandwidth per host in Gbps (empty: off), enter to apply")
         box.add_class("open")
         box.focus()
 
@@ -130,7 +140,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         except ValueError:
             gbps = None
         self.result = self.result.flag(gbps)
-        self.options["dcn_gbps"] = gbps
+        self.options["dcn_gbps"] = gbps or 0.0  # 0: off (None would bring the generation's back on reload)
         self.table.set_frame(self.result.rows, keep_cursor=True)
         self._summarize(self.result)
         self._show_detail(self.table.row())

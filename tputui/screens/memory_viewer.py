@@ -1,8 +1,12 @@
 """Memory viewer: one XLA module's memory use over its program, and the buffers at the peak.
 
-Keys: `m` module picker, `M` memory-space picker (HBM, VMEM, host, ...); on the heap curve
-←/→ walk program points, `p` jumps to the peak; `o` switches the buffer list between program
-order and size order; Tab moves between curve and list (`s` sort, `/` filter, `x` CSV); `v`
+The buffer list's `lifetime` column is a text Gantt over the module's program points: where each
+buffer is allocated and freed in the heap simulation (═ for buffers that live for the whole
+program: parameters, outputs, constants); the list's title says which cell holds the peak.
+
+Keys: `m` module picker (the largest module opens first), `M` memory-space picker (HBM, VMEM,
+host, ...); on the heap curve ←/→ walk program points, `p` jumps to the peak; `b` switches the
+buffer list between program order and size order; Tab moves between curve and list (`s` sort, `/` filter, `x` CSV); `v`
 shows the instruction at the cursor (curve) or the one defining the buffer (list) in the trace
 viewer (TPU profiles: the device runs the module's ops as events).
 """
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+import polars as pl
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
@@ -28,6 +33,7 @@ from tputui.widgets.table import FrameTable
 
 DATA_COLOR, PADDING_COLOR = "#4e79a7", "#edc948"
 BAR_WIDTH = 16
+GANTT_WIDTH = 24  # program points drawn in the lifetime column
 
 
 def _mib(v: float) -> str:
@@ -57,6 +63,18 @@ def fmt_bar(fraction: float | None) -> str:
     full = int(cells)
     part = HORIZONTAL_EIGHTHS[int((cells - full) * 8)] if full < BAR_WIDTH else ""
     return ("█" * full + part.strip()).ljust(BAR_WIDTH)
+
+
+def gantt_cell(span: tuple[int, int] | None, points: int, whole: bool, width: int = GANTT_WIDTH) -> str:
+    """One buffer's lifetime over `points` program points as `width` cells: █ live, · not;
+    ═ all along when it lives for the whole program; blank for the folded small buffers."""
+    if points <= 0 or (span is None and not whole):
+        return ""
+    if span is None:
+        return "═" * width
+    first = min(width - 1, span[0] * width // points)
+    last = max(first, min(width - 1, span[1] * width // points))
+    return "·" * first + "█" * (last - first + 1) + "·" * (width - 1 - last)
 
 
 def _space_label(color: int) -> str:
@@ -163,7 +181,8 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
                        + (f" ({', '.join(hints)})" if hints else ""))
             self.body.mount(Static(Text(why, style="dim"), id="mv-point"))
         top = r.largest_buffer_mib or 1.0
-        self.table = FrameTable(id="mv-buffers", hidden=("rank", "op_code", "logical_buffer_id"), formats={
+        self.table = FrameTable(id="mv-buffers", hidden=("rank", "op_code", "logical_buffer_id", "alloc_point",
+                                                         "free_point"), formats={
             "size_mib": lambda v: f"{fmt_bar(v / top)} {fmt.number(v, 2)}",
             "unpadded_size_mib": _mib_number, "extra_mib": _mib_number})
         self.body.mount(self.table)
@@ -176,12 +195,22 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         self.refresh_bindings()
 
     def _fill_table(self) -> None:
-        frame = self.result.buffer_table(self.by_size)
+        r: MemoryViewerResult = self.result
+        frame = r.buffer_table(self.by_size)
+        points = len(r.heap_bytes)
+        cells = [gantt_cell(None if a is None else (a, f), points, lb != -1)
+                 for a, f, lb in zip(frame["alloc_point"], frame["free_point"], frame["logical_buffer_id"])]
+        names = frame.columns
+        at = names.index("size_mib") + 1
+        frame = frame.with_columns(lifetime=pl.Series(cells, dtype=pl.String)).select(
+            names[:at] + ["lifetime"] + names[at:])
         self.table.sort_by = None
         self.table.set_frame(frame)
         how = "by size" if self.by_size else "in program order"
         other = "program order" if self.by_size else "by size"
-        self.table.border_title = (f"Buffers live at the peak, {how} ({frame.height}) · b {other}"
+        peak_cell = min(GANTT_WIDTH - 1, self.peak_point * GANTT_WIDTH // points) + 1 if points else 0
+        lifetime = f" · lifetime: {points} points, peak in cell {peak_cell}/{GANTT_WIDTH}" if points else ""
+        self.table.border_title = (f"Buffers live at the peak, {how} ({frame.height}){lifetime} · b {other}"
                                    " · v trace · s sort · / filter · x CSV")
         self._show_buffer(self.table.row())
 
@@ -271,4 +300,5 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         return name, lambda frame: hlo_op_rows(frame, [name], program)
 
     def export_frame(self):
-        return self.table.frame if self.result is not None else None
+        # The lifetime cells are drawing; the CSV keeps the alloc / free program points they come from.
+        return self.table.frame.drop("lifetime", strict=False) if self.result is not None else None

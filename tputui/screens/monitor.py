@@ -4,7 +4,7 @@ figures and top ops of one worker's last window with sparkline history.
 
 Items (RuntimeReading / Sample) come from a thread worker (a LiveFeed, or a recorded list in
 tests) into a MonitorState, so the UI never waits on gRPC and draws only what the state holds.
-`o` saves the focused worker's last window as a run and opens it as a full profile; `w` moves
+`o` saves the focused worker's last window as a run and opens it as a full profile; `W` moves
 the focus to the next worker.
 
 The sparklines and bars take the width the terminal gives (more history on a wide one, every
@@ -79,7 +79,7 @@ class MonitorScreen(Screen):
 
     BINDINGS = [
         Binding("o", "open_window", "Open last window", id="monitor.open"),
-        Binding("w", "next_worker", "Next worker", id="monitor.worker"),
+        Binding("W", "next_worker", "Next worker", id="monitor.worker"),
         Binding("p", "toggle_pause", "Pause", id="monitor.pause"),
         Binding("question_mark", "app.help", "Help", show=False),
         Binding("q", "app.quit", "Quit", id="monitor.quit"),

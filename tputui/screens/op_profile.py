@@ -1,11 +1,12 @@
 """Op profile: XProf's op tree (program -> category -> duplicates -> op -> fused ops).
 
-Keys: arrows move, Enter / Space expand or collapse, `g` program / category grouping, `i` IDLE
-on/off, `+` / `-` show more / fewer children per node (default 10), `v` shows the highlighted
+Keys: arrows move, Enter / Space expand or collapse, `b` program / category grouping, `i` IDLE
+on/off, `s` sort children (time, FLOPS rate, memory bandwidth, name), `/` filter by name (Esc
+clears), `+` / `-` show more / fewer children per node (default 10), `v` shows the highlighted
 op (or every op of a category, or a program's runs) in the trace viewer, `G` the op's HLO graph.
-Each row shows time %,
-FLOPS utilization (red low -> green high) and HBM bandwidth %; the card on the right describes
-the highlighted node (category, utilizations, HLO text, shape / layout, framework op, source)
+Each row shows time %, FLOPS utilization (red low -> green high) and HBM bandwidth %; the card on
+the right describes the highlighted node (category, time and average time, utilizations, bound-by,
+arithmetic intensity against the ridge point, HLO text, shape / layout, framework op, source line)
 and, for an op, how much its layout's tiling pads its result (padded / logical bytes).
 """
 from __future__ import annotations
@@ -14,11 +15,11 @@ from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Static, Tree
+from textual.widgets import Input, Static, Tree
 
 from tputui import format as fmt
 from tputui.analysis.op_events import hlo_op_rows, program_rows
-from tputui.analysis.op_profile import Node, OpProfile
+from tputui.analysis.op_profile import SORTS, Node, OpProfile
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin
@@ -53,7 +54,16 @@ def node_label(n: Node, total_ps: int) -> Text:
     return t
 
 
-def node_card(n: Node, total_ps: int) -> Table:
+def intensity_text(n: Node, ridge: float) -> Text:
+    """FLOPs per byte, and which side of the ridge point it falls (memory- or compute-bound side)."""
+    t = Text(f"{n.arithmetic_intensity:,.3g} FLOP/byte")
+    if ridge:
+        side = "below" if n.arithmetic_intensity < ridge else "above"
+        t.append(f"  ({side} the ridge point, {ridge:,.0f})", style="dim")
+    return t
+
+
+def node_card(n: Node, total_ps: int, ridge: float = 0.0) -> Table:
     g = Table.grid(padding=(0, 1))
     g.add_column(style="bold", no_wrap=True)
     g.add_column(overflow="fold")
@@ -64,9 +74,15 @@ def node_card(n: Node, total_ps: int) -> Table:
     g.add_row("Time", f"{fmt.duration_us(n.raw_time_ps / 1e6)} ({share})")
     if n.occurrences:
         g.add_row("Occurrences", f"{n.occurrences:,}")
+        if n.avg_time_ps:
+            g.add_row("Average time", fmt.duration_us(n.avg_time_ps / 1e6))
+    if n.bound_by:
+        g.add_row("Bound by", Text(n.bound_by, style="bold"))
     g.add_row("FLOPS utilization", Text(fmt.fraction_percent(n.flops_utilization, 3), style=util_color(n.flops_utilization)))
     g.add_row("FLOPs", f"{n.model_flops:,}")
     g.add_row("HBM bandwidth", f"{fmt.fraction_percent(n.hbm_bandwidth_utilization, 3)} of peak")
+    if n.bytes_accessed:
+        g.add_row("Arithmetic intensity", intensity_text(n, ridge))
     if n.expression:
         g.add_row("Expression", Text(n.expression))
     if n.shape:
@@ -97,11 +113,18 @@ def op_nodes(n: Node) -> list[Node]:
 
 class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScreen):
     help_notes = ("Each row: share of the total time, FLOPS utilization (red low → green high) and HBM bandwidth "
-                  "utilization. Enter / Space open a node; the card describes the highlighted one.")
+                  "utilization. Enter / Space open a node; the card describes the highlighted one: average time, "
+                  "bound-by, arithmetic intensity against the ridge point, source line.")
     BINDINGS = [Binding("b", "toggle_grouping", "Program/category", id="op_profile.group",
                         tooltip="group ops by program, then category (XProf's default) or by category only"),
                 Binding("i", "toggle_idle", "IDLE on/off", id="op_profile.idle",
                         tooltip="show or hide IDLE (time without ops) and the percentages it takes"),
+                Binding("s", "sort", "Sort", id="op_profile.sort",
+                        tooltip="sort every node's children by time, FLOPS rate, memory bandwidth or name (again: next)"),
+                Binding("slash", "filter", "Filter", id="op_profile.filter",
+                        tooltip="keep the nodes whose name or category holds a text (Esc clears)"),
+                Binding("escape", "clear_filter", "Clear filter / back", show=False, id="op_profile.clear",
+                        tooltip="clear the filter, else back to the previous screen"),
                 Binding("plus,equals_sign", "children(1)", "More children", id="op_profile.more", show=False,
                         tooltip="show 5 more children under each node"),
                 Binding("minus", "children(-1)", "Fewer children", id="op_profile.fewer", show=False,
@@ -109,7 +132,8 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
                 Binding("v", "show_in_trace", "Show in trace", id="op_profile.trace",
                         tooltip="open the trace viewer on the highlighted op, every op of a category, or a program's runs"),
                 graph_binding("op_profile")]
-    RESULT_ACTIONS = frozenset({"toggle_grouping", "toggle_idle", "children", "show_in_trace", "show_in_graph"})
+    RESULT_ACTIONS = frozenset({"toggle_grouping", "toggle_idle", "sort", "filter", "children", "show_in_trace",
+                                "show_in_graph"})
     DEFAULT_CSS = """
     OpProfileScreen #split { height: 1fr; }
     OpProfileScreen Tree { width: 3fr; border: round $panel; }
@@ -117,11 +141,15 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
     OpProfileScreen.narrow #split { layout: vertical; }
     OpProfileScreen.narrow Tree { width: 1fr; height: 1fr; }
     OpProfileScreen.narrow #card-box { width: 1fr; height: auto; max-height: 45%; }
+    OpProfileScreen #op-filter { dock: bottom; display: none; }
+    OpProfileScreen #op-filter.visible { display: block; }
     """
     NARROW = 110  # below this many columns the card goes under the tree (it wraps badly beside it)
     grouping = "program"
     exclude_idle = False
     children_shown = DEFAULT_CHILDREN
+    sort = SORTS[0]
+    needle = ""
 
     def show(self, result: OpProfile) -> None:
         self.op_tree: Tree = Tree("op profile", id="tree")
@@ -131,6 +159,8 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         # Mounted into the split (not passed to its constructor) so the tree has its screen now
         # and takes the focus at once.
         split.mount(self.op_tree, VerticalScroll(self.card, id="card-box"))
+        self.body.mount(Input(placeholder="filter: part of an op, category or program name (Enter; empty: all)",
+                              id="op-filter"))
         self._build()
         self.op_tree.focus()
         self.refresh_bindings()
@@ -139,7 +169,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         self.set_class((self.size.width or 120) < self.NARROW, "narrow")
 
     def _root(self) -> Node:
-        return self.result.tree(self.grouping, self.exclude_idle)
+        return self.result.view(self.grouping, self.exclude_idle, self.sort, self.needle)
 
     def _build(self) -> None:
         root = self._root()
@@ -151,9 +181,12 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         self._add_children(tree.root, root, depth=0)
         tree.root.expand()
         tree.cursor_line = 0
-        tree.border_title = (f"By {self.grouping} · IDLE {'hidden' if self.exclude_idle else 'shown'} · top "
-                             f"{self.children_shown} children · time %, FLOPS %, HBM % · b group by · i IDLE"
-                             " · +/- children · v trace")
+        shown = f"filter '{self.needle}' · " if self.needle else ""
+        if self.needle and not root.children:
+            tree.root.add_leaf(Text(f"nothing matches '{self.needle}' (Esc clears)", style="dim"), data=None)
+        tree.border_title = (f"By {self.grouping} · {shown}by {self.sort} · s sort · / filter · b group · i IDLE "
+                             f"({'hidden' if self.exclude_idle else 'shown'}) · +/- top {self.children_shown} · "
+                             "v trace")
         self._show_card(root)
 
     def _add_children(self, tnode, node: Node, depth: int) -> None:
@@ -162,8 +195,8 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
             child = tnode.add(node_label(c, self._total), data=c, allow_expand=bool(c.children))
             if c.children:
                 self._add_children(child, c, depth + 1)
-            if depth < 1:  # programs open by default, like XProf's first levels
-                child.expand()
+            if depth < 1 or (self.needle and not c.is_op):  # programs open, like XProf's first levels;
+                child.expand()                                # with a filter, the way to every match
         hidden = len(node.children) - len(kids)
         if hidden > 0:
             tnode.add_leaf(Text(f"… {hidden} more (+ to show more)", style="dim"), data=None)
@@ -171,7 +204,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
     def _show_card(self, n: Node | None) -> None:
         if n is not None:
             self.card_node = n
-            self.card.update(node_card(n, self._total))
+            self.card.update(node_card(n, self._total, self.result.ridge_point))
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         self._show_card(event.node.data)
@@ -185,6 +218,37 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         if self.result is not None:
             self.exclude_idle = not self.exclude_idle
             self._build()
+
+    def action_sort(self) -> None:
+        if self.result is not None:
+            self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+            self._build()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#op-filter", Input)
+        box.value = self.needle
+        box.add_class("visible")
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "op-filter":
+            return
+        event.stop()
+        event.input.remove_class("visible")
+        self.needle = event.value.strip()
+        self._build()
+        self.op_tree.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query("#op-filter")
+        if box and box.first().has_class("visible"):
+            box.first().remove_class("visible")
+            self.op_tree.focus()
+        elif self.needle:
+            self.needle = ""
+            self._build()
+        else:
+            self.app.action_back()
 
     def action_children(self, delta: int) -> None:
         if self.result is not None:

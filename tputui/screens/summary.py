@@ -1,4 +1,5 @@
-"""The first screen: what this run holds (hosts, planes, lines, span, capture options)."""
+"""The first screen: what this run holds (hosts, planes, lines, span, capture options, and the
+batch size when the profile records one)."""
 from __future__ import annotations
 
 from rich.table import Table
@@ -76,6 +77,9 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
         t.add_row("Hosts", f"{len(r.hosts)}" if len(r.hosts) > 1 else (r.hosts[0].host if r.hosts else "-"))
         t.add_row("Devices", f"{r.device_count} × {r.device_type}" if r.device_count else "none (host only)")
         t.add_row("Events", f"{r.num_events:,}")
+        if r.batch_sizes:  # only when the profile records it
+            t.add_row("Batch size", Text.assemble(", ".join(str(b) for b in r.batch_sizes),
+                                                  (f"  (from {r.batch_source})", "dim")))
         many = len(r.hosts) > 1
         for i, h in enumerate(r.hosts):
             if i == MAX_HOST_LINES and many:
