@@ -111,7 +111,7 @@ def derive(device_type: str, cores: list[CoreInfo]) -> Topology | None:
     X, Y, _Z = dims
     coords = {c: (c % X, (c // X) % Y, c // (X * Y)) for c in chips}
     host_dims = (min(host[0], dims[0]), min(host[1], dims[1]), min(host[2], dims[2]))
-    per_chip = {}
+    per_chip: dict[int, set[int]] = {}
     for c in cores:
         per_chip.setdefault(c.chip, set()).add(c.core_on_chip)
     cores_per_chip = max(len(v) for v in per_chip.values())

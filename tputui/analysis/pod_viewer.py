@@ -182,7 +182,7 @@ class PodViewerResult:
 
 STEP_SCHEMA = {"step": pl.Int64, "core": pl.Int64, "total_us": pl.Float64,
                **{f"{k}_us": pl.Float64 for k in CATEGORY_KEYS}, "bottleneck": pl.String}
-CHANNEL_SCHEMA = {
+CHANNEL_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "channel": pl.String, "src_cores": pl.String, "dst_cores": pl.String, "data_mib": pl.Float64,
     "latency_us": pl.Float64, "duration_us": pl.Float64, "bandwidth_gibps": pl.Float64,
     "send_delay_us": pl.Float64, "occurrences": pl.Int64, "hlo_names": pl.String,
