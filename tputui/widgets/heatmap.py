@@ -1,13 +1,14 @@
 """Topology heatmap: hosts -> chips -> cores, each cell coloured by a value, with a cursor.
 
 Two layouts. With chip coordinates (every cell has `xyz`), the chips sit at their (x, y) in one
-grid per z-layer (one grid on 2D slices), a chip's cores side by side, an extra space between
-hosts; the layers are laid left to right and wrapped. Without coordinates, hosts are blocks laid
-out left to right and wrapped to the widget's width; inside a block, chips are groups of core
-cells. When the cores do not fit the widget, cells fold to one per chip (the chips' mean), then
-to one per host (the per-host strip), so a 256-core pod stays readable in a small terminal. Hot
-spots (values at or above the 90th percentile and 10% over the mean) are drawn as ▲ cells;
-highlighted cores (e.g. a channel's link) are drawn as ◆. Arrow keys move the cursor and post
+grid per z-layer (one grid on 2D slices), a chip's cores side by side, an extra space (between
+columns) or a blank line (between rows) where hosts meet; the layers are laid left to right and
+wrapped. Without coordinates, hosts are blocks laid out left to right and wrapped to the widget's
+width; inside a block, chips are groups of core cells. When the cores do not fit the widget,
+cells fold to one per chip (the chips' mean), then to one per host (the per-host strip), so a
+256-core pod stays readable in a small terminal. Hot spots (values at or above the 90th
+percentile and 10% over the mean) are drawn as ▲ cells; highlighted cores (e.g. a channel's
+link) are drawn as ◆. Arrow keys move the cursor and post
 `Heatmap.CursorMoved` with the cores under it.
 """
 from __future__ import annotations
@@ -270,6 +271,8 @@ class Heatmap(Widget, can_focus=True):
                 head.append(str(x).ljust(chip_w) + " " + (" " if x % hx == hx - 1 and x < nx - 1 else ""), style="dim")
             lines: list[tuple[Text, list[int]]] = [(head, [])]
             for y in range(ny):
+                if y and y % hy == 0:
+                    lines.append((Text(""), []))  # a blank line between hosts along y
                 t, row = Text(f"y{y}".rjust(label_w) + " ", style="dim"), []
                 for x in range(nx):
                     units = layer.get((x, y), [])
