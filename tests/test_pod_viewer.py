@@ -255,3 +255,23 @@ def test_collectives_not_split_on_host_steps():
     assert res.steps["collective_sync_us"].null_count() == len(res.steps)
     assert res.collective_split(res.step_numbers[0], [1]) is None
     assert res.to_json()["collective_split"]["note"] == res.split_note
+
+
+def test_partners_of_a_one_way_channel():
+    """The profile's own send / recv-done events, kept only where host 0's first two chips send
+    and its last two receive: the senders' partners are the receivers and the other way round."""
+    import dataclasses
+
+    from tputui.analysis import host_map
+
+    stats = host_map.host_op_stats(run_of(POD / "pod_v4_32"), None)
+    ev = stats[0].send_recv
+    one_way = ev.filter(((pl.col("cat") == "send") & (pl.col("plane_id") < 4))
+                        | ((pl.col("cat") == "recv-done") & (pl.col("plane_id") >= 4)))
+    empty = ev.clear()
+    res = pv.from_op_stats([dataclasses.replace(stats[0], send_recv=one_way),
+                            *[dataclasses.replace(s, send_recv=empty) for s in stats[1:]]])
+    (row,) = res.channels.iter_rows(named=True)
+    assert (row["src_cores"], row["dst_cores"]) == ("0-3", "4-7")
+    assert res.partners([0]) == {4, 5, 6, 7} and res.partners([6, 7]) == {0, 1, 2, 3}
+    assert res.partners([1000]) == set()

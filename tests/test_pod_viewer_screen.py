@@ -294,3 +294,34 @@ def test_snapshot_3d_grid(snap_compare, pod256_mesh):
         await pilot.press("down", "right", "right")
 
     assert snap_compare(app_for(pod256_mesh), terminal_size=SIZE, run_before=loaded)
+
+
+async def test_linked_cores_are_drawn_when_they_are_some_of_the_pod():
+    """With the one-way channel of test_pod_viewer (host 0's chips 0-1 send, chips 2-3 receive),
+    the cell under the cursor's partners are drawn ◆ and the readout counts them."""
+    import dataclasses
+
+    from tputui.analysis import host_map
+    from tputui.analysis import pod_viewer as pv
+    from tputui.data.run_data import RunData
+
+    stats = host_map.host_op_stats(RunData(open_logdir(str(POD / "pod_v4_32")).runs[0]), None)
+    ev = stats[0].send_recv
+    one_way = ev.filter(((pl.col("cat") == "send") & (pl.col("plane_id") < 4))
+                        | ((pl.col("cat") == "recv-done") & (pl.col("plane_id") >= 4)))
+    res = pv.from_op_stats([dataclasses.replace(stats[0], send_recv=one_way),
+                            *[dataclasses.replace(s, send_recv=ev.clear()) for s in stats[1:]]])
+    app = app_for(POD / "pod_v4_32")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.pod = res
+        screen._redraw()
+        heat = screen.query_one(Heatmap)
+        await pilot.press("right")  # core 1: a sender
+        await pilot.pause()
+        assert heat.current.cores == (1,) and heat.highlight == {4, 5, 6, 7}
+        assert "◆ linked by send/recv to 4 cores" in str(screen.query_one("#details").render())
+        drawn = [heat.units[i].cores[0] for row in heat._rows for i in row]
+        lines = "".join(str(t) for t in heat._render_lines(heat.size.width))
+        assert lines.count("◆◆") == 4 and len(drawn) == 32
