@@ -193,9 +193,6 @@ def test_no_topology_when_the_profile_does_not_allow_it():
     assert cpu.core_table()["x"].null_count() == len(cpu.cores)
     v4 = pv.analyze(run_of(POD / "pod_v4_32")).cores
     assert derive("TPU v3", v4) is None  # a generation whose layout we do not know
-    assert derive("TPU v4", v4[:-2]) is None  # 15 chips: not a slice
-    shifted = [CoreInfo(c.core, c.host, c.chip + 16, c.core_on_chip, c.local_chip, c.ordinal) for c in v4]
-    assert derive("TPU v4", shifted) is None  # chip ids not 0..n-1
     # Two hosts claiming chips of one host block: the derivation disagrees with the profile.
     swapped = [CoreInfo(c.core, c.host, {3: 4, 4: 3}.get(c.chip, c.chip), c.core_on_chip, c.local_chip, c.ordinal)
                for c in v4]
@@ -275,3 +272,23 @@ def test_partners_of_a_one_way_channel():
     assert (row["src_cores"], row["dst_cores"]) == ("0-3", "4-7")
     assert res.partners([0]) == {4, 5, 6, 7} and res.partners([6, 7]) == {0, 1, 2, 3}
     assert res.partners([1000]) == set()
+
+
+def test_some_hosts_of_a_slice_sit_where_their_chips_are():
+    """A profile of part of a slice: the real v6e host (chips 4-7 of a slice of at least 8) and
+    the v4 pod's chips renumbered as the upper half of a 2x4x4 slice."""
+    from tputui.analysis.pod_topology import derive
+    from tputui.analysis.tpu_steps import CoreInfo
+
+    v6e = pv.analyze(run_of(PROFILES / "tpu_v6e_inference"))
+    chips = sorted({c.chip for c in v6e.cores})
+    topo = v6e.topology
+    assert chips == [4, 5, 6, 7] and topo.dims == (2, 4, 1) and "4 of its 8 chips" in topo.source
+    assert {topo.host_block(c) for c in chips} == {(0, 1, 0)}
+    assert sorted(topo.coords[c] for c in chips) == [(0, 2, 0), (0, 3, 0), (1, 2, 0), (1, 3, 0)]
+    v4 = pv.analyze(run_of(POD / "pod_v4_32")).cores
+    upper = derive("TPU v4", [CoreInfo(c.core, c.host, c.chip + 16, c.core_on_chip, c.local_chip, c.ordinal)
+                              for c in v4])
+    assert upper.dims == (2, 4, 4) and "16 of its 32 chips" in upper.source
+    assert {upper.coords[c][2] for c in range(16, 32)} == {2, 3}
+    assert derive("TPU v4", v4[:-2]).dims == (2, 2, 4)  # the last chip's cores not captured

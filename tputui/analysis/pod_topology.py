@@ -13,10 +13,12 @@ here are derived, and the result says so (`Topology.source`):
 - a chip's coordinates follow from its global chip id, x fastest, then y, then z (the order TPU
   runtimes number a slice's chips in).
 
-The derivation is only used when it agrees with the profile: the chip ids must be 0..n-1 with n a
-slice size of the generation, and each host's chips must fall in one host block. Otherwise (GPU,
-CPU, other TPU generations, partial captures, several slices with overlapping ids) there is no
-topology and the screen draws its per-host strip.
+The slice is the smallest of the generation's shapes holding the largest chip id, so a profile
+of some of a slice's hosts (chips 4-7 of a v6e host, say) shows them where they sit, the rest of
+the grid empty. The derivation is only used when it agrees with the profile: each host's chips
+must fall in one host block, one host per block. Otherwise (GPU, CPU, other TPU generations,
+several slices with overlapping ids, numberings that cut across host blocks) there is no topology
+and the screen draws its per-host strip.
 """
 from __future__ import annotations
 
@@ -79,8 +81,9 @@ def generation_axes(device_type: str) -> int | None:
     return None
 
 
-def slice_dims(n_chips: int, axes: int) -> Coord | None:
-    """The generation's slice shape with `n_chips` chips, or None when n is not a slice size."""
+def slice_dims(n_chips: int, axes: int, exact: bool = True) -> Coord | None:
+    """The generation's slice shape with `n_chips` chips, or None when n is not a slice size
+    (`exact=False`: the smallest shape with at least `n_chips` chips)."""
     if n_chips == 1:
         return (1, 1, 1)
     dims = [2, 2, 1]
@@ -90,7 +93,7 @@ def slice_dims(n_chips: int, axes: int) -> Coord | None:
         smallest = min(dims[a] for a in live)
         axis = max(a for a in live if dims[a] == smallest)
         dims[axis] *= 2
-    if dims[0] * dims[1] * dims[2] != n_chips:
+    if exact and dims[0] * dims[1] * dims[2] != n_chips:
         return None
     return dims[0], dims[1], dims[2]
 
@@ -99,9 +102,9 @@ def derive(device_type: str, cores: list[CoreInfo]) -> Topology | None:
     """Coordinates of the cores' chips (see the module doc), or None when not derivable."""
     axes = generation_axes(device_type)
     chips = sorted({c.chip for c in cores})
-    if axes is None or not chips or chips != list(range(len(chips))):
+    if axes is None or not chips or chips[0] < 0:
         return None
-    dims = slice_dims(len(chips), axes)
+    dims = slice_dims(chips[-1] + 1, axes, exact=False)
     per_host: dict[str, set[int]] = {}
     for c in cores:
         per_host.setdefault(c.host, set()).add(c.chip)
@@ -117,9 +120,11 @@ def derive(device_type: str, cores: list[CoreInfo]) -> Topology | None:
     cores_per_chip = max(len(v) for v in per_chip.values())
     shape_text = "x".join(str(d) for d in (dims if axes == 3 else dims[:2]))
     host_text = "x".join(str(d) for d in (host_dims if axes == 3 else host_dims[:2]))
+    n_slice = dims[0] * dims[1] * dims[2]
+    part = f", {len(chips)} of its {n_slice} chips in this profile" if len(chips) < n_slice else ""
     topo = Topology(dims, host_dims, cores_per_chip, coords,
-                    f"derived: a {device_type} {shape_text} slice ({host_text} chips per host), chips placed "
-                    "by global chip id, x fastest; XProf 2.24 writes no topology")
+                    f"derived: a {device_type} {shape_text} slice ({host_text} chips per host{part}), chips "
+                    "placed by global chip id, x fastest; XProf 2.24 writes no topology")
     # Agreement with the profile: every host's chips sit in one host block, one host per block.
     blocks = {h: {topo.host_block(c) for c in chips_of} for h, chips_of in per_host.items()}
     if any(len(b) != 1 for b in blocks.values()) or len({next(iter(b)) for b in blocks.values()}) != len(blocks):
