@@ -206,6 +206,7 @@ def test_export_has_xprofs_topology_and_channel_info_shapes():
     assert {"xDimension", "yDimension", "zDimension", "hostXStride", "hostYStride", "hostZStride",
             "numCoresPerChip", "cores"} <= set(topo) and topo["source"].startswith("derived")
     assert len(topo["cores"]) == 16
+    assert f"Chip coordinates {topo['source']}." in doc["diagnostics"]["info"]
     assert {"x", "y", "z", "hostX", "hostY", "hostZ", "indexOnHost", "globalId"} == set(topo["cores"][0])
     (ch,) = doc["channel_db"]
     assert ch["channelId"] == 4 and ch["srcCoreIds"] == sorted(c.core for c in res.cores)

@@ -220,7 +220,7 @@ async def test_grid_places_chips_at_their_coordinates():
         heat = screen.query_one(Heatmap)
         topo = screen.pod.topology
         assert heat.layout_kind == "grid" and heat.level == "core" and len(heat.units) == 32
-        assert "TPU v4 2x2x4" in str(screen.query_one("#stepbar").render())
+        assert "TPU v4 2x2x4   (layout derived from chip ids)" in str(screen.query_one("#stepbar").render())
         lines = [str(t) for t in heat._render_lines(heat.size.width)]
         # One block per z-layer, side by side: a header and a line per y.
         assert lines[0].split()[::3] == [f"z{z}" for z in range(topo.dims[2])] and len(lines) == 1 + topo.dims[1]

@@ -276,7 +276,10 @@ def from_op_stats(stats: list[op_stats.HostOpStats]) -> PodViewerResult:
         diag["info"].append("Channels are tputui's pairing of send / recv-done ops (XProf 2.24 reports none).")
     used = set(steps_df["core"].to_list()) if len(steps_df) else set(cores)
     core_list = [cores[k] for k in sorted(cores) if k in used or not len(steps_df)]
-    return PodViewerResult(device_type, core_list, steps_df, channels, diag, derive(device_type, core_list), split_note)
+    topology = derive(device_type, core_list)
+    if topology is not None:
+        diag["info"].append(f"Chip coordinates {topology.source}.")
+    return PodViewerResult(device_type, core_list, steps_df, channels, diag, topology, split_note)
 
 
 def split_collectives(steps: pl.DataFrame, generic: bool) -> tuple[pl.DataFrame, str]:

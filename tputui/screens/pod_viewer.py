@@ -170,9 +170,11 @@ class PodViewerScreen(ToolScreen):
         bar.append("colour: ", style="dim")
         bar.append(CATEGORY_NAMES[key], style="bold")
         bar.append(f"   {len(df)} core{'s' if len(df) != 1 else ''} · {self.pod.device_type}", style="dim")
-        if topo is not None:
-            bar.append(" " + "x".join(str(d) for d in (topo.dims if topo.is_3d else topo.dims[:2])), style="dim")
-        bar.append("   [ ] step · k category", style="dim")
+        if topo is not None:  # the footer shows the keys; say instead where the layout comes from
+            bar.append(" " + "x".join(str(d) for d in (topo.dims if topo.is_3d else topo.dims[:2]))
+                       + "   (layout derived from chip ids)", style="dim")
+        else:
+            bar.append("   [ ] step · k category", style="dim")
         self.query_one("#stepbar", StepBar).update(bar)
         self.query_one("#collectives", Static).update(self._collectives_line())
         self.query_one("#legend", Static).update(self.heatmap.legend())
