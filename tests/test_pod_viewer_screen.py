@@ -325,3 +325,22 @@ async def test_linked_cores_are_drawn_when_they_are_some_of_the_pod():
         drawn = [heat.units[i].cores[0] for row in heat._rows for i in row]
         lines = "".join(str(t) for t in heat._render_lines(heat.size.width))
         assert lines.count("◆◆") == 4 and len(drawn) == 32
+
+
+async def test_x_writes_the_steps_rows_as_the_export_does(tmp_path, monkeypatch):
+    """`x` on the heatmap writes the shown step's rows of `tputui export --format csv`."""
+    from tputui.data.run_data import RunData
+    from tputui.export import export_text
+
+    monkeypatch.setenv("TPUTUI_EXPORT_DIR", str(tmp_path))
+    app = app_for(POD / "pod_v4_32")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("right_square_bracket", "x")
+        await settle(pilot)
+        step = app.screen.step
+    (written,) = [p.read_text().splitlines() for p in tmp_path.glob("pod_viewer-*.csv")]
+    exported = export_text(RunData(open_logdir(str(POD / "pod_v4_32")).run(None), use_cache=False), "pod_viewer",
+                           fmt="csv").strip().splitlines()
+    assert written[0] == exported[0] and step == 1
+    assert written[1:] == [line for line in exported[1:] if line.startswith(f"{step},")] and len(written) == 33

@@ -179,6 +179,10 @@ class PodViewerResult:
         ids = [pl.col(c).list.eval(pl.element().cast(pl.String)).list.join(" ") for c in ("src_core_ids", "dst_core_ids")]
         return {"steps": per_core, "channels": self.channels.with_columns(ids)}
 
+    def step_table(self, step: int) -> pl.DataFrame:
+        """The CSV `steps` table's rows of one step (what the screen's `x` writes)."""
+        return self.tables()["steps"].filter(pl.col("step") == step)
+
 
 STEP_SCHEMA = {"step": pl.Int64, "core": pl.Int64, "total_us": pl.Float64,
                **{f"{k}_us": pl.Float64 for k in CATEGORY_KEYS}, "bottleneck": pl.String}

@@ -11,7 +11,8 @@ most time over all steps (device compute on a TPU pod, input on an input-bound C
 Keys: `[` / `]` (or left / right on the step bar) pick the step, `k` cycles the category, arrows
 move over the heatmap (the readout says host, chip, core, coordinates, value and the collective
 split; the cores linked to the cell by send/recv channels are drawn ◆), tab moves between panes
-(on the per-chip columns ←/→ read one chip's breakdown); selecting a channel highlights its cores."""
+(on the per-chip columns ←/→ read one chip's breakdown); selecting a channel highlights its cores.
+`x` writes the step's per-core rows as CSV (the channel table while it has the focus)."""
 from __future__ import annotations
 
 import polars as pl
@@ -25,6 +26,7 @@ from textual.widgets import Static
 from tputui import format as fmt
 from tputui.analysis.pod_viewer import CATEGORY_KEYS, CATEGORY_NAMES, PodViewerResult
 from tputui.screens.base import ToolScreen
+from tputui.screens.op_tables import CsvExportMixin
 from tputui.widgets.charts import PALETTE, HBarChart, StackedColumns
 from tputui.widgets.heatmap import Cell, Heatmap
 from tputui.widgets.step_chart import y_axis
@@ -51,7 +53,7 @@ def _parse_cores(spec: str) -> set[int]:
     return out
 
 
-class PodViewerScreen(ToolScreen):
+class PodViewerScreen(CsvExportMixin, ToolScreen):
     BINDINGS = [
         Binding("right_square_bracket", "step(1)", "Next step", id="pod.next"),
         Binding("left_square_bracket", "step(-1)", "Prev step", id="pod.prev"),
@@ -151,6 +153,15 @@ class PodViewerScreen(ToolScreen):
 
     def step_frame(self) -> pl.DataFrame:
         return self.pod.step_frame(self.step)
+
+    def export_frame(self) -> pl.DataFrame | None:
+        """`x`: the channel table as shown while it has the focus, else the step's per-core rows
+        (the export's `steps` CSV table, this step only)."""
+        if not getattr(self, "steps", None):
+            return None
+        if self.channels is not None and self.channels.has_focus:
+            return self.channels.frame
+        return self.pod.step_table(self.step)
 
     def _redraw(self) -> None:
         if not getattr(self, "steps", None) or not self.is_mounted:
