@@ -59,6 +59,7 @@ PROGRAM_ID = 4242424242
 MODULE = "jit_train_step"
 EXECUTE_CONTEXT = 5  # TraceMe 2.0 context linking the Python-side Execute to the launches
 RUN_ID_MASK = (1 << 28) - 1  # the device records the low 28 bits of the launch run id
+ALL_REDUCE_TRANSFER_US = 160  # the pod-wide all-reduce's transfer, after the slowest core arrives
 
 
 def launch_id(host: int, step: int) -> int:
@@ -215,6 +216,9 @@ class PodSpec:
     missing_markers: dict = field(default_factory=dict)
     peak_tflops: float = 197.0
     peak_hbm_gbps: float = 819.0
+    # Chip numbering: None, host after host (chips h*chips_per_host..); (X, Y, Z), the slice's
+    # shape: hosts are 2x2x1 blocks in it and global chip ids run x fastest over the slice.
+    mesh: tuple | None = None
 
     @property
     def hosts(self) -> int:
@@ -223,6 +227,16 @@ class PodSpec:
     @property
     def cores_per_host(self) -> int:
         return self.chips_per_host * self.cores_per_chip
+
+    def global_chip(self, h: int, chip: int) -> int:
+        if self.mesh is None:
+            return h * self.chips_per_host + chip
+        X, Y, _Z = self.mesh
+        hosts_x, hosts_y = X // 2, Y // 2
+        x = 2 * (h % hosts_x) + chip % 2
+        y = 2 * ((h // hosts_x) % hosts_y) + chip // 2
+        z = h // (hosts_x * hosts_y)
+        return x + X * (y + Y * z)
 
     def host_name(self, h: int) -> str:
         if self.slices > 1:
@@ -269,7 +283,7 @@ def simulate(spec: PodSpec) -> dict:
                 per_core[(h, c)] = ops
                 ends[(h, c)] = cur
         # Pod-wide all-reduce: everyone leaves when the slowest arrives + the transfer.
-        ar_end = max(ends.values()) + 160 * US
+        ar_end = max(ends.values()) + ALL_REDUCE_TRANSFER_US * US
         for (h, c), ops in per_core.items():
             cur = ends[(h, c)]
             ops.append(Op("all-reduce.3", "all-reduce", cur, ar_end - cur, bytes_accessed=256 << 20,
@@ -356,14 +370,13 @@ def build_host(spec: PodSpec, h: int, sim: dict, hlo: bytes) -> xplane_pb2.XSpac
     xs = xplane_pb2.XSpace()
     xs.hostnames.append(host)
     skip_steps = set(spec.missing_host_steps.get(h, ()))
-    first_chip = h * spec.chips_per_host
     last_end = 0
     for c in range(spec.cores_per_host):
         p = xs.planes.add()
         p.id, p.name = c, f"/device:TPU:{c}"
         pb = PlaneBuilder(p)
         chip, core_num = divmod(c, spec.cores_per_chip)
-        gchip = first_chip + chip
+        gchip = spec.global_chip(h, chip)
         pb.add_stats(p, {
             "core_details": core_details(host, c, core_num, chip, gchip, gchip * spec.cores_per_chip + core_num),
             "device_type_string": spec.device_type,

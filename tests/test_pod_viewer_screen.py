@@ -1,14 +1,18 @@
 """Pod viewer screen: keys (step picker, category, heatmap cursor, channel highlight, per-chip
-columns), the context bar (every host; `h` sets the cursor), empty states, and SVG snapshots of
-the heatmap at 8, 32 and 256 cores, folded to chips / hosts when it does not fit."""
+columns), the topology grid (chips at their coordinates per z-layer) and its readout, the
+collective split and channel latency lines, the context bar (every host; `h` sets the cursor),
+empty states, and SVG snapshots of the heatmap at 8, 32 and 256 cores, folded to chips / hosts
+when it does not fit."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import sys
 
 import polars as pl
 import pytest
 from conftest import FIXTURES, ROOT, make_app, settle
+from rich.console import Console
 
 from tputui.analysis.pod_viewer import CATEGORY_KEYS
 from tputui.app import TputuiApp
@@ -38,6 +42,17 @@ def pod256(tmp_path_factory):
     root = tmp_path_factory.mktemp("pod256")
     spec = mk.PodSpec("pod_256", "TPU v4", hosts_per_slice=32, chips_per_host=4, cores_per_chip=2, steps=3,
                       seed=7, host_prefix="w")
+    mk.build_run(spec, root / "plugins" / "profile" / mk.RUN)
+    return root
+
+
+@pytest.fixture(scope="module")
+def pod256_mesh(tmp_path_factory):
+    """The same 256 cores numbered as a 4x4x8 v4 slice numbers its chips (x fastest)."""
+    mk = builder()
+    root = tmp_path_factory.mktemp("pod256_mesh")
+    spec = mk.PodSpec("pod_256", "TPU v4", hosts_per_slice=32, chips_per_host=4, cores_per_chip=2, steps=3,
+                      seed=7, host_prefix="w", mesh=(4, 4, 8))
     mk.build_run(spec, root / "plugins" / "profile" / mk.RUN)
     return root
 
@@ -100,6 +115,8 @@ async def test_256_cores_fold_to_fit(pod256, size, level):
         await settle(pilot)
         heat = app.screen.query_one(Heatmap)
         assert len(heat.cells) == 256
+        # Chips numbered host after host do not fit a 4x4x8 slice's host blocks: no topology.
+        assert app.screen.pod.topology is None and heat.layout_kind == "strip"
         assert heat.level == level
         assert sum(len(u.cores) for u in heat.units) == 256
         assert len(heat._rows) <= max(3, size[1] // 3)
@@ -193,3 +210,137 @@ async def test_no_steps_is_said_first():
         text = str(app.screen.query_one("#no-steps").render())
         assert text.startswith("No steps to show: this TPU v6 Lite profile has no step markers.\n")
         assert "No step marker observed" in text
+
+
+async def test_grid_places_chips_at_their_coordinates():
+    app = app_for(POD / "pod_v4_32")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        heat = screen.query_one(Heatmap)
+        topo = screen.pod.topology
+        assert heat.layout_kind == "grid" and heat.level == "core" and len(heat.units) == 32
+        assert "TPU v4 2x2x4   (layout derived from chip ids)" in str(screen.query_one("#stepbar").render())
+        lines = [str(t) for t in heat._render_lines(heat.size.width)]
+        # One block per z-layer, side by side: a header and a line per y.
+        assert lines[0].split()[::3] == [f"z{z}" for z in range(topo.dims[2])] and len(lines) == 1 + topo.dims[1]
+        # Each drawn cell sits where its chip's (x, y, z) says.
+        for row, idx in enumerate(heat._rows[1:]):
+            for i in idx:
+                x, y, z = topo.coords[heat.units[i].chip]
+                assert y == row
+        await pilot.press("right", "right", "right", "down")
+        unit = heat.current
+        (core,) = unit.cores
+        info = screen.pod.core_info(core)
+        x, y, z = topo.coords[info.chip]
+        assert (x, y, z) == (1, 1, 0) and unit.xyz == (1, 1, 0)
+        details = str(screen.query_one("#details").render())
+        value = screen.step_frame().filter(pl.col("core") == core)["device_compute_us"][0] / 1000
+        assert details.startswith(f"core {core} · chip {info.chip} (core {info.core_on_chip} on chip) · host {info.host}"
+                                  f" · (x 1, y 1, z 0) · Device compute {value:.3f} ms")
+        sync, transfer = screen.pod.collective_split(screen.step, [core])
+        assert f"collectives: sync {sync:.3f} ms + transfer {transfer:.3f} ms" in details
+        assert "linked by send/recv to every other core (31)" in details
+        assert not heat.highlight  # every core is a partner: no ◆ drawn over the colours
+
+
+async def test_collectives_line_and_channel_latency_bars():
+    app = app_for(POD / "dcn_2slices")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        line = str(screen.query_one("#collectives").render())
+        sync, transfer = screen.pod.collective_split(screen.step, [c.core for c in screen.pod.cores])
+        assert line.startswith(f"Collectives (mean of 8 cores): sync wait {sync:.3f} ms + transfer {transfer:.3f} ms")
+        bars = screen.query_one("#latency")
+        assert bars.items == [(f"ch {c}", v) for c, v in screen.pod.channel_latency()]
+        out = Console(width=60, record=True, file=io.StringIO())
+        out.print(bars.render_chart())
+        text = out.export_text()
+        assert f"ch 4 ████████████████ {screen.pod.channel_latency()[0][1]:,.2f} us" in text
+
+
+async def test_cpu_run_says_why_collectives_are_not_split():
+    app = app_for(FIXTURES / "profiles" / "tf_loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert screen.query_one(Heatmap).layout_kind == "strip"
+        line = str(screen.query_one("#collectives").render())
+        assert line == ("Collectives not split into sync wait / transfer: host (CPU / GPU) steps carry no per-core "
+                        "collective time.")
+
+
+@pytest.mark.parametrize("size,kind,level", [((120, 40), "grid", "core"), ((80, 24), "strip", "chip")])
+async def test_3d_slice_is_a_grid_per_z_layer_until_it_does_not_fit(pod256_mesh, size, kind, level):
+    app = app_for(pod256_mesh)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        heat = screen.query_one(Heatmap)
+        assert screen.pod.topology.dims == (4, 4, 8)
+        assert (heat.layout_kind, heat.level) == (kind, level)
+        assert sum(len(u.cores) for u in heat.units) == 256
+        legend = str(screen.query_one("#legend").render())
+        assert ("cores at chip (x, y) per z" in legend) == (kind == "grid")
+        # The readout names the cell's coordinates in either layout.
+        assert "(x 0, y 0, z 0)" in str(screen.query_one("#details").render())
+
+
+def test_snapshot_3d_grid(snap_compare, pod256_mesh):
+    async def loaded(pilot):
+        await settle(pilot)
+        await pilot.press("down", "right", "right")
+
+    assert snap_compare(app_for(pod256_mesh), terminal_size=SIZE, run_before=loaded)
+
+
+async def test_linked_cores_are_drawn_when_they_are_some_of_the_pod():
+    """With the one-way channel of test_pod_viewer (host 0's chips 0-1 send, chips 2-3 receive),
+    the cell under the cursor's partners are drawn ◆ and the readout counts them."""
+    import dataclasses
+
+    from tputui.analysis import host_map
+    from tputui.analysis import pod_viewer as pv
+    from tputui.data.run_data import RunData
+
+    stats = host_map.host_op_stats(RunData(open_logdir(str(POD / "pod_v4_32")).runs[0]), None)
+    ev = stats[0].send_recv
+    one_way = ev.filter(((pl.col("cat") == "send") & (pl.col("plane_id") < 4))
+                        | ((pl.col("cat") == "recv-done") & (pl.col("plane_id") >= 4)))
+    res = pv.from_op_stats([dataclasses.replace(stats[0], send_recv=one_way),
+                            *[dataclasses.replace(s, send_recv=ev.clear()) for s in stats[1:]]])
+    app = app_for(POD / "pod_v4_32")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen.pod = res
+        screen._redraw()
+        heat = screen.query_one(Heatmap)
+        await pilot.press("right")  # core 1: a sender
+        await pilot.pause()
+        assert heat.current.cores == (1,) and heat.highlight == {4, 5, 6, 7}
+        assert "◆ linked by send/recv to 4 cores" in str(screen.query_one("#details").render())
+        drawn = [heat.units[i].cores[0] for row in heat._rows for i in row]
+        lines = "".join(str(t) for t in heat._render_lines(heat.size.width))
+        assert lines.count("◆◆") == 4 and len(drawn) == 32
+
+
+async def test_x_writes_the_steps_rows_as_the_export_does(tmp_path, monkeypatch):
+    """`x` on the heatmap writes the shown step's rows of `tputui export --format csv`."""
+    from tputui.data.run_data import RunData
+    from tputui.export import export_text
+
+    monkeypatch.setenv("TPUTUI_EXPORT_DIR", str(tmp_path))
+    app = app_for(POD / "pod_v4_32")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("right_square_bracket", "x")
+        await settle(pilot)
+        step = app.screen.step
+    (written,) = [p.read_text().splitlines() for p in tmp_path.glob("pod_viewer-*.csv")]
+    exported = export_text(RunData(open_logdir(str(POD / "pod_v4_32")).run(None), use_cache=False), "pod_viewer",
+                           fmt="csv").strip().splitlines()
+    assert written[0] == exported[0] and step == 1
+    assert written[1:] == [line for line in exported[1:] if line.startswith(f"{step},")] and len(written) == 33

@@ -9,7 +9,13 @@ across hosts (tpu_steps.combine_hosts) and every core's step is broken down into
 categories (tpu_steps.tpu_breakdown).
 
 The send/recv channel table is tputui's own (XProf 2.24 leaves `channelDb` empty): per send op
-name, the cores that sent and those that ran the matching recv-done, bytes, latency and bandwidth.
+name, the cores that sent and those that ran the matching recv-done, bytes, latency and bandwidth,
+and XProf's ChannelInfo duration (send start to recv-done end) that the latency chart draws.
+
+Also tputui's own, as XProf 2.24 leaves them empty too: the chips' coordinates (pod_topology.py,
+derived and labelled so) and the split of each core's collective time into sync wait and transfer:
+in a step, the core whose collectives took least arrived last and waited for no one, so its time is
+taken as the transfer and every other core's excess over it as waiting for slower cores.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from typing import Any
 import polars as pl
 
 from tputui.analysis import host_map, op_stats
+from tputui.analysis.pod_topology import Topology, derive
 from tputui.analysis.result import NoDataError
 from tputui.analysis.steps import NO_STEP_MARKER
 from tputui.analysis.tpu_steps import (
@@ -42,14 +49,21 @@ EMPTY_INTERSECT = (
 )
 
 
+SPLIT_METHOD = ("sync wait = a core's collective time beyond the step's shortest one (the last core to arrive "
+                "waits for no one); transfer = that shortest time")
+
+
 @dataclass
 class PodViewerResult:
     device_type: str
     cores: list[CoreInfo]
-    # one row per (step, core): step, core, total_us, <category>_us..., bottleneck
+    # one row per (step, core): step, core, total_us, <category>_us..., bottleneck,
+    # collective_sync_us / collective_transfer_us (null where the split is not possible)
     steps: pl.DataFrame
     channels: pl.DataFrame
     diagnostics: dict[str, list[str]] = field(default_factory=lambda: {"info": [], "warnings": [], "errors": []})
+    topology: Topology | None = None  # chip coordinates, None: the screen draws per-host strips
+    split_note: str = ""  # why collectives are not split into sync / transfer ("" when they are)
 
     @property
     def step_numbers(self) -> list[int]:
@@ -58,13 +72,43 @@ class PodViewerResult:
     def core_info(self, core: int) -> CoreInfo | None:
         return next((c for c in self.cores if c.core == core), None)
 
-    def step_frame(self, step: int) -> pl.DataFrame:
-        """Cores of one step joined with their topology, in core order."""
-        info = pl.DataFrame({
+    def core_table(self) -> pl.DataFrame:
+        """core, host, chip, core_on_chip and the chip's x, y, z (null without a topology)."""
+        coords = self.topology.coords if self.topology else {}
+        xyz = [coords.get(c.chip) for c in self.cores]
+        return pl.DataFrame({
             "core": [c.core for c in self.cores], "host": [c.host for c in self.cores],
             "chip": [c.chip for c in self.cores], "core_on_chip": [c.core_on_chip for c in self.cores],
-        }, schema={"core": pl.Int64, "host": pl.String, "chip": pl.Int64, "core_on_chip": pl.Int64})
-        return self.steps.filter(pl.col("step") == step).join(info, on="core", how="left").sort("core")
+            **{axis: [p[i] if p else None for p in xyz] for i, axis in enumerate("xyz")},
+        }, schema={"core": pl.Int64, "host": pl.String, "chip": pl.Int64, "core_on_chip": pl.Int64,
+                   "x": pl.Int64, "y": pl.Int64, "z": pl.Int64})
+
+    def step_frame(self, step: int) -> pl.DataFrame:
+        """Cores of one step joined with their topology, in core order."""
+        return self.steps.filter(pl.col("step") == step).join(self.core_table(), on="core", how="left").sort("core")
+
+    def partners(self, cores) -> set[int]:
+        """Cores linked to `cores` by a send/recv channel: the receivers of what they send and
+        the senders of what they receive (themselves left out)."""
+        mine, out = set(cores), set()
+        for src, dst in zip(self.channels["src_core_ids"].to_list(), self.channels["dst_core_ids"].to_list()):
+            if mine & set(src):
+                out |= set(dst)
+            if mine & set(dst):
+                out |= set(src)
+        return out - mine
+
+    def channel_latency(self) -> list[tuple[str, float]]:
+        """(channel id, duration us) longest first: XProf's "Latency of Send and Recv channels"."""
+        rows = zip(self.channels["channel"].to_list(), self.channels["duration_us"].to_list())
+        return sorted(rows, key=lambda r: -r[1])
+
+    def collective_split(self, step: int, cores) -> tuple[float, float] | None:
+        """Mean over `cores` of (sync wait, transfer) in ms in one step, None where not split."""
+        df = self.step_frame(step).filter(pl.col("core").is_in(list(cores)) & pl.col("collective_sync_us").is_not_null())
+        if not len(df):
+            return None
+        return to_float(df["collective_sync_us"].mean()) / 1000, to_float(df["collective_transfer_us"].mean()) / 1000
 
     @property
     def dominant_category(self) -> int:
@@ -94,37 +138,59 @@ class PodViewerResult:
         for step in self.step_numbers:
             cores = []
             for r in self.step_frame(step).iter_rows(named=True):
+                ms = lambda v: None if v is None else v / 1000.0  # noqa: E731
                 cores.append({
-                    "core": r["core"], "chip": r["chip"], "host": r["host"],
+                    "core": r["core"], "chip": r["chip"], "core_on_chip": r["core_on_chip"], "host": r["host"],
+                    "x": r["x"], "y": r["y"], "z": r["z"],
                     "total_ms": r["total_us"] / 1000.0, "bottleneck": r["bottleneck"],
                     **{f"{k}_ms": r[f"{k}_us"] / 1000.0 for k in CATEGORY_KEYS},
+                    "collective_sync_ms": ms(r["collective_sync_us"]),
+                    "collective_transfer_ms": ms(r["collective_transfer_us"]),
                 })
             steps.append({"step": step, "cores": cores})
         return {
             "device_type": self.device_type,
             "categories": [{"id": i, "name": n, "key": k} for i, n, k in CATEGORIES],
             "steps": steps,
+            "topology": self.topology.to_json(self.cores) if self.topology else None,
             "channels": self.channels.to_dicts(),
+            "channel_db": self.channel_db(),
+            "collective_split": {"method": SPLIT_METHOD if not self.split_note else "", "note": self.split_note},
             "diagnostics": self.diagnostics,
         }
 
+    def channel_db(self) -> list[dict[str, Any]]:
+        """The channels as XProf's ChannelInfo (pod_viewer.proto) names them, over all steps."""
+        out = []
+        for r in self.channels.iter_rows(named=True):
+            out.append({
+                "channelId": int(r["channel"]) if r["channel"].isdigit() else r["channel"],
+                "srcCoreIds": r["src_core_ids"], "dstCoreIds": r["dst_core_ids"],
+                "dataSize": round(r["data_mib"] * 2**20), "durationUs": r["duration_us"],
+                "occurrences": r["occurrences"], "hloNames": r["hlo_names"].split(", "),
+                "sendDelayUs": r["send_delay_us"],
+            })
+        return out
+
     def tables(self) -> dict[str, pl.DataFrame]:
-        cores = pl.DataFrame({
-            "core": [c.core for c in self.cores], "host": [c.host for c in self.cores],
-            "chip": [c.chip for c in self.cores], "core_on_chip": [c.core_on_chip for c in self.cores],
-        }, schema={"core": pl.Int64, "host": pl.String, "chip": pl.Int64, "core_on_chip": pl.Int64})
-        per_core = self.steps.join(cores, on="core", how="left").select(
-            "step", "core", "host", "chip", "core_on_chip", "total_us",
-            *[f"{k}_us" for k in CATEGORY_KEYS], "bottleneck")
-        return {"steps": per_core, "channels": self.channels}
+        per_core = self.steps.join(self.core_table(), on="core", how="left").select(
+            "step", "core", "host", "chip", "core_on_chip", "x", "y", "z", "total_us",
+            *[f"{k}_us" for k in CATEGORY_KEYS], "collective_sync_us", "collective_transfer_us", "bottleneck")
+        ids = [pl.col(c).list.eval(pl.element().cast(pl.String)).list.join(" ") for c in ("src_core_ids", "dst_core_ids")]
+        return {"steps": per_core, "channels": self.channels.with_columns(ids)}
+
+    def step_table(self, step: int) -> pl.DataFrame:
+        """The CSV `steps` table's rows of one step (what the screen's `x` writes)."""
+        return self.tables()["steps"].filter(pl.col("step") == step)
 
 
 STEP_SCHEMA = {"step": pl.Int64, "core": pl.Int64, "total_us": pl.Float64,
                **{f"{k}_us": pl.Float64 for k in CATEGORY_KEYS}, "bottleneck": pl.String}
-CHANNEL_SCHEMA = {
+CHANNEL_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "channel": pl.String, "src_cores": pl.String, "dst_cores": pl.String, "data_mib": pl.Float64,
-    "latency_us": pl.Float64, "bandwidth_gibps": pl.Float64, "send_delay_us": pl.Float64,
-    "occurrences": pl.Int64, "hlo_names": pl.String,
+    "latency_us": pl.Float64, "duration_us": pl.Float64, "bandwidth_gibps": pl.Float64,
+    "send_delay_us": pl.Float64, "occurrences": pl.Int64, "hlo_names": pl.String,
+    "src_core_ids": pl.List(pl.Int64), "dst_core_ids": pl.List(pl.Int64),
 }
 
 
@@ -145,12 +211,17 @@ def channel_table(events: pl.DataFrame) -> pl.DataFrame:
         pairs = sd.with_columns(i=pl.int_range(pl.len()).over("core")).join(
             rv.with_columns(i=pl.int_range(pl.len()).over("core")), on=["core", "i"], suffix="_r")
         delay = to_float((pairs["start_r"] - pairs["start"]).mean() or 0) / 1e6
+        # XProf's ChannelInfo.duration_us: from the send's start to the recv-done's end.
+        duration = to_float((pairs["end_r"] - pairs["start"]).mean() or 0) / 1e6
+        src, dst = sd["core"].unique().sort().to_list(), rv["core"].unique().sort().to_list()
         out.append({
-            "channel": ch.lstrip(".") or "-", "src_cores": _ranges(sd["core"].unique().sort().to_list()),
-            "dst_cores": _ranges(rv["core"].unique().sort().to_list()), "data_mib": nbytes / 2**20,
-            "latency_us": lat, "bandwidth_gibps": (nbytes / 2**30) / (lat / 1e6) if lat else 0.0,
+            "channel": ch.lstrip(".") or "-", "src_cores": _ranges(src),
+            "dst_cores": _ranges(dst), "data_mib": nbytes / 2**20,
+            "latency_us": lat, "duration_us": duration,
+            "bandwidth_gibps": (nbytes / 2**30) / (lat / 1e6) if lat else 0.0,
             "send_delay_us": delay, "occurrences": len(rv),
             "hlo_names": ", ".join(sorted(set(sd["name"].to_list()) | set(rv["name"].to_list()))),
+            "src_core_ids": src, "dst_core_ids": dst,
         })
     return pl.DataFrame(out, schema=CHANNEL_SCHEMA)
 
@@ -192,7 +263,8 @@ def from_op_stats(stats: list[op_stats.HostOpStats]) -> PodViewerResult:
             bd = cats if generic else tpu_breakdown(cats, d)
             records.append({"step": step, "core": core, "total_us": d / 1e6,
                             **{f"{k}_us": bd[k] / 1e6 for k in CATEGORY_KEYS}, "bottleneck": bottleneck(bd)})
-    steps_df = pl.DataFrame(records, schema=STEP_SCHEMA)
+    steps_df, split_note = split_collectives(pl.DataFrame(records, schema=STEP_SCHEMA),
+                                             generic=any(h.generic for h in hosts))
     diag: dict[str, list[str]] = {"info": [], "warnings": [], "errors": []}
     if not combined:
         diag["warnings"].append(EMPTY_INTERSECT if empty else NO_STEP_MARKER)
@@ -208,7 +280,33 @@ def from_op_stats(stats: list[op_stats.HostOpStats]) -> PodViewerResult:
         diag["info"].append("Channels are tputui's pairing of send / recv-done ops (XProf 2.24 reports none).")
     used = set(steps_df["core"].to_list()) if len(steps_df) else set(cores)
     core_list = [cores[k] for k in sorted(cores) if k in used or not len(steps_df)]
-    return PodViewerResult(device_type, core_list, steps_df, channels, diag)
+    topology = derive(device_type, core_list)
+    if topology is not None:
+        diag["info"].append(f"Chip coordinates {topology.source}.")
+    return PodViewerResult(device_type, core_list, steps_df, channels, diag, topology, split_note)
+
+
+def split_collectives(steps: pl.DataFrame, generic: bool) -> tuple[pl.DataFrame, str]:
+    """Add collective_sync_us / collective_transfer_us (see the module doc) and say why not
+    where they stay null: host steps, one core, or no collective time."""
+    note = ""
+    if generic:
+        note = "host (CPU / GPU) steps carry no per-core collective time"
+    elif steps["core"].n_unique() < 2:
+        note = "one core: no other core to compare its collective time with"
+    elif not steps["device_collectives_us"].sum() > 0:
+        note = "no device collective time in these steps"
+    if note:
+        return steps.with_columns(pl.lit(None, pl.Float64).alias("collective_sync_us"),
+                                  pl.lit(None, pl.Float64).alias("collective_transfer_us")), note
+    coll = pl.col("device_collectives_us")
+    took = coll > 0
+    # Per step, over the cores that ran collectives: the shortest is the transfer.
+    shortest = pl.when(took).then(coll).min().over("step")
+    return steps.with_columns(
+        pl.when(took).then(coll - shortest).alias("collective_sync_us"),
+        pl.when(took).then(shortest).alias("collective_transfer_us"),
+    ), ""
 
 
 def has_data(run) -> bool:

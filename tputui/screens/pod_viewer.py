@@ -1,13 +1,18 @@
-"""Pod viewer: step picker, topology heatmap (hosts -> chips -> cores) coloured by a step-breakdown
-category, the per-chip breakdown as stacked columns, and the send/recv channel table.
+"""Pod viewer: step picker, topology heatmap coloured by a step-breakdown category, the per-chip
+breakdown as stacked columns, the send/recv channel table and its latency bars.
 
-The pod viewer always covers every host of the run (as XProf's does): the context bar says so,
-and a host picked with `h` is where the heatmap cursor starts. Colouring starts with the category
-that takes the most time over all steps (device compute on a TPU pod, input on an input-bound CPU run).
+The heatmap places chips at their (x, y) coordinates, one grid per z-layer on 3D tori (v4, v5p),
+one grid on 2D slices (v5e, v6e), when the analysis has a topology (derived, see
+analysis/pod_topology.py); otherwise it draws hosts -> chips -> cores strips. The pod viewer
+always covers every host of the run (as XProf's does): the context bar says so, and a host picked
+with `h` is where the heatmap cursor starts. Colouring starts with the category that takes the
+most time over all steps (device compute on a TPU pod, input on an input-bound CPU run).
 
-Keys: `[` / `]` (or left / right on the step bar) pick the step, `c` cycles the category, arrows
-move over the heatmap, tab moves between panes (on the per-chip columns ←/→ read one chip's
-breakdown); selecting a channel highlights its cores."""
+Keys: `[` / `]` (or left / right on the step bar) pick the step, `k` cycles the category, arrows
+move over the heatmap (the readout says host, chip, core, coordinates, value and the collective
+split; the cores linked to the cell by send/recv channels are drawn ◆), tab moves between panes
+(on the per-chip columns ←/→ read one chip's breakdown); selecting a channel highlights its cores.
+`x` writes the step's per-core rows as CSV (the channel table while it has the focus)."""
 from __future__ import annotations
 
 import polars as pl
@@ -21,7 +26,8 @@ from textual.widgets import Static
 from tputui import format as fmt
 from tputui.analysis.pod_viewer import CATEGORY_KEYS, CATEGORY_NAMES, PodViewerResult
 from tputui.screens.base import ToolScreen
-from tputui.widgets.charts import PALETTE, StackedColumns
+from tputui.screens.op_tables import CsvExportMixin
+from tputui.widgets.charts import PALETTE, HBarChart, StackedColumns
 from tputui.widgets.heatmap import Cell, Heatmap
 from tputui.widgets.step_chart import y_axis
 from tputui.widgets.table import FrameTable
@@ -47,7 +53,7 @@ def _parse_cores(spec: str) -> set[int]:
     return out
 
 
-class PodViewerScreen(ToolScreen):
+class PodViewerScreen(CsvExportMixin, ToolScreen):
     BINDINGS = [
         Binding("right_square_bracket", "step(1)", "Next step", id="pod.next"),
         Binding("left_square_bracket", "step(-1)", "Prev step", id="pod.prev"),
@@ -65,7 +71,10 @@ class PodViewerScreen(ToolScreen):
     PodViewerScreen #chip-axis { width: auto; height: 8; }
     PodViewerScreen StackedColumns { height: 8; width: 1fr; }
     PodViewerScreen StackedColumns:focus { background: $boost; }
-    PodViewerScreen #channels { height: 1fr; min-height: 4; border: round $panel; }
+    PodViewerScreen #collectives { height: 1; padding: 0 1; }
+    PodViewerScreen #channel-pane { height: 1fr; min-height: 4; }
+    PodViewerScreen #channels { height: 1fr; width: 1fr; border: round $panel; }
+    PodViewerScreen #latency { width: auto; max-width: 50%; height: auto; padding: 0 1; }
     """  # 8 = CHIP_CHART_HEIGHT
     channels: FrameTable | None = None
     step_index: reactive[int] = reactive(0, init=False)
@@ -95,15 +104,22 @@ class PodViewerScreen(ToolScreen):
         self.body.mount(self.heatmap)
         self.body.mount(Static("", id="legend", classes="line"))
         self.body.mount(Static("", id="details"))
+        self.body.mount(Static("", id="collectives"))
         self.chips = StackedColumns(id="chips")
         self.chip_axis = Static("", id="chip-axis")
         self.body.mount(Horizontal(self.chip_axis, self.chips, id="chip-plot"))
         self.body.mount(Static("", id="chip_legend", classes="line"))
         if len(result.channels):
-            two = {c: (lambda v: fmt.number(v, 2)) for c in ("data_mib", "latency_us", "bandwidth_gibps", "send_delay_us")}
-            self.channels = FrameTable(result.channels, id="channels", formats=two)
-            self.channels.border_title = f"Send/recv channels ({len(result.channels)}) · s sort · / filter"
-            self.body.mount(self.channels)
+            two = {c: (lambda v: fmt.number(v, 2))
+                   for c in ("data_mib", "latency_us", "duration_us", "bandwidth_gibps", "send_delay_us")}
+            shown = result.channels.drop("src_core_ids", "dst_core_ids")
+            self.channels = FrameTable(shown, id="channels", formats=two)
+            self.channels.border_title = f"Send/recv channels ({len(result.channels)}, all steps) · s sort · / filter"
+            # XProf's "Latency of Send and Recv channels": per channel id, send start to
+            # recv-done end (us), longest first.
+            latency = HBarChart([(f"ch {c}", v) for c, v in result.channel_latency()], unit=" us", bar_width=16,
+                                label_width=10, title="Channel latency (send → recv-done end)", id="latency")
+            self.body.mount(Horizontal(self.channels, latency, id="channel-pane"))
         else:
             self.body.mount(Static("No send/recv channels: no cross-core send / recv-done ops in this profile.",
                                    id="no-channels", classes="line"))
@@ -138,14 +154,25 @@ class PodViewerScreen(ToolScreen):
     def step_frame(self) -> pl.DataFrame:
         return self.pod.step_frame(self.step)
 
+    def export_frame(self) -> pl.DataFrame | None:
+        """`x`: the channel table as shown while it has the focus, else the step's per-core rows
+        (the export's `steps` CSV table, this step only)."""
+        if not getattr(self, "steps", None):
+            return None
+        if self.channels is not None and self.channels.has_focus:
+            return self.channels.frame
+        return self.pod.step_table(self.step)
+
     def _redraw(self) -> None:
         if not getattr(self, "steps", None) or not self.is_mounted:
             return
         df = self.step_frame()
         key = self.category_key
-        cells = [Cell(r["core"], r["host"] or "?", r["chip"] if r["chip"] is not None else -1, r[f"{key}_us"] / 1000)
+        topo = self.pod.topology
+        cells = [Cell(r["core"], r["host"] or "?", r["chip"] if r["chip"] is not None else -1, r[f"{key}_us"] / 1000,
+                      (r["x"], r["y"], r["z"]) if topo is not None else None)
                  for r in df.iter_rows(named=True)]
-        self.heatmap.set_cells(cells)
+        self.heatmap.set_cells(cells, topo.host_dims if topo is not None else None)
         bar = Text()
         bar.append(" ◀ ", style="bold")
         bar.append(f"step {self.step}", style="bold")
@@ -153,9 +180,14 @@ class PodViewerScreen(ToolScreen):
         bar.append(f" ({self.step_index + 1} of {len(self.steps)})   ", style="dim")
         bar.append("colour: ", style="dim")
         bar.append(CATEGORY_NAMES[key], style="bold")
-        bar.append(f"   {len(df)} core{'s' if len(df) != 1 else ''} · {self.pod.device_type}   "
-                   "[ ] step · k category", style="dim")
+        bar.append(f"   {len(df)} core{'s' if len(df) != 1 else ''} · {self.pod.device_type}", style="dim")
+        if topo is not None:  # the footer shows the keys; say instead where the layout comes from
+            bar.append(" " + "x".join(str(d) for d in (topo.dims if topo.is_3d else topo.dims[:2]))
+                       + "   (layout derived from chip ids)", style="dim")
+        else:
+            bar.append("   [ ] step · k category", style="dim")
         self.query_one("#stepbar", StepBar).update(bar)
+        self.query_one("#collectives", Static).update(self._collectives_line())
         self.query_one("#legend", Static).update(self.heatmap.legend())
         # Stacked columns: per chip (x = global chip id), the mean over its cores, in ms.
         self.per_chip = self.pod.chip_frame(self.step)
@@ -171,6 +203,23 @@ class PodViewerScreen(ToolScreen):
             self._chip_details(self.chips.cursor)
         else:
             self._update_details(self.heatmap.current)
+
+    def _collectives_line(self) -> Text:
+        """The step's collective time split into sync wait and transfer, or why it is not."""
+        t = Text()
+        if self.pod.split_note:
+            t.append(f"Collectives not split into sync wait / transfer: {self.pod.split_note}.", style="dim")
+            return t
+        cores = self.step_frame()["core"].to_list()
+        split = self.pod.collective_split(self.step, cores)
+        if split is None:
+            t.append(f"Collectives: none in step {self.step}.", style="dim")
+            return t
+        sync, transfer = split
+        t.append("Collectives ", style="bold")
+        t.append(f"(mean of {len(cores)} cores): sync wait {fmt.duration_ms(sync)} + transfer {fmt.duration_ms(transfer)}")
+        t.append("  (the core that waits least sets the transfer)", style="dim")
+        return t
 
     def _update_details(self, unit) -> None:
         if unit is None:
@@ -189,8 +238,26 @@ class PodViewerScreen(ToolScreen):
         else:
             t.append(unit.label if self.heatmap.level == "chip" else f"host {unit.host}", style="bold")
             t.append(f" · {len(unit.cores)} cores (mean)" + (f" · host {unit.host}" if self.heatmap.level == "chip" else ""))
+        if unit.xyz is not None:
+            t.append(" · (x {}, y {}, z {})".format(*unit.xyz))
         t.append(f" · {CATEGORY_NAMES[key]} {fmt.duration_ms(val)} ({pct} of {fmt.duration_ms(total)} step)")
+        split = self.pod.collective_split(self.step, unit.cores)
+        if split is not None:
+            t.append(f" · collectives: sync {fmt.duration_ms(split[0])} + transfer {fmt.duration_ms(split[1])}")
+        partners = self.pod.partners(unit.cores)
+        if partners and len(partners) + len(unit.cores) >= len(self.pod.cores):
+            t.append(f" · linked by send/recv to every other core ({len(partners)})", style="dim")
+        elif partners:
+            t.append(f" · ◆ linked by send/recv to {len(partners)} core{'s' if len(partners) != 1 else ''}", style="dim")
         self.query_one("#details", Static).update(t)
+        if self.heatmap.has_focus:
+            self.heatmap.set_highlight(self._linked(unit.cores))
+
+    def _linked(self, cores) -> set[int]:
+        """The partners to draw ◆: none when every other core is one (SPMD programs send and
+        receive on every core, and a grid of ◆ would hide the colours for nothing)."""
+        partners = self.pod.partners(cores)
+        return set() if len(partners) + len(set(cores)) >= len(self.pod.cores) else partners
 
     def _chip_details(self, index: int) -> None:
         """One chip's breakdown (the per-chip columns' cursor), largest part first."""
@@ -217,7 +284,9 @@ class PodViewerScreen(ToolScreen):
             self._chip_details(event.index)
     def on_heatmap_cursor_moved(self, event: Heatmap.CursorMoved) -> None:
         if getattr(self, "steps", None):
-            self._update_details(event.unit)
+            self.query_one("#legend", Static).update(self.heatmap.legend())
+            if not self.chips.has_focus:
+                self._update_details(event.unit)
 
     def on_frame_table_row_highlighted(self, event: FrameTable.RowHighlighted) -> None:
         self._highlight_channel(event.row)
@@ -228,6 +297,8 @@ class PodViewerScreen(ToolScreen):
             return
         if row and self.channels is not None and self.channels.has_focus:
             self.heatmap.set_highlight(_parse_cores(row["src_cores"]) | _parse_cores(row["dst_cores"]))
+        elif self.heatmap.has_focus and self.heatmap.current is not None:
+            self.heatmap.set_highlight(self._linked(self.heatmap.current.cores))
         else:
             self.heatmap.set_highlight(())
 

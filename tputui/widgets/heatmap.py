@@ -1,10 +1,14 @@
 """Topology heatmap: hosts -> chips -> cores, each cell coloured by a value, with a cursor.
 
-Hosts are blocks laid out left to right and wrapped to the widget's width; inside a block, chips
-are groups of core cells. When the cores do not fit the widget, cells fold to one per chip (the
-chips' mean), then to one per host, so a 256-core pod stays readable in a small terminal. Hot
-spots (values at or above the 90th percentile and 10% over the mean) are drawn as ▲ cells;
-highlighted cores (e.g. a channel's link) are drawn as ◆. Arrow keys move the cursor and post
+Two layouts. With chip coordinates (every cell has `xyz`), the chips sit at their (x, y) in one
+grid per z-layer (one grid on 2D slices), a chip's cores side by side, an extra space (between
+columns) or a blank line (between rows) where hosts meet; the layers are laid left to right and
+wrapped. Without coordinates, hosts are blocks laid out left to right and wrapped to the widget's
+width; inside a block, chips are groups of core cells. When the cores do not fit the widget,
+cells fold to one per chip (the chips' mean), then to one per host (the per-host strip), so a
+256-core pod stays readable in a small terminal. Hot spots (values at or above the 90th
+percentile and 10% over the mean) are drawn as ▲ cells; highlighted cores (e.g. a channel's
+link) are drawn as ◆. Arrow keys move the cursor and post
 `Heatmap.CursorMoved` with the cores under it.
 """
 from __future__ import annotations
@@ -23,12 +27,16 @@ RAMP = ["#440154", "#3b528b", "#21918c", "#5ec962", "#b5de2b", "#fde725"]
 LEVELS = ("core", "chip", "host")
 
 
+Coord = tuple[int, int, int]
+
+
 @dataclass(frozen=True)
 class Cell:
     core: int
     host: str
     chip: int
     value: float
+    xyz: Coord | None = None  # the chip's coordinates, when the topology is known
 
 
 @dataclass
@@ -39,6 +47,7 @@ class Unit:
     chip: int
     cores: tuple[int, ...]
     value: float
+    xyz: Coord | None = None
 
 
 def ramp_color(fraction: float) -> str:
@@ -59,11 +68,28 @@ def fold(cells: list[Cell], level: str) -> list[list[Unit]]:
             chips: dict[int, list[Cell]] = {}
             for c in cs:
                 chips.setdefault(c.chip, []).append(c)
-            blocks.append([Unit(f"chip {k}", host, k, tuple(c.core for c in v), float(np.mean([c.value for c in v])))
-                           for k, v in chips.items()])
+            blocks.append([Unit(f"chip {k}", host, k, tuple(c.core for c in v), float(np.mean([c.value for c in v])),
+                                v[0].xyz) for k, v in chips.items()])
         else:
-            blocks.append([Unit(f"core {c.core}", host, c.chip, (c.core,), c.value) for c in cs])
+            blocks.append([Unit(f"core {c.core}", host, c.chip, (c.core,), c.value, c.xyz) for c in cs])
     return blocks
+
+
+def grid_layers(cells: list[Cell], level: str) -> dict[int, dict[tuple[int, int], list[Unit]]]:
+    """z -> (x, y) -> the chip's units at `level` (its cores, or one unit: the chip's mean)."""
+    chips: dict[int, list[Cell]] = {}
+    for c in cells:
+        chips.setdefault(c.chip, []).append(c)
+    layers: dict[int, dict[tuple[int, int], list[Unit]]] = {}
+    for chip, cs in sorted(chips.items(), key=lambda kv: (kv[1][0].xyz[2], kv[1][0].xyz[1], kv[1][0].xyz[0])):
+        x, y, z = cs[0].xyz
+        if level == "chip":
+            units = [Unit(f"chip {chip}", cs[0].host, chip, tuple(c.core for c in cs),
+                          float(np.mean([c.value for c in cs])), cs[0].xyz)]
+        else:
+            units = [Unit(f"core {c.core}", c.host, chip, (c.core,), c.value, c.xyz) for c in cs]
+        layers.setdefault(z, {})[(x, y)] = units
+    return layers
 
 
 class Heatmap(Widget, can_focus=True):
@@ -84,14 +110,21 @@ class Heatmap(Widget, can_focus=True):
         self.cells: list[Cell] = list(cells or [])
         self.highlight: set[int] = set()
         self.max_lines = max_lines
+        self.host_dims: Coord = (1, 1, 1)
+        self.layout_kind = "strip"  # "grid": chips at their coordinates; "strip": host blocks
         self.level = "core"
         self._units: list[Unit] = []
+        self._blocks: list[list[Unit]] = []
+        self._layers: dict[int, dict[tuple[int, int], list[Unit]]] = {}
         self._rows: list[list[int]] = []  # unit indices per drawn line
 
     # --- data ----------------------------------------------------------------------------
-    def set_cells(self, cells: list[Cell]) -> None:
+    def set_cells(self, cells: list[Cell], host_dims: Coord | None = None) -> None:
+        """The cells to draw; with `xyz` on every cell they are laid out at their coordinates,
+        `host_dims` (chips per host along x, y, z) marks the host boundaries."""
         keep = self.current.cores[0] if self.current else None
         self.cells = list(cells)
+        self.host_dims = host_dims or (1, 1, 1)
         self._layout()
         if keep is not None:
             self.cursor = next((i for i, u in enumerate(self._units) if keep in u.cores), 0)
@@ -109,6 +142,10 @@ class Heatmap(Widget, can_focus=True):
     def units(self) -> list[Unit]:
         return self._units
 
+    @property
+    def has_grid(self) -> bool:
+        return bool(self.cells) and all(c.xyz is not None for c in self.cells)
+
     # --- layout ----------------------------------------------------------------------------
     def _block_width(self, units: list[Unit], level: str, label_w: int) -> int:
         if level == "host":
@@ -116,22 +153,43 @@ class Heatmap(Widget, can_focus=True):
         chips = len({u.chip for u in units})
         return label_w + 1 + 2 * len(units) + (chips - 1 if level == "core" else 0) + 2
 
+    def _strip_lines(self, blocks: list[list[Unit]], level: str, label_w: int, width: int) -> int:
+        lines, x = 1, 0
+        for b in blocks:
+            w = self._block_width(b, level, label_w)
+            if x and x + w > width:
+                lines, x = lines + 1, 0
+            x += w
+        return lines
+
     def _layout(self) -> None:
+        before = (self.layout_kind, self.level)
+        self._fit()
+        if (self.layout_kind, self.level) != before and self.is_attached:
+            self.post_message(self.CursorMoved(self, self.current))  # the cells under the cursor changed
+
+    def _fit(self) -> None:
+        """The most detailed layout that fits the width and the line budget."""
         width = max(10, self.size.width or 80)
         # A third of the screen at most, so the charts and tables below stay visible.
         budget = self.max_lines or max(3, min(22, (self.screen.size.height if self.is_attached else 60) // 3))
         label_w = min(12, max((len(c.host) for c in self.cells), default=4))
+        self._label_w = label_w
+        if self.has_grid:
+            for level in ("core", "chip"):
+                layers = grid_layers(self.cells, level)
+                self.layout_kind, self.level, self._layers = "grid", level, layers
+                self._units = [u for z in sorted(layers) for _, units in sorted(layers[z].items(),
+                               key=lambda kv: (kv[0][1], kv[0][0])) for u in units]
+                if len(self._grid_lines(width)[0]) <= budget:
+                    self.cursor = min(self.cursor, max(0, len(self._units) - 1))
+                    return
+        self.layout_kind = "strip"
         for level in LEVELS:
             blocks = fold(self.cells, level)
-            lines, x = 1, 0
-            for b in blocks:
-                w = self._block_width(b, level, label_w)
-                if x and x + w > width:
-                    lines, x = lines + 1, 0
-                x += w
-            if lines <= budget or level == "host":
+            if self._strip_lines(blocks, level, label_w, width) <= budget or level == "host":
                 break
-        self.level, self._label_w = level, label_w
+        self.level = level
         self._units = [u for b in blocks for u in b]
         self._blocks = blocks
         self.cursor = min(self.cursor, max(0, len(self._units) - 1))
@@ -153,6 +211,8 @@ class Heatmap(Widget, can_focus=True):
         for r, row in enumerate(self._rows):
             if self.cursor in row:
                 target = r + delta
+                while 0 <= target < len(self._rows) and not self._rows[target]:
+                    target += delta  # a grid's header line has no cells
                 if 0 <= target < len(self._rows):
                     col = row.index(self.cursor)
                     nxt = self._rows[target]
@@ -176,11 +236,73 @@ class Heatmap(Widget, can_focus=True):
             return float("inf")
         return max(float(np.percentile(vals, 90)), float(vals.mean()) * 1.1)
 
-    def _render_lines(self, width: int) -> list[Text]:
+    def _painter(self):
+        """unit index -> (glyph, style) for the current values, highlight and cursor."""
         vals = [u.value for u in self._units]
         lo, hi = (min(vals), max(vals)) if vals else (0.0, 0.0)
         span = (hi - lo) or 1.0
         hot = self.hot_threshold()
+
+        def paint(idx: int) -> tuple[str, str]:
+            u = self._units[idx]
+            color = ramp_color((u.value - lo) / span)
+            glyph = "▲▲" if u.value >= hot else ("◆◆" if self.highlight.intersection(u.cores) else "██")
+            style = f"{color} reverse" if idx == self.cursor and self.has_focus else color
+            if idx == self.cursor:
+                style += " underline"
+            return glyph, style
+        return paint
+
+    def _grid_lines(self, width: int) -> tuple[list[Text], list[list[int]]]:
+        """One block per z-layer (a header of x indices, then a line per y), packed left to right."""
+        index = {id(u): i for i, u in enumerate(self._units)}
+        paint = self._painter()
+        coords = [c.xyz for c in self.cells if c.xyz is not None]
+        nx, ny, nz = (max(p[a] for p in coords) + 1 for a in range(3))
+        per_chip = max((len(units) for layer in self._layers.values() for units in layer.values()), default=1)
+        chip_w = 2 * per_chip
+        hx, hy, _hz = self.host_dims
+        label_w = max(len(f"y{ny - 1}"), len(f"z{nz - 1}") if nz > 1 else 0)
+        blocks = []
+        for z in sorted(self._layers):
+            layer = self._layers[z]
+            head = Text((f"z{z}" if nz > 1 else "").ljust(label_w) + " ", style="dim")
+            for x in range(nx):
+                head.append(str(x).ljust(chip_w) + " " + (" " if x % hx == hx - 1 and x < nx - 1 else ""), style="dim")
+            lines: list[tuple[Text, list[int]]] = [(head, [])]
+            for y in range(ny):
+                if y and y % hy == 0:
+                    lines.append((Text(""), []))  # a blank line between hosts along y
+                t, row = Text(f"y{y}".rjust(label_w) + " ", style="dim"), []
+                for x in range(nx):
+                    units = layer.get((x, y), [])
+                    for u in units:
+                        glyph, style = paint(index[id(u)])
+                        t.append(glyph, style=style)
+                        row.append(index[id(u)])
+                    t.append(" " * (chip_w - 2 * len(units)) + " " + (" " if x % hx == hx - 1 and x < nx - 1 else ""))
+                lines.append((t, row))
+            blocks.append(lines)
+        block_w = max(len(t) for b in blocks for t, _ in b) + 2
+        per_band = max(1, (width + 2) // block_w)
+        out: list[Text] = []
+        rows: list[list[int]] = []
+        for b0 in range(0, len(blocks), per_band):
+            band = blocks[b0:b0 + per_band]
+            for i in range(len(band[0])):
+                t, row = Text(), []
+                for j, b in enumerate(band):
+                    piece, r = b[i]
+                    t.append_text(piece)
+                    if j < len(band) - 1:
+                        t.append(" " * (block_w - len(piece)))
+                    row += r
+                out.append(t)
+                rows.append(row)
+        return out, rows
+
+    def _strip_lines_text(self, width: int) -> tuple[list[Text], list[list[int]]]:
+        paint = self._painter()
         lines: list[Text] = []
         rows: list[list[int]] = []
         line, row, x = Text(), [], 0
@@ -198,11 +320,7 @@ class Heatmap(Widget, can_focus=True):
                 if self.level == "core" and prev_chip is not None and u.chip != prev_chip:
                     line.append(" ")
                 prev_chip = u.chip
-                color = ramp_color((u.value - lo) / span)
-                glyph = "▲▲" if u.value >= hot else ("◆◆" if self.highlight.intersection(u.cores) else "██")
-                style = f"{color} reverse" if idx == self.cursor and self.has_focus else color
-                if idx == self.cursor:
-                    style += " underline"
+                glyph, style = paint(idx)
                 line.append(glyph, style=style)
                 row.append(idx)
                 idx += 1
@@ -211,7 +329,10 @@ class Heatmap(Widget, can_focus=True):
         if row:
             lines.append(line)
             rows.append(row)
-        self._rows = rows
+        return lines, rows
+
+    def _render_lines(self, width: int) -> list[Text]:
+        lines, self._rows = (self._grid_lines(width) if self.layout_kind == "grid" else self._strip_lines_text(width))
         return lines
 
     def render(self) -> Text:
@@ -226,6 +347,12 @@ class Heatmap(Widget, can_focus=True):
         for c in RAMP:
             t.append("██", style=c)
         t.append(f" {hi:.3g} {unit}", style="dim")
-        t.append("   ▲ hot spot   ◆ selected link", style="dim")
-        t.append(f"   cells: {self.level}s" + (" (folded to fit)" if self.level != "core" else ""), style="dim")
+        t.append("   ▲ hot spot   ◆ linked", style="dim")
+        if self.layout_kind == "grid":
+            t.append(f"   {self.level}s at chip (x, y)" + (" per z" if len(self._layers) > 1 else ""), style="dim")
+            t.append(" (folded to fit)" if self.level != "core" else "", style="dim")
+        else:
+            t.append(f"   cells: {self.level}s" + (" (folded to fit)" if self.level != "core" else ""), style="dim")
+            if self.has_grid:
+                t.append(" · too big for the grid", style="dim")
         return t
