@@ -28,7 +28,7 @@ def files_under(path) -> set[str]:
     return {str(p.relative_to(path)) for p in path.rglob("*")}
 
 
-@pytest.mark.parametrize("tool", ["summary", "framework_op_stats", "megascale_stats"])
+@pytest.mark.parametrize("tool", ["summary", "framework_op_stats", "megascale_stats", "pod_viewer"])
 async def test_x_writes_outside_the_logdir(user, tool):
     logdir, home = user
     before = files_under(logdir)
@@ -49,7 +49,7 @@ async def test_x_writes_outside_the_logdir(user, tool):
         assert not written and toasts
 
 
-@pytest.mark.parametrize("tool", ["op_profile", "pod_viewer"])
+@pytest.mark.parametrize("tool", ["op_profile"])
 async def test_x_without_a_table_says_so(user, tool):
     logdir, home = user
     app = TputuiApp(open_logdir(str(logdir)), tool=tool)
