@@ -100,7 +100,7 @@ def v7x(ids: dict[str, int]) -> dict[str, object]:
 
 
 def render(name: str, table: dict[str, object]) -> str:
-    lines = [f"{name} = {{"]
+    lines = [f"{name}: dict[str, Any] = {{"]
     for key, value in table.items():
         lines.append(f"    {key!r}: {value!r},")
     lines.append("}")
@@ -116,7 +116,7 @@ def main() -> None:
             "per name, the 16 tiles' ids; TILE_CYCLES: per core, tile 0's cycle counter; HBM_READ / HBM_WRITE:\n"
             "the HBM controllers' read-response and write-request counters; ICI_READ / ICI_WRITE:\n"
             "ICI flit counters. v7x lists are per die.\n"
-            '"""\n# ruff: noqa: E501\n')
+            '"""\n# ruff: noqa: E501\nfrom __future__ import annotations\n\nfrom typing import Any\n')
     OUT.write_text(head + "\n" + render("V6E", v6e(v6e_ids)) + "\n\n" + render("V7X", v7x(v7x_ids)) + "\n")
     print(f"wrote {OUT} ({OUT.stat().st_size:,} bytes)")
 
