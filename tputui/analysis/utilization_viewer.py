@@ -318,9 +318,8 @@ def host_utilization(frame: XSpaceFrame, host_index: int, host: str) -> pl.DataF
         device, kind, chip = found
         needed = NEEDED[chip.v6e]
         sel = np.flatnonzero(np.asarray(raw.line_plane)[ev_line] == plane)
-        lines = [ln for ln in frame.lines_of(plane) if np.any(ev_line[sel] == ln)]  # file order
-        slot = {ln: i for i, ln in enumerate(lines)}
-        li = np.array([slot[int(x)] for x in ev_line[sel]], np.int64)
+        lines = np.unique(ev_line[sel])  # line rows are in file order
+        li = np.searchsorted(lines, ev_line[sel])
         pos = np.searchsorted(needed, counters[sel])
         known = (pos < len(needed)) & (needed[np.minimum(pos, len(needed) - 1)] == counters[sel])
         matrix = np.zeros((len(lines), len(needed)), np.uint64)
@@ -332,8 +331,7 @@ def host_utilization(frame: XSpaceFrame, host_index: int, host: str) -> pl.DataF
         matrix.reshape(-1)[keys[keep]] = vals[keep]
         table = chip_rows(Samples(needed, matrix), chip)
         parts.append(_long_rows(table, host_index, host, device, kind,
-                                np.array([int(raw.line_id[ln]) for ln in lines], np.int64),
-                                [raw.line_name[ln] for ln in lines]))
+                                np.asarray(raw.line_id, np.int64)[lines], [raw.line_name[ln] for ln in lines]))
     return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
 
 
@@ -383,16 +381,13 @@ class UtilizationResult:
         return {"utilization": self.with_percent()}
 
 
-def _has_counters(frame: XSpaceFrame) -> bool:
-    rows, _, _ = counter_events(frame)
-    return bool(len(rows))
-
-
 def has_data(run: RunData) -> bool:
-    """Listed only when a host has counter events on a TPU v6e / v7x chip."""
+    """Listed only when a host has a TPU v6e / v7x chip and counter values (cheap: no event is read)."""
     for h in run.hosts:
         frame = run.frame(h)
-        if _has_counters(frame) and any(_chip_of(frame, p) for p in range(len(frame.raw.plane_name))):
+        if (any(_chip_of(frame, p) for p in range(len(frame.raw.plane_name)))
+                and (frame.stat_values("event", "counter_value").height
+                     or frame.stat_values("metadata", "counter_value").height)):
             return True
     return False
 
