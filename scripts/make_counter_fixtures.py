@@ -25,6 +25,9 @@ checks that only counter events count.
 
 `v6e_value_kinds` holds the odd values: a negative int64 (XProf wraps it to uint64), integers
 above 2**53 (kept exact), doubles of -0.0, 1e30 (clamped to the largest uint64) and -3.5 (0).
+`v7x_clock_gaps` has clock counters at 0 where XProf drops rows (die 0's power-manager clock: no
+tensor-core 0 or ICI rows; die 1's tensor-core clock: no HBM rows for core 1; no HBM traffic: no
+read / write split) and one counter event without an id whose event-metadata id is the counter id.
 """
 from __future__ import annotations
 
@@ -167,6 +170,37 @@ def build_value_kinds_host(host: str) -> xplane_pb2.XSpace:
     return xs
 
 
+def build_clock_gaps_host(host: str) -> xplane_pb2.XSpace:
+    ids = dict(counter_ids("tpu_counter_ids_v7x.h"))
+    die = ["VF_CHIP_DIE0_", "VF_CHIP_DIE1_"]
+    pwr = "PWRMGR_PWRMGR_TC_THROTTLE_CORE_DEBUG_STATS_UNPRIVILEGED_"
+    hbm_rd = "HBM_0_SS_HBMC_3_CMN_HI_FREQ_STATS_COUNTERS_UNPRIVILEGED_RD_RESP_PS1"
+    samples = {  # sample -> [(counter name, value)]
+        0: [(die[0] + pwr + "CYCLE_COUNT", 0), (die[0] + TC_PREFIX[8:] + "CYCLES", 1000),
+            (die[0] + hbm_rd, 5), (die[0] + TC_PREFIX[8:] + "MXU_BUSY_1", 300),
+            (die[1] + pwr + "CYCLE_COUNT", 2000), (die[1] + TC_PREFIX[8:] + "CYCLES", 0),
+            (die[1] + TC_PREFIX[8:] + "MXU_BUSY_2", 700), (die[1] + hbm_rd, 9)],
+        1: [(die[0] + pwr + "CYCLE_COUNT", 1900), (die[0] + TC_PREFIX[8:] + "CYCLES", 1900),
+            (die[1] + pwr + "CYCLE_COUNT", 1900), (die[1] + TC_PREFIX[8:] + "CYCLES", 1900)],
+    }
+    no_id = die[1] + pwr + "CLOCKS_SKIPPED"  # sample 1: named by its metadata id only
+    xs = xplane_pb2.XSpace()
+    xs.hostnames.append(host)
+    p = xs.planes.add()
+    p.id, p.name = 0, "/device:TPU:0"
+    pb = PlaneBuilder(p)
+    pb.add_stats(p, {"device_type_string": "TPU v7x", "device_id": 0})
+    for sample, items in samples.items():
+        line = pb.line(sample, f"sample_{sample}")
+        for k, (name, value) in enumerate(items):
+            pb.event(line, pb.metadata(name.lower()), 40 * US + k * 10, 5,
+                     {"counter_value": ("u", value), "performance_counter_id": ("u", ids[name])})
+    md = p.event_metadata[ids[no_id]]
+    md.id, md.name = ids[no_id], no_id.lower()
+    pb.event(p.lines[1], ids[no_id], 50 * US, 5, {"counter_value": ("u", 123)})
+    return xs
+
+
 def write_fixture(base: pathlib.Path, host: str, xs: xplane_pb2.XSpace, oracle: bool) -> None:
     shutil.rmtree(base, ignore_errors=True)
     run_dir = base / "plugins" / "profile" / RUN
@@ -192,7 +226,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", nargs="?", default=str(ROOT / "tests" / "fixtures" / "counters"))
     ap.add_argument("--no-oracle", action="store_true")
-    ap.add_argument("--only", choices=["v6e_counters", "v6e_value_kinds", *UTILIZATION],
+    ap.add_argument("--only", choices=["v6e_counters", "v6e_value_kinds", "v7x_clock_gaps", *UTILIZATION],
                     help="build just this fixture")
     a = ap.parse_args()
     out = pathlib.Path(a.out)
@@ -200,6 +234,9 @@ def main() -> None:
         write_fixture(out / "v6e_counters", HOST, build_host(), not a.no_oracle)
     if a.only in (None, "v6e_value_kinds"):
         write_fixture(out / "v6e_value_kinds", "v6e-value-kinds", build_value_kinds_host("v6e-value-kinds"),
+                      not a.no_oracle)
+    if a.only in (None, "v7x_clock_gaps"):
+        write_fixture(out / "v7x_clock_gaps", "v7x-clock-gaps", build_clock_gaps_host("v7x-clock-gaps"),
                       not a.no_oracle)
     for name, (device_type, header, chips, hz) in UTILIZATION.items():
         if a.only in (None, name):

@@ -3,7 +3,9 @@ TPU v6e / v7x profiles whose counter events carry XProf's real counter ids
 (scripts/make_counter_fixtures.py, XProf's output beside each): names, units, nodes, samples and
 devices exact, achieved and peak within a relative 1e-12 (they are equal today: the same uint64
 sums and the same double operations in the same order). The old v6e_counters fixture (made-up
-counter ids) gives XProf's all-zero SparseCore rows; the real profiles have no counters."""
+counter ids) gives XProf's all-zero SparseCore rows; v7x_clock_gaps has the clock counters at 0 where
+XProf leaves rows out and a counter known only by its event-metadata id; the real profiles have no
+counters."""
 from __future__ import annotations
 
 import json
@@ -34,7 +36,8 @@ def cells(row: dict) -> list:
     return [c["v"] for c in row["c"]]
 
 
-@pytest.mark.parametrize("fixture", ["v6e_utilization", "v7x_utilization", "v6e_value_kinds", "v6e_counters"])
+@pytest.mark.parametrize("fixture", ["v6e_utilization", "v7x_utilization", "v6e_value_kinds", "v7x_clock_gaps",
+                                     "v6e_counters"])
 def test_equal_to_xprof(fixture):
     want = json.loads((COUNTERS / fixture / "oracle" / "utilization_viewer.json").read_text())
     got = json.loads(export_text(run_of(COUNTERS / fixture), "utilization_viewer", "json"))
@@ -58,6 +61,16 @@ def test_rows_of_each_chip():
     v7x = utilization_viewer.analyze(run_of(COUNTERS / "v7x_utilization")).rows
     assert v7x.filter(v7x["name"] == "ICI (Read)").height == 4  # 2 samples x 2 tensor cores
     assert sorted(v7x.filter(v7x["name"] == "TEC Scalar Issue")["node"].unique().to_list()) == [0, 1, 2, 3]
+
+
+def test_clock_gaps_drop_rows_like_xprof():
+    rows = utilization_viewer.analyze(run_of(COUNTERS / "v7x_clock_gaps")).rows
+    first = rows.filter(rows["sample"] == 0)
+    assert first.filter(first["node"] == 0)["name"].to_list()[:3] == ["HBM Rd+Wr - core 0", "HBM Read Ratio",
+                                                                      "HBM Write Ratio"]  # no core-0 or ICI rows
+    assert "HBM Rd+Wr - core 1" not in first["name"].to_list()
+    skipped = rows.filter((rows["sample"] == 1) & (rows["node"] == 1) & (rows["name"] == "Clocks Skipped"))
+    assert skipped["achieved"].to_list() == [123.0]  # no performance_counter_id: the metadata id names it
 
 
 def test_value_kinds_follow_xprof():
