@@ -256,9 +256,8 @@ def _stat_as_u64(frame: XSpaceFrame, owner: str, name: str, size: int, double_to
     if double_to_int:
         d = sv["float"].fill_null(0.0).to_numpy()
         dbl = kind == KIND_DOUBLE
-        with np.errstate(invalid="ignore"):
-            clamped = np.where(d >= U64_MAX_AS_DOUBLE, np.uint64(2**64 - 1),
-                               np.where(d > 0, np.trunc(np.where(d >= U64_MAX_AS_DOUBLE, 0, d)), 0).astype(np.uint64))
+        in_range = np.where((d > 0) & (d < U64_MAX_AS_DOUBLE), d, 0.0)  # negatives and NaN read 0
+        clamped = np.where(d >= U64_MAX_AS_DOUBLE, np.uint64(2**64 - 1), np.trunc(in_range).astype(np.uint64))
         out = np.where(dbl, clamped, out)
     present[own] = True
     values[own] = out  # an owner with the stat twice: the last one
