@@ -34,7 +34,8 @@ def test_tool_names_and_keys_are_unique():
 # the GPU fixture for kernel stats, a TPU profile for the HLO tools).
 PROFILE_FOR = {"pod_viewer": "pod/pod_v4_32", "megascale_stats": "pod/dcn_2slices", "kernel_stats": "gpu_kernels",
                "memory_profile": "tf_keras", "input_pipeline_analyzer": "tf_keras",
-               "perf_counters": "counters/v6e_counters", "tf_data_bottleneck_analysis": "tf_loop"}
+               "perf_counters": "counters/v6e_counters", "utilization_viewer": "counters/v6e_utilization",
+               "tf_data_bottleneck_analysis": "tf_loop"}
 SCREEN_TOOLS = [t.name for t in TOOLS if t.screen]
 
 

@@ -127,6 +127,9 @@ TOOLS: list[Tool] = [
          "tputui.screens.advice:AdviceScreen"),
     Tool("perf_counters", "Performance counters", "tputui.analysis.perf_counters:analyze",
          "tputui.screens.perf_counters:PerfCountersScreen", has_data="tputui.analysis.perf_counters:has_data"),
+    Tool("utilization_viewer", "Utilization viewer", "tputui.analysis.utilization_viewer:analyze",
+         "tputui.screens.utilization_viewer:UtilizationViewerScreen",
+         has_data="tputui.analysis.utilization_viewer:has_data"),
     Tool("tf_data_bottleneck_analysis", "tf.data bottleneck", "tputui.analysis.tf_data_bottleneck:analyze",
          "tputui.screens.tf_data:TfDataScreen", has_data="tputui.analysis.tf_data_bottleneck:has_data"),
 ]
