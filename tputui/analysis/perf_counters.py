@@ -41,6 +41,10 @@ def _chip_id(frame: XSpaceFrame, plane: int) -> int | None:
 def host_counters(frame: XSpaceFrame, host: str) -> pl.DataFrame:
     raw = frame.raw
     has_value, values = event_stat(frame, "counter_value")
+    # A double-valued sample is listed with value 0, as XProf reads counters as integers.
+    has_double, _ = event_stat(frame, "counter_value", kind="float")
+    values = np.where(has_value, values, 0)
+    has_value = has_value | has_double
     if not has_value.any():
         return pl.DataFrame(schema=SCHEMA)
     _, desc = event_stat(frame, "performance_counter_description", kind="text")
