@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents
+from tputui.analysis.trace_flows import FlowTable
 
 BASE_GAP = 1000  # ps: level 1 merges gaps under 1 ns
 GAP_FACTOR = 4
@@ -83,8 +85,10 @@ class TraceIndex:
         report = progress or (lambda msg: None)
         report(f"arranging {len(ev):,} events into tracks")
         self.exact = True
+        self.counters = ev.counters if ev.counters is not None else CounterTable.empty()
         self._arrange(ev, exact)
         self._cover()
+        self.flows = self._flows_of(ev)
         self.init_state(ev.frame, None if self.exact else ev)
         self.levels: list[Level] = [self.level0()]
 
@@ -128,7 +132,7 @@ class TraceIndex:
         keys = {(int(k) >> 32, int(k) & 0xFFFFFFFF) for k in np.unique(run_keys).tolist()}
         extra = [(p, t, f"thread {t}") for p, t in sorted(keys - known)]
         rows = [(p, t, n) for p, t, n in threads.iter_rows()] + extra
-        pids = sorted({p for p, _, _ in rows})
+        pids = sorted({p for p, _, _ in rows} | set(self.counters.pid.tolist()))  # counters need a section
         # Devices first (in pid order, as XProf), host threads last, each sorted like XProf's
         # sort index (tid); host threads by name, which reads better than hashed thread ids.
         pids.sort(key=lambda p: (p == HOST_PID, p))
@@ -213,6 +217,14 @@ class TraceIndex:
                 a, c = int(self.row_first[r]), int(self.row_count[r])
                 cover[a:a + c] = np.maximum.accumulate(cover[a:a + c])
         self.cover = cover
+
+    def _flows_of(self, ev: TraceEvents) -> FlowTable:
+        """ev's links in this index's event positions."""
+        if ev.flows is None or not len(ev.flows):
+            return FlowTable.empty()
+        pos = np.empty(len(ev), np.int64)
+        pos[np.asarray(self.ev_row, np.int64)] = np.arange(self.num_events)
+        return ev.flows.remap(pos)
 
     def level0(self) -> Level:
         """The finest level: the events themselves (blocks end where their row's cover does)."""
