@@ -24,6 +24,7 @@ COUNTER_LINE = "_counters_"
 COUNTER_VALUE = "counter_value"
 MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
 MEMORY_VALUE = "bytes_allocated"
+MEMORY_SERIES = "Memory in use"
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,10 @@ class CounterTable:
     def empty() -> CounterTable:
         z = np.zeros(0, np.int64)
         return CounterTable([], np.zeros(0, np.uint32), np.zeros(0, np.int32), z, np.zeros(0), z, z)
+
+    def unit(self, k: int) -> str:
+        """"bytes" for the allocator series, "" for a plain count."""
+        return "bytes" if self.names[k].startswith(MEMORY_SERIES) else ""
 
     def samples(self, k: int) -> slice:
         a = int(self.first[k])
@@ -159,6 +164,6 @@ def _memory_samples(frame, plane_pid: np.ndarray):
         return None
     tids = df["tid"].fill_null(-1).to_numpy()
     allocator = frame.texts_of(tids)
-    name = np.array([f"Memory in use: {a}" if a else "Memory in use" for a in allocator.tolist()], dtype=object)
+    name = np.array([f"{MEMORY_SERIES}: {a}" if a else MEMORY_SERIES for a in allocator.tolist()], dtype=object)
     owner = df["owner"].to_numpy()
     return (name, df["pid"].to_numpy(), name, frame.start_ps[owner], df["v"].to_numpy().astype(np.float64))

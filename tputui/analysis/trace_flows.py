@@ -30,10 +30,11 @@ from tputui.analysis.trace_events import KIND_RAW
 FLOW_PRODUCER, FLOW_GPU_LAUNCH, FLOW_XFLOW = 0, 1, 2
 FLOW_KINDS = {FLOW_PRODUCER: "producer -> consumer", FLOW_GPU_LAUNCH: "GPU launch (correlation id)",
               FLOW_XFLOW: "flow"}
+FLOW_NAMES = {FLOW_PRODUCER: "producer_consumer", FLOW_GPU_LAUNCH: "gpu_launch", FLOW_XFLOW: "flow"}  # exported `name`
 # XProf's ContextType names (xplane_schema.cc GetContextTypeString), the `cat` of exported flows.
-CONTEXT_TYPES = ("", "legacy", "tf_exec", "tfrt_exec", "shared_batch_scheduler", "pjrt", "adaptive_batch_scheduler",
-                 "tfrt_tpu_runtime", "tpu_embedding_engine", "gpu_launch", "batcher", "tpu_stream", "tpu_launch",
-                 "pathways_exec", "pjrt_library_call", "threadpool_event")
+CONTEXT_TYPES = ("", "", "tf_exec", "tfrt_exec", "batch_sched", "PjRt", "as_batch_sched", "tfrt_rt", "tpu_embed",
+                 "gpu_launch", "batcher", "tpu_stream", "tpu_launch", "pathways_exec", "pjrt_library_call",
+                 "threadpool_event")
 FLOW_ID_MASK = (1 << 56) - 1
 MAX_PARTNERS = 256  # partners listed / highlighted for one event (a producer may feed thousands)
 

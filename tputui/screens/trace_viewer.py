@@ -40,7 +40,8 @@ from tputui import format as fmt
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex
 from tputui.analysis.trace_cache import finish_index, open_index
-from tputui.analysis.trace_selection import earliest, events_of, selection_stats, self_share
+from tputui.analysis.trace_flows import FLOW_KINDS
+from tputui.analysis.trace_selection import earliest, events_of, range_stats, selection_stats, self_share
 from tputui.data.progress import Progress
 from tputui.screens.base import ToolScreen
 from tputui.widgets.timeline import Timeline, fmt_tick, parse_time
@@ -68,6 +69,8 @@ def show_in_trace_viewer(app, focus: TraceFocus) -> None:
 
 MAX_STATS = 40
 MAX_NAMES = 8  # names listed for a multi-event selection
+MAX_FLOWS = 12  # flow partners listed for one event
+MAX_RANGE_NAMES = 30  # names listed for a marked range (the pane scrolls)
 HINT = "Select an event: arrows, click, / to search, n / N for matches."
 
 
@@ -82,6 +85,7 @@ class TraceViewerScreen(ToolScreen):
     """
 
     ZOOM, PAN, MATCH = Binding.Group("Zoom"), Binding.Group("Pan"), Binding.Group("Match")
+    FLOW = Binding.Group("Flow")
     BINDINGS = [  # short words for the footer; the tooltip is what `?` says
         Binding("w", "zoom(0.5)", "Zoom in", id="trace.zoom_in", group=ZOOM, tooltip="zoom in (around the selection)"),
         Binding("s", "zoom(2.0)", "Zoom out", id="trace.zoom_out", group=ZOOM, tooltip="zoom out"),
@@ -107,6 +111,14 @@ class TraceViewerScreen(ToolScreen):
         Binding("asterisk", "select_matches", "Select all matches", show=False, id="trace.select_matches",
                 tooltip="select every match (the details pane sums them)"),
         Binding("g", "prompt('goto')", "Go to", id="trace.goto", tooltip="go to a time, e.g. 12.5ms"),
+        Binding("l", "flow(1)", "Flow", id="trace.flow_next", group=FLOW,
+                tooltip="jump to the selected event's next flow partner (host launch -> device op, producer -> consumer)"),
+        Binding("L", "flow(-1)", "Previous flow partner", show=False, id="trace.flow_prev", group=FLOW,
+                tooltip="jump to the previous flow partner"),
+        Binding("z", "range_mark", "Range", id="trace.range_mark",
+                tooltip="range mark at the cursor (the selection, or the time cursor in timing mode); the second "
+                        "closes the range: shaded, and its events summed per name"),
+        Binding("Z", "clear_range", "Clear range", show=False, id="trace.clear_range", tooltip="clear the marked range"),
         Binding("1", "mode('select')", "Selection mode", show=False, id="trace.mode_select",
                 tooltip="selection mode (arrows move between events)"),
         Binding("2", "mode('pan')", "Pan mode", show=False, id="trace.mode_pan", tooltip="pan mode (arrows pan)"),
@@ -124,10 +136,12 @@ class TraceViewerScreen(ToolScreen):
         Binding("ctrl+up", "scroll_details(-1)", "Details up", show=False, id="trace.details_up",
                 tooltip="scroll the details pane up"),
         Binding("escape", "clear", "Clear selection / prompt", show=False, id="trace.clear",
-                tooltip="clear the selection (or close the search / go-to line)"),
+                tooltip="clear the selection, then the marked range (or close the search / go-to line)"),
     ]
     help_notes = ("[b]Like XProf's trace viewer[/b]: w a s d zoom and pan, 1-4 pick what the arrows do, "
-                  "f fits the selection, m marks it. Times are from the profile start. The mouse works too: "
+                  "f fits the selection, m marks it. A selected event's flow partners are highlighted and joined "
+                  "by a connector; l / L jump between them. z twice marks a range (per-name summary below). "
+                  "Times are from the profile start. The mouse works too: "
                   "click selects, the wheel zooms at the pointer, shift+wheel pans.")
 
     def __init__(self, run, host, tool, **options: Any) -> None:
@@ -292,14 +306,36 @@ class TraceViewerScreen(ToolScreen):
         tl = self.timeline
         if tl.mode == "timing":
             tl.timing_mark()
+            self.update_details()
         elif tl._lines and tl._lines[tl.focus_line][0] == "section":
             tl.toggle_section()
         elif len(tl.selection):  # on an event: fit it (folding its whole process hid what was picked)
             tl.zoom_to_selection()
 
+    def action_flow(self, step: int) -> None:
+        if not self._ready():
+            return
+        tl = self.timeline
+        if tl.current < 0:
+            self.notify("select an event first: l jumps to its flow partners", timeout=3)
+        elif not tl.next_flow_partner(int(step)):
+            note = "" if self.index.complete else " (flows come with the full index, being built)"
+            self.notify(f"no flow arrows to or from {tl.ix.event_name(tl.current)!r}{note}", timeout=3)
+
+    def action_range_mark(self) -> None:
+        if self._ready():
+            self.timeline.range_mark()
+            self.update_details()
+
+    def action_clear_range(self) -> None:
+        if self._ready():
+            self.timeline.clear_range()
+            self.update_details()
+
     def action_timing_mark(self) -> None:
         if self._ready():
             self.timeline.timing_mark()
+            self.update_details()
 
     def action_next_match(self, step: int) -> None:
         if not self._ready():
@@ -335,6 +371,9 @@ class TraceViewerScreen(ToolScreen):
             self.hide_prompt()
         elif self.timeline is not None and len(self.timeline.selection):
             self.timeline.select([])
+        elif self.timeline is not None and self.timeline.mark is not None:
+            self.timeline.clear_range()
+            self.update_details()
         else:
             raise SkipAction()  # nothing to clear: Esc goes on to the app (back)
 
@@ -394,6 +433,15 @@ class TraceViewerScreen(ToolScreen):
                  f"{ix.num_events:,} events"]
         if tl.mark is not None:
             parts.append(f"mark {fmt.time_ps(tl.mark.end - tl.mark.start)}")
+        elif len(tl.timing) == 1:
+            parts.append("range: 1 mark (z again closes it)")
+        if len(tl.flow_partners):
+            parts.append(f"{len(tl.flow_partners):,} flow partner(s) (l)")
+        counter = tl.focused_counter()
+        if counter is not None:
+            name, t, value, unit = counter
+            shown = "-" if value is None else fmt.bytes_binary(value) if unit == "bytes" else f"{value:,.6g}"
+            parts.append(f"{name} = {shown} at {fmt.time_ps(t)}")
         if tl.mode == "timing":
             cur = tl.time_cursor
             parts.append(f"cursor {fmt.time_ps(cur) if cur is not None else '-'}"
@@ -426,6 +474,8 @@ class TraceViewerScreen(ToolScreen):
         ix = tl.ix
         sel = tl.selection
         if not len(sel):
+            if tl.mark is not None:
+                return self.range_summary(tl.mark.start, tl.mark.end)
             return Text(HINT, style="dim")
         if len(sel) > 1:
             return self.selection_summary(sel)
@@ -448,11 +498,52 @@ class TraceViewerScreen(ToolScreen):
             t.add_row("Full name", long_name)
         if int(ix.kind[i]) != 0:
             t.add_row("Derived", "synthesized by XProf's rules (from the op / region it covers)")
+        flows = self.flow_rows(i)
+        if flows is not None:
+            t.add_row("Flows", flows)
         for k, v in list(ix.stats(i).items())[:MAX_STATS]:
             if isinstance(v, bytes):
                 v = f"<{len(v):,} bytes>"
             t.add_row(k, str(v))
         return t
+
+    def flow_rows(self, i: int):
+        """The event's flow partners: direction, name, where, how long after / before."""
+        ix = self.timeline.ix
+        partners, rows, outgoing = ix.flows.partners(i)
+        if not len(partners):
+            return None
+        t = Table.grid(padding=(0, 1))
+        for _ in range(4):
+            t.add_column(no_wrap=True, overflow="ellipsis")
+        for p, r, out in list(zip(partners.tolist(), rows.tolist(), outgoing.tolist()))[:MAX_FLOWS]:
+            track = ix.tracks[int(ix.row_track[int(ix.event_row[p])])]
+            where = f"{ix.sections[track.section].name} › {track.name}"
+            dt = int(ix.start[p]) - int(ix.start[i])
+            t.add_row("→ to" if out else "← from", ix.event_name(p), where,
+                      f"{'+' if dt >= 0 else '-'}{fmt.time_ps(abs(dt))} · {FLOW_KINDS[int(ix.flows.kind[r])]}")
+        if len(partners) > MAX_FLOWS:
+            t.add_row("", Text(f"… {len(partners) - MAX_FLOWS:,} more (l walks them all)", style="dim"), "", "")
+        return t
+
+    def range_summary(self, a: int, b: int):
+        """The marked range: its length, then per name (XProf's selection table) what happens in it."""
+        st = range_stats(self.timeline.ix, a, b)
+        head = Table.grid(padding=(0, 2))
+        head.add_column(style="bold")
+        head.add_column()
+        head.add_row("Range", f"{fmt.time_ps(st.start_ps)} – {fmt.time_ps(st.end_ps)} ({fmt.time_ps(st.span_ps)}), "
+                              f"{st.count:,} events, {len(st.per_name):,} name(s)   [dim](Z or Esc clears)[/dim]")
+        per_name = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
+        per_name.add_column("Name", overflow="ellipsis", no_wrap=True, max_width=50)
+        for col in ("Count", "Total", "Average", "Min", "Max", "% of range"):
+            per_name.add_column(col, justify="right", no_wrap=True)
+        for n in st.per_name[:MAX_RANGE_NAMES]:
+            per_name.add_row(n.name, f"{n.count:,}", fmt.time_ps(n.total_ps), fmt.time_ps(n.average_ps),
+                             fmt.time_ps(n.min_ps), fmt.time_ps(n.max_ps), fmt.fraction_percent(n.share, 1))
+        if len(st.per_name) > MAX_RANGE_NAMES:
+            per_name.add_row(Text(f"… {len(st.per_name) - MAX_RANGE_NAMES:,} more names", style="dim"), *[""] * 6)
+        return Group(head, Text(""), per_name)
 
     def selection_summary(self, sel: np.ndarray):
         """Several events: totals, then per name (as XProf's selection table) the biggest first."""
