@@ -116,8 +116,8 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
         hit = (j < len(rows_sorted)) & (rows_sorted[jc] == rows) if len(rows_sorted) else np.zeros(len(rows), bool)
         return np.where(hit, by_row[jc], -1)
 
-    parts = [_producer_links(frame, position), _launch_links(frame, position), _xflow_links(frame, position)]
-    parts = [p for p in parts if p is not None and p.height]
+    found = (_producer_links(frame, position), _launch_links(frame, position), _xflow_links(frame, position))
+    parts = [p for p in found if p is not None and p.height]
     if not parts:
         return FlowTable.empty()
     df = pl.concat(parts)

@@ -5,6 +5,12 @@ selection, m mark the selection's interval, arrows move the selection (←/→ p
 on the track, ↑/↓ next track), Enter expands/collapses a section, / search names (n/N next/previous
 match), * select every match, g go to a time, 1-4 selection / pan / zoom / timing modes
 (timing: ←/→ move the time cursor, space sets a mark; two marks measure the interval).
+Flows: a selected event's flow partners (trace_flows) are highlighted, joined to it by a
+connector and listed in the details; l / L jump to the next / previous one. z sets a range mark
+at the cursor (the selection, or the time cursor in timing mode); the second closes the range,
+shaded, and the details sum its events per name (trace_selection.range_stats); Z clears it.
+Counter tracks (trace_counters) sit under their process's header as sparklines; on one, the
+status line gives its value at the time cursor.
 
 "Show in trace viewer" from other screens (the API other tools call):
 
@@ -111,11 +117,11 @@ class TraceViewerScreen(ToolScreen):
         Binding("asterisk", "select_matches", "Select all matches", show=False, id="trace.select_matches",
                 tooltip="select every match (the details pane sums them)"),
         Binding("g", "prompt('goto')", "Go to", id="trace.goto", tooltip="go to a time, e.g. 12.5ms"),
-        Binding("l", "flow(1)", "Flow", id="trace.flow_next", group=FLOW,
+        Binding("l", "flow(1)", "Next flow partner", show=False, id="trace.flow_next", group=FLOW,
                 tooltip="jump to the selected event's next flow partner (host launch -> device op, producer -> consumer)"),
         Binding("L", "flow(-1)", "Previous flow partner", show=False, id="trace.flow_prev", group=FLOW,
                 tooltip="jump to the previous flow partner"),
-        Binding("z", "range_mark", "Range", id="trace.range_mark",
+        Binding("z", "range_mark", "Range mark", show=False, id="trace.range_mark",
                 tooltip="range mark at the cursor (the selection, or the time cursor in timing mode); the second "
                         "closes the range: shaded, and its events summed per name"),
         Binding("Z", "clear_range", "Clear range", show=False, id="trace.clear_range", tooltip="clear the marked range"),

@@ -28,7 +28,7 @@ from tputui import format as fmt
 from tputui.analysis.trace import Level, TraceIndex
 
 AXIS_LINES = 2
-SPARK = " ▁▂▃▄▅▆▇█"
+SPARK = "▁▂▃▄▅▆▇█"  # a known value is never blank: the lowest is ▁
 MAX_CONNECTORS = 16  # flow partners a connector is drawn to (all are highlighted)
 PALETTE = ["#31688e", "#8e4b31", "#3f7f3f", "#7d3f7d", "#7d7a2f", "#2f7d7a", "#a06a2a", "#5a5aa8",
            "#a84f72", "#4f8f6e", "#6e6e6e", "#8f4a4a", "#3a5f9e", "#9e7d3a", "#5d8f2f", "#8f2f5d"]
@@ -369,7 +369,8 @@ class Timeline(Widget, can_focus=True):
         if st is None:
             kind = key[0]
             if kind == "block":
-                _, color, selected, matched, flowed = key
+                _, color, selected, matched, *flow = key  # (kind, colour, selected, matched[, flowed])
+                flowed = bool(flow and flow[0])
                 if selected:  # the selection stands out whatever its colour (the theme's text colour)
                     st = self.get_component_rich_style("timeline--selected")
                 elif flowed:  # linked to the selection by a flow arrow
@@ -377,7 +378,8 @@ class Timeline(Widget, can_focus=True):
                 else:
                     st = Style(bgcolor=MATCH_BG if matched else PALETTE[color], color="black" if matched else "white")
             elif kind == "tick":
-                _, color, selected, matched, flowed = key
+                _, color, selected, matched, *flow = key
+                flowed = bool(flow and flow[0])
                 if flowed and not selected:
                     st = self.get_component_rich_style("timeline--flow")
                 elif selected or matched:
