@@ -214,3 +214,17 @@ def test_looks_range_and_counters(snap_compare, monkeypatch, look):
         await pilot.pause()
 
     assert snap_compare(looks_app(GPU, look, monkeypatch), terminal_size=LOOKS[look][2], run_before=run_before)
+
+
+@pytest.mark.parametrize("look", list(LOOKS))
+def test_looks_stacked_hosts(snap_compare, monkeypatch, look):
+    """Two hosts of a pod stacked (H, space, Enter): each host's processes under its name."""
+    async def run_before(pilot):
+        await loaded(pilot)
+        await pilot.press("H")
+        await pilot.pause()
+        await pilot.press("down", "space", "enter")
+        await loaded(pilot)
+
+    assert snap_compare(looks_app(FIXTURES / "pod" / "pod_v4_32", look, monkeypatch), terminal_size=LOOKS[look][2],
+                        run_before=run_before)

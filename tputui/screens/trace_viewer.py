@@ -5,8 +5,10 @@ selection, m mark the selection's interval, arrows move the selection (←/→ p
 on the track, ↑/↓ next track), Enter expands/collapses a section, / search names (n/N next/previous
 match), * select every match, g go to a time, 1-4 selection / pan / zoom / timing modes
 (timing: ←/→ move the time cursor, space sets a mark; two marks measure the interval).
-Flows: a selected event's flow partners (trace_flows) are highlighted, joined to it by a
-connector and listed in the details; l / L jump to the next / previous one. z sets a range mark
+H picks several hosts (space toggles, Enter shows) and stacks them on one time axis
+(trace_hosts: aligned by each host's absolute profile start). Flows: a selected event's flow
+partners (trace_flows) are highlighted, joined to it by a connector and listed in the details;
+l / L jump to the next / previous one. z sets a range mark
 at the cursor (the selection, or the time cursor in timing mode); the second closes the range,
 shaded, and the details sum its events per name (trace_selection.range_stats); Z clears it.
 Counter tracks (trace_counters) sit under their process's header as sparklines; on one, the
@@ -47,9 +49,11 @@ from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex
 from tputui.analysis.trace_cache import finish_index, open_index
 from tputui.analysis.trace_flows import FLOW_KINDS
+from tputui.analysis.trace_hosts import stacked_index
 from tputui.analysis.trace_selection import earliest, events_of, range_stats, selection_stats, self_share
 from tputui.data.progress import Progress
 from tputui.screens.base import ToolScreen
+from tputui.screens.host_stack_picker import HostStackPicker
 from tputui.widgets.timeline import Timeline, fmt_tick, parse_time
 
 
@@ -124,6 +128,9 @@ class TraceViewerScreen(ToolScreen):
         Binding("z", "range_mark", "Range mark", show=False, id="trace.range_mark",
                 tooltip="range mark at the cursor (the selection, or the time cursor in timing mode); the second "
                         "closes the range: shaded, and its events summed per name"),
+        Binding("H", "stack_hosts", "Stack hosts", show=False, id="trace.stack_hosts",
+                tooltip="pick several hosts (space toggles, Enter shows): their processes one under another "
+                        "on one time axis, aligned by absolute time"),
         Binding("Z", "clear_range", "Clear range", show=False, id="trace.clear_range", tooltip="clear the marked range"),
         Binding("1", "mode('select')", "Selection mode", show=False, id="trace.mode_select",
                 tooltip="selection mode (arrows move between events)"),
@@ -147,12 +154,14 @@ class TraceViewerScreen(ToolScreen):
     help_notes = ("[b]Like XProf's trace viewer[/b]: w a s d zoom and pan, 1-4 pick what the arrows do, "
                   "f fits the selection, m marks it. A selected event's flow partners are highlighted and joined "
                   "by a connector; l / L jump between them. z twice marks a range (per-name summary below). "
+                  "H stacks several hosts on one time axis. "
                   "Times are from the profile start. The mouse works too: "
                   "click selects, the wheel zooms at the pointer, shift+wheel pans.")
 
     def __init__(self, run, host, tool, **options: Any) -> None:
         self.focus_request: TraceFocus | None = options.pop("focus", None)
-        # Like XProf, one host's timeline at a time: "all hosts" opens the first and says so.
+        self.stack_hosts: list[str] | None = options.pop("hosts", None)  # several hosts stacked (H)
+        # One host's timeline unless hosts are stacked: "all hosts" opens the first and says so.
         self.first_of = len(run.hosts) if host is None and len(run.hosts) > 1 else 0
         if self.first_of:
             host = run.hosts[0]
@@ -163,12 +172,17 @@ class TraceViewerScreen(ToolScreen):
         self._prompt_kind = ""
 
     def host_label(self) -> str:
+        if self.stack_hosts:
+            names = ", ".join(self.stack_hosts)
+            return f"[b]{len(self.stack_hosts)} hosts stacked[/b] [dim]({names}; H picks)[/dim]"
         if self.first_of:
-            return f"[b]{self.host}[/b] [dim](1 of {self.first_of}; the trace shows one host, h picks)[/dim]"
+            return f"[b]{self.host}[/b] [dim](1 of {self.first_of}; H stacks several, h picks one)[/dim]"
         return super().host_label()
 
     # --- loading ----------------------------------------------------------------------------
     def analyze(self, progress: Progress) -> TraceIndex:
+        if self.stack_hosts:
+            return stacked_index(self.run_data, self.stack_hosts, progress)
         # The saved index, else the quick first pass (drawn at once); build_lod finishes and swaps it.
         index = open_index(self.run_data, self.host, progress)
         if index.num_events == 0 and index.partial:
@@ -207,7 +221,7 @@ class TraceViewerScreen(ToolScreen):
         def report(msg: str) -> None:
             self.post_message(self.LodProgress(msg))
 
-        self.post_message(self.LodDone(finish_index(self.run_data, self.host, ix, report)))
+        self.post_message(self.LodDone(finish_index(self.run_data, self.host, ix, report), first=ix))
 
     @work(thread=True, exclusive=True, group="trace-frame", description="event details")
     def load_details_frame(self) -> None:
@@ -231,15 +245,17 @@ class TraceViewerScreen(ToolScreen):
         self.update_details()
 
     class LodDone(Message, bubble=False):
-        def __init__(self, index: TraceIndex) -> None:
+        def __init__(self, index: TraceIndex, first: TraceIndex | None = None) -> None:
             super().__init__()
-            self.index = index
+            self.index, self.first = index, first  # first: the index it finishes
 
     def on_trace_viewer_screen_lod_progress(self, event: LodProgress) -> None:
         self.lod_note = f"in the background: {event.text}"  # the view already works; say this is extra
         self.update_status()
 
     def on_trace_viewer_screen_lod_done(self, event: LodDone) -> None:
+        if event.first is not None and event.first is not self.index:
+            return  # finishes an index this screen has replaced since (another host, stacked hosts)
         if event.index is not self.index:
             was_partial, deferred, self.index = self.index.partial, self.index.deferred, event.index
             if self.timeline is not None:
@@ -317,6 +333,27 @@ class TraceViewerScreen(ToolScreen):
             tl.toggle_section()
         elif len(tl.selection):  # on an event: fit it (folding its whole process hid what was picked)
             tl.zoom_to_selection()
+
+    def action_stack_hosts(self) -> None:
+        hosts = self.run_data.hosts
+        if len(hosts) < 2:
+            self.notify("this run has one host: nothing to stack", timeout=3)
+            return
+        chosen = self.stack_hosts or [self.host or hosts[0]]
+        self.app.push_screen(HostStackPicker(hosts, chosen), self.stack_picked)
+
+    def stack_picked(self, picked: list[str] | None) -> None:
+        if picked is None:
+            return
+        if not picked:
+            self.notify("no host picked: space toggles a host, Enter shows them", severity="warning", timeout=4)
+            return
+        self.focus_request = None  # rows of one host's file mean nothing in the stacked view
+        self.stack_hosts = picked if len(picked) > 1 else None
+        self.host, self.first_of = picked[0], 0
+        self.index = self.timeline = None
+        self.query_one("#context").update(self.context_text())
+        self.load()
 
     def action_flow(self, step: int) -> None:
         if not self._ready():
