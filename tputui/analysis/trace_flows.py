@@ -3,8 +3,9 @@
 XProf links events before it converts a host (tsl's `AddFlowsToXplane`, run by
 `PreprocessSingleHostXSpace`), then draws an arrow per link:
 
-* producer -> consumer: an event with `_p` (producer id) and `_pt` (its context type) feeds every
-  event whose `_c` / `_ct` are the same id and type (a host launch `DoEnqueueProgram` -> the
+* producer -> consumer: an event with `_p` (producer id) and `_pt` (its context type) feeds the
+  events whose `_c` / `_ct` are the same id and type (each consumer from the latest such producer
+  before it, should a profile reuse an id) (a host launch `DoEnqueueProgram` -> the
   device's `XLA Modules` event, `TfrtTpuLoadedExecutable::Execute` -> `DoEnqueueProgram`, ...);
 * GPU launch: a host-plane event with a `correlation_id` -> the device-plane events with that id
   (`cuLaunchKernel` -> the kernel);
@@ -140,15 +141,33 @@ def _int_stat(frame, name: str) -> pl.DataFrame:
     return ev.with_columns(pl.col("owner").cast(pl.Int64))
 
 
-def _placed(df: pl.DataFrame, position) -> pl.DataFrame:
-    pos = position(df["owner"].to_numpy()) if df.height else np.zeros(0, np.int64)
-    return df.with_columns(pos=pl.Series(pos, dtype=pl.Int64)).filter(pl.col("pos") >= 0)
+def _placed(df: pl.DataFrame, position, frame) -> pl.DataFrame:
+    """The stat rows of shown events, with their position and start time (`t`)."""
+    owner = df["owner"].to_numpy() if df.height else np.zeros(0, np.int64)
+    pos = position(owner) if df.height else np.zeros(0, np.int64)
+    return (df.with_columns(pos=pl.Series(pos, dtype=pl.Int64), t=pl.Series(frame.start_ps[owner], dtype=pl.Int64))
+            .filter(pl.col("pos") >= 0))
 
 
 def _link(prod: pl.DataFrame, cons: pl.DataFrame, on: list[str], kind: int, cat: pl.Expr) -> pl.DataFrame:
+    """Each consumer linked to the latest producer of its key that starts no later than it (else
+    the first one after it): an id a profile reuses links each use once, where a plain join
+    would link every producer to every consumer."""
     if not (prod.height and cons.height):
         return pl.DataFrame()
-    j = prod.rename({"pos": "src"}).join(cons.rename({"pos": "dst"}), on=on)
+    p = prod.rename({"pos": "src"}).sort("t")
+    c = cons.rename({"pos": "dst"}).sort("t")
+    found, todo = [], c
+    # Latest producer at or before, then strictly before (an in-out event is its own producer at
+    # its time), then the first after; each pass takes the consumers the previous left unlinked.
+    for strategy, exact in (("backward", True), ("backward", False), ("forward", False)):
+        j = todo.join_asof(p, on="t", by=on, strategy=strategy, allow_exact_matches=exact, check_sortedness=False)
+        ok = pl.col("src").is_not_null() & (pl.col("src") != pl.col("dst"))
+        found.append(j.filter(ok))
+        todo = j.filter(~ok.fill_null(False)).select(c.columns)
+        if not todo.height:
+            break
+    j = pl.concat(found, how="diagonal_relaxed")
     fid = pl.col(on[-1]).reinterpret(signed=False) & FLOW_ID_MASK  # int64 bits of a uint64 id
     return j.select(pl.col("src"), pl.col("dst"), kind=pl.lit(kind, pl.UInt8), cat=cat.cast(pl.UInt8), fid=fid)
 
@@ -160,7 +179,8 @@ def _producer_links(frame, position) -> pl.DataFrame | None:
     def side(id_stat: str, type_stat: str) -> pl.DataFrame:
         ids = _int_stat(frame, id_stat).rename({"value": "id"})
         types = _int_stat(frame, type_stat).rename({"value": "type"})
-        return _placed(ids.join(types, on="owner", how="left").with_columns(pl.col("type").fill_null(0)), position)
+        return _placed(ids.join(types, on="owner", how="left").with_columns(pl.col("type").fill_null(0)), position,
+                       frame)
 
     cat = pl.when(pl.col("type").is_between(0, len(CONTEXT_TYPES) - 1)).then(pl.col("type")).otherwise(0)
     return _link(side("_p", "_pt").drop("owner"), side("_c", "_ct").drop("owner"), ["type", "id"], FLOW_PRODUCER, cat)
@@ -169,7 +189,7 @@ def _producer_links(frame, position) -> pl.DataFrame | None:
 def _launch_links(frame, position) -> pl.DataFrame | None:
     if "correlation_id" not in frame.raw.sm_name:
         return None
-    st = _placed(_int_stat(frame, "correlation_id").rename({"value": "id"}), position)
+    st = _placed(_int_stat(frame, "correlation_id").rename({"value": "id"}), position, frame)
     if not st.height:
         return None
     plane_names = np.array(frame.raw.plane_name + [""], dtype=object)
@@ -177,21 +197,21 @@ def _launch_links(frame, position) -> pl.DataFrame | None:
     ev_plane = frame.events["plane"].to_numpy()
     dev = on_device[ev_plane[st["owner"].to_numpy()]]
     st = st.with_columns(dev=pl.Series(dev))
-    host, device = st.filter(~pl.col("dev")).select("id", "pos"), st.filter(pl.col("dev")).select("id", "pos")
+    host, device = st.filter(~pl.col("dev")).select("id", "pos", "t"), st.filter(pl.col("dev")).select("id", "pos", "t")
     return _link(host, device, ["id"], FLOW_GPU_LAUNCH, pl.lit(CONTEXT_TYPES.index("gpu_launch")))
 
 
 def _xflow_links(frame, position) -> pl.DataFrame | None:
     if "flow" not in frame.raw.sm_name:
         return None
-    st = _placed(_int_stat(frame, "flow"), position)
+    st = _placed(_int_stat(frame, "flow"), position, frame)
     if not st.height:
         return None
     v = st["value"].to_numpy().view(np.uint64)
     direction = (v & np.uint64(3)).astype(np.uint8)
     st = st.with_columns(id=pl.Series((v >> np.uint64(2)) & np.uint64(FLOW_ID_MASK)),
                          cat=pl.Series((v >> np.uint64(58)).astype(np.uint8)), dir=pl.Series(direction))
-    out = st.filter((pl.col("dir") & 2) != 0).select("id", "pos", "cat")
-    inn = st.filter((pl.col("dir") & 1) != 0).select("id", "pos")
+    out = st.filter((pl.col("dir") & 2) != 0).select("id", "pos", "t", "cat")
+    inn = st.filter((pl.col("dir") & 1) != 0).select("id", "pos", "t")
     cat = pl.when(pl.col("cat") < len(CONTEXT_TYPES)).then(pl.col("cat")).otherwise(0)
     return _link(out, inn, ["id"], FLOW_XFLOW, cat)
