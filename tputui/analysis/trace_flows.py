@@ -22,6 +22,7 @@ events bind on), sorted by (src, dst).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -160,7 +161,9 @@ def _link(prod: pl.DataFrame, cons: pl.DataFrame, on: list[str], kind: int, cat:
     found, todo = [], c
     # Latest producer at or before, then strictly before (an in-out event is its own producer at
     # its time), then the first after; each pass takes the consumers the previous left unlinked.
-    for strategy, exact in (("backward", True), ("backward", False), ("forward", False)):
+    passes: tuple[tuple[Literal["backward", "forward"], bool], ...] = (
+        ("backward", True), ("backward", False), ("forward", False))
+    for strategy, exact in passes:
         j = todo.join_asof(p, on="t", by=on, strategy=strategy, allow_exact_matches=exact, check_sortedness=False)
         ok = pl.col("src").is_not_null() & (pl.col("src") != pl.col("dst"))
         found.append(j.filter(ok))
