@@ -483,7 +483,8 @@ class TraceViewerScreen(ToolScreen):
         counter = tl.focused_counter()
         if counter is not None:
             name, t, value, unit = counter
-            shown = "-" if value is None else fmt.bytes_binary(value) if unit == "bytes" else f"{value:,.6g}"
+            shown = ("-" if value is None else fmt.bytes_binary(value) if unit == "bytes"
+                     else f"{int(value):,}" if float(value).is_integer() else f"{value:,.6g}")
             parts.append(f"{name} = {shown} at {fmt.time_ps(t)}")
         if tl.mode == "timing":
             cur = tl.time_cursor
