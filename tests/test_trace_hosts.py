@@ -44,6 +44,16 @@ def test_stacked_hosts_keep_every_event_under_their_own_processes():
                             [own.names[i] for i in own.name.tolist()]))
         assert got == expect, h  # same start times: this pod's hosts share one profile start
     assert len(ix.names) == len(set(ix.names))  # one id per name across hosts
+    # Details: each event's stats from its own host's frame.
+    for k, h in enumerate(hosts):
+        base = (k + 1) * PID_STRIDE
+        tracks = [t for s in ix.sections if base <= s.pid < base + PID_STRIDE for t in s.tracks]
+        i = int(np.flatnonzero(np.isin(np.asarray(ix.row_track)[np.asarray(ix.event_row)], tracks)
+                               & (np.asarray(ix.source) >= 0) & (np.asarray(ix.kind) == 0))[0])
+        frame = run.frame(h)
+        src = int(ix.source[i])
+        assert ix.stats(i) == {**frame.metadata_stat_map(int(frame.events["metadata"][src])),
+                               **frame.stat_map("event", src)}
     assert len(ix.flows) == sum(len(trace_events(run.frame(h)).flows) for h in hosts)
 
 

@@ -119,6 +119,30 @@ async def test_two_range_marks_sum_the_range_per_name():
         assert tl.mark is None and "Range" not in details_text(app.screen)
 
 
+async def test_folding_a_process_leaves_it_out_of_the_range_summary():
+    """As XProf's selection counts the tracks shown: fold a process and its events leave the sums."""
+    from tputui.analysis.trace_selection import range_stats
+
+    app = app_on(POD)
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        await pilot.press("4")
+        tl.time_cursor = tl.ix.t_min
+        await pilot.press("space")
+        tl.time_cursor = tl.ix.t_max
+        await pilot.press("space")
+        everything = range_stats(tl.ix, tl.ix.t_min, tl.ix.t_max)
+        assert f"{everything.count:,} events," in details_text(app.screen)
+        await pilot.press("1")
+        tl.focus_line = 0  # the first process's header
+        await pilot.press("enter")
+        assert 0 in tl.collapsed
+        shown = [v for kind, v in tl._lines if kind == "row"]
+        part = range_stats(tl.ix, tl.ix.t_min, tl.ix.t_max, np.array(shown))
+        assert part.count < everything.count
+        assert f"{part.count:,} events (folded processes left out)" in details_text(app.screen)
+
+
 async def test_timing_mode_marks_and_escape_clears_the_range_before_leaving():
     app = app_on(PROFILES / "jax_mlp")
     async with app.run_test(size=SIZE) as pilot:

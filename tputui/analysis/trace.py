@@ -382,25 +382,31 @@ class TraceIndex:
         return m
 
     # --- details --------------------------------------------------------------------------
+    def frame_of(self, i: int):
+        """The frame event i's `source` row belongs to (the one frame, unless hosts are stacked)."""
+        return self.frame
+
     def stats(self, i: int) -> dict[str, object]:
         """Every stat of the event's source (op metadata first, then the event's own)."""
         src = int(self.source[i])
-        if self.frame is None or src < 0:
+        frame = self.frame_of(i)
+        if frame is None or src < 0:
             return {}
-        md = int(self.frame.events["metadata"][src])
+        md = int(frame.events["metadata"][src])
         out: dict[str, object] = {}
         if md >= 0:
-            out.update(self.frame.metadata_stat_map(md))
-        out.update(self.frame.stat_map("event", src))
+            out.update(frame.metadata_stat_map(md))
+        out.update(frame.stat_map("event", src))
         return out
 
     def metadata_name(self, i: int) -> str:
         """The source event's full metadata name (e.g. an op's HLO text) when it differs."""
         src = int(self.source[i])
-        if self.frame is None or src < 0:
+        frame = self.frame_of(i)
+        if frame is None or src < 0:
             return ""
-        md = int(self.frame.events["metadata"][src])
-        return self.frame.raw.em_name[md] if md >= 0 else ""
+        md = int(frame.events["metadata"][src])
+        return frame.raw.em_name[md] if md >= 0 else ""
 
 
 def _track_time_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray, ntracks: int) -> np.ndarray:

@@ -7,8 +7,8 @@ are aligned by absolute time as XProf does: each host's events are from its own 
 the earliest start. Names are merged into one table (the same op on two hosts is one name for
 search and the per-name summaries); flow links and counter series come along, renumbered.
 
-The stacked events have no single frame behind them (`frame` is None): the details pane shows
-names, times and flows, and `h` opens one host for its stats.
+The stacked events have no single frame behind them (`frame` is None); StackedIndex reads an
+event's stats from its own host's frame.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+from tputui.analysis.trace import TraceIndex
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_counters import CounterTable, build
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
@@ -54,11 +55,22 @@ def stacked_events(run, hosts: list[str], progress: Callable[[str], None] | None
     return stack([ev for ev, _ in parts], [start for _, start in parts], hosts)
 
 
-def stacked_index(run, hosts: list[str], progress: Callable[[str], None] | None = None):
-    """The TraceIndex of the stacked hosts, complete (exact nesting, level-of-detail pyramid)."""
-    from tputui.analysis.trace import TraceIndex
+class StackedIndex(TraceIndex):
+    """A TraceIndex of stacked hosts: an event's stats come from its own host's frame."""
 
-    ix = TraceIndex(stacked_events(run, hosts, progress), progress)
+    run = None
+    hosts: list[str] = []
+
+    def frame_of(self, i: int):
+        pid = self.tracks[int(self.row_track[int(self.event_row[i])])].pid
+        k = pid // PID_STRIDE - 1
+        return self.run.frame(self.hosts[k]) if self.run is not None and 0 <= k < len(self.hosts) else None
+
+
+def stacked_index(run, hosts: list[str], progress: Callable[[str], None] | None = None) -> StackedIndex:
+    """The index of the stacked hosts, complete (exact nesting, level-of-detail pyramid)."""
+    ix = StackedIndex(stacked_events(run, hosts, progress), progress)
+    ix.run, ix.hosts = run, list(hosts)
     ix.build_pyramid(progress)
     return ix
 

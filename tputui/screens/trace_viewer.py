@@ -331,6 +331,8 @@ class TraceViewerScreen(ToolScreen):
             self.update_details()
         elif tl._lines and tl._lines[tl.focus_line][0] == "section":
             tl.toggle_section()
+            if tl.mark is not None and not len(tl.selection):
+                self.update_details()  # the range summary counts the tracks shown
         elif len(tl.selection):  # on an event: fit it (folding its whole process hid what was picked)
             tl.zoom_to_selection()
 
@@ -572,12 +574,16 @@ class TraceViewerScreen(ToolScreen):
 
     def range_summary(self, a: int, b: int):
         """The marked range: its length, then per name (XProf's selection table) what happens in it."""
-        st = range_stats(self.timeline.ix, a, b)
+        tl = self.timeline
+        folded = bool(tl.collapsed)  # like XProf's selection, only the tracks shown count
+        rows = np.array([v for kind, v in tl._lines if kind == "row"], np.int64) if folded else None
+        st = range_stats(tl.ix, a, b, rows)
         head = Table.grid(padding=(0, 2))
         head.add_column(style="bold")
         head.add_column()
+        note = " (folded processes left out)" if folded else ""
         head.add_row("Range", f"{fmt.time_ps(st.start_ps)} – {fmt.time_ps(st.end_ps)} ({fmt.time_ps(st.span_ps)}), "
-                              f"{st.count:,} events, {len(st.per_name):,} name(s)   [dim](Z or Esc clears)[/dim]")
+                              f"{st.count:,} events{note}, {len(st.per_name):,} name(s)   [dim](Z or Esc clears)[/dim]")
         per_name = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
         per_name.add_column("Name", overflow="ellipsis", no_wrap=True, max_width=50)
         for col in ("Count", "Total", "Average", "Min", "Max", "% of range"):
