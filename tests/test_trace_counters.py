@@ -93,3 +93,22 @@ def test_the_index_gives_counters_a_section():
     ix = TraceIndex(trace_events(frame_of(FIXTURES / "counters" / "v6e_counters")))
     pids = {s.pid for s in ix.sections}
     assert set(ix.counters.pid.tolist()) <= pids and len(ix.counters) == 10
+
+
+def test_memory_series_follow_the_memory_profile_per_memory_id():
+    """The allocator series are the memory profile's heap in use (its snapshots are checked against
+    XProf's memory_profile in test_memory_profile.py): one series per memory id, same values in the
+    same order, same spacing in time."""
+    from tputui.analysis import memory_profile
+
+    for profile in ("tpu_v6e_inference", "tf_keras"):
+        run = RunData(open_logdir(str(PROFILES / profile)).runs[0])
+        mp = memory_profile.analyze(run)
+        c = trace_events(run.frame()).counters
+        ours = {c.names[k].split(": ", 1)[1]: k for k in range(len(c)) if c.unit(k) == "bytes"}
+        assert set(ours) == set(mp.allocators), profile
+        for mid, a in mp.allocators.items():
+            snap = a.snapshots.sort("time_ps", maintain_order=True)
+            sl = c.samples(ours[mid])
+            assert np.array_equal(c.value[sl], snap["heap_bytes"].to_numpy().astype(float)), (profile, mid)
+            assert np.array_equal(np.diff(c.t_ps[sl]), np.diff(snap["time_ps"].to_numpy())), (profile, mid)

@@ -5,8 +5,9 @@ Two sources:
   turns each of its events into a counter sample of its process, named after the event; the value
   is the `counter_value` stat, else the event's first numeric stat;
 * the memory allocator's activity (MemoryAllocation / MemoryDeallocation events, which the trace
-  viewer hides as events): `bytes_allocated` after each, one series per allocator, on the plane's
-  process (the memory profile's "heap in use").
+  viewer hides as events): `bytes_allocated` after each, one series per memory id (the allocator
+  name, else the device ordinal, else the index on host, as the memory profile groups them), on
+  the plane's process (the memory profile's "heap in use").
 
 A CounterTable is columnar: `names` / `pid` per series, samples sorted by (series, time) in
 `series` / `t_ps` / `value`, and `first` / `count` per series.
@@ -25,6 +26,7 @@ COUNTER_VALUE = "counter_value"
 MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
 MEMORY_VALUE = "bytes_allocated"
 MEMORY_SERIES = "Memory in use"
+ORDINAL_STATS = ("device_ordinal", "index_on_host")  # the memory id when there is no allocator name
 
 
 @dataclass(frozen=True)
@@ -158,12 +160,17 @@ def _memory_samples(frame, plane_pid: np.ndarray):
     rows, pid = rows[keep], pid[keep]
     val = frame.stat_values("event", MEMORY_VALUE).select("owner", v=pl.col("int"))
     alloc = frame.stat_values("event", "allocator_name").select("owner", tid=pl.col("text_id"))
+    ordinal = [frame.stat_values("event", n).select("owner", **{n: pl.col("int")}) for n in ORDINAL_STATS]
     df = (pl.DataFrame({"owner": rows, "pid": pid}).join(val, on="owner", how="inner", maintain_order="left")
           .join(alloc, on="owner", how="left", maintain_order="left"))
+    for o in ordinal:
+        df = df.join(o, on="owner", how="left", maintain_order="left")
     if not df.height:
         return None
-    tids = df["tid"].fill_null(-1).to_numpy()
-    allocator = frame.texts_of(tids)
-    name = np.array([f"{MEMORY_SERIES}: {a}" if a else MEMORY_SERIES for a in allocator.tolist()], dtype=object)
+    allocator = frame.texts_of(df["tid"].fill_null(-1).to_numpy())
+    # XProf's memory id: the allocator name, else the device ordinal, else the index on host.
+    number = df.select(pl.coalesce(*ORDINAL_STATS).cast(pl.String).fill_null("")).to_series().to_list()
+    ids = [a or n for a, n in zip(allocator.tolist(), number)]
+    name = np.array([f"{MEMORY_SERIES}: {a}" if a else MEMORY_SERIES for a in ids], dtype=object)
     owner = df["owner"].to_numpy()
     return (name, df["pid"].to_numpy(), name, frame.start_ps[owner], df["v"].to_numpy().astype(np.float64))
