@@ -120,3 +120,16 @@ async def test_H_picks_hosts_with_space_and_shows_them_stacked_with_enter():
         await loaded(pilot)
         assert screen.stack_hosts is None and screen.host == hosts[2] and screen.error is None
         assert screen.index.num_events == len(trace_events(screen.run_data.frame(hosts[2])))
+
+
+async def test_H_on_a_one_host_run_says_there_is_nothing_to_stack():
+    from tputui.app import TputuiApp
+    from tputui.screens.trace_viewer import TraceViewerScreen
+
+    app = TputuiApp(open_logdir(str(PROFILES / "jax_mlp")), tool="trace_viewer", use_cache=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await loaded(pilot)
+        await pilot.press("H")
+        await pilot.pause()
+        assert isinstance(app.screen, TraceViewerScreen) and app.screen.stack_hosts is None
+        assert any("one host" in str(n.message) for n in app._notifications)
