@@ -51,6 +51,26 @@ def selection_stats(ix: TraceIndex, selection: np.ndarray) -> SelectionStats:
         per_name=[NameStats(ix.names[n], int(counts[n]), float(totals[n])) for n in ids.tolist()])
 
 
+def _candidates(ix: TraceIndex, a: int, b: int, rows: np.ndarray) -> np.ndarray:
+    """Events of `rows` that may overlap [a, b]: per row, those starting by b whose row cover (the
+    running max of ends) reaches a. A row's events are by start, so this touches only the events
+    near the range, not the whole profile."""
+    cover, start = np.asarray(ix.cover), np.asarray(ix.start)
+    lo = np.empty(len(rows), np.int64)
+    hi = np.empty(len(rows), np.int64)
+    for k, r in enumerate(rows.tolist()):
+        first, count = int(ix.row_first[r]), int(ix.row_count[r])
+        lo[k] = first + np.searchsorted(cover[first:first + count], a, "left")
+        hi[k] = first + np.searchsorted(start[first:first + count], b, "right")
+    n = np.maximum(hi - lo, 0)
+    if not n.sum():
+        return np.zeros(0, np.int64)
+    keep = n > 0
+    lo, n = lo[keep], n[keep]
+    # Concatenated aranges lo[k] .. lo[k] + n[k]: one repeat, no loop over events.
+    return np.repeat(lo - np.concatenate(([0], np.cumsum(n)[:-1])), n) + np.arange(int(n.sum()))
+
+
 def self_share(ix: TraceIndex, event: int) -> tuple[int, float]:
     """An event's self time (its duration minus its children's) and its share of the duration."""
     duration = int(ix.end[event]) - int(ix.start[event])
@@ -116,12 +136,8 @@ def range_stats(ix: TraceIndex, start_ps: int, end_ps: int, rows: np.ndarray | N
     `rows` limits it to those rows (e.g. the sections shown); None: every row."""
     a, b = (int(start_ps), int(end_ps)) if start_ps <= end_ps else (int(end_ps), int(start_ps))
     s, e = np.asarray(ix.start), np.asarray(ix.end)
-    inside = (s < b) & (e > a) | ((s == e) & (s >= a) & (s <= b))
-    if rows is not None:
-        allowed = np.zeros(ix.num_rows, bool)
-        allowed[np.asarray(rows, np.int64)] = True
-        inside &= allowed[np.asarray(ix.event_row)]
-    ev = np.flatnonzero(inside)
+    ev = _candidates(ix, a, b, np.arange(ix.num_rows) if rows is None else np.asarray(rows, np.int64))
+    ev = ev[((s[ev] < b) & (e[ev] > a)) | ((s[ev] == e[ev]) & (s[ev] >= a) & (s[ev] <= b))]
     if not len(ev):
         return RangeStats(a, b, 0, [])
     clipped = np.minimum(e[ev], b) - np.maximum(s[ev], a)
