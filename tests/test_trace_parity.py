@@ -1,5 +1,5 @@
 """The trace viewer's XProf-parity keys driven from the keyboard on real fixtures: flow partners
-(l / L, the details' Flows rows, the highlight and connector), range marks (z z, the per-name
+(y / Y, the details' Flows rows, the highlight and connector), range marks (z z, the per-name
 summary, Z / Esc), counter tracks (the value at the cursor), and their snapshots in the looks of
 tests/test_looks.py (default, NO_COLOR, light theme, 80x24).
 
@@ -41,7 +41,7 @@ async def select_named(pilot, name: str) -> Timeline:
     return tl
 
 
-async def test_l_walks_the_flow_partners_in_time_order_and_back():
+async def test_y_walks_the_flow_partners_in_time_order_and_back():
     app = app_on(POD)
     async with app.run_test(size=SIZE) as pilot:
         tl = await select_named(pilot, "TfrtTpuLoadedExecutable::Execute")
@@ -49,17 +49,17 @@ async def test_l_walks_the_flow_partners_in_time_order_and_back():
         partners = tl.ix.flows.partners(origin)[0]
         assert len(partners) >= 2 and set(tl.flow_partners.tolist()) == set(partners.tolist())
         assert "Flows" in details_text(app.screen) and "→ to" in details_text(app.screen)
-        assert f"{len(partners)} flow partner(s) (l)" in status_text(app.screen)
+        assert f"{len(partners)} flow partner(s) (y)" in status_text(app.screen)
         in_time = partners[np.argsort(np.asarray(tl.ix.start)[partners], kind="stable")].tolist()
         seen = []
         for _ in range(len(partners)):
-            await pilot.press("l")
+            await pilot.press("y")
             seen.append(tl.current)
         assert seen == in_time  # each consumer once, in time order
         assert "← from" in details_text(app.screen)  # a consumer lists its producer
-        await pilot.press("l")
+        await pilot.press("y")
         assert tl.current == in_time[0]  # around again
-        await pilot.press("L")
+        await pilot.press("Y")
         assert tl.current == in_time[-1]
 
 
@@ -85,12 +85,12 @@ async def test_flow_partners_are_highlighted_and_joined_by_a_connector():
         assert between and set(between[:-1]) <= {"│"} and between[-1] in "▼▲"
 
 
-async def test_l_without_partners_says_so():
+async def test_y_without_partners_says_so():
     app = app_on(GPU)
     async with app.run_test(size=SIZE) as pilot:
         tl = await select_named(pilot, "train_step")
         assert not len(tl.flow_partners)
-        await pilot.press("l")
+        await pilot.press("y")
         assert tl.ix.event_name(tl.current) == "train_step"
         assert any("no flow arrows" in str(n.message) for n in app._notifications)
 

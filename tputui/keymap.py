@@ -29,7 +29,7 @@ SCREENS = [
     ("[ ]", "previous / next step (pod viewer)"), ("I J O", "open input pipeline / the suggested tool / overview"),
     ("M", "memory space (memory viewer)"), ("G", "show the op in its HLO graph"),
     ("w a s d, f, g, m, n N, /, 1-4", "trace viewer: zoom / pan (as XProf), fit, go to, mark, matches, search, modes"),
-    ("l L", "trace viewer: next / previous flow partner of the selected event (host launch -> device op, ...)"),
+    ("y Y", "trace viewer: next / previous flow partner of the selected event (host launch -> device op, ...)"),
     ("z Z", "trace viewer: range mark at the cursor (twice: the range, summed per name) / clear it"),
     ("H", "trace viewer: stack several hosts on one time axis (space toggles, Enter shows)"),
 ]

@@ -8,7 +8,7 @@ match), * select every match, g go to a time, 1-4 selection / pan / zoom / timin
 H picks several hosts (space toggles, Enter shows) and stacks them on one time axis
 (trace_hosts: aligned by each host's absolute profile start). Flows: a selected event's flow
 partners (trace_flows) are highlighted, joined to it by a connector and listed in the details;
-l / L jump to the next / previous one. z sets a range mark
+y / Y jump to the next / previous one (l is the graph viewer's). z sets a range mark
 at the cursor (the selection, or the time cursor in timing mode); the second closes the range,
 shaded, and the details sum its events per name (trace_selection.range_stats); Z clears it.
 Counter tracks (trace_counters) sit under their process's header as sparklines; on one, the
@@ -121,9 +121,9 @@ class TraceViewerScreen(ToolScreen):
         Binding("asterisk", "select_matches", "Select all matches", show=False, id="trace.select_matches",
                 tooltip="select every match (the details pane sums them)"),
         Binding("g", "prompt('goto')", "Go to", id="trace.goto", tooltip="go to a time, e.g. 12.5ms"),
-        Binding("l", "flow(1)", "Next flow partner", show=False, id="trace.flow_next", group=FLOW,
+        Binding("y", "flow(1)", "Next flow partner", show=False, id="trace.flow_next", group=FLOW,
                 tooltip="jump to the selected event's next flow partner (host launch -> device op, producer -> consumer)"),
-        Binding("L", "flow(-1)", "Previous flow partner", show=False, id="trace.flow_prev", group=FLOW,
+        Binding("Y", "flow(-1)", "Previous flow partner", show=False, id="trace.flow_prev", group=FLOW,
                 tooltip="jump to the previous flow partner"),
         Binding("z", "range_mark", "Range mark", show=False, id="trace.range_mark",
                 tooltip="range mark at the cursor (the selection, or the time cursor in timing mode); the second "
@@ -153,7 +153,7 @@ class TraceViewerScreen(ToolScreen):
     ]
     help_notes = ("[b]Like XProf's trace viewer[/b]: w a s d zoom and pan, 1-4 pick what the arrows do, "
                   "f fits the selection, m marks it. A selected event's flow partners are highlighted and joined "
-                  "by a connector; l / L jump between them. z twice marks a range (per-name summary below). "
+                  "by a connector; y / Y jump between them. z twice marks a range (per-name summary below). "
                   "H stacks several hosts on one time axis. "
                   "Times are from the profile start. The mouse works too: "
                   "click selects, the wheel zooms at the pointer, shift+wheel pans.")
@@ -362,7 +362,7 @@ class TraceViewerScreen(ToolScreen):
             return
         tl = self.timeline
         if tl.current < 0:
-            self.notify("select an event first: l jumps to its flow partners", timeout=3)
+            self.notify("select an event first: y jumps to its flow partners", timeout=3)
         elif not tl.next_flow_partner(int(step)):
             note = "" if self.index.complete else " (flows come with the full index, being built)"
             self.notify(f"no flow arrows to or from {tl.ix.event_name(tl.current)!r}{note}", timeout=3)
@@ -481,7 +481,7 @@ class TraceViewerScreen(ToolScreen):
         elif len(tl.timing) == 1:
             parts.append("range: 1 mark (z again closes it)")
         if len(tl.flow_partners):
-            parts.append(f"{len(tl.flow_partners):,} flow partner(s) (l)")
+            parts.append(f"{len(tl.flow_partners):,} flow partner(s) (y)")
         counter = tl.focused_counter()
         if counter is not None:
             name, t, value, unit = counter
@@ -569,7 +569,7 @@ class TraceViewerScreen(ToolScreen):
             t.add_row("→ to" if out else "← from", ix.event_name(p), where,
                       f"{'+' if dt >= 0 else '-'}{fmt.time_ps(abs(dt))} · {FLOW_KINDS[int(ix.flows.kind[r])]}")
         if len(partners) > MAX_FLOWS:
-            t.add_row("", Text(f"… {len(partners) - MAX_FLOWS:,} more (l walks them all)", style="dim"), "", "")
+            t.add_row("", Text(f"… {len(partners) - MAX_FLOWS:,} more (y walks them all)", style="dim"), "", "")
         return t
 
     def range_summary(self, a: int, b: int):
