@@ -52,7 +52,7 @@ def test_document_shape(exported):
     assert doc["displayTimeUnit"] == "ns"
     assert text.startswith('{"displayTimeUnit":"ns"')
     phases = {e.get("ph") for e in doc["traceEvents"]}
-    assert phases <= {"M", "X", "i", None}  # None: the closing {} XProf also writes
+    assert phases <= {"M", "X", "i", "s", "f", "C", None}  # None: the closing {} XProf also writes
     for e in doc["traceEvents"]:
         if e.get("ph") == "X":
             assert e["dur"] > 0 and isinstance(e["name"], str)
@@ -131,3 +131,60 @@ def test_cli_writes_the_document(tmp_path, capsys):
     buf = io.StringIO()
     analyze(run_data("jax_mlp", "2026_11_22_12_58_33")).write_json(buf)
     assert json.loads(buf.getvalue()) == doc
+
+
+FLOW_ROOTS = [PROFILES / "tpu_v6e_inference", PROFILES.parent / "flows" / "gpu_launch",
+              PROFILES.parent / "pod" / "pod_v5e_single"]
+
+
+@pytest.mark.parametrize("root", FLOW_ROOTS, ids=[r.name for r in FLOW_ROOTS])
+def test_flows_are_exported_as_paired_s_f_events(root):
+    """One `"ph":"s"` and one `"ph":"f"` per link, same id / bind_id, each at the start of an
+    exported slice on its own track: the s on the link's source, the f on its destination."""
+    run = RunData(open_logdir(str(root)).runs[0])
+    result = analyze(run)
+    doc = result.to_json()
+    ev = result.events
+    starts = [e for e in doc["traceEvents"] if e.get("ph") == "s"]
+    ends = {e["id"]: e for e in doc["traceEvents"] if e.get("ph") == "f"}
+    assert len(starts) == len(ends) == len(ev.flows) > 0
+    slices = {(e["pid"], e.get("tid"), round(float(e["ts"]) * 1e6)) for e in doc["traceEvents"] if e.get("ph") in ("X", "i")}
+    for k, s in enumerate(starts):
+        f = ends[s["id"]]
+        assert s["bind_id"] == f["bind_id"] == s["id"] and f["bp"] == "e" and s["cat"] == f["cat"]
+        a, b = int(ev.flows.src[k]), int(ev.flows.dst[k])
+        assert (s["pid"], s["tid"], round(float(s["ts"]) * 1e6)) == (int(ev.pid[a]), int(ev.tid[a]), int(ev.start_ps[a]))
+        assert (f["pid"], f["tid"], round(float(f["ts"]) * 1e6)) == (int(ev.pid[b]), int(ev.tid[b]), int(ev.start_ps[b]))
+        assert (s["pid"], s["tid"], round(float(s["ts"]) * 1e6)) in slices
+        assert (f["pid"], f["tid"], round(float(f["ts"]) * 1e6)) in slices
+    assert "flows" in result.tables() and result.tables()["flows"].height == len(ev.flows)
+
+
+def test_counters_are_exported_as_c_events():
+    root = PROFILES.parent / "flows" / "gpu_launch"
+    result = analyze(RunData(open_logdir(str(root)).runs[0]))
+    doc = result.to_json()
+    c = result.events.counters
+    got = sorted((e["pid"], e["name"], round(float(e["ts"]) * 1e6), e["args"]["value"])
+                 for e in doc["traceEvents"] if e.get("ph") == "C")
+    expect = sorted((int(c.pid[k]), c.names[k], int(t), v) for k, t, v in
+                    zip(c.series.tolist(), c.t_ps.tolist(), c.value.tolist()))
+    assert got == expect and len(got) == len(c.t_ps) > 0
+    assert result.tables()["counters"].height == len(got)
+
+
+def test_export_from_the_saved_index_keeps_flows_and_counters(tmp_path):
+    import shutil
+
+    from tputui.analysis.trace_cache import finish_index, open_index
+
+    dst = tmp_path / "logdir"
+    shutil.copytree(PROFILES.parent / "flows" / "gpu_launch", dst)
+    run = RunData(open_logdir(str(dst)).runs[0])
+    fresh = analyze(run).to_json()
+    finish_index(run, None, open_index(run, None))
+    again = RunData(run.run)
+    saved = analyze(again)
+    assert not again._frames  # read from the saved index, nothing decoded
+    pick = lambda d: sorted(json.dumps(e, sort_keys=True) for e in d["traceEvents"] if e.get("ph") in ("s", "f", "C"))  # noqa: E731
+    assert pick(saved.to_json()) == pick(fresh) and pick(fresh)

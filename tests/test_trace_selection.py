@@ -9,7 +9,7 @@ from conftest import xplane
 
 from tputui.analysis.trace import TraceIndex
 from tputui.analysis.trace_events import trace_events
-from tputui.analysis.trace_selection import earliest, events_of, selection_stats, self_share
+from tputui.analysis.trace_selection import earliest, events_of, range_stats, selection_stats, self_share
 from tputui.data.xspace import decode
 
 
@@ -52,3 +52,40 @@ def test_self_share_is_duration_minus_children(ix):
     i = int(np.flatnonzero(durations > 0)[0])
     own, share = self_share(ix, i)
     assert own == ix.self_time(i) and share == pytest.approx(own / int(durations[i]))
+
+
+@pytest.mark.parametrize("part", [(0.1, 0.35), (0.5, 0.5001), (0.0, 1.0), (0.35, 0.1)])
+def test_range_stats_match_a_plain_walk_over_the_events(ix, part):
+    """Per name: events overlapping the range (instants inside it), time inside the range, min,
+    max, share; the marks may come in either order."""
+    span = ix.t_max - ix.t_min
+    a, b = (ix.t_min + int(span * f) for f in part)
+    st = range_stats(ix, a, b)
+    lo, hi = min(a, b), max(a, b)
+    inside: dict[str, list[int]] = defaultdict(list)
+    for i in range(ix.num_events):
+        s, e = int(ix.start[i]), int(ix.end[i])
+        if (s < hi and e > lo) or (s == e and lo <= s <= hi):
+            inside[ix.names[int(ix.name[i])]].append(min(e, hi) - max(s, lo))
+    assert (st.start_ps, st.end_ps, st.span_ps) == (lo, hi, hi - lo)
+    assert st.count == sum(len(v) for v in inside.values())
+    got = {n.name: n for n in st.per_name}
+    assert set(got) == set(inside)
+    for name, parts in inside.items():
+        n = got[name]
+        assert (n.count, n.total_ps, n.min_ps, n.max_ps) == (len(parts), sum(parts), min(parts), max(parts)), name
+        assert n.share == pytest.approx(sum(parts) / (hi - lo)) and n.average_ps == pytest.approx(sum(parts) / len(parts))
+    totals = [n.total_ps for n in st.per_name]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_range_stats_of_some_rows_and_of_an_empty_range(ix):
+    span = ix.t_max - ix.t_min
+    a, b = ix.t_min + span // 4, ix.t_min + span // 2
+    row = int(np.argmax(ix.row_count))
+    only = range_stats(ix, a, b, rows=np.array([row]))
+    sl = ix.row_events(row)
+    s, e = np.asarray(ix.start[sl]), np.asarray(ix.end[sl])
+    assert only.count == int((((s < b) & (e > a)) | ((s == e) & (s >= a) & (s <= b))).sum())
+    empty = range_stats(ix, ix.t_max + 10, ix.t_max + 20)
+    assert empty.count == 0 and empty.per_name == []

@@ -412,7 +412,7 @@ async def test_all_hosts_opens_the_first_host_and_says_so():
         hosts = app.run_data.hosts
         assert app.host is None and screen.host == hosts[0] and len(hosts) == 4
         context = str(screen.query_one("#context").render())
-        assert f"host {hosts[0]} (1 of 4; the trace shows one host, h picks)" in context
+        assert f"host {hosts[0]} (1 of 4; H stacks several, h picks one)" in context
         await pilot.press("h", *hosts[2], "enter")
         await loaded(pilot)
         assert app.screen.host == hosts[2] and "1 of" not in str(app.screen.query_one("#context").render())

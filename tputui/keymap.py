@@ -33,6 +33,9 @@ SCREENS = [
     ("l", "text / neighbourhood graph (graph viewer)"), ("j", "jump to a fusion's / call's body (graph viewer)"),
     ("W", "next worker (live monitor)"),
     ("w a s d, f, g, m, n N, /, 1-4", "trace viewer: zoom / pan (as XProf), fit, go to, mark, matches, search, modes"),
+    ("y Y", "trace viewer: next / previous flow partner of the selected event (host launch -> device op, ...)"),
+    ("z Z", "trace viewer: range mark at the cursor (twice: the range, summed per name) / clear it"),
+    ("H", "trace viewer: stack several hosts on one time axis (space toggles, Enter shows)"),
 ]
 # Letters with two meanings on purpose, and why.
 SHARED = {

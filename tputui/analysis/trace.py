@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents
+from tputui.analysis.trace_flows import FlowTable
 
 BASE_GAP = 1000  # ps: level 1 merges gaps under 1 ns
 GAP_FACTOR = 4
@@ -83,8 +85,10 @@ class TraceIndex:
         report = progress or (lambda msg: None)
         report(f"arranging {len(ev):,} events into tracks")
         self.exact = True
+        self.counters = ev.counters if ev.counters is not None else CounterTable.empty()
         self._arrange(ev, exact)
         self._cover()
+        self.flows = self._flows_of(ev)
         self.init_state(ev.frame, None if self.exact else ev)
         self.levels: list[Level] = [self.level0()]
 
@@ -128,7 +132,7 @@ class TraceIndex:
         keys = {(int(k) >> 32, int(k) & 0xFFFFFFFF) for k in np.unique(run_keys).tolist()}
         extra = [(p, t, f"thread {t}") for p, t in sorted(keys - known)]
         rows = [(p, t, n) for p, t, n in threads.iter_rows()] + extra
-        pids = sorted({p for p, _, _ in rows})
+        pids = sorted({p for p, _, _ in rows} | set(self.counters.pid.tolist()))  # counters need a section
         # Devices first (in pid order, as XProf), host threads last, each sorted like XProf's
         # sort index (tid); host threads by name, which reads better than hashed thread ids.
         pids.sort(key=lambda p: (p == HOST_PID, p))
@@ -213,6 +217,14 @@ class TraceIndex:
                 a, c = int(self.row_first[r]), int(self.row_count[r])
                 cover[a:a + c] = np.maximum.accumulate(cover[a:a + c])
         self.cover = cover
+
+    def _flows_of(self, ev: TraceEvents) -> FlowTable:
+        """ev's links in this index's event positions."""
+        if ev.flows is None or not len(ev.flows):
+            return FlowTable.empty()
+        pos = np.empty(len(ev), np.int64)
+        pos[np.asarray(self.ev_row, np.int64)] = np.arange(self.num_events)
+        return ev.flows.remap(pos)
 
     def level0(self) -> Level:
         """The finest level: the events themselves (blocks end where their row's cover does)."""
@@ -370,25 +382,31 @@ class TraceIndex:
         return m
 
     # --- details --------------------------------------------------------------------------
+    def frame_of(self, i: int):
+        """The frame event i's `source` row belongs to (the one frame, unless hosts are stacked)."""
+        return self.frame
+
     def stats(self, i: int) -> dict[str, object]:
         """Every stat of the event's source (op metadata first, then the event's own)."""
         src = int(self.source[i])
-        if self.frame is None or src < 0:
+        frame = self.frame_of(i)
+        if frame is None or src < 0:
             return {}
-        md = int(self.frame.events["metadata"][src])
+        md = int(frame.events["metadata"][src])
         out: dict[str, object] = {}
         if md >= 0:
-            out.update(self.frame.metadata_stat_map(md))
-        out.update(self.frame.stat_map("event", src))
+            out.update(frame.metadata_stat_map(md))
+        out.update(frame.stat_map("event", src))
         return out
 
     def metadata_name(self, i: int) -> str:
         """The source event's full metadata name (e.g. an op's HLO text) when it differs."""
         src = int(self.source[i])
-        if self.frame is None or src < 0:
+        frame = self.frame_of(i)
+        if frame is None or src < 0:
             return ""
-        md = int(self.frame.events["metadata"][src])
-        return self.frame.raw.em_name[md] if md >= 0 else ""
+        md = int(frame.events["metadata"][src])
+        return frame.raw.em_name[md] if md >= 0 else ""
 
 
 def _track_time_order(track: np.ndarray, start: np.ndarray, dur: np.ndarray, ntracks: int) -> np.ndarray:

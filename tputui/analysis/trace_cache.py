@@ -26,13 +26,17 @@ import polars as pl
 
 import tputui
 from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index, remember_index
+from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
+from tputui.analysis.trace_flows import FlowTable
 from tputui.data.cache import cache_key, cache_root, prune
 from tputui.data.files import atomic_dir
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: flow links and counter tracks
 _ARRAYS = ("start", "end", "cover", "name", "source", "kind", "ev_row", "event_row", "row_count", "row_first",
            "row_track", "row_depth", "name_hash")
+_FLOW_ARRAYS = ("src", "dst", "kind", "category", "flow_id")
+_COUNTER_ARRAYS = ("pid", "series", "t_ps", "value", "first", "count")
 _LEVEL_ARRAYS = ("start", "end", "rep", "first_event", "events", "row_first", "row_count")
 
 Progress = Callable[[str], None] | None
@@ -65,7 +69,7 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
         ev = TraceEvents(pid=ev.pid[keep], tid=ev.tid[keep], start_ps=ev.start_ps[keep],
                          duration_ps=ev.duration_ps[keep], name=ev.name[keep], source=ev.source[keep],
                          kind=ev.kind[keep], names=ev.names, processes=ev.processes, threads=ev.threads,
-                         frame=ev.frame)
+                         frame=ev.frame, counters=ev.counters)
     ix = TraceIndex(ev, progress, exact=False)
     ix.partial = True
     ix._events = None  # finish_index starts again from the frame: don't hold the raw events meanwhile
@@ -141,6 +145,10 @@ def save_index(ix: TraceIndex, path: str) -> None:
         for k, lv in enumerate(ix.levels[1:], 1):
             for name in _LEVEL_ARRAYS:
                 np.save(os.path.join(tmp, f"L{k}.{name}.npy"), getattr(lv, name))
+        for name in _FLOW_ARRAYS:
+            np.save(os.path.join(tmp, f"flow.{name}.npy"), getattr(ix.flows, name))
+        for name in _COUNTER_ARRAYS:
+            np.save(os.path.join(tmp, f"counter.{name}.npy"), getattr(ix.counters, name))
         meta = {
             "version": INDEX_VERSION, "cover_is_end": cover_is_end, "names": ix.names,
             "num_rows": ix.num_rows, "num_events": ix.num_events,
@@ -149,6 +157,7 @@ def save_index(ix: TraceIndex, path: str) -> None:
             "sections": [[s.pid, s.name, s.tracks] for s in ix.sections],
             "processes": [[p, n] for p, n in ix.processes.items()],
             "threads": [list(r) for r in ix.threads.iter_rows()],
+            "counter_names": ix.counters.names,
         }
         with open(os.path.join(tmp, "index.json"), "w", encoding="utf-8") as f:
             json.dump(meta, f)
@@ -168,6 +177,9 @@ def load_index(path: str) -> TraceIndex | None:
         arr.setdefault("cover", arr["end"])
         levels = [Level(gap, *(np.load(os.path.join(path, f"L{k}.{n}.npy"), mmap_mode="r") for n in _LEVEL_ARRAYS))
                   for k, gap in enumerate(meta["gaps"], 1)]
+        flows = FlowTable(*(np.load(os.path.join(path, f"flow.{n}.npy"), mmap_mode="r") for n in _FLOW_ARRAYS))
+        counters = CounterTable(list(meta["counter_names"]),
+                                *(np.load(os.path.join(path, f"counter.{n}.npy")) for n in _COUNTER_ARRAYS))
         os.utime(path)  # recently used, for the LRU prune
     except (OSError, ValueError, KeyError, TypeError):
         shutil.rmtree(path, ignore_errors=True)  # damaged: the next open builds it again
@@ -182,6 +194,7 @@ def load_index(path: str) -> TraceIndex | None:
     ix.processes = {int(p): n for p, n in meta["processes"]}
     ix.threads = pl.DataFrame(meta["threads"], schema={"pid": pl.UInt32, "tid": pl.UInt32, "name": pl.String},
                               orient="row")
+    ix.flows, ix.counters = flows, counters
     ix.exact = True
     ix.init_state(None)
     ix.levels = [ix.level0()] + levels
@@ -203,4 +216,5 @@ def events_of(ix: TraceIndex) -> TraceEvents:
     return TraceEvents(pid=track_pid[track], tid=track_tid[track], start_ps=start,
                        duration_ps=np.asarray(ix.end)[order] - start, name=np.asarray(ix.name)[order],
                        source=np.asarray(ix.source)[order].astype(np.int64), kind=np.asarray(ix.kind)[order],
-                       names=ix.names, processes=procs, threads=ix.threads, frame=None)
+                       names=ix.names, processes=procs, threads=ix.threads, frame=None,
+                       counters=ix.counters, flows=ix.flows.remap(np.asarray(ix.ev_row, np.int64)))

@@ -46,6 +46,7 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.stdsort import sort_order
+from tputui.analysis.trace_counters import COUNTER_LINE, CounterTable, counter_table
 from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
@@ -119,6 +120,8 @@ class TraceEvents:
     processes: pl.DataFrame  # pid, name (in XProf's order)
     threads: pl.DataFrame  # pid, tid, name (sorted by pid, tid)
     frame: XSpaceFrame | None = field(default=None, repr=False)
+    counters: CounterTable | None = field(default=None, repr=False)  # counter tracks (trace_counters)
+    flows: Any = field(default=None, repr=False)  # trace_flows.FlowTable: links between these events
 
     def __len__(self) -> int:
         return len(self.pid)
@@ -197,10 +200,14 @@ class _Build:
         line_tid = np.where(r.line_display_id != 0, r.line_display_id, r.line_id).astype(np.int64) & 0xFFFFFFFF
         line_shown_name = [d or n for n, d in zip(r.line_name, r.line_display_name)]
         line_keeps_events = np.array([n != schema.LINE_ASYNC_XLA_OPS for n in line_shown_name], bool)
+        # A `_counters_` line holds counter samples, not a thread (XProf gives it no resource).
+        counter_line = np.array([n == COUNTER_LINE for n in r.line_name], bool)
 
         grouped = self.space_is_grouped()
         line_pid = plane_pid[r.line_plane]
-        line_ok = (line_pid >= 0) & line_keeps_events
+        line_ok = (line_pid >= 0) & line_keeps_events & ~counter_line
+        self.counters = counter_table(self.f, plane_pid, (line_pid >= 0) & counter_line,
+                                      self.md_shown_names())
         keep = line_ok[r.event_line]
         if self.md_internal.any():
             keep &= ~self.md_internal[self.ev_md]
@@ -235,15 +242,21 @@ class _Build:
                             names, rows, np.full(len(rows), KIND_RAW, np.uint8)))
 
         threads = [(int(plane_pid[r.line_plane[li]]), int(line_tid[li]), line_shown_name[li])
-                   for li in range(len(r.line_id)) if plane_pid[r.line_plane[li]] >= 0]
+                   for li in range(len(r.line_id)) if plane_pid[r.line_plane[li]] >= 0 and not counter_line[li]]
         if not grouped:
             self.add_regions(line_pid, line_tid, line_ok)
             for p, pid in pids.items():
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]):
                     threads = _DeviceLines(self, p, pid).derive(threads, derived)
-        return self.finish(pids, threads)
+        return self.finish(pids, threads, flows=derived)
 
-    def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]]) -> TraceEvents:
+    def md_shown_names(self) -> np.ndarray:
+        """The shown name of each event-metadata row (+1 trailing "" row), as strings."""
+        return np.array(self.names.strings, dtype=object)[self.md_shown]
+
+    def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]], flows: bool = True) -> TraceEvents:
+        from tputui.analysis.trace_flows import FlowTable, flow_table  # trace_flows reads KIND_RAW from here
+
         cols = list(zip(*self.chunks)) or [()] * 7
         dtypes = (np.uint32, np.uint32, np.int64, np.int64, np.int32, np.int64, np.uint8)
         # Straight into each column's final dtype: one pass over 2M rows, not concatenate + astype.
@@ -255,7 +268,9 @@ class _Build:
               .unique(["pid", "tid"], keep="last", maintain_order=True).sort("pid", "tid"))
         return TraceEvents(
             pid=cat[0], tid=cat[1], start_ps=cat[2], duration_ps=cat[3], name=cat[4], source=cat[5],
-            kind=cat[6], names=self.names.strings, processes=procs, threads=th, frame=self.f)
+            kind=cat[6], names=self.names.strings, processes=procs, threads=th, frame=self.f,
+            counters=getattr(self, "counters", None),
+            flows=flow_table(self.f, cat[5], cat[6]) if flows else FlowTable.empty())
 
     def apply_step_name_stats(self, rows: np.ndarray, names: np.ndarray) -> None:
         """A `step_name` stat already in the file (op metadata, then the event) names the event."""

@@ -29,6 +29,7 @@ import polars as pl
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_events import TraceEvents, trace_events
+from tputui.analysis.trace_flows import CONTEXT_TYPES, FLOW_KINDS, FLOW_NAMES
 from tputui.data.xspace import XSpaceFrame
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
@@ -78,7 +79,21 @@ class TraceExport:
                                ph=pl.when(pl.col("duration_ps") != 0).then(pl.lit("X")).otherwise(pl.lit("i")))
                .join(procs, on="pid", how="left").join(threads, on=["pid", "tid"], how="left")
                .select("pid", "process", "tid", "thread", "ts_us", "dur_us", "ph", "name"))
-        return {"events": out}
+        tables = {"events": out}
+        fl = ev.flows
+        if fl is not None and len(fl):
+            tables["flows"] = pl.DataFrame({
+                "src_pid": ev.pid[fl.src], "src_tid": ev.tid[fl.src], "src_ts_us": ev.start_ps[fl.src] / 1e6,
+                "src_name": [ev.names[i] for i in ev.name[fl.src].tolist()],
+                "dst_pid": ev.pid[fl.dst], "dst_tid": ev.tid[fl.dst], "dst_ts_us": ev.start_ps[fl.dst] / 1e6,
+                "dst_name": [ev.names[i] for i in ev.name[fl.dst].tolist()],
+                "kind": [FLOW_KINDS[k] for k in fl.kind.tolist()],
+                "category": [CONTEXT_TYPES[k] for k in fl.category.tolist()]})
+        c = ev.counters
+        if c is not None and len(c):
+            tables["counters"] = pl.DataFrame({"pid": c.pid[c.series], "name": [c.names[k] for k in c.series.tolist()],
+                                               "ts_us": c.t_ps / 1e6, "value": c.value})
+        return tables
 
     # --- JSON ----------------------------------------------------------------------------
     def event_frame(self) -> pl.DataFrame:
@@ -122,7 +137,37 @@ class TraceExport:
                 out.write(cols.write_csv(include_header=False, quote_style="never", separator=sep))
         if binary is not None:
             binary.flush()
+        out.write(self.flows_json())
+        out.write(self.counters_json())
         out.write("{}]}\n")  # XProf ends with an empty event too: no trailing-comma special case
+
+    def flows_json(self) -> str:
+        """A Chrome-trace flow per link (trace_flows): `"ph":"s"` on the source event's track at
+        its start, `"ph":"f"` (`"bp":"e"`: bound to the enclosing slice) on the destination's;
+        `id` / `bind_id` number the links, `cat` is XProf's context type, `name` the rule."""
+        ev, fl = self.events, self.events.flows
+        if fl is None or not len(fl):
+            return ""
+        lines = []
+        names = {k: json.dumps(v) for k, v in FLOW_NAMES.items()}
+        for k, (a, b, kind, cat) in enumerate(zip(fl.src.tolist(), fl.dst.tolist(), fl.kind.tolist(),
+                                                   fl.category.tolist()), 1):
+            head = f'"id":{k},"bind_id":{k},"name":{names[kind]},"cat":{json.dumps(CONTEXT_TYPES[cat] or "flow")}'
+            lines.append(f'{{"pid":{int(ev.pid[a])},"tid":{int(ev.tid[a])},"ts":{_us(int(ev.start_ps[a]))},'
+                         f'"ph":"s",{head}}},\n')
+            lines.append(f'{{"pid":{int(ev.pid[b])},"tid":{int(ev.tid[b])},"ts":{_us(int(ev.start_ps[b]))},'
+                         f'"ph":"f","bp":"e",{head}}},\n')
+        return "".join(lines)
+
+    def counters_json(self) -> str:
+        """A `"ph":"C"` event per counter sample: `args.value` is the series' value from then on."""
+        c = self.events.counters
+        if c is None or not len(c):
+            return ""
+        names = [json.dumps(n, ensure_ascii=False) for n in c.names]
+        pids = c.pid.tolist()
+        return "".join(f'{{"pid":{pids[k]},"name":{names[k]},"ph":"C","ts":{_us(t)},"args":{{"value":{_num(v)}}}}},\n'
+                       for k, t, v in zip(c.series.tolist(), c.t_ps.tolist(), c.value.tolist()))
 
     def metadata_json(self) -> str:
         ev = self.events
@@ -183,6 +228,18 @@ def _stats_json(frame: XSpaceFrame, owner: str) -> pl.DataFrame:
                     + value)
             .drop_nulls("kv").group_by("owner", maintain_order=True).agg(pl.col("kv").str.join(","))
             .with_columns(pl.col("owner").cast(pl.Int64)))
+
+
+def _us(ps: int) -> str:
+    """Picoseconds as microseconds text, exact (as the events' `ts`)."""
+    if abs(ps) < FLOAT_EXACT_PS:
+        return repr(ps / 1e6)
+    sign, ps = ("-", -ps) if ps < 0 else ("", ps)
+    return f"{sign}{ps // 1_000_000}.{ps % 1_000_000:06d}"
+
+
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 2**63 else repr(float(v))
 
 
 def _json_names(names: list[str]) -> pl.Series:

@@ -5,6 +5,14 @@ selection, m mark the selection's interval, arrows move the selection (←/→ p
 on the track, ↑/↓ next track), Enter expands/collapses a section, / search names (n/N next/previous
 match), * select every match, g go to a time, 1-4 selection / pan / zoom / timing modes
 (timing: ←/→ move the time cursor, space sets a mark; two marks measure the interval).
+H picks several hosts (space toggles, Enter shows) and stacks them on one time axis
+(trace_hosts: aligned by each host's absolute profile start). Flows: a selected event's flow
+partners (trace_flows) are highlighted, joined to it by a connector and listed in the details;
+y / Y jump to the next / previous one (l is the graph viewer's). z sets a range mark
+at the cursor (the selection, or the time cursor in timing mode); the second closes the range,
+shaded, and the details sum its events per name (trace_selection.range_stats); Z clears it.
+Counter tracks (trace_counters) sit under their process's header as sparklines; on one, the
+status line gives its value at the time cursor.
 
 "Show in trace viewer" from other screens (the API other tools call):
 
@@ -40,9 +48,12 @@ from tputui import format as fmt
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex
 from tputui.analysis.trace_cache import finish_index, open_index
-from tputui.analysis.trace_selection import earliest, events_of, selection_stats, self_share
+from tputui.analysis.trace_flows import FLOW_KINDS
+from tputui.analysis.trace_hosts import stacked_index
+from tputui.analysis.trace_selection import earliest, events_of, range_stats, selection_stats, self_share
 from tputui.data.progress import Progress
 from tputui.screens.base import ToolScreen
+from tputui.screens.host_stack_picker import HostStackPicker
 from tputui.widgets.timeline import Timeline, fmt_tick, parse_time
 
 
@@ -68,6 +79,8 @@ def show_in_trace_viewer(app, focus: TraceFocus) -> None:
 
 MAX_STATS = 40
 MAX_NAMES = 8  # names listed for a multi-event selection
+MAX_FLOWS = 12  # flow partners listed for one event
+MAX_RANGE_NAMES = 30  # names listed for a marked range (the pane scrolls)
 HINT = "Select an event: arrows, click, / to search, n / N for matches."
 
 
@@ -82,6 +95,7 @@ class TraceViewerScreen(ToolScreen):
     """
 
     ZOOM, PAN, MATCH = Binding.Group("Zoom"), Binding.Group("Pan"), Binding.Group("Match")
+    FLOW = Binding.Group("Flow")
     BINDINGS = [  # short words for the footer; the tooltip is what `?` says
         Binding("w", "zoom(0.5)", "Zoom in", id="trace.zoom_in", group=ZOOM, tooltip="zoom in (around the selection)"),
         Binding("s", "zoom(2.0)", "Zoom out", id="trace.zoom_out", group=ZOOM, tooltip="zoom out"),
@@ -107,6 +121,17 @@ class TraceViewerScreen(ToolScreen):
         Binding("asterisk", "select_matches", "Select all matches", show=False, id="trace.select_matches",
                 tooltip="select every match (the details pane sums them)"),
         Binding("g", "prompt('goto')", "Go to", id="trace.goto", tooltip="go to a time, e.g. 12.5ms"),
+        Binding("y", "flow(1)", "Next flow partner", show=False, id="trace.flow_next", group=FLOW,
+                tooltip="jump to the selected event's next flow partner (host launch -> device op, producer -> consumer)"),
+        Binding("Y", "flow(-1)", "Previous flow partner", show=False, id="trace.flow_prev", group=FLOW,
+                tooltip="jump to the previous flow partner"),
+        Binding("z", "range_mark", "Range mark", show=False, id="trace.range_mark",
+                tooltip="range mark at the cursor (the selection, or the time cursor in timing mode); the second "
+                        "closes the range: shaded, and its events summed per name"),
+        Binding("H", "stack_hosts", "Stack hosts", show=False, id="trace.stack_hosts",
+                tooltip="pick several hosts (space toggles, Enter shows): their processes one under another "
+                        "on one time axis, aligned by absolute time"),
+        Binding("Z", "clear_range", "Clear range", show=False, id="trace.clear_range", tooltip="clear the marked range"),
         Binding("1", "mode('select')", "Selection mode", show=False, id="trace.mode_select",
                 tooltip="selection mode (arrows move between events)"),
         Binding("2", "mode('pan')", "Pan mode", show=False, id="trace.mode_pan", tooltip="pan mode (arrows pan)"),
@@ -124,15 +149,19 @@ class TraceViewerScreen(ToolScreen):
         Binding("ctrl+up", "scroll_details(-1)", "Details up", show=False, id="trace.details_up",
                 tooltip="scroll the details pane up"),
         Binding("escape", "clear", "Clear selection / prompt", show=False, id="trace.clear",
-                tooltip="clear the selection (or close the search / go-to line)"),
+                tooltip="clear the selection, then the marked range (or close the search / go-to line)"),
     ]
     help_notes = ("[b]Like XProf's trace viewer[/b]: w a s d zoom and pan, 1-4 pick what the arrows do, "
-                  "f fits the selection, m marks it. Times are from the profile start. The mouse works too: "
+                  "f fits the selection, m marks it. A selected event's flow partners are highlighted and joined "
+                  "by a connector; y / Y jump between them. z twice marks a range (per-name summary below). "
+                  "H stacks several hosts on one time axis. "
+                  "Times are from the profile start. The mouse works too: "
                   "click selects, the wheel zooms at the pointer, shift+wheel pans.")
 
     def __init__(self, run, host, tool, **options: Any) -> None:
         self.focus_request: TraceFocus | None = options.pop("focus", None)
-        # Like XProf, one host's timeline at a time: "all hosts" opens the first and says so.
+        self.stack_hosts: list[str] | None = options.pop("hosts", None)  # several hosts stacked (H)
+        # One host's timeline unless hosts are stacked: "all hosts" opens the first and says so.
         self.first_of = len(run.hosts) if host is None and len(run.hosts) > 1 else 0
         if self.first_of:
             host = run.hosts[0]
@@ -143,12 +172,17 @@ class TraceViewerScreen(ToolScreen):
         self._prompt_kind = ""
 
     def host_label(self) -> str:
+        if self.stack_hosts:
+            names = ", ".join(self.stack_hosts)
+            return f"[b]{len(self.stack_hosts)} hosts stacked[/b] [dim]({names}; H picks)[/dim]"
         if self.first_of:
-            return f"[b]{self.host}[/b] [dim](1 of {self.first_of}; the trace shows one host, h picks)[/dim]"
+            return f"[b]{self.host}[/b] [dim](1 of {self.first_of}; H stacks several, h picks one)[/dim]"
         return super().host_label()
 
     # --- loading ----------------------------------------------------------------------------
     def analyze(self, progress: Progress) -> TraceIndex:
+        if self.stack_hosts:
+            return stacked_index(self.run_data, self.stack_hosts, progress)
         # The saved index, else the quick first pass (drawn at once); build_lod finishes and swaps it.
         index = open_index(self.run_data, self.host, progress)
         if index.num_events == 0 and index.partial:
@@ -187,7 +221,7 @@ class TraceViewerScreen(ToolScreen):
         def report(msg: str) -> None:
             self.post_message(self.LodProgress(msg))
 
-        self.post_message(self.LodDone(finish_index(self.run_data, self.host, ix, report)))
+        self.post_message(self.LodDone(finish_index(self.run_data, self.host, ix, report), first=ix))
 
     @work(thread=True, exclusive=True, group="trace-frame", description="event details")
     def load_details_frame(self) -> None:
@@ -211,15 +245,17 @@ class TraceViewerScreen(ToolScreen):
         self.update_details()
 
     class LodDone(Message, bubble=False):
-        def __init__(self, index: TraceIndex) -> None:
+        def __init__(self, index: TraceIndex, first: TraceIndex | None = None) -> None:
             super().__init__()
-            self.index = index
+            self.index, self.first = index, first  # first: the index it finishes
 
     def on_trace_viewer_screen_lod_progress(self, event: LodProgress) -> None:
         self.lod_note = f"in the background: {event.text}"  # the view already works; say this is extra
         self.update_status()
 
     def on_trace_viewer_screen_lod_done(self, event: LodDone) -> None:
+        if event.first is not None and event.first is not self.index:
+            return  # finishes an index this screen has replaced since (another host, stacked hosts)
         if event.index is not self.index:
             was_partial, deferred, self.index = self.index.partial, self.index.deferred, event.index
             if self.timeline is not None:
@@ -292,14 +328,59 @@ class TraceViewerScreen(ToolScreen):
         tl = self.timeline
         if tl.mode == "timing":
             tl.timing_mark()
+            self.update_details()
         elif tl._lines and tl._lines[tl.focus_line][0] == "section":
             tl.toggle_section()
+            if tl.mark is not None and not len(tl.selection):
+                self.update_details()  # the range summary counts the tracks shown
         elif len(tl.selection):  # on an event: fit it (folding its whole process hid what was picked)
             tl.zoom_to_selection()
+
+    def action_stack_hosts(self) -> None:
+        hosts = self.run_data.hosts
+        if len(hosts) < 2:
+            self.notify("this run has one host: nothing to stack", timeout=3)
+            return
+        chosen = self.stack_hosts or [self.host or hosts[0]]
+        self.app.push_screen(HostStackPicker(hosts, chosen), self.stack_picked)
+
+    def stack_picked(self, picked: list[str] | None) -> None:
+        if picked is None:
+            return
+        if not picked:
+            self.notify("no host picked: space toggles a host, Enter shows them", severity="warning", timeout=4)
+            return
+        self.focus_request = None  # rows of one host's file mean nothing in the stacked view
+        self.stack_hosts = picked if len(picked) > 1 else None
+        self.host, self.first_of = picked[0], 0
+        self.index = self.timeline = None
+        self.query_one("#context").update(self.context_text())
+        self.load()
+
+    def action_flow(self, step: int) -> None:
+        if not self._ready():
+            return
+        tl = self.timeline
+        if tl.current < 0:
+            self.notify("select an event first: y jumps to its flow partners", timeout=3)
+        elif not tl.next_flow_partner(int(step)):
+            note = "" if self.index.complete else " (flows come with the full index, being built)"
+            self.notify(f"no flow arrows to or from {tl.ix.event_name(tl.current)!r}{note}", timeout=3)
+
+    def action_range_mark(self) -> None:
+        if self._ready():
+            self.timeline.range_mark()
+            self.update_details()
+
+    def action_clear_range(self) -> None:
+        if self._ready():
+            self.timeline.clear_range()
+            self.update_details()
 
     def action_timing_mark(self) -> None:
         if self._ready():
             self.timeline.timing_mark()
+            self.update_details()
 
     def action_next_match(self, step: int) -> None:
         if not self._ready():
@@ -335,6 +416,9 @@ class TraceViewerScreen(ToolScreen):
             self.hide_prompt()
         elif self.timeline is not None and len(self.timeline.selection):
             self.timeline.select([])
+        elif self.timeline is not None and self.timeline.mark is not None:
+            self.timeline.clear_range()
+            self.update_details()
         else:
             raise SkipAction()  # nothing to clear: Esc goes on to the app (back)
 
@@ -394,6 +478,16 @@ class TraceViewerScreen(ToolScreen):
                  f"{ix.num_events:,} events"]
         if tl.mark is not None:
             parts.append(f"mark {fmt.time_ps(tl.mark.end - tl.mark.start)}")
+        elif len(tl.timing) == 1:
+            parts.append("range: 1 mark (z again closes it)")
+        if len(tl.flow_partners):
+            parts.append(f"{len(tl.flow_partners):,} flow partner(s) (y)")
+        counter = tl.focused_counter()
+        if counter is not None:
+            name, t, value, unit = counter
+            shown = ("-" if value is None else fmt.bytes_binary(value) if unit == "bytes"
+                     else f"{int(value):,}" if float(value).is_integer() else f"{value:,.6g}")
+            parts.append(f"{name} = {shown} at {fmt.time_ps(t)}")
         if tl.mode == "timing":
             cur = tl.time_cursor
             parts.append(f"cursor {fmt.time_ps(cur) if cur is not None else '-'}"
@@ -426,6 +520,8 @@ class TraceViewerScreen(ToolScreen):
         ix = tl.ix
         sel = tl.selection
         if not len(sel):
+            if tl.mark is not None:
+                return self.range_summary(tl.mark.start, tl.mark.end)
             return Text(HINT, style="dim")
         if len(sel) > 1:
             return self.selection_summary(sel)
@@ -448,11 +544,56 @@ class TraceViewerScreen(ToolScreen):
             t.add_row("Full name", long_name)
         if int(ix.kind[i]) != 0:
             t.add_row("Derived", "synthesized by XProf's rules (from the op / region it covers)")
+        flows = self.flow_rows(i)
+        if flows is not None:
+            t.add_row("Flows", flows)
         for k, v in list(ix.stats(i).items())[:MAX_STATS]:
             if isinstance(v, bytes):
                 v = f"<{len(v):,} bytes>"
             t.add_row(k, str(v))
         return t
+
+    def flow_rows(self, i: int):
+        """The event's flow partners: direction, name, where, how long after / before."""
+        ix = self.timeline.ix
+        partners, rows, outgoing = ix.flows.partners(i)
+        if not len(partners):
+            return None
+        t = Table.grid(padding=(0, 1))
+        for _ in range(4):
+            t.add_column(no_wrap=True, overflow="ellipsis")
+        for p, r, out in list(zip(partners.tolist(), rows.tolist(), outgoing.tolist()))[:MAX_FLOWS]:
+            track = ix.tracks[int(ix.row_track[int(ix.event_row[p])])]
+            where = f"{ix.sections[track.section].name} › {track.name}"
+            dt = int(ix.start[p]) - int(ix.start[i])
+            t.add_row("→ to" if out else "← from", ix.event_name(p), where,
+                      f"{'+' if dt >= 0 else '-'}{fmt.time_ps(abs(dt))} · {FLOW_KINDS[int(ix.flows.kind[r])]}")
+        if len(partners) > MAX_FLOWS:
+            t.add_row("", Text(f"… {len(partners) - MAX_FLOWS:,} more (y walks them all)", style="dim"), "", "")
+        return t
+
+    def range_summary(self, a: int, b: int):
+        """The marked range: its length, then per name (XProf's selection table) what happens in it."""
+        tl = self.timeline
+        folded = bool(tl.collapsed)  # like XProf's selection, only the tracks shown count
+        rows = np.array([v for kind, v in tl._lines if kind == "row"], np.int64) if folded else None
+        st = range_stats(tl.ix, a, b, rows)
+        head = Table.grid(padding=(0, 2))
+        head.add_column(style="bold")
+        head.add_column()
+        note = " (folded processes left out)" if folded else ""
+        head.add_row("Range", f"{fmt.time_ps(st.start_ps)} – {fmt.time_ps(st.end_ps)} ({fmt.time_ps(st.span_ps)}), "
+                              f"{st.count:,} events{note}, {len(st.per_name):,} name(s)   [dim](Z or Esc clears)[/dim]")
+        per_name = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
+        per_name.add_column("Name", overflow="ellipsis", no_wrap=True, max_width=50)
+        for col in ("Count", "Total", "Average", "Min", "Max", "% of range"):
+            per_name.add_column(col, justify="right", no_wrap=True)
+        for n in st.per_name[:MAX_RANGE_NAMES]:
+            per_name.add_row(n.name, f"{n.count:,}", fmt.time_ps(n.total_ps), fmt.time_ps(n.average_ps),
+                             fmt.time_ps(n.min_ps), fmt.time_ps(n.max_ps), fmt.fraction_percent(n.share, 1))
+        if len(st.per_name) > MAX_RANGE_NAMES:
+            per_name.add_row(Text(f"… {len(st.per_name) - MAX_RANGE_NAMES:,} more names", style="dim"), *[""] * 6)
+        return Group(head, Text(""), per_name)
 
     def selection_summary(self, sel: np.ndarray):
         """Several events: totals, then per name (as XProf's selection table) the biggest first."""

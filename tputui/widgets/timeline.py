@@ -28,6 +28,8 @@ from tputui import format as fmt
 from tputui.analysis.trace import Level, TraceIndex
 
 AXIS_LINES = 2
+SPARK = "▁▂▃▄▅▆▇█"  # a known value is never blank: the lowest is ▁
+MAX_CONNECTORS = 16  # flow partners a connector is drawn to (all are highlighted)
 PALETTE = ["#31688e", "#8e4b31", "#3f7f3f", "#7d3f7d", "#7d7a2f", "#2f7d7a", "#a06a2a", "#5a5aa8",
            "#a84f72", "#4f8f6e", "#6e6e6e", "#8f4a4a", "#3a5f9e", "#9e7d3a", "#5d8f2f", "#8f2f5d"]
 MATCH_BG = "#e0c000"
@@ -92,10 +94,15 @@ class Timeline(Widget, can_focus=True):
     Timeline > .timeline--mark { color: $background; background: $accent; text-style: bold; }
     Timeline > .timeline--cursor { color: $warning; text-style: bold; }
     Timeline > .timeline--selected { color: $background; background: $foreground; text-style: bold; }
+    Timeline > .timeline--flow { color: $background; background: $success; text-style: bold; }
+    Timeline > .timeline--connector { color: $success; text-style: bold; }
+    Timeline > .timeline--range { background: $boost; }
+    Timeline > .timeline--counter { color: $accent; }
     """
     COMPONENT_CLASSES = {"timeline--axis", "timeline--axis-label", "timeline--gutter", "timeline--gutter-focus",
                          "timeline--section", "timeline--section-focus", "timeline--mark", "timeline--cursor",
-                         "timeline--selected"}
+                         "timeline--selected", "timeline--flow", "timeline--connector", "timeline--range",
+                         "timeline--counter"}
 
     class SelectionChanged(Message):
         """The selected event(s) changed (the details pane listens)."""
@@ -116,7 +123,13 @@ class Timeline(Widget, can_focus=True):
         self.current = -1  # the event arrows move from
         self.focus_line = 0
         self.mark: Mark | None = None
-        self.timing: list[int] = []  # marks set in timing mode
+        self.timing: list[tuple[int, int]] = []  # range marks set so far (time cursor or selection spans)
+        self.range_done = False  # the mark came from two range marks (the details pane sums it)
+        self.flow_partners: np.ndarray = np.zeros(0, np.int64)  # the current event's flow partners
+        self.flow_origin = -1  # the event `y` / `Y` walk the partners of
+        self.flow_pos = -1
+        self._walk: np.ndarray = np.zeros(0, np.int64)
+        self._walk_set: set[int] = set()
         self.time_cursor: int | None = None
         self.mode = "select"
         self.matches: np.ndarray = np.zeros(0, np.int64)
@@ -140,6 +153,9 @@ class Timeline(Widget, can_focus=True):
             self.matches = index.search(self.search_text)
             self.match_pos = -1
         self.selection, self.current = sel, cur
+        self.flow_partners = (np.sort(index.flows.partners(cur)[0]) if len(sel) == 1 and cur >= 0
+                              else np.zeros(0, np.int64))
+        self.flow_origin, self._walk, self._walk_set = -1, np.zeros(0, np.int64), set()
         if cur >= 0:
             self.focus_line = max(self.line_of_row(int(index.event_row[cur])), 0)
             self.ensure_line_visible(self.focus_line)
@@ -148,12 +164,22 @@ class Timeline(Widget, can_focus=True):
         self.post_message(self.ViewChanged())
 
     # --- layout ---------------------------------------------------------------------------
+    @property
+    def counters_of(self) -> dict[int, list[int]]:
+        """Counter series per process (pid)."""
+        c = self.ix.counters
+        out: dict[int, list[int]] = {}
+        for k, pid in enumerate(c.pid.tolist()):
+            out.setdefault(int(pid), []).append(k)
+        return out
+
     def rebuild_lines(self) -> None:
         lines: list[tuple[str, int]] = []
         for s, sec in enumerate(self.ix.sections):
             lines.append(("section", s))
             if s in self.collapsed:
                 continue
+            lines.extend(("counter", k) for k in self.counters_of.get(sec.pid, ()))
             for k in sec.tracks:
                 t = self.ix.tracks[k]
                 lines.extend(("row", t.first_row + d) for d in range(t.num_rows))
@@ -198,6 +224,9 @@ class Timeline(Widget, can_focus=True):
         kind, v = self._lines[line]
         if kind == "section":
             return v
+        if kind == "counter":
+            pid = int(self.ix.counters.pid[v])
+            return next(k for k, sec in enumerate(self.ix.sections) if sec.pid == pid)
         return self.ix.tracks[int(self.ix.row_track[v])].section
 
     def ensure_line_visible(self, line: int) -> None:
@@ -236,7 +265,9 @@ class Timeline(Widget, can_focus=True):
         level = self.ix.level_for((self.t1 - self.t0) / w)
         out = self.axis_lines(edges)
         sel_blocks = self.selected_blocks(level)
+        flow_blocks = self.blocks_of(level, self.flow_partners)
         matches = self.ix.block_matches(level) if len(self.matches) else None
+        shade = self.range_columns()
         for y in range(height - AXIS_LINES):
             i = self.top + y
             if i >= len(self._lines):
@@ -245,8 +276,92 @@ class Timeline(Widget, can_focus=True):
             kind, v = self._lines[i]
             if kind == "section":
                 out.append(self.section_line(v, i, width))
+            elif kind == "counter":
+                out.append(self.counter_line(v, i, edges, shade))
             else:
-                out.append(self.row_line(v, i, edges, level, sel_blocks, matches))
+                out.append(self.row_line(v, i, edges, level, sel_blocks, matches, flow_blocks, shade))
+        return self.draw_connectors(out)
+
+    def range_columns(self) -> tuple[int, int] | None:
+        """Plot columns [a, b) the marked range covers, None when no mark is in view."""
+        m = self.mark
+        if m is None or m.end < self.t0 or m.start > self.t1:
+            return None
+        w = self.plot_width
+        a = int(np.clip(math.floor((m.start - self.t0) / self.span * w), 0, w))
+        b = int(np.clip(math.ceil((m.end - self.t0) / self.span * w), 0, w))
+        return (a, max(b, a + 1))
+
+    def column_of(self, t: float) -> int | None:
+        col = int((t - self.t0) / self.span * self.plot_width)
+        return col if 0 <= col < self.plot_width else None
+
+    def blank_segments(self, x: int, n: int, shade: tuple[int, int] | None) -> list[Segment]:
+        """n empty plot columns from column x, those inside the marked range shaded."""
+        if shade is None or x + n <= shade[0] or x >= shade[1]:
+            return [Segment(" " * n, self.style(("blank",)))]
+        a, b = max(shade[0], x), min(shade[1], x + n)
+        segs = [Segment(" " * (a - x), self.style(("blank",)))] if a > x else []
+        segs.append(Segment(" " * (b - a), self.style(("range",))))
+        if x + n > b:
+            segs.append(Segment(" " * (x + n - b), self.style(("blank",))))
+        return segs
+
+    def counter_line(self, k: int, line: int, edges: np.ndarray, shade: tuple[int, int] | None) -> Strip:
+        """A counter series as a sparkline: per column the largest value there, scaled to the
+        series' own range over the whole profile."""
+        c = self.ix.counters
+        g = self.label_width
+        focused = line == self.focus_line
+        segs = [Segment(_fit(c.names[k], g).ljust(g), self.style(("gutter", focused))), Segment("│", self.style(("axis",)))]
+        vals = c.columns(k, edges)
+        allv = c.value[c.samples(k)]
+        lo, hi = (float(allv.min()), float(allv.max())) if len(allv) else (0.0, 0.0)
+        lo = min(lo, 0.0)  # bars from zero read as amounts
+        known = ~np.isnan(vals)
+        level = np.zeros(len(vals), np.int64)
+        if hi > lo:
+            level[known] = np.clip(((vals[known] - lo) / (hi - lo) * (len(SPARK) - 1)).round(), 0, len(SPARK) - 1)
+        else:
+            level[known] = len(SPARK) - 1 if hi > 0 else 0
+        x = 0
+        for run_known, n in _runs(known):
+            if not run_known:
+                segs.extend(self.blank_segments(x, n, shade))
+            else:
+                segs.append(Segment("".join(SPARK[v] for v in level[x:x + n].tolist()), self.style(("counter",))))
+            x += n
+        return Strip(segs)
+
+    def draw_connectors(self, out: list[Strip]) -> list[Strip]:
+        """A vertical connector from the current event's line to each flow partner's line, at
+        the time the link lands (the consumer's start), with an arrowhead at the consumer."""
+        if self.current < 0 or not len(self.flow_partners):
+            return out
+        ix, g = self.ix, self.label_width
+        here = self.line_of_row(int(ix.event_row[self.current]))
+        if here < 0:
+            return out
+        style = self.style(("connector",))
+        first, last = self.top, self.top + len(out) - AXIS_LINES - 1
+        lines_of = {r: self.line_of_row(r) for r in set(ix.event_row[self.flow_partners[:MAX_CONNECTORS]].tolist())}
+        fl = ix.flows
+        for p in self.flow_partners[:MAX_CONNECTORS].tolist():
+            there = lines_of[int(ix.event_row[p])]
+            if there < 0 or there == here:
+                continue
+            outgoing = len(fl.outgoing(self.current)) and bool(np.any(fl.dst[fl.outgoing(self.current)] == p))
+            col = self.column_of(int(ix.start[p]) if outgoing else int(ix.start[self.current]))
+            if col is None:
+                continue
+            step = 1 if there > here else -1
+            head_line = there - step if outgoing else here + step  # next to the consumer
+            for ln in range(here + step, there, step):
+                if first <= ln <= last:
+                    ch = ("▼" if step > 0 else "▲") if ln == head_line and outgoing else \
+                        (("▲" if step > 0 else "▼") if ln == head_line else "│")
+                    y = AXIS_LINES + ln - self.top
+                    out[y] = _overlay(out[y], g + 1 + col, ch, style)
         return out
 
     def style(self, key) -> Style:
@@ -254,14 +369,20 @@ class Timeline(Widget, can_focus=True):
         if st is None:
             kind = key[0]
             if kind == "block":
-                _, color, selected, matched = key
+                _, color, selected, matched, *flow = key  # (kind, colour, selected, matched[, flowed])
+                flowed = bool(flow and flow[0])
                 if selected:  # the selection stands out whatever its colour (the theme's text colour)
                     st = self.get_component_rich_style("timeline--selected")
+                elif flowed:  # linked to the selection by a flow arrow
+                    st = self.get_component_rich_style("timeline--flow")
                 else:
                     st = Style(bgcolor=MATCH_BG if matched else PALETTE[color], color="black" if matched else "white")
             elif kind == "tick":
-                _, color, selected, matched = key
-                if selected or matched:
+                _, color, selected, matched, *flow = key
+                flowed = bool(flow and flow[0])
+                if flowed and not selected:
+                    st = self.get_component_rich_style("timeline--flow")
+                elif selected or matched:
                     st = self.get_component_rich_style("timeline--selected") if selected else \
                         Style(bgcolor=MATCH_BG, color="black", bold=True)
                 else:
@@ -270,7 +391,7 @@ class Timeline(Widget, can_focus=True):
                 st = self.get_component_rich_style("timeline--gutter-focus" if key[1] else "timeline--gutter")
             elif kind == "section":
                 st = self.get_component_rich_style("timeline--section-focus" if key[1] else "timeline--section")
-            elif kind in ("axis", "mark", "cursor"):
+            elif kind in ("axis", "mark", "cursor", "connector", "range", "counter"):
                 st = self.get_component_rich_style(f"timeline--{kind}")
             elif kind == "axis_label":
                 st = self.get_component_rich_style("timeline--axis-label")
@@ -339,7 +460,11 @@ class Timeline(Widget, can_focus=True):
 
     def selected_blocks(self, level: Level) -> np.ndarray:
         """Block indices of `level` that contain a selected event (sorted)."""
-        sel = self.selection
+        return self.blocks_of(level, self.selection)
+
+    def blocks_of(self, level: Level, events: np.ndarray) -> np.ndarray:
+        """Block indices of `level` that contain one of `events` (sorted event indices)."""
+        sel = events
         if not len(sel):
             return np.zeros(0, np.int64)
         if level.gap == 0:
@@ -349,7 +474,8 @@ class Timeline(Widget, can_focus=True):
         return _dedupe_sorted(b)
 
     def row_line(self, row: int, line: int, edges: np.ndarray, level: Level, sel_blocks: np.ndarray,
-                 matches: np.ndarray | None) -> Strip:
+                 matches: np.ndarray | None, flow_blocks: np.ndarray | None = None,
+                 shade: tuple[int, int] | None = None) -> Strip:
         ix = self.ix
         g = self.label_width
         track = ix.tracks[int(ix.row_track[row])]
@@ -359,7 +485,7 @@ class Timeline(Widget, can_focus=True):
         segs = [Segment(_fit(label, g).ljust(g), self.style(("gutter", focused))), Segment("│", self.style(("axis",)))]
         cols = ix.row_columns(row, edges, level)
         if not (cols >= 0).any():
-            segs.append(Segment(" " * len(cols), self.style(("blank",))))
+            segs.extend(self.blank_segments(0, len(cols), shade))
             return Strip(segs)
         # Runs of equal block index.
         change = np.flatnonzero(np.diff(cols)) + 1
@@ -371,18 +497,20 @@ class Timeline(Widget, can_focus=True):
         durs = ix.end[np.maximum(reps, 0)] - ix.start[np.maximum(reps, 0)]
         sel = np.isin(blocks, sel_blocks) if len(sel_blocks) else np.zeros(len(blocks), bool)
         mat = matches[np.maximum(blocks, 0)] & (blocks >= 0) if matches is not None else np.zeros(len(blocks), bool)
-        for a, b, blk, nm, du, s, m in zip(starts.tolist(), ends.tolist(), blocks.tolist(), names.tolist(),
-                                           durs.tolist(), sel.tolist(), mat.tolist()):
+        flo = (np.isin(blocks, flow_blocks) if flow_blocks is not None and len(flow_blocks)
+               else np.zeros(len(blocks), bool))
+        for a, b, blk, nm, du, s, m, fl in zip(starts.tolist(), ends.tolist(), blocks.tolist(), names.tolist(),
+                                               durs.tolist(), sel.tolist(), mat.tolist(), flo.tolist()):
             n = b - a
             if blk < 0:
-                segs.append(Segment(" " * n, self.style(("blank",))))
+                segs.extend(self.blank_segments(a, n, shade))
                 continue
             color = int(ix.name_hash[nm]) % len(PALETTE)
             if du == 0 and n == 1:
-                segs.append(Segment("╽", self.style(("tick", color, s, m))))
+                segs.append(Segment("╽", self.style(("tick", color, s, m, fl))))
                 continue
             text = _fit(ix.names[nm], n) if n >= 3 else ""
-            segs.append(Segment(text.ljust(n), self.style(("block", color, s, m))))
+            segs.append(Segment(text.ljust(n), self.style(("block", color, s, m, fl))))
         return Strip(segs)
 
     # --- navigation (the screen binds keys to these) -----------------------------------
@@ -447,6 +575,8 @@ class Timeline(Widget, can_focus=True):
         ev = _dedupe_sorted(np.sort(np.asarray(events, dtype=np.int64)))
         self.selection = ev
         self.current = int(current if current is not None else (ev[0] if len(ev) else -1))
+        self.flow_partners = (np.sort(self.ix.flows.partners(self.current)[0]) if len(ev) == 1 and self.current >= 0
+                              else np.zeros(0, np.int64))
         if self.current >= 0:
             line = self.line_of_row(int(self.ix.event_row[self.current]))
             if line < 0:  # in a collapsed section: open it
@@ -581,11 +711,60 @@ class Timeline(Widget, can_focus=True):
     def timing_mark(self) -> None:
         """Timing mode: set a mark at the time cursor; two marks make the measured interval."""
         t = self.time_cursor if self.time_cursor is not None else int((self.t0 + self.t1) / 2)
-        self.timing = (self.timing + [int(t)])[-2:]
+        self.add_range_mark(int(t), int(t))
+
+    def range_mark(self) -> None:
+        """A range mark at the cursor: the time cursor in timing mode (or with nothing
+        selected), else the selected events' span; the second mark closes the range from the
+        first mark's start to the second's end (whichever order they come in)."""
+        if self.mode != "timing" and len(self.selection):
+            a, b = self.selection_span()
+            self.add_range_mark(a, b)
+        else:
+            self.timing_mark()
+
+    def add_range_mark(self, a: int, b: int) -> None:
+        self.timing = [] if len(self.timing) >= 2 else self.timing
+        self.timing.append((a, b))
         if len(self.timing) == 2:
-            a, b = sorted(self.timing)
-            self.mark = Mark(a, b)
+            self.mark = Mark(min(s for s, _ in self.timing), max(e for _, e in self.timing))
+            self.range_done = True
+            if len(self.selection):
+                self.select([], reveal=False)  # the details pane sums the range now
         self.view_changed()
+
+    def clear_range(self) -> None:
+        self.timing, self.mark, self.range_done = [], None, False
+        self.view_changed()
+
+    def focused_counter(self) -> tuple[str, int, float | None, str] | None:
+        """On a counter line: (series, time, its value there, unit) at the time cursor (else the
+        view's middle); None elsewhere."""
+        if not (0 <= self.focus_line < len(self._lines)) or self._lines[self.focus_line][0] != "counter":
+            return None
+        k = self._lines[self.focus_line][1]
+        t = int(self.time_cursor if self.time_cursor is not None else (self.t0 + self.t1) / 2)
+        c = self.ix.counters
+        return c.names[k], t, c.value_at(k, t), c.unit(k)
+
+    # --- flows ------------------------------------------------------------------------------
+    def next_flow_partner(self, step: int) -> bool:
+        """Select the next (step 1) / previous (-1) flow partner, in time order, of the event
+        the walk started from: the current event, unless it is a partner being walked to."""
+        walking = self.flow_origin >= 0 and self.current in self._walk_set
+        if not walking:
+            if self.current < 0:
+                return False
+            partners = self.ix.flows.partners(self.current)[0]
+            if not len(partners):
+                return False
+            self._walk = partners[np.argsort(np.asarray(self.ix.start)[partners], kind="stable")]
+            self._walk_set = set(self._walk.tolist())
+            self.flow_origin, self.flow_pos = self.current, -1
+        n = len(self._walk)
+        self.flow_pos = (self.flow_pos + step) % n if self.flow_pos >= 0 else (0 if step > 0 else n - 1)
+        self.select([int(self._walk[self.flow_pos])])
+        return True
 
     # --- mouse ------------------------------------------------------------------------------
     def time_at_x(self, x: int) -> float | None:
@@ -636,6 +815,16 @@ def _dedupe_sorted(a: np.ndarray) -> np.ndarray:
     if len(a) < 2:
         return a
     return a[np.concatenate(([True], a[1:] != a[:-1]))]
+
+
+def _runs(flags: np.ndarray) -> list[tuple[bool, int]]:
+    """(value, length) runs of a bool array."""
+    if not len(flags):
+        return []
+    cut = np.flatnonzero(flags[1:] != flags[:-1]) + 1
+    starts = np.concatenate(([0], cut))
+    lens = np.diff(np.concatenate((starts, [len(flags)])))
+    return list(zip(flags[starts].tolist(), lens.tolist()))
 
 
 def _fit(text: str, n: int) -> str:

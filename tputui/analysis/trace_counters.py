@@ -1,0 +1,176 @@
+"""Counter tracks of the trace viewer (Chrome trace `"ph":"C"`): values that change over time.
+
+Two sources:
+* a `_counters_` line (XProf's kCounterEventsLineName; TPU v6e / v7x performance counters): XProf
+  turns each of its events into a counter sample of its process, named after the event; the value
+  is the `counter_value` stat, else the event's first numeric stat;
+* the memory allocator's activity (MemoryAllocation / MemoryDeallocation events, which the trace
+  viewer hides as events): `bytes_allocated` after each, one series per memory id (the allocator
+  name, else the device ordinal, else the index on host, as the memory profile groups them), on
+  the plane's process (the memory profile's "heap in use").
+
+A CounterTable is columnar: `names` / `pid` per series, samples sorted by (series, time) in
+`series` / `t_ps` / `value`, and `first` / `count` per series.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from tputui.data.raw import KIND_DOUBLE, KIND_INT64, KIND_UINT64
+
+COUNTER_LINE = "_counters_"
+COUNTER_VALUE = "counter_value"
+MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
+MEMORY_VALUE = "bytes_allocated"
+MEMORY_SERIES = "Memory in use"
+ORDINAL_STATS = ("device_ordinal", "index_on_host")  # the memory id when there is no allocator name
+
+
+@dataclass(frozen=True)
+class CounterTable:
+    names: list[str]  # per series
+    pid: np.ndarray  # uint32 per series: the process (section) it belongs to
+    series: np.ndarray  # int32 per sample
+    t_ps: np.ndarray  # int64 per sample, from the profile start
+    value: np.ndarray  # float64 per sample
+    first: np.ndarray  # int64 per series: its first sample
+    count: np.ndarray  # int64 per series
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @staticmethod
+    def empty() -> CounterTable:
+        z = np.zeros(0, np.int64)
+        return CounterTable([], np.zeros(0, np.uint32), np.zeros(0, np.int32), z, np.zeros(0), z, z)
+
+    def unit(self, k: int) -> str:
+        """"bytes" for the allocator series, "" for a plain count."""
+        return "bytes" if self.names[k].startswith(MEMORY_SERIES) else ""
+
+    def samples(self, k: int) -> slice:
+        a = int(self.first[k])
+        return slice(a, a + int(self.count[k]))
+
+    def value_at(self, k: int, t: float) -> float | None:
+        """Series k's value at time t (the last sample at or before it), None before its first."""
+        sl = self.samples(k)
+        j = int(np.searchsorted(self.t_ps[sl], t, "right")) - 1
+        return float(self.value[sl.start + j]) if j >= 0 else None
+
+    def columns(self, k: int, edges: np.ndarray) -> np.ndarray:
+        """Per column [edges[i], edges[i+1]): the largest value series k takes there (NaN before
+        its first sample), the value carried from earlier samples included."""
+        sl = self.samples(k)
+        t, v = self.t_ps[sl], self.value[sl]
+        ncol = len(edges) - 1
+        out = np.full(ncol, np.nan)
+        if not len(t) or ncol <= 0:
+            return out
+        carried = np.searchsorted(t, edges[:-1], "right") - 1  # the sample in force as the column opens
+        has = carried >= 0
+        out[has] = v[carried[has]]
+        lo = np.searchsorted(t, edges[:-1], "left")
+        hi = np.searchsorted(t, edges[1:], "left")
+        inside = hi > lo
+        if inside.any():
+            # Columns with samples are consecutive runs of the samples (empty columns hold none
+            # between them), so one reduceat over their first samples gives each column's max.
+            cols = np.flatnonzero(inside)
+            mx = np.maximum.reduceat(v[: int(hi[cols[-1]])], lo[cols])
+            out[cols] = np.fmax(out[cols], mx)
+        return out
+
+    def remap_pids(self, pids: np.ndarray) -> CounterTable:
+        return CounterTable(self.names, np.asarray(pids, np.uint32), self.series, self.t_ps, self.value, self.first,
+                            self.count)
+
+
+def build(names: list[str], pid: list[int], series: np.ndarray, t: np.ndarray, value: np.ndarray) -> CounterTable:
+    """A CounterTable from unsorted samples (series ids index `names` / `pid`)."""
+    order = np.lexsort((t, series))
+    series, t, value = series[order].astype(np.int32), t[order].astype(np.int64), value[order].astype(np.float64)
+    count = np.bincount(series, minlength=len(names)).astype(np.int64)
+    first = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
+    return CounterTable(list(names), np.asarray(pid, np.uint32), series, t, value, first, count)
+
+
+def counter_table(frame, plane_pid: np.ndarray, counter_lines: np.ndarray, display_names: np.ndarray) -> CounterTable:
+    """The counters of a frame. plane_pid: the process of each plane (-1: not shown);
+    counter_lines: bool per line, a `_counters_` line of a shown plane; display_names: the
+    shown name of each event-metadata row (+1 trailing row for unknown metadata)."""
+    r = frame.raw
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # key, pid, name, t, v
+    if counter_lines.any():
+        rows = np.flatnonzero(counter_lines[r.event_line])
+        values = _counter_values(frame, rows)
+        ok = ~np.isnan(values)
+        rows = rows[ok]
+        md = frame.events["metadata"].to_numpy()[rows]
+        pid = plane_pid[r.line_plane[r.event_line[rows]]]
+        parts.append((display_names[md], pid, display_names[md], frame.start_ps[rows], values[ok]))
+    mem = _memory_samples(frame, plane_pid)
+    if mem is not None:
+        parts.append(mem)
+    if not parts:
+        return CounterTable.empty()
+    name = np.concatenate([p[2] for p in parts]).astype(object)
+    pid = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    keys = pl.DataFrame({"pid": pid, "name": pl.Series(name.tolist(), dtype=pl.String)})
+    uniq = keys.unique(maintain_order=True).sort("pid", maintain_order=True).with_row_index("series")
+    series = keys.join(uniq, on=["pid", "name"], how="left", maintain_order="left")["series"].to_numpy()
+    return build(uniq["name"].to_list(), uniq["pid"].to_list(), series,
+                 np.concatenate([p[3] for p in parts]), np.concatenate([p[4] for p in parts]))
+
+
+def _counter_values(frame, rows: np.ndarray) -> np.ndarray:
+    """Per event row: counter_value, else its first numeric stat (NaN when none)."""
+    out = np.full(len(rows), np.nan)
+    if not len(rows):
+        return out
+    st = frame.stat_values("event", frame.raw.sm_name)  # every stat, long form
+    st = st.filter(pl.col("kind").is_in([KIND_INT64, KIND_UINT64, KIND_DOUBLE]))
+    num = st.select("owner", "stat_name", v=pl.when(pl.col("kind") == KIND_DOUBLE).then(pl.col("float"))
+                    .when(pl.col("kind") == KIND_UINT64).then(pl.col("uint").cast(pl.Float64))
+                    .otherwise(pl.col("int").cast(pl.Float64)))
+    num = num.filter(pl.col("owner").is_in(pl.Series(rows).implode()))
+    if not num.height:
+        return out
+    best = (num.with_columns(pref=(pl.col("stat_name") != COUNTER_VALUE).cast(pl.Int8))
+            .with_row_index("order").sort("owner", "pref", "order").unique("owner", keep="first"))
+    pos = np.searchsorted(rows, best["owner"].to_numpy())
+    out[pos] = best["v"].to_numpy()
+    return out
+
+
+def _memory_samples(frame, plane_pid: np.ndarray):
+    r = frame.raw
+    if MEMORY_VALUE not in r.sm_name:
+        return None
+    flag = np.array([n in MEMORY_EVENTS for n in r.em_name] + [False])
+    md = frame.events["metadata"].to_numpy()
+    rows = np.flatnonzero(flag[md])
+    if not len(rows):
+        return None
+    pid = plane_pid[r.line_plane[r.event_line[rows]]]
+    keep = pid >= 0
+    rows, pid = rows[keep], pid[keep]
+    val = frame.stat_values("event", MEMORY_VALUE).select("owner", v=pl.col("int"))
+    alloc = frame.stat_values("event", "allocator_name").select("owner", tid=pl.col("text_id"))
+    ordinal = [frame.stat_values("event", n).select("owner", **{n: pl.col("int")}) for n in ORDINAL_STATS]
+    df = (pl.DataFrame({"owner": rows, "pid": pid}).join(val, on="owner", how="inner", maintain_order="left")
+          .join(alloc, on="owner", how="left", maintain_order="left"))
+    for o in ordinal:
+        df = df.join(o, on="owner", how="left", maintain_order="left")
+    if not df.height:
+        return None
+    allocator = frame.texts_of(df["tid"].fill_null(-1).to_numpy())
+    # XProf's memory id: the allocator name, else the device ordinal, else the index on host.
+    number = df.select(pl.coalesce(*ORDINAL_STATS).cast(pl.String).fill_null("")).to_series().to_list()
+    ids = [a or n for a, n in zip(allocator.tolist(), number)]
+    name = np.array([f"{MEMORY_SERIES}: {a}" if a else MEMORY_SERIES for a in ids], dtype=object)
+    owner = df["owner"].to_numpy()
+    return (name, df["pid"].to_numpy(), name, frame.start_ps[owner], df["v"].to_numpy().astype(np.float64))
