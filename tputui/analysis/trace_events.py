@@ -206,8 +206,9 @@ class _Build:
         grouped = self.space_is_grouped()
         line_pid = plane_pid[r.line_plane]
         line_ok = (line_pid >= 0) & line_keeps_events & ~counter_line
-        self.counters = counter_table(self.f, plane_pid, (line_pid >= 0) & counter_line,
-                                      self.md_shown_names())
+        # Counter tracks come with the final pass, as flows do: the quick first frame skips them.
+        self.counters = (counter_table(self.f, plane_pid, (line_pid >= 0) & counter_line, self.md_shown_names())
+                         if derived else CounterTable.empty())
         keep = line_ok[r.event_line]
         if self.md_internal.any():
             keep &= ~self.md_internal[self.ev_md]
