@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import tempfile
 import threading
 
 from tputui.data import cache_entry
@@ -46,11 +47,21 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
                 pass
             return frame
     data = read(hf, progress=progress)
+    folder = None
     if hf.format == "riegeli":
         from tputui.data.riegeli_xspace import read_riegeli
 
-        raw, skipped = read_riegeli(data, hf, planes, progress)
+        folder = _merge_folder(use_cache)
+        try:
+            raw, skipped = read_riegeli(data, hf, planes, progress, folder=folder)
+        except BaseException:
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
         entry = None if skipped else entry  # a damaged file is read (and warned about) each time
+        if folder and not entry:
+            shutil.rmtree(folder, ignore_errors=True)  # the mapped columns stay readable until dropped
+            folder = None
     else:
         if progress:
             progress(f"decoding {hf.host} ({len(data) / 1e6:.1f} MB)")
@@ -62,8 +73,20 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
     if entry:
         # Writing ~35 bytes per event costs more than decoding them: do it beside the caller.
         # Not a daemon thread, so a short-lived CLI process still finishes the entry.
-        threading.Thread(target=_save_quietly, args=(raw, entry), name="tputui-cache-write").start()
+        threading.Thread(target=_save_quietly, args=(raw, entry, folder), name="tputui-cache-write").start()
     return XSpaceFrame(raw)
+
+
+def _merge_folder(use_cache: bool) -> str | None:
+    """Where a riegeli merge writes its columns (then mapped, so memory does not follow the
+    file): the cache entry being built, or with the cache off a temp folder removed once the
+    columns are mapped. None (merge in memory) when neither can be written."""
+    try:
+        if use_cache:
+            return cache_entry.new_folder(os.path.join(cache_root(), "frames"))
+        return tempfile.mkdtemp(prefix="tputui-merge-")
+    except OSError:
+        return None
 
 
 def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None:
@@ -86,9 +109,9 @@ def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None
         raise LogdirError(f"{hf.path}: {e}") from None
 
 
-def _save_quietly(raw: RawXSpace, entry: str) -> None:
+def _save_quietly(raw: RawXSpace, entry: str, folder: str | None = None) -> None:
     try:
-        cache_entry.save(raw, entry)
+        cache_entry.save(raw, entry, folder)
         prune(os.path.dirname(entry), keep=entry)
     except OSError:
         pass  # a read-only or full cache dir must not stop the user from reading a profile
