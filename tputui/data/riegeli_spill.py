@@ -5,8 +5,7 @@ Two halves:
 - a spill: each record's event and event-stat columns appended in record order as the record is
   merged (one raw file per column);
 - an output: the merged columns in final line order, each an .npy file of known length written
-  front to back, copied run by run from the spill (runs that need no change by the kernel,
-  `copy_file_range`, without passing through Python), then memory-mapped.
+  front to back, run by run from the spill, then memory-mapped.
 The files go in the cache entry being written (cache_entry.py names them), so a merged frame is
 already on disk when the merge ends.
 """
@@ -34,7 +33,7 @@ class MemorySpill:
         self.starts: dict[str, list[int]] = {k: [] for k in self.parts}
         self.rows: dict[str, int] = dict.fromkeys(self.parts, 0)
 
-    def append(self, name: str, values: np.ndarray) -> None:
+    def append(self, name: str, values: np.ndarray, cuts: np.ndarray | None = None) -> None:
         self.starts[name].append(self.rows[name])
         self.parts[name].append(np.asarray(values, DTYPES[name]))
         self.rows[name] += len(values)
@@ -57,27 +56,44 @@ class MemorySpill:
 
 
 class FileSpill:
-    """Record-order columns appended to raw files in `folder` (removed by close()). A thread
-    writes them (the write lets go of the GIL), so the next record is decoded meanwhile; at most
-    two records' columns wait in its queue."""
+    """Record-order columns in files in `folder` (removed by close()), each record's column cut
+    into pieces (one per line: what the merged order moves as a whole) and each piece
+    zstd-compressed at a fast level, so the spill costs a fraction of the columns' bytes in
+    writes. A thread compresses and writes (zstd and the write let go of the GIL), so the next
+    record is decoded meanwhile; at most two records' columns wait in its queue."""
+
+    LEVEL = -5  # zstd's fast levels: over 1 GB/s each way
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
         self.files: dict[str, int] = {}
         self.rows: dict[str, int] = dict.fromkeys(EVENT_COLUMNS + STAT_COLUMNS, 0)
+        self.size: dict[str, int] = dict.fromkeys(self.rows, 0)  # bytes in each file
+        # Per column: first row of each piece (ascending) and its (file offset, compressed size, rows).
+        self.starts: dict[str, list[int]] = {k: [] for k in self.rows}
+        self.pieces: dict[str, list[tuple[int, int, int]]] = {k: [] for k in self.rows}
         self.pending: queue.Queue = queue.Queue(maxsize=2 * len(self.rows))
         self.error: BaseException | None = None
         self.writer: threading.Thread | None = None
 
     def _write_queued(self) -> None:
+        import zstandard
+
+        compressor = zstandard.ZstdCompressor(level=self.LEVEL)
         while True:
             item = self.pending.get()
             try:
                 if item is None:
                     return
                 if self.error is None:
-                    fd, values, offset = item
-                    _write_all(fd, _bytes_of(values), offset)
+                    name, values, first, cuts = item
+                    fd = self.fd(name)
+                    for a, b in zip(cuts[:-1], cuts[1:]):
+                        data = compressor.compress(_bytes_of(values[a:b]))
+                        _write_all(fd, memoryview(data), self.size[name])
+                        self.starts[name].append(first + a)
+                        self.pieces[name].append((self.size[name], len(data), b - a))
+                        self.size[name] += len(data)
             except BaseException as e:  # noqa: BLE001 - raised in the merging thread by flush()
                 self.error = e
             finally:
@@ -91,29 +107,46 @@ class FileSpill:
             raise self.error
 
     def path(self, name: str) -> str:
-        return os.path.join(self.folder, f"spill.{name}.bin")
+        return os.path.join(self.folder, f"spill.{name}.zst")
 
     def fd(self, name: str) -> int:
         if name not in self.files:
             self.files[name] = os.open(self.path(name), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         return self.files[name]
 
-    def append(self, name: str, values: np.ndarray) -> None:
+    def append(self, name: str, values: np.ndarray, cuts: np.ndarray | None = None) -> None:
+        """`values` after the rows already spilled; `cuts`: where its pieces start (rows)."""
         if self.error is not None:
             raise self.error
         if self.writer is None:
             self.writer = threading.Thread(target=self._write_queued, name="tputui-merge-spill", daemon=True)
             self.writer.start()
         values = np.ascontiguousarray(values, DTYPES[name])
-        self.pending.put((self.fd(name), values, self.rows[name] * values.itemsize))
-        self.rows[name] += len(values)
+        n = len(values)
+        bounds = sorted({0, n, *(int(c) for c in (cuts if cuts is not None else ()) if 0 < c < n)})
+        self.pending.put((name, values, self.rows[name], bounds))
+        self.rows[name] += n
 
     def read(self, name: str, start: int, stop: int) -> np.ndarray:
+        import zstandard
+
         self.flush()
-        size = DTYPES[name].itemsize
-        buf = bytearray((stop - start) * size)
-        _read_all(self.fd(name), memoryview(buf), start * size)
-        return np.frombuffer(buf, DTYPES[name])
+        starts, pieces = self.starts[name], self.pieces[name]
+        k = bisect.bisect_right(starts, start) - 1
+        out, at = [], start
+        decompressor = zstandard.ZstdDecompressor()
+        while at < stop:
+            offset, size, rows = pieces[k]
+            buf = bytearray(size)
+            _read_all(self.fd(name), memoryview(buf), offset)
+            piece = np.frombuffer(decompressor.decompress(buf, max_output_size=rows * DTYPES[name].itemsize),
+                                  DTYPES[name])
+            a = at - starts[k]
+            take = piece[a:a + stop - at]
+            out.append(take)
+            at += len(take)
+            k += 1
+        return out[0] if len(out) == 1 else np.concatenate(out) if out else np.zeros(0, DTYPES[name])
 
     def close(self) -> None:
         if self.writer is not None:
@@ -171,12 +204,7 @@ class FileOut:
         self.at[name] += values.nbytes
 
     def copy(self, name: str, start: int, stop: int) -> None:
-        """Rows [start, stop) of the spilled column, appended without passing through Python."""
-        size = DTYPES[name].itemsize
-        n = (stop - start) * size
-        self.spill.flush()
-        _copy_range(self.spill.fd(name), start * size, self.files[name], self.at[name], n)
-        self.at[name] += n
+        self.write(name, self.spill.read(name, start, stop))
 
     def result(self, name: str) -> np.ndarray:
         os.close(self.files.pop(name))
@@ -211,17 +239,3 @@ def _read_all(fd: int, into: memoryview, offset: int) -> None:
         if n <= 0:
             raise OSError(f"spill file ends early at byte {offset}")
         into, offset = into[n:], offset + n
-
-
-def _copy_range(src: int, src_at: int, dst: int, dst_at: int, n: int) -> None:
-    while n > 0:
-        try:
-            done = os.copy_file_range(src, dst, min(n, _CHUNK), src_at, dst_at)
-        except OSError:  # a file system or kernel without it: through a buffer
-            done = 0
-        if done <= 0:
-            buf = bytearray(min(n, 64 << 20))
-            _read_all(src, memoryview(buf), src_at)
-            _write_all(dst, memoryview(buf), dst_at)
-            done = len(buf)
-        src_at, dst_at, n = src_at + done, dst_at + done, n - done

@@ -229,12 +229,13 @@ class XSpaceMerger:
                 plane.stat_ids.add(sid)
                 self.plane_stats.add([plane.index], [sid], ps.kind[j:j + 1],
                                      _shift_values(ps.kind[j:j + 1], ps.value[j:j + 1], str_base, blob_base))
+        # Cut where the lines start: a line's run is what the merged order moves.
         for k, col in zip(EVENT_COLUMNS, (ev_mid, r.event_offset_ps, r.event_num_occurrences, r.event_duration_ps)):
-            self.spill.append(k, col)
+            self.spill.append(k, col, r.line_first_event)
         self._copy_em_children_and_stats(r, str_base, blob_base)
         for k, col in zip(STAT_COLUMNS, (es.owner + ev_base, es_stat, es.kind,
                                          _shift_values(es.kind, es.value, str_base, blob_base))):
-            self.spill.append(k, col)
+            self.spill.append(k, col, stat_first)
         self.num_events += len(r.event_line)
         self.num_event_stats += len(es.owner)
 
