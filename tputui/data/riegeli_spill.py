@@ -60,7 +60,7 @@ class FileSpill:
     into pieces (one per line: what the merged order moves as a whole) and each piece
     zstd-compressed at a fast level, so the spill costs a fraction of the columns' bytes in
     writes. A thread compresses and writes (zstd and the write let go of the GIL), so the next
-    record is decoded meanwhile; at most two records' columns wait in its queue."""
+    record is decoded meanwhile; at most one record's columns wait in its queue."""
 
     LEVEL = -5  # zstd's fast levels: over 1 GB/s each way
 
@@ -72,7 +72,7 @@ class FileSpill:
         # Per column: first row of each piece (ascending) and its (file offset, compressed size, rows).
         self.starts: dict[str, list[int]] = {k: [] for k in self.rows}
         self.pieces: dict[str, list[tuple[int, int, int]]] = {k: [] for k in self.rows}
-        self.pending: queue.Queue = queue.Queue(maxsize=2 * len(self.rows))
+        self.pending: queue.Queue = queue.Queue(maxsize=len(self.rows))
         self.error: BaseException | None = None
         self.writer: threading.Thread | None = None
 
