@@ -31,6 +31,7 @@ import os
 import pathlib
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -52,10 +53,11 @@ import json, sys, time
 from tputui.data.logdir import open_logdir
 from tputui.data.cache import load_frame
 hosts = open_logdir(sys.argv[1]).runs[0].hosts
+use_cache = sys.argv[2] == "cache"
 t = time.perf_counter()
 events = 0
 for hf in hosts:
-    frame = load_frame(hf, use_cache=False)
+    frame = load_frame(hf, use_cache=use_cache)
     events += frame.num_events
     del frame
 print(json.dumps({"seconds": time.perf_counter() - t, "events": events, "files": len(hosts),
@@ -164,7 +166,7 @@ def run_child(cmd: list[str], env: dict, cap_mb: float, timeout: float = 3600) -
     stopped when the process with its live workers passes `cap_mb` (then RSS is that sample)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
+        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err, text=True, start_new_session=True)
         capped, sampled = False, 0.0
         try:
             while True:
@@ -175,12 +177,15 @@ def run_child(cmd: list[str], env: dict, cap_mb: float, timeout: float = 3600) -
                 sampled = max(sampled, rss)
                 if not capped and (rss > cap_mb or time.perf_counter() - t > timeout):
                     capped = True
-                    p.kill()
+                    _kill_group(p.pid)
                 time.sleep(0.05)
         except BaseException:
-            p.kill()
+            _kill_group(p.pid)
             p.wait()
             raise
+        if capped:
+            _kill_group(p.pid)  # its workers too, before their cache dir is removed
+            time.sleep(0.5)
         wall = time.perf_counter() - t
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -192,13 +197,19 @@ def run_child(cmd: list[str], env: dict, cap_mb: float, timeout: float = 3600) -
             "rss": sampled if capped else usage.ru_maxrss / 1024, "capped": capped, "stdout": stdout}
 
 
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
 def env_with_cache(cache: str) -> dict:
     return dict(os.environ, XDG_CACHE_HOME=cache, PYTHONPATH=str(ROOT))
 
 
-def measure_open(logdir: pathlib.Path, cap_mb: float) -> dict:
+def measure_open(logdir: pathlib.Path, cap_mb: float, cache_on: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as cache, big_lock():
-        r = run_child([PY, "-c", OPEN_CHILD, str(logdir)], env_with_cache(cache), cap_mb)
+        r = run_child([PY, "-c", OPEN_CHILD, str(logdir), "cache" if cache_on else "no-cache"],
+                      env_with_cache(cache), cap_mb)
     if not r["capped"]:
         r.update(json.loads(r["stdout"].strip().splitlines()[-1]))
     return r
@@ -264,6 +275,13 @@ def main() -> None:
     cap = a.cap_gb * 1024
     work = pathlib.Path(tempfile.mkdtemp(prefix="tputui-riegeli-", dir=a.workdir))
     results: dict[str, dict[str, list[dict]]] = {"riegeli": {}, "pb": {}}
+    kept = work.parent / f"{work.name}-results.json"  # every figure as soon as it is measured
+
+    def note(kind: str, step: str, r: dict) -> None:
+        results[kind].setdefault(step, []).append(r)
+        print(kind, step, {k: v for k, v in r.items() if k != "stdout"}, flush=True)
+        kept.write_text(json.dumps({k: {s: [{x: y for x, y in r.items() if x != "stdout"} for r in v]
+                                        for s, v in d.items()} for k, d in results.items()}))
     try:
         t = time.perf_counter()
         source = tiled(work, a.k)
@@ -275,18 +293,13 @@ def main() -> None:
         loads = [load_average()]
         for _ in range(a.repeat):
             for kind, logdir in (("pb", plog), ("riegeli", rlog)):
-                r = measure_open(logdir, cap)
-                results[kind].setdefault("open", []).append(r)
-                print(kind, "open", {k: v for k, v in r.items() if k != "stdout"}, flush=True)
+                note(kind, "open", measure_open(logdir, cap))
         for kind, logdir in (("pb", plog), ("riegeli", rlog)):
-            r = measure_columns(logdir, cap)
-            results[kind].setdefault("columns only", []).append(r)
-            print(kind, "columns only", {k: v for k, v in r.items() if k != "stdout"}, flush=True)
+            note(kind, "columns only", measure_columns(logdir, cap))
+            note(kind, "open, cache on", measure_open(logdir, cap, cache_on=True))
         for tool in a.tools.split(","):
             for kind, logdir in (("pb", plog), ("riegeli", rlog)):
-                r = measure_export(logdir, tool, cap)
-                results[kind].setdefault(tool, []).append(r)
-                print(kind, tool, {k: v for k, v in r.items() if k != "stdout"}, flush=True)
+                note(kind, tool, measure_export(logdir, tool, cap))
         loads.append(load_average())
     finally:
         if not a.keep:
@@ -301,7 +314,9 @@ def main() -> None:
         f"process on {os.cpu_count()} shared cores ({platform.machine()}); load average (1/5/15 min) "
         f"{loads[0]} before, {loads[-1]} after. Seconds as min / median of {a.repeat} runs (exports: 1 run); "
         "CPU = user + system of the process and its workers; peak RSS (MB) of the process or its largest worker. "
-        "open = decode to the frame (`load_frame`), no cache, file after file; columns only = the decode "
+        "open = decode to the frame (`load_frame`), no cache, file after file; open, cache on = the same "
+        "into an empty cache dir, the process ending when its entries are written and fsynced (the first "
+        "open of a run, as `tputui LOGDIR` does it); columns only = the decode "
         "(for riegeli: the merge, its columns written and mapped) without building the XSpaceFrame; "
         "exports = the whole `tputui export --tool T` "
         f"process, cold (cache entries written as part of it). Steps over {a.cap_gb:.0f} GB RSS are stopped "
@@ -319,9 +334,6 @@ def main() -> None:
                      f"CPU {ratio(r, p, 'cpu', size['riegeli'], size['pb'])} (target <= 1.3x)")
     section = "\n".join(lines) + "\n"
     print(section)
-    (work.parent / "tputui-riegeli-results.json").write_text(json.dumps(
-        {k: {s: [{x: y for x, y in r.items() if x != "stdout"} for r in v] for s, v in d.items()}
-         for k, d in results.items()}))
     if not a.no_write:
         write_results(section)
 
