@@ -9,10 +9,12 @@ bytes come from `storage.read` (the one read path; local files memory-mapped).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
 import threading
+import time
 
 from tputui.data import cache_entry
 from tputui.data.raw import RawXSpace
@@ -21,6 +23,8 @@ from tputui.data.storage import cache_root, check_listed, is_remote, read
 from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, check, decode_raw
 
 DEFAULT_MAX_BYTES = 2 << 30  # TPUTUI_CACHE_MAX_GB overrides; oldest-used entries go first
+STALE_TMP_SECONDS = 6 * 3600  # a .tmp- folder this old is left over by a killed process
+log = logging.getLogger("tputui")
 
 
 def cache_key(hf: HostFile, planes: PlaneSelector) -> str | None:
@@ -54,6 +58,13 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
         folder = _merge_folder(use_cache)
         try:
             raw, skipped = read_riegeli(data, hf, planes, progress, folder=folder)
+        except OSError as e:  # the merge's files could not be written (a full disk): merge in memory
+            if not folder:
+                raise
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = None
+            log.warning(f"{hf.path}: merging in memory, its columns could not be written ({e})")
+            raw, skipped = read_riegeli(data, hf, planes, progress)
         except BaseException:
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -130,7 +141,14 @@ def prune(frames_dir: str, keep: str | None = None, limit: int | None = None) ->
     entries = []
     for name in os.listdir(frames_dir):
         path = os.path.join(frames_dir, name)
-        if name.startswith(".tmp-") or not os.path.isdir(path):
+        if name.startswith(".tmp-"):  # an entry being built (a riegeli merge's spill can be GBs)
+            try:
+                if time.time() - os.stat(path).st_mtime > STALE_TMP_SECONDS:
+                    shutil.rmtree(path, ignore_errors=True)  # its process was killed
+            except OSError:
+                pass
+            continue
+        if not os.path.isdir(path):
             continue
         size = sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
         entries.append((os.stat(path).st_mtime, path, size))
