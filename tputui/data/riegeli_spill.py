@@ -15,6 +15,7 @@ import bisect
 import os
 import queue
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -55,12 +56,58 @@ class MemorySpill:
             parts.clear()
 
 
+class _Background:
+    """Work done in order by one thread (what it runs lets go of the GIL: zstd, writes), with at
+    most `depth` items waiting, so the merge goes on meanwhile. An error is raised in the
+    merging thread by the next submit() or wait()."""
+
+    def __init__(self, name: str, depth: int) -> None:
+        self.name = name
+        self.items: queue.Queue = queue.Queue(maxsize=depth)
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+    def submit(self, fn, *args) -> None:
+        if self.error is not None:
+            raise self.error
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self.thread.start()
+        self.items.put((fn, args))
+
+    def _run(self) -> None:
+        while True:
+            item = self.items.get()
+            try:
+                if item is None:
+                    return
+                if self.error is None:
+                    fn, args = item
+                    fn(*args)
+            except BaseException as e:  # noqa: BLE001 - raised in the merging thread
+                self.error = e
+            finally:
+                self.items.task_done()
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.items.join()
+        if self.error is not None:
+            raise self.error
+
+    def stop(self) -> None:
+        if self.thread is not None:
+            self.items.put(None)
+            self.thread.join()
+            self.thread = None
+
+
 class FileSpill:
     """Record-order columns in files in `folder` (removed by close()), each record's column cut
     into pieces (one per line: what the merged order moves as a whole) and each piece
     zstd-compressed at a fast level, so the spill costs a fraction of the columns' bytes in
-    writes. A thread compresses and writes (zstd and the write let go of the GIL), so the next
-    record is decoded meanwhile; at most one record's columns wait in its queue."""
+    writes. A thread compresses and writes, so the next record is decoded meanwhile; at most one
+    record's columns wait for it."""
 
     LEVEL = -5  # zstd's fast levels: over 1 GB/s each way
 
@@ -72,39 +119,25 @@ class FileSpill:
         # Per column: first row of each piece (ascending) and its (file offset, compressed size, rows).
         self.starts: dict[str, list[int]] = {k: [] for k in self.rows}
         self.pieces: dict[str, list[tuple[int, int, int]]] = {k: [] for k in self.rows}
-        self.pending: queue.Queue = queue.Queue(maxsize=len(self.rows))
-        self.error: BaseException | None = None
-        self.writer: threading.Thread | None = None
+        self.background = _Background("tputui-merge-spill", len(self.rows))
+        self.compressor: Any = None  # a zstandard.ZstdCompressor, made by the background thread
 
-    def _write_queued(self) -> None:
+    def _compress_and_write(self, name: str, values: np.ndarray, first: int, cuts: list[int]) -> None:
         import zstandard
 
-        compressor = zstandard.ZstdCompressor(level=self.LEVEL)
-        while True:
-            item = self.pending.get()
-            try:
-                if item is None:
-                    return
-                if self.error is None:
-                    name, values, first, cuts = item
-                    fd = self.fd(name)
-                    for a, b in zip(cuts[:-1], cuts[1:]):
-                        data = compressor.compress(_bytes_of(values[a:b]))
-                        _write_all(fd, memoryview(data), self.size[name])
-                        self.starts[name].append(first + a)
-                        self.pieces[name].append((self.size[name], len(data), b - a))
-                        self.size[name] += len(data)
-            except BaseException as e:  # noqa: BLE001 - raised in the merging thread by flush()
-                self.error = e
-            finally:
-                self.pending.task_done()
+        if self.compressor is None:  # used by the background thread only
+            self.compressor = zstandard.ZstdCompressor(level=self.LEVEL)
+        fd = self.fd(name)
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            data = self.compressor.compress(_bytes_of(values[a:b]))
+            _write_all(fd, memoryview(data), self.size[name])
+            self.starts[name].append(first + a)
+            self.pieces[name].append((self.size[name], len(data), b - a))
+            self.size[name] += len(data)
 
     def flush(self) -> None:
         """Wait until every appended column is in its file; raise what the writer met."""
-        if self.writer is not None:
-            self.pending.join()
-        if self.error is not None:
-            raise self.error
+        self.background.wait()
 
     def path(self, name: str) -> str:
         return os.path.join(self.folder, f"spill.{name}.zst")
@@ -116,15 +149,10 @@ class FileSpill:
 
     def append(self, name: str, values: np.ndarray, cuts: np.ndarray | None = None) -> None:
         """`values` after the rows already spilled; `cuts`: where its pieces start (rows)."""
-        if self.error is not None:
-            raise self.error
-        if self.writer is None:
-            self.writer = threading.Thread(target=self._write_queued, name="tputui-merge-spill", daemon=True)
-            self.writer.start()
         values = np.ascontiguousarray(values, DTYPES[name])
         n = len(values)
         bounds = sorted({0, n, *(int(c) for c in (cuts if cuts is not None else ()) if 0 < c < n)})
-        self.pending.put((name, values, self.rows[name], bounds))
+        self.background.submit(self._compress_and_write, name, values, self.rows[name], bounds)
         self.rows[name] += n
 
     def read(self, name: str, start: int, stop: int) -> np.ndarray:
@@ -149,10 +177,7 @@ class FileSpill:
         return out[0] if len(out) == 1 else np.concatenate(out) if out else np.zeros(0, DTYPES[name])
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.pending.put(None)
-            self.writer.join()
-            self.writer = None
+        self.background.stop()
         for name, fd in self.files.items():
             os.close(fd)
             try:
@@ -182,14 +207,19 @@ class MemoryOut:
         parts = self.parts.pop(name)
         return np.concatenate(parts) if parts else np.zeros(0, DTYPES[name])
 
+    def close(self) -> None:
+        self.parts.clear()
+
 
 class FileOut:
-    """Merged columns written front to back into .npy files (`paths`: column name -> file)."""
+    """Merged columns written front to back into .npy files (`paths`: column name -> file), by a
+    thread, so the next runs are decompressed meanwhile."""
 
     def __init__(self, spill: FileSpill, paths: dict[str, str]) -> None:
         self.spill, self.paths = spill, paths
         self.files: dict[str, int] = {}
         self.at: dict[str, int] = {}
+        self.background = _Background("tputui-merge-write", 32)
 
     def begin(self, name: str, length: int) -> None:
         header = _npy_header(DTYPES[name], length)
@@ -200,15 +230,22 @@ class FileOut:
 
     def write(self, name: str, values: np.ndarray) -> None:
         values = np.ascontiguousarray(values, DTYPES[name])
-        _write_all(self.files[name], _bytes_of(values), self.at[name])
+        self.background.submit(_write_all, self.files[name], _bytes_of(values), self.at[name])
         self.at[name] += values.nbytes
 
     def copy(self, name: str, start: int, stop: int) -> None:
         self.write(name, self.spill.read(name, start, stop))
 
     def result(self, name: str) -> np.ndarray:
+        self.background.wait()
         os.close(self.files.pop(name))
         return np.load(self.paths[name], mmap_mode="r")
+
+    def close(self) -> None:
+        self.background.stop()
+        for fd in self.files.values():
+            os.close(fd)
+        self.files.clear()
 
 
 def _npy_header(dtype: np.dtype, length: int) -> bytes:

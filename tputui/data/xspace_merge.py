@@ -338,23 +338,26 @@ class XSpaceMerger:
             out = FileOut(self.spill, column_paths(self.spill.folder))
         else:
             out = MemoryOut(self.spill)
-        for name in EVENT_COLUMNS + ("line",):
-            out.begin(name, total)
-        for name in STAT_COLUMNS:
-            out.begin(name, total_stats)
-        at = 0
-        for li, (_, line) in enumerate(lines):
-            runs = [run for run in line.segments if run.count]
-            if len(line.segments) > 1 and not _in_order(runs, line.timestamp_ns):
-                self._write_line_sorted(out, runs, line.timestamp_ns, at)
-            else:
-                run_at = at
-                for run in runs:
-                    self._write_run(out, run, (run.timestamp_ns - line.timestamp_ns) * 1000, run_at)
-                    run_at += run.count
-            out.write("line", np.full(int(line_num[li]), li, np.int32))
-            at += int(line_num[li])
-        cols = {name: out.result(name) for name in EVENT_COLUMNS + STAT_COLUMNS + ("line",)}
+        try:
+            for name in EVENT_COLUMNS + ("line",):
+                out.begin(name, total)
+            for name in STAT_COLUMNS:
+                out.begin(name, total_stats)
+            at = 0
+            for li, (_, line) in enumerate(lines):
+                runs = [run for run in line.segments if run.count]
+                if len(line.segments) > 1 and not _in_order(runs, line.timestamp_ns):
+                    self._write_line_sorted(out, runs, line.timestamp_ns, at)
+                else:
+                    run_at = at
+                    for run in runs:
+                        self._write_run(out, run, (run.timestamp_ns - line.timestamp_ns) * 1000, run_at)
+                        run_at += run.count
+                out.write("line", np.full(int(line_num[li]), li, np.int32))
+                at += int(line_num[li])
+            cols = {name: out.result(name) for name in EVENT_COLUMNS + STAT_COLUMNS + ("line",)}
+        finally:
+            out.close()
         self.spill.close()
         return self._space(lines, line_num, cols)
 
