@@ -319,8 +319,9 @@ def main() -> None:
         "open of a run, as `tputui LOGDIR` does it); columns only = the decode "
         "(for riegeli: the merge, its columns written and mapped) without building the XSpaceFrame; "
         "exports = the whole `tputui export --tool T` "
-        f"process, cold (cache entries written as part of it). Steps over {a.cap_gb:.0f} GB RSS are stopped "
-        "(a shared machine).\n",
+        f"process, cold (cache entries written as part of it). Steps whose process with its workers passes "
+        f"{a.cap_gb:.0f} GB RSS are stopped (a shared machine; the CPU of a stopped step with workers is its own "
+        "process's only).\n",
         "| step | MB | wall s | CPU s | wall s per MB | peak RSS MB |", "|---|---:|---:|---:|---:|---:|",
     ]
     for step in results["riegeli"]:
