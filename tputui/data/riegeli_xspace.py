@@ -1,7 +1,9 @@
 """One host's `.xplane.riegeli` file -> one RawXSpace, the way XProf reads it.
 
 Each record is one serialized XSpace (XLA's profiler writes a long profile chunk by chunk);
-records are decoded one at a time and merged (xspace_merge.py). Damaged regions are skipped
+records are decoded one at a time, a thread reading (and hash-checking) the next one meanwhile,
+and merged (xspace_merge.py) through files in `folder` when one is given (cache.py passes the
+cache entry being built), so memory follows the largest record, not the file. Damaged regions are skipped
 with a warning on the `tputui` logger, as XProf's reader skips them; a file with no readable
 record is a one-line error.
 """
