@@ -379,6 +379,10 @@ def test_spilled_merge_equals_the_in_memory_merge(copies, tmp_path):
             assert a.dtype == b.dtype and np.array_equal(a, b), f.name
         else:
             assert a == b, f.name
+    # The copies repeat their metadata: the merged tables hold each string and blob once.
+    source = run_of(PROFILES / "tpu_v6e_inference").frame().raw
+    assert set(spilled.blobs) == set(source.blobs) and len(spilled.blobs) == len(set(source.blobs))
+    assert sorted(spilled.strings) == sorted(set(source.strings))
     # Every copy is there, and merged lines are in XProf's order: by begin, the longer first.
     assert spilled.num_events == len(copies) * run_of(PROFILES / "tpu_v6e_inference").frame().num_events
     begin = np.where(spilled.event_num_occurrences > 0, 0, spilled.event_offset_ps)
