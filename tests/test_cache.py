@@ -86,4 +86,3 @@ def test_reading_an_entry_marks_it_used(tmp_path):
     os.utime(entry, (1, 1))
     load_frame(hf)
     assert os.stat(entry).st_mtime > 1
-
