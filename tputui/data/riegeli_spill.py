@@ -3,7 +3,7 @@ largest record and not the file, or in memory when nothing can be written.
 
 Two halves:
 - a spill: each record's event and event-stat columns appended in record order as the record is
-  merged (one raw file per column);
+  merged (one file per column, in zstd-compressed pieces, one per line of the record);
 - an output: the merged columns in final line order, each an .npy file of known length written
   front to back, run by run from the spill, then memory-mapped.
 The files go in the cache entry being written (cache_entry.py names them), so a merged frame is
