@@ -1,27 +1,38 @@
-"""Opening a big .xplane.riegeli run vs the same content as .xplane.pb.
+"""Opening a ~3 GB .xplane.riegeli run vs the same content as .xplane.pb files (issue #14).
 
-usage: python bench/riegeli.py [--source PB] [--mb 3000] [--compression none|brotli|zstd] [--pb-mb 200]
-                               [--workdir DIR] [--keep]
+usage: python bench/riegeli.py [--mb 3000] [--k 100] [--repeat 3] [--compression none|brotli|zstd]
+                               [--workdir DIR] [--keep] [--cap-gb 6] [--no-write]
 
 Builds, in a temp dir (never committed, deleted afterwards unless --keep):
-  - RIEGELI: one host file of about --mb MB, one record per copy of the source profile (a real
-    fixture), each copy's lines moved after the previous copy's, as XLA's profiler writes a long
-    capture chunk by chunk (records merge into the same planes and lines);
-  - PB: the same copies merged into one .xplane.pb of about --pb-mb MB (a protobuf message is
-    capped at 2 GB, so the per-MB rate is measured on a smaller file of the same content).
-Then opens each in a fresh process (decode + merge, no cache: what `tputui LOGDIR` does first) and
-reports wall time, peak RSS, and seconds per MB. Targets (issue #14): peak RSS <= 2.5 GB for the
-riegeli run and <= 1.3x the pb's time per MB. Writes the "riegeli" section of bench/RESULTS.md.
-Run it under `flock /tmp/bigjob.lock` on a shared machine.
+  - the shared real TPU v6e profile tiled x`--k` with ../shared/tools/gen/tpu_scaled.py (80.6 MB
+    at x100);
+  - RIEGELI: one host file of about --mb MB, one record per copy of the tiled profile, copy c with
+    every line moved c profile-lengths later, as XLA's profiler writes a long capture record by
+    record (the records merge into the same planes and lines: one frame of all the events);
+  - PB: the same records, each as its own .xplane.pb host file (a protobuf message is capped at
+    2 GB): the same bytes of XSpace, decoded file by file.
+Then, each step a fresh process (min / median of --repeat runs; one run for the exports):
+  - open: decode to the frame (`load_frame`, no cache), every file of the run one after the other;
+  - summary, overview_page: the whole `tputui export --tool T --format json` process, cold (empty
+    cache dir; the cache entries are written as part of it).
+Wall time, CPU time (user + system of the process and the children it waited for), peak RSS (the
+largest process). A step whose RSS passes --cap-gb is stopped (this is a shared machine) and
+reported as such. Targets (issue #14): riegeli peak RSS <= 2.5 GB and <= 1.3x the .xplane.pb time
+per MB. Writes the "riegeli" section of bench/RESULTS.md. Steps take /tmp/bigjob.lock (flock)
+one at a time, as bench/scale.py's big steps do.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import pathlib
 import platform
 import shutil
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,85 +41,302 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "bench" / "RESULTS.md"
-DEFAULT_SOURCE = next((ROOT / "tests" / "fixtures" / "profiles" / "tpu_v6e_inference").rglob("*.xplane.pb"))
+PY = sys.executable
+ORACLE_PY = os.environ.get("XPROF_PYTHON", "/work/xvenv/bin/python")  # a python with TF (for tpu_scaled.py)
+SHARED = ROOT.parent / "shared" if (ROOT.parent / "shared").is_dir() else pathlib.Path("/work/shared")
+SOURCE = SHARED / "profiles" / "tpu_v6e_inference" / "plugins" / "profile" / "2025_12_10_run" / "t1v-tpu-host.xplane.pb"
+LOCK = "/tmp/bigjob.lock"
+RUN = "2026_01_01_00_00_00"
 
-CHILD = r"""
-import json, resource, sys, time
+OPEN_CHILD = r"""
+import json, sys, time
 from tputui.data.logdir import open_logdir
 from tputui.data.cache import load_frame
-hf = open_logdir(sys.argv[1]).runs[0].hosts[0]
+hosts = open_logdir(sys.argv[1]).runs[0].hosts
+use_cache = sys.argv[2] == "cache"
 t = time.perf_counter()
-frame = load_frame(hf, use_cache=False)
-n = frame.num_events
-dt = time.perf_counter() - t
-print(json.dumps({"seconds": dt, "events": n, "bytes": hf.size,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+events = 0
+for hf in hosts:
+    frame = load_frame(hf, use_cache=use_cache)
+    events += frame.num_events
+    del frame
+print(json.dumps({"seconds": time.perf_counter() - t, "events": events, "files": len(hosts),
+                  "bytes": sum(hf.size for hf in hosts)}))
+"""
+
+# Decoding to columns only (no XSpaceFrame): what the riegeli merge itself costs in memory.
+COLUMNS_CHILD = r"""
+import json, shutil, sys, tempfile, time
+from tputui.data.logdir import open_logdir
+from tputui.data.storage import read
+hosts = open_logdir(sys.argv[1]).runs[0].hosts
+t = time.perf_counter()
+events = 0
+for hf in hosts:
+    if hf.format == "riegeli":
+        from tputui.data.riegeli_xspace import read_riegeli
+        folder = tempfile.mkdtemp(prefix="tputui-merge-")
+        raw, _ = read_riegeli(read(hf), hf, folder=folder)
+        shutil.rmtree(folder)
+    else:
+        from tputui.data.xspace import decode_raw
+        raw = decode_raw(read(hf))
+    events += raw.num_events
+    del raw
+print(json.dumps({"seconds": time.perf_counter() - t, "events": events}))
 """
 
 
-def copies(source: pathlib.Path):
-    """(template XSpace, span in ns): copy c has every line moved by c * span."""
+# --- building ----------------------------------------------------------------------------------
+def tiled(work: pathlib.Path, k: int) -> pathlib.Path:
+    out = work / f"x{k}.xplane.pb"
+    subprocess.run([ORACLE_PY, str(SHARED / "tools" / "gen" / "tpu_scaled.py"), str(SOURCE), str(out), str(k)],
+                   check=True, capture_output=True)
+    return out
+
+
+def records(source: pathlib.Path, mb: float):
+    """Serialized copies of `source`, copy c with every line moved c profile-lengths later, until
+    about `mb` MB."""
     from tputui.proto import xplane_pb2
 
     space = xplane_pb2.XSpace.FromString(source.read_bytes())
+    start = min((ln.timestamp_ns for p in space.planes for ln in p.lines), default=0)
     end = max((ln.timestamp_ns + max((e.offset_ps + e.duration_ps for e in ln.events), default=0) // 1000
                for p in space.planes for ln in p.lines), default=0)
-    start = min((ln.timestamp_ns for p in space.planes for ln in p.lines), default=0)
-    return space, end - start + 1_000_000
+    span = end - start + 1_000_000  # copies follow each other in time, as a long capture's records do
+    total, c = 0, 0
+    while total < mb * 1e6:
+        for p in space.planes:
+            for ln in p.lines:
+                ln.timestamp_ns += span if c else 0
+        data = space.SerializeToString()
+        total += len(data)
+        yield c, data
+        c += 1
 
 
-def shifted(space, c: int, span: int) -> bytes:
-    for p in space.planes:
-        for ln in p.lines:
-            ln.timestamp_ns += c * span
-    data = space.SerializeToString()
-    for p in space.planes:
-        for ln in p.lines:
-            ln.timestamp_ns -= c * span
-    return data
-
-
-def build_riegeli(path: pathlib.Path, source: pathlib.Path, mb: float, compression: str) -> int:
+def build(work: pathlib.Path, source: pathlib.Path, mb: float, compression: str) -> tuple[pathlib.Path, pathlib.Path, int]:
     from tputui.data.riegeli_writer import RecordWriter
 
-    space, span = copies(source)
+    rdir = work / "riegeli" / "plugins" / "profile" / RUN
+    pdir = work / "pb" / "plugins" / "profile" / RUN
+    rdir.mkdir(parents=True)
+    pdir.mkdir(parents=True)
     n = 0
-    with open(path, "wb") as f:
+    with open(rdir / "host.xplane.riegeli", "wb") as f:
         w = RecordWriter(f, compression)
-        while w.pos < mb * 1e6:
-            w.write_chunk([shifted(space, n, span)])
+        for c, data in records(source, mb):
+            w.write_chunk([data])
+            (pdir / f"host{c:02d}.xplane.pb").write_bytes(data)
             n += 1
         w.pad_to_block()
-    return n
+    return work / "riegeli", work / "pb", n
 
 
-def build_pb(path: pathlib.Path, source: pathlib.Path, mb: float) -> int:
-    """The same copies as one XSpace: every copy's events appended to the first copy's lines."""
-    from tputui.proto import xplane_pb2
-
-    space, span = copies(source)
-    out = xplane_pb2.XSpace()
-    out.CopyFrom(space)
-    n = 1
-    base = [[list(ln.events) for ln in p.lines] for p in space.planes]
-    while out.ByteSize() < mb * 1e6:
-        for p, lines in zip(out.planes, base):
-            for ln, events in zip(p.lines, lines):
-                for e in events:
-                    x = ln.events.add()
-                    x.CopyFrom(e)
-                    if x.WhichOneof("data") != "num_occurrences":
-                        x.offset_ps += n * span * 1000
-        n += 1
-    path.write_bytes(out.SerializeToString())
-    return n
+# --- measuring ---------------------------------------------------------------------------------
+@contextlib.contextmanager
+def big_lock():
+    with open(LOCK, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def measure(logdir: pathlib.Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", CHILD, str(logdir)], capture_output=True, text=True, env=env,
-                         check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def _rss_mb(pid: int) -> float:
+    """RSS of `pid` and its children (worker processes), from /proc."""
+    total = 0.0
+    pids = [pid]
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                pids += [int(x) for x in f.read().split()]
+    for p in pids:
+        with contextlib.suppress(OSError), open(f"/proc/{p}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+    return total
+
+
+def run_child(cmd: list[str], env: dict, cap_mb: float, timeout: float = 3600) -> dict:
+    """Wall s, CPU s and peak RSS MB (of the process and the workers it waited for: wait4), stdout;
+    stopped when the process with its live workers passes `cap_mb` (then RSS is that sample)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err, text=True, start_new_session=True)
+        capped, sampled = False, 0.0
+        try:
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                rss = _rss_mb(p.pid)
+                sampled = max(sampled, rss)
+                if not capped and (rss > cap_mb or time.perf_counter() - t > timeout):
+                    capped = True
+                    _kill_group(p.pid)
+                time.sleep(0.05)
+        except BaseException:
+            _kill_group(p.pid)
+            p.wait()
+            raise
+        if capped:
+            _kill_group(p.pid)  # its workers too, before their cache dir is removed
+            time.sleep(0.5)
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if p.returncode != 0 and not capped:
+        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{stderr[-3000:]}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "rss": sampled if capped else usage.ru_maxrss / 1024, "capped": capped, "stdout": stdout}
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def env_with_cache(cache: str) -> dict:
+    return dict(os.environ, XDG_CACHE_HOME=cache, PYTHONPATH=str(ROOT))
+
+
+def measure_open(logdir: pathlib.Path, cap_mb: float, cache_on: bool = False) -> dict:
+    with tempfile.TemporaryDirectory() as cache, big_lock():
+        r = run_child([PY, "-c", OPEN_CHILD, str(logdir), "cache" if cache_on else "no-cache"],
+                      env_with_cache(cache), cap_mb)
+    if not r["capped"]:
+        r.update(json.loads(r["stdout"].strip().splitlines()[-1]))
+    return r
+
+
+def measure_columns(logdir: pathlib.Path, cap_mb: float) -> dict:
+    with tempfile.TemporaryDirectory() as cache, big_lock():
+        return run_child([PY, "-c", COLUMNS_CHILD, str(logdir)], env_with_cache(cache), cap_mb)
+
+
+def measure_export(logdir: pathlib.Path, tool: str, cap_mb: float) -> dict:
+    cmd = [PY, "-m", "tputui.cli", "export", str(logdir), "--tool", tool, "--format", "json", "-o", os.devnull]
+    with tempfile.TemporaryDirectory() as cache, big_lock():
+        return run_child(cmd, env_with_cache(cache), cap_mb)
+
+
+# --- the report --------------------------------------------------------------------------------
+def pair(xs: list[float], fmt: str = "{:.1f}") -> str:
+    if not xs:
+        return "-"
+    lo, med = min(xs), statistics.median(xs)
+    return fmt.format(lo) if len(xs) == 1 else f"{fmt.format(lo)} / {fmt.format(med)}"
+
+
+def row(label: str, mb: float, runs: list[dict]) -> str:
+    ok = [r for r in runs if not r["capped"]]
+    if not ok:
+        r = runs[0]
+        return (f"| {label} | {mb:.0f} | stopped at the {r['rss'] / 1024:.1f} GB cap after {r['wall']:.0f} s "
+                f"(CPU {r['cpu']:.0f} s) | - | - | > {r['rss']:.0f} |")
+    walls = [r["wall"] for r in ok]
+    return (f"| {label} | {mb:.0f} | {pair(walls)} | {pair([r['cpu'] for r in ok])} | "
+            f"{pair([w / mb for w in walls], '{:.4f}')} | {max(r['rss'] for r in ok):.0f} |")
+
+
+def ratio(a: list[dict], b: list[dict], key: str, mb_a: float, mb_b: float) -> str:
+    a, b = [r for r in a if not r["capped"]], [r for r in b if not r["capped"]]
+    if not a or not b:
+        return "-"
+    return f"{min(r[key] for r in a) / mb_a / (min(r[key] for r in b) / mb_b):.2f}x"
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=float, default=3000)
+    ap.add_argument("--k", type=int, default=100, help="tile the real profile k times for one record")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--compression", choices=("none", "brotli", "zstd"), default="none")
+    ap.add_argument("--workdir", type=pathlib.Path)
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--cap-gb", type=float, default=6.0)
+    ap.add_argument("--tools", default="summary,overview_page")
+    ap.add_argument("--no-write", action="store_true", help="print only; leave bench/RESULTS.md alone")
+    a = ap.parse_args()
+    free = shutil.disk_usage(a.workdir or tempfile.gettempdir()).free
+    need = a.mb * 1e6 * 7  # riegeli + pb + a cache entry of each (~2.4x the file) + the merge's spill
+    if free < need:
+        raise SystemExit(f"needs ~{need / 1e9:.0f} GB free, {free / 1e9:.0f} GB there")
+    cap = a.cap_gb * 1024
+    work = pathlib.Path(tempfile.mkdtemp(prefix="tputui-riegeli-", dir=a.workdir))
+    results: dict[str, dict[str, list[dict]]] = {"riegeli": {}, "pb": {}}
+    kept = work.parent / f"{work.name}-results.json"  # every figure as soon as it is measured
+
+    def note(kind: str, step: str, r: dict) -> None:
+        results[kind].setdefault(step, []).append(r)
+        print(kind, step, {k: v for k, v in r.items() if k != "stdout"}, flush=True)
+        kept.write_text(json.dumps({k: {s: [{x: y for x, y in r.items() if x != "stdout"} for r in v]
+                                        for s, v in d.items()} for k, d in results.items()}))
+    try:
+        t = time.perf_counter()
+        source = tiled(work, a.k)
+        rlog, plog, n = build(work, source, a.mb, a.compression)
+        source.unlink()
+        size = {"riegeli": sum(f.stat().st_size for f in rlog.rglob("*.riegeli")) / 1e6,
+                "pb": sum(f.stat().st_size for f in plog.rglob("*.xplane.pb")) / 1e6}
+        print(f"built in {time.perf_counter() - t:.0f} s: {n} records of x{a.k}, {size}", flush=True)
+        loads = [load_average()]
+        for _ in range(a.repeat):
+            for kind, logdir in (("pb", plog), ("riegeli", rlog)):
+                note(kind, "open", measure_open(logdir, cap))
+        for kind, logdir in (("pb", plog), ("riegeli", rlog)):
+            note(kind, "columns only", measure_columns(logdir, cap))
+            note(kind, "open, cache on", measure_open(logdir, cap, cache_on=True))
+        for tool in a.tools.split(","):
+            for kind, logdir in (("pb", plog), ("riegeli", rlog)):
+                note(kind, tool, measure_export(logdir, tool, cap))
+        loads.append(load_average())
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    events = next((r["events"] for r in results["riegeli"]["open"] if "events" in r), 0)
+    lines = [
+        f"## riegeli (bench/riegeli.py, {time.strftime('%Y-%m-%d')}, issue #14)\n",
+        f"The shared real TPU v6e profile tiled x{a.k} ({SOURCE.name}, ../shared/tools/gen/tpu_scaled.py), "
+        f"{n} copies, copy c with every line moved c profile-lengths later. RIEGELI: one host file, one record "
+        f"per copy (compression {a.compression}); the records merge into the same planes and lines: one frame "
+        f"of {events:,} events. PB: the same records, each its own .xplane.pb host file. Each step a fresh "
+        f"process on {os.cpu_count()} shared cores ({platform.machine()}); load average (1/5/15 min) "
+        f"{loads[0]} before, {loads[-1]} after. Seconds as min / median of {a.repeat} runs (exports: 1 run); "
+        "CPU = user + system of the process and its workers; peak RSS (MB) of the process or its largest worker. "
+        "open = decode to the frame (`load_frame`), no cache, file after file; open, cache on = the same "
+        "into an empty cache dir, the process ending when its entries are written and fsynced (the first "
+        "open of a run, as `tputui LOGDIR` does it); columns only = the decode "
+        "(for riegeli: the merge, its columns written and mapped) without building the XSpaceFrame; "
+        "exports = the whole `tputui export --tool T` "
+        f"process, cold (cache entries written as part of it). Steps whose process with its workers passes "
+        f"{a.cap_gb:.0f} GB RSS are stopped (a shared machine; the CPU of a stopped step with workers is its own "
+        "process's only).\n",
+        "| step | MB | wall s | CPU s | wall s per MB | peak RSS MB |", "|---|---:|---:|---:|---:|---:|",
+    ]
+    for step in results["riegeli"]:
+        for kind in ("pb", "riegeli"):
+            lines.append(row(f"{step}: {'.xplane.pb files' if kind == 'pb' else '.xplane.riegeli'}", size[kind],
+                             results[kind][step]))
+    lines.append("")
+    for step in results["riegeli"]:
+        r, p = results["riegeli"][step], results["pb"][step]
+        lines.append(f"- {step}: riegeli / pb per MB, wall {ratio(r, p, 'wall', size['riegeli'], size['pb'])}, "
+                     f"CPU {ratio(r, p, 'cpu', size['riegeli'], size['pb'])} (target <= 1.3x)")
+    section = "\n".join(lines) + "\n"
+    print(section)
+    if not a.no_write:
+        write_results(section)
 
 
 def write_results(section: str) -> None:
@@ -117,57 +345,10 @@ def write_results(section: str) -> None:
     if head in text:
         before, _, rest = text.partition(head)
         nxt = rest.find("\n## ")
-        text = before + section + (rest[nxt + 1:] if nxt >= 0 else "")
+        text = before + section + (rest[nxt:] if nxt >= 0 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text)
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--source", type=pathlib.Path, default=DEFAULT_SOURCE)
-    ap.add_argument("--mb", type=float, default=3000)
-    ap.add_argument("--pb-mb", type=float, default=200)
-    ap.add_argument("--compression", choices=("none", "brotli", "zstd"), default="none")
-    ap.add_argument("--workdir", type=pathlib.Path)
-    ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--no-write", action="store_true", help="print only; leave bench/RESULTS.md alone")
-    a = ap.parse_args()
-    work = pathlib.Path(tempfile.mkdtemp(prefix="tputui-riegeli-", dir=a.workdir))
-    try:
-        rdir = work / "r" / "plugins" / "profile" / "2026_01_01_00_00_00"
-        pdir = work / "p" / "plugins" / "profile" / "2026_01_01_00_00_00"
-        rdir.mkdir(parents=True)
-        pdir.mkdir(parents=True)
-        t = time.perf_counter()
-        records = build_riegeli(rdir / "host.xplane.riegeli", a.source, a.mb, a.compression)
-        pb_copies = build_pb(pdir / "host.xplane.pb", a.source, a.pb_mb)
-        print(f"built in {time.perf_counter() - t:.0f} s: {records} records, pb of {pb_copies} copies", flush=True)
-        pb = measure(work / "p")
-        print("pb", pb, flush=True)
-        rg = measure(work / "r")
-        print("riegeli", rg, flush=True)
-    finally:
-        if not a.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    per_mb = {k: v["seconds"] / (v["bytes"] / 1e6) for k, v in (("pb", pb), ("riegeli", rg))}
-    ratio = per_mb["riegeli"] / per_mb["pb"]
-    section = (
-        f"## riegeli (bench/riegeli.py, {time.strftime('%Y-%m-%d')}, issue #14)\n\n"
-        f"Source: {a.source.relative_to(ROOT) if a.source.is_relative_to(ROOT) else a.source} tiled "
-        f"({records} records, compression {a.compression}, each copy's lines after the previous one's; "
-        f"the records merge into the same planes and lines). Fresh process per open, no cache, "
-        f"{os.cpu_count()} cores ({platform.machine()}), a machine shared with other jobs.\n\n"
-        "| file | MB | events | open s | s per MB | peak RSS MB |\n|---|---:|---:|---:|---:|---:|\n"
-        f"| .xplane.pb (same content, one message) | {pb['bytes'] / 1e6:.0f} | {pb['events']:,} | "
-        f"{pb['seconds']:.2f} | {per_mb['pb']:.4f} | {pb['rss_mb']:.0f} |\n"
-        f"| .xplane.riegeli | {rg['bytes'] / 1e6:.0f} | {rg['events']:,} | {rg['seconds']:.2f} | "
-        f"{per_mb['riegeli']:.4f} | {rg['rss_mb']:.0f} |\n\n"
-        f"Time per MB, riegeli / pb: {ratio:.2f}x (target <= 1.3x); riegeli peak RSS "
-        f"{rg['rss_mb'] / 1024:.2f} GB (target <= 2.5 GB).\n")
-    print(section)
-    if not a.no_write:
-        write_results(section)
 
 
 if __name__ == "__main__":

@@ -307,7 +307,8 @@ def _space(hostname: str, plane_stat: int, line_ts: int, events: list[tuple[int,
     return space.SerializeToString()
 
 
-def test_merge_remaps_metadata_by_name_and_aligns_line_times():
+@pytest.mark.parametrize("spill", [False, True])
+def test_merge_remaps_metadata_by_name_and_aligns_line_times(spill, tmp_path):
     first = _space("h", 1, 1000, [(0, "a", 1), (5000, "b", 2)], {1: "a", 2: "b"}, {1: "step_num", 2: "device_id"})
     # The second record numbers the same names differently, adds a name, starts its line earlier,
     # and repeats the plane stat (kept once) and the hostname (kept once).
@@ -316,7 +317,9 @@ def test_merge_remaps_metadata_by_name_and_aligns_line_times():
     write_records(buf, [[first], [second]], "zstd")
     from tputui.data.riegeli_xspace import read_stream
 
-    raw, skipped = read_stream(io.BytesIO(buf.getvalue()), buf.getbuffer().nbytes, "t")
+    raw, skipped = read_stream(io.BytesIO(buf.getvalue()), buf.getbuffer().nbytes, "t",
+                               folder=str(tmp_path) if spill else None)
+    assert isinstance(raw.event_offset_ps, np.memmap) == spill  # spilled: the merged columns are files
     frame = XSpaceFrame(raw)
     assert skipped == [] and raw.hostnames == ["h"] and raw.plane_name == ["/host:CPU"]
     assert raw.line_timestamp_ns.tolist() == [998]  # the earlier start, offsets moved to match
@@ -328,3 +331,102 @@ def test_merge_remaps_metadata_by_name_and_aligns_line_times():
     assert got == [(998_000, "b", 3), (999_000, "c", 4), (1_000_000, "a", 1), (1_005_000, "b", 2)]
     assert sorted(zip(raw.em_name, raw.em_id.tolist())) == [("a", 1), ("b", 2), ("c", 3)]  # new name: next id
     assert frame.plane_stat_map(0) == {"device_id": 1}
+
+
+# --- runs bigger than memory: the merge spills to files ---------------------------------------------
+
+def _shifted_records(copies: list[int]) -> bytes:
+    """A riegeli file of the tpu_v6e_inference profile, one record per copy, copy c with every line
+    moved c profile-lengths later (records out of time order when `copies` is not ascending)."""
+    from tputui.proto import xplane_pb2
+
+    source = next((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb")).read_bytes()
+    span = 10 ** 13  # ns: longer than the profile
+    records = []
+    for c in copies:
+        space = xplane_pb2.XSpace.FromString(source)
+        for plane in space.planes:
+            for line in plane.lines:
+                line.timestamp_ns += c * span
+        records.append([space.SerializeToString()])
+    buf = io.BytesIO()
+    write_records(buf, records, "zstd")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("copies", [[0, 1, 2], [2, 0, 1], [0, 0]])
+def test_spilled_merge_equals_the_in_memory_merge(copies, tmp_path):
+    """In time order, out of it (every merged line re-sorted) and overlapping: the merge through
+    files gives exactly the columns of the merge in memory, and leaves only the merged columns."""
+    from dataclasses import fields
+
+    from tputui.data.raw import validate
+    from tputui.data.riegeli_xspace import read_stream
+
+    data = _shifted_records(copies)
+    mem, _ = read_stream(io.BytesIO(data), len(data), "t")
+    spilled, _ = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
+    validate(spilled)
+    assert isinstance(spilled.event_stats.value, np.memmap)
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [f"event_{k}.npy" for k in ("line", "metadata_id", "offset_ps", "num_occurrences", "duration_ps")]
+        + [f"event_stats.{p}.npy" for p in ("owner", "stat", "kind", "value")])
+    for f in fields(mem):
+        a, b = getattr(mem, f.name), getattr(spilled, f.name)
+        if f.name.endswith("_stats"):
+            assert all(np.array_equal(getattr(a, p), getattr(b, p)) for p in ("owner", "stat", "kind", "value")), f.name
+        elif isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and np.array_equal(a, b), f.name
+        else:
+            assert a == b, f.name
+    # The copies repeat their metadata: the merged tables hold each string and blob once.
+    source = run_of(PROFILES / "tpu_v6e_inference").frame().raw
+    assert set(spilled.blobs) == set(source.blobs) and len(spilled.blobs) == len(set(source.blobs))
+    assert sorted(spilled.strings) == sorted(set(source.strings))
+    # Every copy is there, and merged lines are in XProf's order: by begin, the longer first.
+    assert spilled.num_events == len(copies) * run_of(PROFILES / "tpu_v6e_inference").frame().num_events
+    begin = np.where(spilled.event_num_occurrences > 0, 0, spilled.event_offset_ps)
+    same = spilled.event_line[1:] == spilled.event_line[:-1]
+    assert not (same & (begin[1:] < begin[:-1])).any()
+
+
+def test_a_riegeli_frame_is_mapped_from_its_cache_entry():
+    """The merged columns are written into the cache entry and mapped from it (memory does not
+    follow the file); the warm open reads the same entry; nothing is left beside it."""
+    from test_cache_damage import same_frame, wait_for_cache_writes
+
+    from tputui.data.cache import load_frame
+    from tputui.data.storage import cache_root
+
+    hf = open_logdir(str(RIEGELI / "tpu_lines_zstd")).runs[0].hosts[0]
+    cold = load_frame(hf)
+    assert isinstance(cold.raw.event_offset_ps, np.memmap)
+    wait_for_cache_writes()
+    frames = os.path.join(cache_root(), "frames")
+    (entry,) = os.listdir(frames)  # no .tmp- folder, no spill files left over
+    assert not [n for n in os.listdir(os.path.join(frames, entry)) if n.startswith("spill")]
+    warm = load_frame(hf)
+    assert same_frame(warm, cold)
+    assert same_frame(load_frame(hf, use_cache=False), cold)
+    assert os.listdir(frames) == [entry]
+
+
+def test_a_damaged_riegeli_run_is_merged_through_files_yet_never_cached():
+    from test_cache_damage import wait_for_cache_writes
+
+    from tputui.data.cache import load_frame
+    from tputui.data.storage import cache_root
+
+    hf = open_logdir(str(RIEGELI / "jax_mlp_corrupt")).runs[0].hosts[0]
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("tputui").addHandler(handler)
+    try:
+        frame = load_frame(hf)
+    finally:
+        logging.getLogger("tputui").removeHandler(handler)
+    wait_for_cache_writes()
+    assert isinstance(frame.raw.event_offset_ps, np.memmap) and frame.num_events > 0
+    assert any("skipped a damaged region" in m for m in seen)
+    assert os.listdir(os.path.join(cache_root(), "frames")) == []  # read (and warned about) each time

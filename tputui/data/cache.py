@@ -9,9 +9,12 @@ bytes come from `storage.read` (the one read path; local files memory-mapped).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
+import tempfile
 import threading
+import time
 
 from tputui.data import cache_entry
 from tputui.data.raw import RawXSpace
@@ -20,6 +23,8 @@ from tputui.data.storage import cache_root, check_listed, is_remote, read
 from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, check, decode_raw
 
 DEFAULT_MAX_BYTES = 2 << 30  # TPUTUI_CACHE_MAX_GB overrides; oldest-used entries go first
+STALE_TMP_SECONDS = 6 * 3600  # a .tmp- folder this old is left over by a killed process
+log = logging.getLogger("tputui")
 
 
 def cache_key(hf: HostFile, planes: PlaneSelector) -> str | None:
@@ -52,11 +57,28 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
                 pass
             return frame
     data = read(hf, progress=progress)
+    folder = None
     if hf.format == "riegeli":
         from tputui.data.riegeli_xspace import read_riegeli
 
-        raw, skipped = read_riegeli(data, hf, planes, progress)
+        folder = _merge_folder(use_cache)
+        try:
+            raw, skipped = read_riegeli(data, hf, planes, progress, folder=folder)
+        except OSError as e:  # the merge's files could not be written (a full disk): merge in memory
+            if not folder:
+                raise
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = None
+            log.warning(f"{hf.path}: merging in memory, its columns could not be written ({e})")
+            raw, skipped = read_riegeli(data, hf, planes, progress)
+        except BaseException:
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
         entry = None if skipped else entry  # a damaged file is read (and warned about) each time
+        if folder and not entry:
+            shutil.rmtree(folder, ignore_errors=True)  # the mapped columns stay readable until dropped
+            folder = None
     else:
         if progress:
             progress(f"decoding {hf.host} ({len(data) / 1e6:.1f} MB)")
@@ -68,8 +90,20 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
     if entry:
         # Writing ~35 bytes per event costs more than decoding them: do it beside the caller.
         # Not a daemon thread, so a short-lived CLI process still finishes the entry.
-        threading.Thread(target=_save_quietly, args=(raw, entry), name="tputui-cache-write").start()
+        threading.Thread(target=_save_quietly, args=(raw, entry, folder), name="tputui-cache-write").start()
     return XSpaceFrame(raw)
+
+
+def _merge_folder(use_cache: bool) -> str | None:
+    """Where a riegeli merge writes its columns (then mapped, so memory does not follow the
+    file): the cache entry being built, or with the cache off a temp folder removed once the
+    columns are mapped. None (merge in memory) when neither can be written."""
+    try:
+        if use_cache:
+            return cache_entry.new_folder(os.path.join(cache_root(), "frames"))
+        return tempfile.mkdtemp(prefix="tputui-merge-")
+    except OSError:
+        return None
 
 
 def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None:
@@ -92,9 +126,9 @@ def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None
         raise LogdirError(f"{hf.path}: {e}") from None
 
 
-def _save_quietly(raw: RawXSpace, entry: str) -> None:
+def _save_quietly(raw: RawXSpace, entry: str, folder: str | None = None) -> None:
     try:
-        cache_entry.save(raw, entry)
+        cache_entry.save(raw, entry, folder)
         prune(os.path.dirname(entry), keep=entry)
     except OSError:
         pass  # a read-only or full cache dir must not stop the user from reading a profile
@@ -113,7 +147,14 @@ def prune(frames_dir: str, keep: str | None = None, limit: int | None = None) ->
     entries = []
     for name in os.listdir(frames_dir):
         path = os.path.join(frames_dir, name)
-        if name.startswith(".tmp-") or not os.path.isdir(path):
+        if name.startswith(".tmp-"):  # an entry being built (a riegeli merge's spill can be GBs)
+            try:
+                if time.time() - os.stat(path).st_mtime > STALE_TMP_SECONDS:
+                    shutil.rmtree(path, ignore_errors=True)  # its process was killed
+            except OSError:
+                pass
+            continue
+        if not os.path.isdir(path):
             continue
         size = sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
         entries.append((os.stat(path).st_mtime, path, size))

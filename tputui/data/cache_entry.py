@@ -21,7 +21,7 @@ import numpy as np
 
 from tputui.data.raw import RawXSpace, StatColumns, validate
 
-FORMAT_VERSION = 2  # 2: manifest.json, fsync before rename
+FORMAT_VERSION = 3  # 2: manifest.json, fsync before rename; 3: big columns may be streamed in (riegeli merge)
 MANIFEST = "manifest.json"
 _FIELDS = {f.name: f.type for f in dataclasses.fields(RawXSpace)}
 _STAT_PARTS = ("owner", "stat", "kind", "value")
@@ -46,21 +46,50 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def save(raw: RawXSpace, path: str) -> None:
-    """Write `raw` as the entry `path`, durably and atomically (an entry already there wins)."""
-    parent = os.path.dirname(path)
+def new_folder(parent: str) -> str:
+    """A folder to build an entry in (`save(..., folder=)` completes it; prune() leaves it alone)."""
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+    return tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+
+
+def column_paths(folder: str) -> dict[str, str]:
+    """Where the event and event-stat columns of an entry built in `folder` go (riegeli_spill
+    names: metadata_id, ..., line, es.owner, ...): a merge streams them in before `save`."""
+    paths = {k: os.path.join(folder, f"event_{k}.npy")
+             for k in ("metadata_id", "offset_ps", "num_occurrences", "duration_ps")}
+    paths["line"] = os.path.join(folder, "event_line.npy")
+    paths.update({f"es.{p}": os.path.join(folder, f"event_stats.{p}.npy") for p in _STAT_PARTS})
+    return paths
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save(raw: RawXSpace, path: str, folder: str | None = None) -> None:
+    """Write `raw` as the entry `path`, durably and atomically (an entry already there wins).
+    `folder` (from new_folder): where some columns were already written (they are kept, not
+    written again, and fsynced like the rest); the folder is used up either way."""
+    parent = os.path.dirname(path)
+    tmp = folder or new_folder(parent)
     try:
         texts = {}
+        present = set(os.listdir(tmp))
+        for name in sorted(present):
+            _fsync_file(os.path.join(tmp, name))
         for name, typ in _FIELDS.items():
             value = getattr(raw, name)
-            if typ == "np.ndarray":
+            if typ == "np.ndarray" and f"{name}.npy" not in present:
                 _write(tmp, f"{name}.npy", lambda f, v=value: np.save(f, v))
             elif typ == "StatColumns":
                 for part in _STAT_PARTS:
                     column = getattr(value, part)
-                    _write(tmp, f"{name}.{part}.npy", lambda f, v=column: np.save(f, v))
+                    if f"{name}.{part}.npy" not in present:
+                        _write(tmp, f"{name}.{part}.npy", lambda f, v=column: np.save(f, v))
             elif typ == "list[str]":
                 texts[name] = value
         _write(tmp, "blobs.bin", lambda f: f.writelines(raw.blobs))

@@ -69,10 +69,11 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def decompress(kind: int, data) -> bytes:
-    """One compressed block: none, or brotli / zstd prefixed by the decompressed size."""
+def decompress(kind: int, data):
+    """One compressed block: none (given back as it is, no copy), or brotli / zstd prefixed by the
+    decompressed size."""
     if kind == NONE:
-        return bytes(data)
+        return data
     size, start = read_varint(data, 0)
     body = bytes(data[start:])
     try:
@@ -102,6 +103,7 @@ def simple_chunk_records(data, num_records: int, decoded_size: int) -> list[memo
     """The records of one simple chunk ('r')."""
     kind = data[0]
     sizes_len, pos = read_varint(data, 1)
+    data = memoryview(data)
     sizes = decompress(kind, data[pos:pos + sizes_len])
     values = decompress(kind, data[pos + sizes_len:])
     if len(values) != decoded_size:
@@ -134,13 +136,19 @@ class RecordReader:
         self.skipped: list[str] = []
         self.records_read = 0
 
-    def _read_logical(self, pos: int, n: int) -> bytes:
-        """`n` bytes of chunk content starting at physical `pos`, block headers cut out."""
+    def _read_logical(self, pos: int, n: int) -> bytes | memoryview:
+        """`n` bytes of chunk content starting at physical `pos`, block headers cut out. When the
+        file object can lend a view of its buffer (`view(start, end)`: a mapped file), the bytes
+        are copied once, by the join that cuts the headers out, or not at all inside one block."""
         end = add_with_overhead(pos, n)
         if end > self.size:
             raise _Skip(f"truncated at byte {self.size} (a chunk needs bytes up to {end})", self.size, True)
-        self.f.seek(pos)
-        raw = self.f.read(end - pos)
+        view = getattr(self.f, "view", None)
+        if view is not None:
+            raw = view(pos, end)
+        else:
+            self.f.seek(pos)
+            raw = self.f.read(end - pos)
         if pos % BLOCK_SIZE and (end - 1) // BLOCK_SIZE == pos // BLOCK_SIZE:
             return raw  # inside one block: nothing to cut (the common case for headers)
         parts, at = [], pos
@@ -174,7 +182,7 @@ class RecordReader:
         first = True
         while pos < self.size:
             try:
-                header = self._read_logical(pos, CHUNK_HEADER_SIZE)
+                header = bytes(self._read_logical(pos, CHUNK_HEADER_SIZE))
                 h, data_size, data_hash = struct.unpack_from("<QQQ", header)
                 if h != hash64(header[8:]):
                     raise _Skip(f"corrupt chunk header at byte {pos}", pos + 1, False)

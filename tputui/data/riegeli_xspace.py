@@ -1,7 +1,9 @@
 """One host's `.xplane.riegeli` file -> one RawXSpace, the way XProf reads it.
 
 Each record is one serialized XSpace (XLA's profiler writes a long profile chunk by chunk);
-records are decoded one at a time and merged (xspace_merge.py). Damaged regions are skipped
+records are decoded one at a time, a thread reading (and hash-checking) the next one meanwhile,
+and merged (xspace_merge.py) through files in `folder` when one is given (cache.py passes the
+cache entry being built), so memory follows the largest record, not the file. Damaged regions are skipped
 with a warning on the `tputui` logger, as XProf's reader skips them; a file with no readable
 record is a one-line error.
 """
@@ -9,6 +11,10 @@ from __future__ import annotations
 
 import logging
 import mmap
+import queue
+import threading
+from collections.abc import Iterator
+from typing import TypeVar
 
 from tputui.data.logdir import HostFile
 from tputui.data.raw import RawXSpace
@@ -17,6 +23,7 @@ from tputui.data.xspace import DecodeError, PlaneSelector, decode_raw
 from tputui.data.xspace_merge import XSpaceMerger
 
 log = logging.getLogger("tputui")
+T = TypeVar("T")
 
 
 class _BufferFile:
@@ -36,6 +43,11 @@ class _BufferFile:
         self._release(self.pos)
         return out
 
+    def view(self, start: int, end: int) -> memoryview:
+        """The bytes [start, end) without a copy (what RecordReader reads chunks through)."""
+        self._release(start)
+        return memoryview(self.buf)[start:end]
+
     def _release(self, upto: int) -> None:
         madvise = getattr(self.buf, "madvise", None)
         start = self.done - self.done % mmap.PAGESIZE
@@ -49,26 +61,72 @@ class _BufferFile:
         self.done = end
 
 
-def read_riegeli(data, hf: HostFile, planes: PlaneSelector = None, progress=None) -> tuple[RawXSpace, list[str]]:
-    """(merged columns, warnings about skipped regions) of one riegeli host file's content."""
-    return read_stream(_BufferFile(data), len(data), hf.path, planes, progress, label=hf.host)
+def read_riegeli(data, hf: HostFile, planes: PlaneSelector = None, progress=None,
+                 folder: str | None = None) -> tuple[RawXSpace, list[str]]:
+    """(merged columns, warnings about skipped regions) of one riegeli host file's content.
+    `folder`: where the merge spills and writes the event columns (see XSpaceMerger)."""
+    return read_stream(_BufferFile(data), len(data), hf.path, planes, progress, label=hf.host, folder=folder)
+
+
+def ahead(items: Iterator[T], name: str) -> Iterator[T]:
+    """`items`, produced by a thread one item ahead of the caller: the next record is read,
+    hashed and decompressed (C code that lets go of the GIL) while this one is decoded."""
+    q: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    end = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for x in items:
+                if not put((x, None)):
+                    return
+            put((end, None))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller, raised there
+            put((end, e))
+
+    t = threading.Thread(target=produce, name=name, daemon=True)
+    t.start()
+    try:
+        while True:
+            x, err = q.get()
+            if x is end:
+                if err is not None:
+                    raise err
+                return
+            yield x
+    finally:
+        stop.set()
+        t.join()
 
 
 def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=None,
-                label: str = "") -> tuple[RawXSpace, list[str]]:
+                label: str = "", folder: str | None = None) -> tuple[RawXSpace, list[str]]:
     reader = RecordReader(f, name, size, warn=log.warning)
-    merger = XSpaceMerger()
-    for i, record in enumerate(reader.records()):
-        if progress:
-            progress(f"decoding {label or name} record {i + 1} ({len(record) / 1e6:.1f} MB)")
-        try:
-            merger.add(decode_raw(record, planes))
-        except DecodeError as e:  # the hash matched, yet it is not an XSpace
-            msg = f"{name}: skipped record {i + 1}, not an XSpace ({e})"
-            reader.skipped.append(msg)
-            log.warning(msg)
-        del record
-    if merger.records == 0:
-        why = "; ".join(reader.skipped) if reader.skipped else "it holds no records"
-        raise RiegeliError(f"{name}: no readable XSpace record ({why})")
-    return merger.finish(), reader.skipped
+    merger = XSpaceMerger(folder)
+    try:
+        for i, record in enumerate(ahead(reader.records(), "tputui-riegeli-read")):
+            if progress:
+                progress(f"decoding {label or name} record {i + 1} ({len(record) / 1e6:.1f} MB)")
+            try:
+                merger.add(decode_raw(record, planes))
+            except DecodeError as e:  # the hash matched, yet it is not an XSpace
+                msg = f"{name}: skipped record {i + 1}, not an XSpace ({e})"
+                reader.skipped.append(msg)
+                log.warning(msg)
+            del record
+        if merger.records == 0:
+            why = "; ".join(reader.skipped) if reader.skipped else "it holds no records"
+            raise RiegeliError(f"{name}: no readable XSpace record ({why})")
+        return merger.finish(), reader.skipped
+    except BaseException:
+        merger.close()
+        raise

@@ -9,15 +9,19 @@ one into it:
   line gets the events appended, its timestamp becomes the earlier of the two with offsets moved
   to match, its duration the longer; an unknown line is appended), event metadata ids and
   event-stat metadata ids are remapped, plane stats are added unless the plane has that stat
-  already. Ref values and metadata stats are copied as they are.
+  already. Ref values and metadata stats are copied as they are; strings and blobs (HLO protos) that
+  records repeat are kept once in the merged tables.
 Planes and lines are taken first to last. Checked against XProf 2.24.2 itself: on a profile whose
 lines were spread over records, its memory_profile (which depends on the order it visits lines)
 equals the one of the same profile rewritten with new lines appended first to last, not last to
 first (tests/test_riegeli.py, the tpu_lines_zstd fixture).
 
-Columns are merged, not messages: each record is decoded to columns on its own (so memory
-follows the largest record plus the columns), ids are remapped with vectorized lookups, and the
-events are put in final line order by one gather at the end.
+Columns are merged, not messages: each record is decoded to columns on its own, ids are remapped
+with vectorized lookups, and its event and event-stat columns are appended to a spill
+(riegeli_spill.py: files, so memory follows the largest record, not the file). At the end the
+events are copied run by run (a run: one line of one record) into final line order; only a line
+whose runs are out of time order is loaded whole to be sorted. Per record, the order facts of each
+line's run (sorted inside, first and last event) are kept, so checking the order reads nothing back.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tputui.data.raw import KIND_BYTES, KIND_STR, RawXSpace, StatColumns
+from tputui.data.riegeli_spill import EVENT_COLUMNS, STAT_COLUMNS, FileOut, FileSpill, MemoryOut, MemorySpill
 
 
 @dataclass
@@ -37,7 +42,21 @@ class _Line:
     display_name: str
     timestamp_ns: int
     duration_ps: int
-    segments: list = field(default_factory=list)  # (global first event, count, timestamp_ns)
+    segments: list = field(default_factory=list)  # _Run of each record that has this line
+
+
+@dataclass
+class _Run:
+    """One line of one record: its rows in the spill and what its time order needs."""
+    event: int  # first row in the spilled event columns
+    count: int
+    stat: int  # first row in the spilled event-stat columns (stats grouped by event)
+    stats: int
+    timestamp_ns: int
+    sorted: bool  # no event out of (begin, longer first) order inside the run
+    aggregated: bool  # holds events with num_occurrences (begin 0 whatever the offset)
+    first: tuple[int, int]  # (offset, duration) of its first and last events
+    last: tuple[int, int]
 
 
 @dataclass
@@ -81,18 +100,57 @@ class _Stats:
         return StatColumns(*(np.concatenate([p[i] for p in self.parts]) for i in range(4)))
 
 
-def _shift_values(kind: np.ndarray, value: np.ndarray, str_base: int, blob_base: int) -> np.ndarray:
-    """Str / bytes values index the record's own tables: move them to the merged tables."""
+def _shift_values(kind: np.ndarray, value: np.ndarray, str_map: np.ndarray, blob_map: np.ndarray) -> np.ndarray:
+    """Str / bytes values index the record's own tables: point them into the merged tables."""
     value = value.copy()
-    value[kind == KIND_STR] += str_base
-    value[kind == KIND_BYTES] += blob_base
+    for k, to in ((KIND_STR, str_map), (KIND_BYTES, blob_map)):
+        sel = kind == k
+        if len(to) and sel.any():
+            value[sel] = to[value[sel]]
     return value
+
+
+def _intern(table: list, index: dict, items: list) -> np.ndarray:
+    """Row in `table` of each of `items`, appending the ones not there yet: records repeat their
+    metadata (HLO protos, names), so the merged tables keep one copy of each."""
+    rows = []
+    for item in items:
+        row = index.get(item)
+        if row is None:
+            row = index[item] = len(table)
+            table.append(item)
+        rows.append(row)
+    return np.array(rows, np.int64)
+
+
+def _order_facts(r: RawXSpace):
+    """line -> (sorted, aggregated, (offset, duration) of the first and of the last event) of one
+    record's lines. Sorted: no neighbour out of XProf's order (begin, then longer first; an
+    aggregated event, with num_occurrences, begins at 0)."""
+    occ, off, dur = r.event_num_occurrences, r.event_offset_ps, r.event_duration_ps
+    begin = np.where(occ > 0, 0, off)
+    same = r.event_line[1:] == r.event_line[:-1]
+    bad = same & ((begin[1:] < begin[:-1]) | ((begin[1:] == begin[:-1]) & (dur[1:] > dur[:-1])))
+    unsorted = set(np.unique(r.event_line[1:][bad]).tolist())
+    aggregated = set(np.unique(r.event_line[occ > 0]).tolist())
+
+    def facts(li: int):
+        a, n = int(r.line_first_event[li]), int(r.line_num_events[li])
+        if not n:
+            return True, False, (0, 0), (0, 0)
+        z = a + n - 1
+        return (li not in unsorted, li in aggregated, (int(off[a]), int(dur[a])), (int(off[z]), int(dur[z])))
+    return facts
 
 
 class XSpaceMerger:
     """Feed records with `add` in file order; `finish` gives the merged RawXSpace."""
 
-    def __init__(self):
+    def __init__(self, folder: str | None = None):
+        """`folder`: where the event columns are spilled and the merged ones written (the cache
+        entry being built); None keeps them in memory."""
+        self.folder = folder
+        self.spill: FileSpill | MemorySpill = FileSpill(folder) if folder else MemorySpill()
         self.records = 0
         self.single: RawXSpace | None = None  # one record: returned exactly as decoded
         self.hostnames: list[str] = []
@@ -102,14 +160,14 @@ class XSpaceMerger:
         self.by_name: dict[str, int] = {}
         self.strings: list[str] = []
         self.blobs: list[bytes] = []
+        self.string_rows: dict[str, int] = {}
+        self.blob_rows: dict[bytes, int] = {}
         self.em: dict[str, list] = {k: [] for k in ("plane", "id", "name", "display_name", "metadata")}
         self.em_children: list[tuple[np.ndarray, np.ndarray]] = []
         self.sm: dict[str, list] = {k: [] for k in ("plane", "id", "name", "description")}
-        self.event_stats, self.metadata_stats, self.plane_stats = _Stats(), _Stats(), _Stats()
-        self.events: dict[str, list[np.ndarray]] = {k: [] for k in ("metadata_id", "offset_ps", "num_occurrences",
-                                                                       "duration_ps")}
+        self.metadata_stats, self.plane_stats = _Stats(), _Stats()
         self.num_events = 0
-        self.part_base: list[int] = []  # first merged event row of each record's columns
+        self.num_event_stats = 0
 
     # --- one record ------------------------------------------------------------------------
     def add(self, r: RawXSpace) -> None:
@@ -132,45 +190,53 @@ class XSpaceMerger:
                     if s not in seen:
                         seen.add(s)
                         mine.append(s)
-        str_base, blob_base, ev_base = len(self.strings), len(self.blobs), self.num_events
-        self.strings.extend(r.strings)
-        self.blobs.extend(r.blobs)
+        ev_base = self.num_events
+        st_base = self.num_event_stats
+        str_map = _intern(self.strings, self.string_rows, r.strings)
+        blob_map = _intern(self.blobs, self.blob_rows, r.blobs)
         self._em_global = np.full(len(r.em_id), -1, np.int64)  # record em row -> merged row, if copied
         ev_mid = r.event_metadata_id.astype(np.int64, copy=True)
         es = r.event_stats
+        if len(es.owner) > 1 and not bool(np.all(es.owner[1:] >= es.owner[:-1])):
+            o = np.argsort(es.owner, kind="stable")  # grouped by event, so a line's stats are one run
+            es = StatColumns(es.owner[o], es.stat[o], es.kind[o], es.value[o])
         es_stat = es.stat.astype(np.int64, copy=True)
-        es_sorted = len(es.owner) < 2 or bool(np.all(es.owner[1:] >= es.owner[:-1]))
+        line_end = r.line_first_event + r.line_num_events
+        stat_first, stat_end = np.searchsorted(es.owner, r.line_first_event), np.searchsorted(es.owner, line_end)
+        facts = _order_facts(r)
+
+        def run(li: int) -> _Run:
+            a, n = int(r.line_first_event[li]), int(r.line_num_events[li])
+            sa, sb = int(stat_first[li]), int(stat_end[li])
+            return _Run(ev_base + a, n, st_base + sa, sb - sa, int(r.line_timestamp_ns[li]), *facts(li))
         known = dict(self.by_name)  # XProf looks planes up in the space as it was before this record
         for p in range(len(r.plane_id)):
             name = r.plane_name[p]
             target = None if first else known.get(name)
             lines = np.flatnonzero(r.line_plane == p).tolist()
             if target is None:
-                plane = self._new_plane(r, p, blob_base, str_base)
+                plane = self._new_plane(r, p, blob_map, str_map)
                 for li in lines:
-                    plane.lines.append(self._line(r, li, ev_base))
+                    plane.lines.append(self._line(r, li, run(li)))
                 continue
             plane = self.planes[target]
-            em_map = self._merge_metadata(plane, r, p, blob_base, str_base, event=True)
-            sm_map = self._merge_metadata(plane, r, p, blob_base, str_base, event=False)
+            em_map = self._merge_metadata(plane, r, p, blob_map, str_map, event=True)
+            sm_map = self._merge_metadata(plane, r, p, blob_map, str_map, event=False)
             to_lines = {line.id: line for line in plane.lines}
             for li in lines:
                 a = int(r.line_first_event[li])
                 b = a + int(r.line_num_events[li])
                 if em_map:  # usually empty: records of one profile share their metadata ids
                     ev_mid[a:b] = _remap(ev_mid[a:b], em_map)
-                if sm_map and es_sorted:
-                    sa, sb = np.searchsorted(es.owner, [a, b])
+                if sm_map:
+                    sa, sb = int(stat_first[li]), int(stat_end[li])
                     es_stat[sa:sb] = _remap(es_stat[sa:sb], sm_map)
-                elif sm_map:
-                    sel = (es.owner >= a) & (es.owner < b)
-                    es_stat[sel] = _remap(es_stat[sel], sm_map)
                 line = to_lines.get(int(r.line_id[li]))
                 if line is None:
-                    plane.lines.append(self._line(r, li, ev_base))
+                    plane.lines.append(self._line(r, li, run(li)))
                     continue
                 ts = int(r.line_timestamp_ns[li])
-                line.segments.append((ev_base + a, b - a, ts))
+                line.segments.append(run(li))
                 line.timestamp_ns = min(line.timestamp_ns, ts)
                 line.duration_ps = max(line.duration_ps, int(r.line_duration_ps[li]))
             ps = r.plane_stats
@@ -180,48 +246,49 @@ class XSpaceMerger:
                     continue
                 plane.stat_ids.add(sid)
                 self.plane_stats.add([plane.index], [sid], ps.kind[j:j + 1],
-                                     _shift_values(ps.kind[j:j + 1], ps.value[j:j + 1], str_base, blob_base))
-        self.part_base.append(ev_base)
-        for k, col in (("metadata_id", ev_mid), ("offset_ps", r.event_offset_ps),
-                       ("num_occurrences", r.event_num_occurrences), ("duration_ps", r.event_duration_ps)):
-            self.events[k].append(np.asarray(col, np.int64))
-        self._copy_em_children_and_stats(r, str_base, blob_base)
-        self.event_stats.add(es.owner + ev_base, es_stat, es.kind, _shift_values(es.kind, es.value, str_base, blob_base))
+                                     _shift_values(ps.kind[j:j + 1], ps.value[j:j + 1], str_map, blob_map))
+        # Cut where the lines start: a line's run is what the merged order moves.
+        for k, col in zip(EVENT_COLUMNS, (ev_mid, r.event_offset_ps, r.event_num_occurrences, r.event_duration_ps)):
+            self.spill.append(k, col, r.line_first_event)
+        self._copy_em_children_and_stats(r, str_map, blob_map)
+        for k, col in zip(STAT_COLUMNS, (es.owner + ev_base, es_stat, es.kind,
+                                         _shift_values(es.kind, es.value, str_map, blob_map))):
+            self.spill.append(k, col, stat_first)
         self.num_events += len(r.event_line)
+        self.num_event_stats += len(es.owner)
 
-    def _line(self, r: RawXSpace, li: int, ev_base: int) -> _Line:
-        ts = int(r.line_timestamp_ns[li])
+    def _line(self, r: RawXSpace, li: int, first: _Run) -> _Line:
         line = _Line(int(r.line_id[li]), int(r.line_display_id[li]), r.line_name[li], r.line_display_name[li],
-                     ts, int(r.line_duration_ps[li]))
-        line.segments.append((ev_base + int(r.line_first_event[li]), int(r.line_num_events[li]), ts))
+                     first.timestamp_ns, int(r.line_duration_ps[li]))
+        line.segments.append(first)
         return line
 
-    def _new_plane(self, r: RawXSpace, p: int, blob_base: int, str_base: int) -> _Plane:
+    def _new_plane(self, r: RawXSpace, p: int, blob_map: np.ndarray, str_map: np.ndarray) -> _Plane:
         plane = _Plane(len(self.planes), int(r.plane_id[p]), r.plane_name[p])
         self.planes.append(plane)
         self.by_name[plane.name] = plane.index
         for i in np.flatnonzero(r.em_plane == p).tolist():
-            self._copy_em(plane, r, i, int(r.em_id[i]), blob_base)
+            self._copy_em(plane, r, i, int(r.em_id[i]), blob_map)
         for i in np.flatnonzero(r.sm_plane == p).tolist():
             self._copy_sm(plane, r, i, int(r.sm_id[i]))
         ps = r.plane_stats
         sel = np.flatnonzero(ps.owner == p)
         plane.stat_ids.update(ps.stat[sel].tolist())
         self.plane_stats.add(np.full(len(sel), plane.index), ps.stat[sel], ps.kind[sel],
-                             _shift_values(ps.kind[sel], ps.value[sel], str_base, blob_base))
+                             _shift_values(ps.kind[sel], ps.value[sel], str_map, blob_map))
         return plane
 
-    def _copy_em(self, plane: _Plane, r: RawXSpace, i: int, new_id: int, blob_base: int) -> None:
+    def _copy_em(self, plane: _Plane, r: RawXSpace, i: int, new_id: int, blob_map: np.ndarray) -> None:
         self._em_global[i] = len(self.em["id"])
         md = int(r.em_metadata[i])
         for k, v in (("plane", plane.index), ("id", new_id), ("name", r.em_name[i]),
-                     ("display_name", r.em_display_name[i]), ("metadata", md + blob_base if md >= 0 else -1)):
+                     ("display_name", r.em_display_name[i]), ("metadata", int(blob_map[md]) if md >= 0 else -1)):
             self.em[k].append(v)
         if r.em_name[i]:
             plane.em_by_name[r.em_name[i]] = new_id
         plane.em_next = max(plane.em_next, new_id + 1)
 
-    def _copy_em_children_and_stats(self, r: RawXSpace, str_base: int, blob_base: int) -> None:
+    def _copy_em_children_and_stats(self, r: RawXSpace, str_map: np.ndarray, blob_map: np.ndarray) -> None:
         """Children and stats of the event metadata this record added (copied as they are)."""
         g = self._em_global
         if len(r.em_child_owner):
@@ -235,7 +302,7 @@ class XSpaceMerger:
             sel = np.flatnonzero(owner >= 0)
             if len(sel):
                 self.metadata_stats.add(owner[sel], ms.stat[sel], ms.kind[sel],
-                                        _shift_values(ms.kind[sel], ms.value[sel], str_base, blob_base))
+                                        _shift_values(ms.kind[sel], ms.value[sel], str_map, blob_map))
 
     def _copy_sm(self, plane: _Plane, r: RawXSpace, i: int, new_id: int) -> None:
         for k, v in (("plane", plane.index), ("id", new_id), ("name", r.sm_name[i]),
@@ -245,7 +312,7 @@ class XSpaceMerger:
             plane.sm_by_name[r.sm_name[i]] = new_id
         plane.sm_next = max(plane.sm_next, new_id + 1)
 
-    def _merge_metadata(self, plane: _Plane, r: RawXSpace, p: int, blob_base: int, str_base: int,
+    def _merge_metadata(self, plane: _Plane, r: RawXSpace, p: int, blob_map: np.ndarray, str_map: np.ndarray,
                         event: bool) -> dict[int, int]:
         """{record id: merged id} for one plane's event (or stat) metadata, adding new names."""
         rows = np.flatnonzero((r.em_plane if event else r.sm_plane) == p).tolist()
@@ -262,116 +329,110 @@ class XSpaceMerger:
             if to is None:
                 to = plane.em_next if event else plane.sm_next
                 if event:
-                    self._copy_em(plane, r, i, to, blob_base)
+                    self._copy_em(plane, r, i, to, blob_map)
                 else:
                     self._copy_sm(plane, r, i, to)
             mapping[rid] = to
         return {k: v for k, v in mapping.items() if k != v}
 
+    def close(self) -> None:
+        """Drop the spill (a merge given up half way)."""
+        self.spill.close()
+
     # --- the merged space ------------------------------------------------------------------
-    def _time_order(self, lines, line_num, event_line, take, offset) -> np.ndarray | None:
-        """Permutation that time-sorts the merged lines' events (None when they already are)."""
-        merged_line = np.array([len(ln.segments) > 1 for _, ln in lines], bool)
-        if not merged_line.any():
-            return None
-        occurrences = take(self.events["num_occurrences"])
-        duration = take(self.events["duration_ps"])
-        begin = np.where(occurrences > 0, 0, offset)  # aggregated events have no offset
-        same_line = event_line[1:] == event_line[:-1]
-        out_of_order = same_line & ((begin[1:] < begin[:-1]) | ((begin[1:] == begin[:-1]) & (duration[1:] > duration[:-1])))
-        bad_lines = np.unique(event_line[1:][out_of_order])
-        bad_lines = bad_lines[merged_line[bad_lines]]
-        if not len(bad_lines):
-            return None  # records that follow each other in time: nothing to move
-        order = np.arange(len(offset), dtype=np.int64)
-        first = np.concatenate(([0], np.cumsum(line_num)[:-1]))
-        for li in bad_lines.tolist():
-            a, b = int(first[li]), int(first[li] + line_num[li])
-            order[a:b] = a + np.lexsort((-duration[a:b], begin[a:b]))
-        return order
-
-    def _regroup_event_stats(self, n: int, gather: np.ndarray | None, segments: tuple | None) -> StatColumns:
-        """Event stats in the events' new order: each event's run of stats moved as a block
-        (records give stats grouped by event, so no sort is needed). `segments` (runs, take):
-        the events moved as whole runs of records' rows, so their stats are copied run by run."""
-        parts = self.event_stats.parts
-        if segments is not None and all(len(p[0]) < 2 or bool(np.all(p[0][1:] >= p[0][:-1])) for p in parts):
-            runs, take = segments
-            # Per record: each event's stat count and where its run of stats starts.
-            ends = self.part_base[1:] + [n]
-            per_event = [np.bincount(p[0] - base, minlength=end - base) for p, base, end
-                         in zip(parts, self.part_base, ends)]
-            bounds = [np.concatenate(([0], np.cumsum(c))) for c in per_event]
-            stat_runs = [(k, int(bounds[k][a]), int(bounds[k][b])) for k, a, b in runs]
-            owner = np.repeat(np.arange(n, dtype=np.int64), take(per_event))
-            cols = [np.concatenate([parts[k][i][a:b] for k, a, b in stat_runs]) if stat_runs else parts[0][i][:0]
-                    for i in (1, 2, 3)] if parts else [np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.int64)]
-            parts.clear()
-            return StatColumns(owner, *cols)
-        if gather is None:  # runs whose stats were not grouped by event: index them one by one
-            gather = np.concatenate([np.arange(self.part_base[k] + a, self.part_base[k] + b) for k, a, b in segments[0]]) \
-                if segments and segments[0] else np.zeros(0, np.int64)
-        es = self.event_stats.columns()
-        parts.clear()
-        if not len(es.owner):
-            return es
-        if len(es.owner) > 1 and not bool(np.all(es.owner[1:] >= es.owner[:-1])):
-            o = np.argsort(es.owner, kind="stable")
-            es = StatColumns(es.owner[o], es.stat[o], es.kind[o], es.value[o])
-        per_event_all = np.bincount(es.owner, minlength=n)
-        counts = per_event_all[gather]
-        owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-        first = np.concatenate(([0], np.cumsum(per_event_all)[:-1]))
-        total = int(counts.sum())
-        starts = first[gather] - np.concatenate(([0], np.cumsum(counts)[:-1]))
-        idx = np.repeat(starts, counts) + np.arange(total, dtype=np.int64)
-        return StatColumns(owner, es.stat[idx], es.kind[idx], es.value[idx])
-
     def finish(self) -> RawXSpace:
+        """The merged space. With a folder, its event and event-stat columns are .npy files there
+        (memory-mapped); the spill files are removed."""
         if self.single is not None:
             return self.single
         lines = [(plane.index, line) for plane in self.planes for line in plane.lines]
-        seg_start, seg_count, seg_delta, line_counts = [], [], [], []
-        for _, line in lines:
-            n = 0
-            for start, count, ts in line.segments:
-                seg_start.append(start)
-                seg_count.append(count)
-                seg_delta.append((ts - line.timestamp_ns) * 1000)
-                n += count
-            line_counts.append(n)
-        counts = np.array(seg_count, np.int64)
+        line_num = np.array([sum(run.count for run in line.segments) for _, line in lines], np.int64)
+        total = int(line_num.sum())
+        total_stats = sum(run.stats for _, line in lines for run in line.segments)
+        out: FileOut | MemoryOut
+        if isinstance(self.spill, FileSpill):
+            from tputui.data.cache_entry import column_paths
+
+            out = FileOut(self.spill, column_paths(self.spill.folder))
+        else:
+            out = MemoryOut(self.spill)
+        try:
+            for name in EVENT_COLUMNS + ("line",):
+                out.begin(name, total)
+            for name in STAT_COLUMNS:
+                out.begin(name, total_stats)
+            at = 0
+            for li, (_, line) in enumerate(lines):
+                runs = [run for run in line.segments if run.count]
+                if len(line.segments) > 1 and not _in_order(runs, line.timestamp_ns):
+                    self._write_line_sorted(out, runs, line.timestamp_ns, at)
+                else:
+                    run_at = at
+                    for run in runs:
+                        self._write_run(out, run, (run.timestamp_ns - line.timestamp_ns) * 1000, run_at)
+                        run_at += run.count
+                out.write("line", np.full(int(line_num[li]), li, np.int32))
+                at += int(line_num[li])
+            cols = {name: out.result(name) for name in EVENT_COLUMNS + STAT_COLUMNS + ("line",)}
+        finally:
+            out.close()
+        self.spill.close()
+        return self._space(lines, line_num, cols)
+
+    def _write_run(self, out: FileOut | MemoryOut, run: _Run, delta: int, at: int) -> None:
+        """One run copied to output rows [at, at + count): offsets moved by `delta` (the line
+        now starts earlier), stat owners renumbered; everything else copied as it is."""
+        a, b = run.event, run.event + run.count
+        for name in ("metadata_id", "num_occurrences", "duration_ps"):
+            out.copy(name, a, b)
+        if delta:
+            out.write("offset_ps", self.spill.read("offset_ps", a, b) + delta)
+        else:
+            out.copy("offset_ps", a, b)
+        sa, sb = run.stat, run.stat + run.stats
+        out.write("es.owner", self.spill.read("es.owner", sa, sb) + (at - a))
+        for name in ("es.stat", "es.kind", "es.value"):
+            out.copy(name, sa, sb)
+
+    def _write_line_sorted(self, out: FileOut | MemoryOut, runs: list[_Run], line_ts: int, at: int) -> None:
+        """A line whose runs may be out of order, loaded whole: time-sorted (begin, then longer
+        first) when any two neighbours are out of order, each event's stats moved with it."""
+        read = self.spill.read
+        cols = {name: np.concatenate([read(name, r.event, r.event + r.count) for r in runs])
+                for name in ("metadata_id", "num_occurrences", "duration_ps")}
+        cols["offset_ps"] = np.concatenate([read("offset_ps", r.event, r.event + r.count)
+                                            + (r.timestamp_ns - line_ts) * 1000 for r in runs])
+        starts = np.cumsum([0] + [r.count for r in runs])
+        stats = {name: np.concatenate([read(name, r.stat, r.stat + r.stats) for r in runs])
+                 for name in STAT_COLUMNS}
+        stats["es.owner"] = np.concatenate([read("es.owner", r.stat, r.stat + r.stats) - r.event + int(s)
+                                            for r, s in zip(runs, starts[:-1].tolist())])  # row in the line
+        n = int(starts[-1])
+        duration = cols["duration_ps"]
+        begin = np.where(cols["num_occurrences"] > 0, 0, cols["offset_ps"])
+        bad = (begin[1:] < begin[:-1]) | ((begin[1:] == begin[:-1]) & (duration[1:] > duration[:-1]))
+        if not bad.any():
+            for name, col in cols.items():
+                out.write(name, col)
+            stats["es.owner"] += at
+            for name, col in stats.items():
+                out.write(name, col)
+            return
+        order = np.lexsort((-duration, begin))
+        for name, col in cols.items():
+            out.write(name, col[order])
+        per_event = np.bincount(stats["es.owner"], minlength=n)
+        counts = per_event[order]
+        first = np.concatenate(([0], np.cumsum(per_event)[:-1]))
         total = int(counts.sum())
-        seg_first = np.concatenate(([0], np.cumsum(counts)[:-1])) if len(counts) else np.zeros(0, np.int64)
-        line_num = np.array(line_counts, np.int64)
-        event_line = np.repeat(np.arange(len(lines), dtype=np.int32), line_num)
-        # A line that got events from several records comes out time-sorted (begin, then longer
-        # first) in XProf; other lines keep their order. Checked against XProf's memory_profile
-        # (which depends on event order) on the fixtures with lines and planes spread over records.
-        seg_part = (np.searchsorted(np.array(self.part_base, np.int64), np.array(seg_start, np.int64), side="right") - 1
-                    if seg_start else np.zeros(0, np.int64))
-        # (record, first, end) of every run, in the record's own rows
-        runs = [(k, a - self.part_base[k], a - self.part_base[k] + c)
-                for k, a, c in zip(seg_part.tolist(), seg_start, seg_count)]
+        idx = np.repeat(first[order] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) \
+            + np.arange(total, dtype=np.int64)
+        out.write("es.owner", np.repeat(np.arange(at, at + n, dtype=np.int64), counts))
+        for name in ("es.stat", "es.kind", "es.value"):
+            out.write(name, stats[name][idx])
 
-        def take(parts: list[np.ndarray]) -> np.ndarray:
-            """One event column in line order: whole runs copied from the records' columns."""
-            return np.concatenate([parts[k][a:b] for k, a, b in runs]) if runs else np.zeros(0, np.int64)
-
-        offset = take(self.events["offset_ps"]) + np.repeat(np.array(seg_delta, np.int64), counts)
-        order = self._time_order(lines, line_num, event_line, take, offset)
-        segments: tuple | None = (runs, take)
-        gather = None  # row of each event in the records' concatenated columns (only to re-sort)
-        if order is not None:
-            gather = np.repeat(np.array(seg_start, np.int64) - seg_first, counts) + np.arange(total, dtype=np.int64)
-            gather, offset, segments = gather[order], offset[order], None
-        cols = {"offset_ps": offset}
-        for k, parts in self.events.items():
-            if k != "offset_ps":
-                cols[k] = take(parts) if segments is not None else np.concatenate(parts)[gather]
-            parts.clear()
+    def _space(self, lines: list, line_num: np.ndarray, cols: dict[str, np.ndarray]) -> RawXSpace:
         line_first = np.concatenate(([0], np.cumsum(line_num)[:-1])) if len(line_num) else np.zeros(0, np.int64)
-        event_stats = self._regroup_event_stats(total, gather, segments)
         # Metadata rows grouped by plane, as a decoder gives them.
         em_plane = np.array(self.em["plane"], np.int32)
         em_order = np.argsort(em_plane, kind="stable")
@@ -400,7 +461,7 @@ class XSpaceMerger:
             line_duration_ps=np.array([ln.duration_ps for _, ln in lines], np.int64),
             line_name=[ln.name for _, ln in lines], line_display_name=[ln.display_name for _, ln in lines],
             line_first_event=line_first, line_num_events=line_num,
-            event_line=event_line,
+            event_line=cols["line"],
             event_metadata_id=cols["metadata_id"], event_offset_ps=cols["offset_ps"],
             event_num_occurrences=cols["num_occurrences"], event_duration_ps=cols["duration_ps"],
             em_plane=em_plane[em_order], em_id=np.array(self.em["id"], np.int64)[em_order],
@@ -409,11 +470,24 @@ class XSpaceMerger:
             em_child_owner=kids_owner[ko], em_child_id=kids_id[ko],
             sm_plane=sm_plane[sm_order], sm_id=np.array(self.sm["id"], np.int64)[sm_order],
             sm_name=sms("name"), sm_description=sms("description"),
-            event_stats=event_stats,
+            event_stats=StatColumns(cols["es.owner"], cols["es.stat"], cols["es.kind"], cols["es.value"]),
             metadata_stats=StatColumns(ms_owner[mo], ms.stat[mo], ms.kind[mo], ms.value[mo]),
             plane_stats=StatColumns(pst.owner[po], pst.stat[po], pst.kind[po], pst.value[po]),
             strings=self.strings, blobs=self.blobs,
         )
+
+
+def _in_order(runs: list[_Run], line_ts: int) -> bool:
+    """True when the runs, put one after the other, are certainly in time order (each sorted
+    inside, each first event after the previous run's last); False: load the line and look."""
+    if any(not r.sorted or r.aggregated for r in runs):
+        return False  # an aggregated event begins at 0 whatever the shift: decided on the whole line
+    for p, q in zip(runs, runs[1:]):
+        bp = p.last[0] + (p.timestamp_ns - line_ts) * 1000
+        bq = q.first[0] + (q.timestamp_ns - line_ts) * 1000
+        if bq < bp or (bq == bp and q.first[1] > p.last[1]):
+            return False
+    return True
 
 
 def merge(records: Iterable[RawXSpace]) -> RawXSpace:
