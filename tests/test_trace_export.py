@@ -149,14 +149,22 @@ def test_flows_are_exported_as_paired_s_f_events(root):
     ends = {e["id"]: e for e in doc["traceEvents"] if e.get("ph") == "f"}
     assert len(starts) == len(ends) == len(ev.flows) > 0
     slices = {(e["pid"], e.get("tid"), round(float(e["ts"]) * 1e6)) for e in doc["traceEvents"] if e.get("ph") in ("X", "i")}
-    for k, s in enumerate(starts):
+    def at(e) -> tuple:
+        return e["pid"], e["tid"], round(float(e["ts"]) * 1e6)
+
+    def of(row: int) -> tuple:
+        return int(ev.pid[row]), int(ev.tid[row]), int(ev.start_ps[row])
+
+    pairs = []
+    for s in starts:
         f = ends[s["id"]]
         assert s["bind_id"] == f["bind_id"] == s["id"] and f["bp"] == "e" and s["cat"] == f["cat"]
-        a, b = int(ev.flows.src[k]), int(ev.flows.dst[k])
-        assert (s["pid"], s["tid"], round(float(s["ts"]) * 1e6)) == (int(ev.pid[a]), int(ev.tid[a]), int(ev.start_ps[a]))
-        assert (f["pid"], f["tid"], round(float(f["ts"]) * 1e6)) == (int(ev.pid[b]), int(ev.tid[b]), int(ev.start_ps[b]))
-        assert (s["pid"], s["tid"], round(float(s["ts"]) * 1e6)) in slices
-        assert (f["pid"], f["tid"], round(float(f["ts"]) * 1e6)) in slices
+        assert at(s) in slices and at(f) in slices
+        pairs.append((at(s), at(f)))
+    # Every link once, s on its source and f on its destination (numbered in time order).
+    want = sorted((of(int(a)), of(int(b))) for a, b in zip(ev.flows.src, ev.flows.dst))
+    assert sorted(pairs) == want
+    assert [at(s)[2] for s in starts] == sorted(at(s)[2] for s in starts)  # ids follow the sources' times
     assert "flows" in result.tables() and result.tables()["flows"].height == len(ev.flows)
 
 

@@ -150,8 +150,14 @@ class TraceExport:
             return ""
         lines = []
         names = {k: json.dumps(v) for k, v in FLOW_NAMES.items()}
-        for k, (a, b, kind, cat) in enumerate(zip(fl.src.tolist(), fl.dst.tolist(), fl.kind.tolist(),
-                                                   fl.category.tolist()), 1):
+        # Links numbered in time order of their ends (then track, rule, category), not in event-row
+        # order: the same profile read another way (a riegeli run's merged lines) numbers them alike.
+        src, dst = np.asarray(fl.src), np.asarray(fl.dst)
+        order = np.lexsort((fl.category, fl.kind, ev.tid[dst], ev.pid[dst], ev.start_ps[dst],
+                            ev.tid[src], ev.pid[src], ev.start_ps[src]))
+        for k, (a, b, kind, cat) in enumerate(zip(src[order].tolist(), dst[order].tolist(),
+                                                   np.asarray(fl.kind)[order].tolist(),
+                                                   np.asarray(fl.category)[order].tolist()), 1):
             head = f'"id":{k},"bind_id":{k},"name":{names[kind]},"cat":{json.dumps(CONTEXT_TYPES[cat] or "flow")}'
             lines.append(f'{{"pid":{int(ev.pid[a])},"tid":{int(ev.tid[a])},"ts":{_us(int(ev.start_ps[a]))},'
                          f'"ph":"s",{head}}},\n')
