@@ -121,3 +121,21 @@ def test_bytes_stats_are_reachable_as_blobs():
     assert frame.blob(first["blob_id"]) == frame.metadata_stat_map(first["owner"])["memory_access_breakdown"]
     core = frame.stat_values("plane", "core_details")
     assert frame.blob(core["blob_id"][0]) == frame.plane_stat_map(int(core["owner"][0]))["core_details"]
+
+
+def test_a_dropped_frame_is_freed_at_once():
+    """No reference cycle keeps a frame alive: dropping the last reference frees it without the
+    garbage collector (multi-host runs drop each host's frame after its map)."""
+    import gc
+    import weakref
+
+    path = next(PROFILES.rglob("t1v-tpu-host.xplane.pb"))
+    frame = XSpaceFrame(wire.decode(path.read_bytes()))
+    frame.stat_values("event", "run_id")  # fills the lazy per-owner tables
+    gone = weakref.ref(frame)
+    gc.disable()
+    try:
+        del frame
+        assert gone() is None
+    finally:
+        gc.enable()

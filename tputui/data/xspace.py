@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mmap
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from types import ModuleType
@@ -55,13 +56,16 @@ class _LazyRefs(dict):
 
     def __init__(self, frame: XSpaceFrame) -> None:
         super().__init__()
-        self._frame = frame
+        # A weak reference: with a strong one the frame and this dict form a cycle, and a dropped
+        # frame (hundreds of MB) would wait for the garbage collector instead of going at once.
+        self._frame = weakref.ref(frame)
         self._lock = threading.Lock()
 
     def __missing__(self, owner: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         with self._lock:
             if owner not in self:
-                fr = self._frame
+                fr = self._frame()
+                assert fr is not None, "the frame is gone"
                 self[owner] = fr._resolve_refs(owner, getattr(fr.raw, f"{owner}_stats"))
             return dict.__getitem__(self, owner)
 
