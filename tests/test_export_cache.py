@@ -69,3 +69,14 @@ def test_outputs_over_the_limit_and_failed_exports_are_not_kept(capsys, monkeypa
     assert code == 2 and entries() == []
     frames = os.path.join(cache_root(), "frames")
     assert not [e for e in os.listdir(frames) if e.startswith(".tmp-export-")]
+
+
+def test_an_edited_checkout_does_not_replay_an_older_builds_output(capsys, monkeypatch):
+    """The key holds the newest mtime of tputui's own files: the same version number with other
+    code is a miss (a developer's edit, an upgrade in place)."""
+    logdir = str(PROFILES / "tf_keras")
+    assert export._code_stamp() == export._code_stamp()
+    run(capsys, "export", logdir, "--tool", "summary")
+    monkeypatch.setattr(export, "_code_stamp", lambda: "another build")
+    run(capsys, "export", logdir, "--tool", "summary")
+    assert len(entries()) == 2

@@ -141,8 +141,8 @@ class OutputCache:
 
     def __init__(self, run: RunData, tool: str, host: str | None, options: dict, fmt: str, table: str | None):
         files = sorted((h.path, h.size, repr(h.mtime)) for h in run.run.hosts)
-        ident = json.dumps([self.VERSION, __version__, run.name, tool, host, sorted(options.items()), fmt, table,
-                            files], default=repr)
+        ident = json.dumps([self.VERSION, __version__, _code_stamp(), run.name, tool, host, sorted(options.items()),
+                            fmt, table, files], default=repr)
         self.entry = os.path.join(cache_root(), "frames", hashlib.sha1(ident.encode()).hexdigest() + ".export")
         self._tmp: str | None = None
         self._copy: IO[str] | None = None
@@ -220,6 +220,21 @@ class OutputCache:
             prune(os.path.dirname(self.entry), keep=self.entry)
         except OSError:
             self._drop()
+
+
+def _code_stamp() -> str:
+    """The newest modification time of tputui's own source files: an edited checkout (the version
+    number unchanged) must not be answered with an output an older build wrote."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    newest = 0.0
+    for folder, _dirs, names in os.walk(root):
+        for n in names:
+            if n.endswith((".py", ".so")):
+                try:
+                    newest = max(newest, os.stat(os.path.join(folder, n)).st_mtime)
+                except OSError:
+                    pass
+    return repr(newest)
 
 
 class _Tee(io.TextIOBase):
