@@ -80,3 +80,26 @@ def test_an_edited_checkout_does_not_replay_an_older_builds_output(capsys, monke
     monkeypatch.setattr(export, "_code_stamp", lambda: "another build")
     run(capsys, "export", logdir, "--tool", "summary")
     assert len(entries()) == 2
+
+
+def test_a_trace_export_is_kept_compressed_and_replayed_to_any_stream(capsys, tmp_path):
+    """The trace export (the largest output) is kept too, compressed; the replay writes the same
+    bytes to stdout, to a file, and to a text stream without a byte buffer."""
+    import io
+
+    from tputui.data.logdir import open_logdir
+    from tputui.data.run_data import RunData
+
+    logdir = str(PROFILES / "tf_keras")
+    first = run(capsys, "export", logdir, "--tool", "trace_viewer")
+    assert first[0] == 0 and len(entries()) == 1
+    entry = os.path.join(cache_root(), "frames", entries()[0])
+    assert os.path.getsize(os.path.join(entry, "out.zst")) < len(first[1]) / 3  # compressed
+    assert run(capsys, "export", logdir, "--tool", "trace_viewer") == first
+    target = tmp_path / "t.json"
+    assert run(capsys, "export", logdir, "--tool", "trace_viewer", "-o", str(target))[0] == 0
+    assert target.read_text() == first[1]
+    cache = export.OutputCache(RunData(open_logdir(logdir).run(None)), "trace_viewer", None, {}, "json", None)
+    text = io.StringIO()
+    cache.replay(text)
+    assert text.getvalue() == first[1]

@@ -132,12 +132,13 @@ class OutputCache:
     """A finished export's exact output (and its stderr notes), kept so the same export of the
     same files is a copy the next time: `tputui export` run twice, or after the app looked at the
     run, costs no analysis. Keyed by the run's host files (path, size, mtime), the tool, host,
-    options, format, table and tputui's version; stored beside the decoded frames (same LRU cap,
-    atomic, fsynced); outputs over MAX_BYTES (a big trace) are not kept."""
+    options, format, table, tputui's version and sources; stored zstd-compressed (a worker thread
+    of zstd's compresses beside the export) beside the decoded frames (same LRU cap, atomic,
+    fsynced); an entry that would pass MAX_BYTES compressed is not kept."""
 
-    MAX_BYTES = 64 << 20
-    VERSION = 1
-    _OUT, _NOTES = "out.txt", "notes.json"
+    MAX_BYTES = 256 << 20
+    VERSION = 2
+    _OUT, _NOTES = "out.zst", "notes.json"
 
     def __init__(self, run: RunData, tool: str, host: str | None, options: dict, fmt: str, table: str | None):
         files = sorted((h.path, h.size, repr(h.mtime)) for h in run.run.hosts)
@@ -145,8 +146,8 @@ class OutputCache:
                             fmt, table, files], default=repr)
         self.entry = os.path.join(cache_root(), "frames", hashlib.sha1(ident.encode()).hexdigest() + ".export")
         self._tmp: str | None = None
-        self._copy: IO[str] | None = None
-        self._size = 0
+        self._raw: IO[bytes] | None = None
+        self._copy: Any = None  # a zstd stream writer over _raw
 
     def notes(self) -> list[str] | None:
         """The cached run's stderr notes, or None when there is no (readable) entry."""
@@ -161,29 +162,43 @@ class OutputCache:
             return None
 
     def replay(self, out: IO[str]) -> None:
-        with open(os.path.join(self.entry, self._OUT), encoding="utf-8", newline="") as f:
-            shutil.copyfileobj(f, out, 1 << 20)
+        import codecs
+
+        import zstandard
+
+        binary = getattr(out, "buffer", None)
+        text = codecs.getincrementaldecoder("utf-8")()
+        with open(os.path.join(self.entry, self._OUT), "rb") as f:
+            reader = zstandard.ZstdDecompressor().stream_reader(f)
+            while chunk := reader.read(1 << 22):
+                if binary is not None:
+                    binary.write(chunk)
+                else:
+                    out.write(text.decode(chunk))
+        if binary is None:
+            out.write(text.decode(b"", final=True))
 
     def tee(self, out: IO[str]) -> IO[str]:
-        """`out`, with everything written to it also copied into a new entry (until MAX_BYTES)."""
+        """`out`, with everything written to it also compressed into a new entry."""
+        import zstandard
+
         try:
             os.makedirs(os.path.dirname(self.entry), exist_ok=True)
             self._tmp = tempfile.mkdtemp(dir=os.path.dirname(self.entry), prefix=".tmp-export-")
-            self._copy = open(os.path.join(self._tmp, self._OUT), "w", encoding="utf-8", newline="")
+            self._raw = open(os.path.join(self._tmp, self._OUT), "wb")
+            self._copy = zstandard.ZstdCompressor(level=1, threads=1).stream_writer(self._raw, closefd=False)
         except OSError:
             self._drop()
             return out
         return cast(IO[str], _Tee(out, self))
 
-    def _add(self, text: str) -> None:
-        if self._copy is None:
-            return
-        self._size += len(text)
-        if self._size > self.MAX_BYTES:
-            self._drop()
+    def _add(self, data: bytes | memoryview) -> None:
+        if self._copy is None or self._raw is None:
             return
         try:
-            self._copy.write(text)
+            self._copy.write(data)
+            if self._raw.tell() > self.MAX_BYTES:
+                self._drop()
         except OSError:
             self._drop()
 
@@ -192,22 +207,34 @@ class OutputCache:
         self._drop()
 
     def _drop(self) -> None:
-        if self._copy is not None:
-            self._copy.close()
-            self._copy = None
+        for handle in (self._copy, self._raw):
+            if handle is not None:
+                try:
+                    handle.close()
+                except (OSError, ValueError):
+                    pass
+        self._copy = self._raw = None
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
     def commit(self, notes: list[str]) -> None:
         """Make the entry visible (after the export succeeded); quietly nothing on a full disk."""
-        if self._copy is None or self._tmp is None:
+        import zstandard
+
+        if self._copy is None or self._raw is None or self._tmp is None:
             return
         try:
-            self._copy.flush()
-            os.fsync(self._copy.fileno())
+            self._copy.flush(zstandard.FLUSH_FRAME)
             self._copy.close()
             self._copy = None
+            if self._raw.tell() > self.MAX_BYTES:
+                self._drop()
+                return
+            self._raw.flush()
+            os.fsync(self._raw.fileno())
+            self._raw.close()
+            self._raw = None
             with open(os.path.join(self._tmp, self._NOTES), "w", encoding="utf-8") as f:
                 json.dump(notes, f)
                 f.flush()
@@ -247,7 +274,8 @@ class _Tee(io.TextIOBase):
         self.buffer = _BinaryTee(binary, cache) if binary is not None else None
 
     def write(self, text: str) -> int:
-        self._cache._add(text)
+        if self._cache._copy is not None:
+            self._cache._add(text.encode("utf-8"))
         return self._out.write(text)
 
     def flush(self) -> None:
@@ -260,7 +288,7 @@ class _BinaryTee:
 
     def write(self, data: bytes) -> int:
         if self._cache._copy is not None:
-            self._cache._add(bytes(data).decode("utf-8"))
+            self._cache._add(data)
         return self._out.write(data)
 
     def flush(self) -> None:
