@@ -38,7 +38,8 @@ def _write(folder: str, name: str, write) -> None:
         os.fsync(f.fileno())
 
 
-def _fsync_dir(path: str) -> None:
+def _fsync_path(path: str) -> None:
+    """fsync a file or a folder by its path."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -62,14 +63,6 @@ def column_paths(folder: str) -> dict[str, str]:
     return paths
 
 
-def _fsync_file(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save(raw: RawXSpace, path: str, folder: str | None = None) -> None:
     """Write `raw` as the entry `path`, durably and atomically (an entry already there wins).
     `folder` (from new_folder): where some columns were already written (they are kept, not
@@ -80,7 +73,7 @@ def save(raw: RawXSpace, path: str, folder: str | None = None) -> None:
         texts = {}
         present = set(os.listdir(tmp))
         for name in sorted(present):
-            _fsync_file(os.path.join(tmp, name))
+            _fsync_path(os.path.join(tmp, name))
         for name, typ in _FIELDS.items():
             value = getattr(raw, name)
             if typ == "np.ndarray" and f"{name}.npy" not in present:
@@ -99,13 +92,13 @@ def save(raw: RawXSpace, path: str, folder: str | None = None) -> None:
         files = {e.name: e.stat().st_size for e in os.scandir(tmp)}
         manifest = {"format": FORMAT_VERSION, "files": files}
         _write(tmp, MANIFEST, lambda f: f.write(json.dumps(manifest).encode()))  # last: marks it whole
-        _fsync_dir(tmp)
+        _fsync_path(tmp)
         try:
             os.rename(tmp, path)
         except OSError:  # another process wrote the same entry first: keep theirs
             shutil.rmtree(tmp, ignore_errors=True)
             return
-        _fsync_dir(parent)
+        _fsync_path(parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
