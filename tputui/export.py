@@ -20,7 +20,7 @@ import polars as pl
 
 from tputui import __version__
 from tputui.analysis.result import NoDataError, TextResult, ToolResult
-from tputui.data.cache import prune
+from tputui.data.cache import publish
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
 from tputui.data.storage import cache_root
@@ -239,12 +239,8 @@ class OutputCache:
                 json.dump(notes, f)
                 f.flush()
                 os.fsync(f.fileno())
-            try:
-                os.rename(self._tmp, self.entry)
-            except OSError:  # another process stored it first
-                shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
-            prune(os.path.dirname(self.entry), keep=self.entry)
+            tmp, self._tmp = self._tmp, None
+            publish(tmp, self.entry)
         except OSError:
             self._drop()
 

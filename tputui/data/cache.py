@@ -141,6 +141,16 @@ def max_cache_bytes() -> int:
         return DEFAULT_MAX_BYTES
 
 
+def publish(tmp: str, entry: str) -> None:
+    """Move a finished temp folder into place as `entry` (one written by another process first is
+    kept, ours dropped), then prune the folder it lives in to the LRU cap."""
+    try:
+        os.rename(tmp, entry)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    prune(os.path.dirname(entry), keep=entry)
+
+
 def prune(frames_dir: str, keep: str | None = None, limit: int | None = None) -> list[str]:
     """Delete the least recently used entries until the cache fits `limit` bytes."""
     limit = max_cache_bytes() if limit is None else limit

@@ -17,7 +17,7 @@ import tempfile
 from typing import Any
 
 from tputui import __version__
-from tputui.data.cache import prune
+from tputui.data.cache import publish
 from tputui.data.runs import HostFile
 from tputui.data.storage import cache_root
 
@@ -62,10 +62,6 @@ def store(hf: HostFile, kind: str, version: int, value: Any) -> None:
             pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
             f.flush()
             os.fsync(f.fileno())
-        try:
-            os.rename(tmp, entry)
-        except OSError:  # another process stored it first: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-        prune(parent, keep=entry)
+        publish(tmp, entry)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
