@@ -274,11 +274,11 @@ def device_plane_op_metrics(frame: XSpaceFrame, plane: int) -> OpMetricsDb:
     md = frame.events["metadata"].to_numpy()[rows].astype(np.int64)
     # Keys and the keep mask per metadata row first, then one gather each: per-event copies of
     # every stat would cost 24 arrays as long as the plane's ops.
-    st = metadata_stats_table(frame, ["program_id", "symbol_id"], np.arange(len(raw.em_id)))
-    keep_md = np.append(st["program_id.has"] & st["symbol_id.has"] & (st["symbol_id"] != 0), False)
-    idx = np.where(md >= 0, md, len(raw.em_id))
-    keep = keep_md[idx]
-    st = {"program_id": np.append(st["program_id"], 0)[idx], "symbol_id": np.append(st["symbol_id"], 0)[idx]}
+    program, _, has_program = metadata_stat_arrays(frame, "program_id")
+    symbol, _, has_symbol = metadata_stat_arrays(frame, "symbol_id")
+    idx = np.where(md >= 0, md, len(raw.em_id))  # the arrays' last slot answers row -1
+    keep = (has_program & has_symbol & (symbol != 0))[idx]
+    st = {"program_id": program[idx], "symbol_id": symbol[idx]}
     occ = np.maximum(raw.event_num_occurrences[rows], 1)
     ev = pl.DataFrame({
         "md": md, "program_id": st["program_id"].astype(np.uint64), "symbol_id": st["symbol_id"],
