@@ -246,10 +246,13 @@ def _prefetch(run, tool: str, host: str | None) -> None:
     it in the background while the tool's modules import (~0.2 s overlapped)."""
     from tputui.data.cache import has_entry
     from tputui.data.storage import is_remote
-    from tputui.tools import TOOLS
+    from tputui.tools import get_tool
 
-    t = next((t for t in TOOLS if t.name == tool), None)
-    if t is None or not t.whole_frame or len(run.run.hosts) != 1 or host not in (None, run.run.hosts[0].host):
+    try:
+        t = get_tool(tool)
+    except KeyError:
+        return  # run_tool says so
+    if not t.whole_frame or len(run.run.hosts) != 1 or host not in (None, run.run.hosts[0].host):
         return
     hf = run.run.hosts[0]
     if not is_remote(hf.path) and not (run.use_cache and has_entry(hf)):
