@@ -588,7 +588,7 @@ static void free_dec(Dec *d) {
 static int put(PyObject *dict, const char *name, Col *c) {
     ColBuf *b = PyObject_New(ColBuf, &ColBufType);
     if (!b) return -1;
-    if (c->data && c->len < c->cap) {  /* give back the growth slack (untouched pages cost nothing, but) */
+    if (c->data && c->len < c->cap) {  /* give back the growth slack: no later view can reach it */
         char *d = realloc(c->data, c->len ? c->len : 1);
         if (d) c->data = d;
     }
