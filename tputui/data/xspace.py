@@ -208,7 +208,6 @@ class XSpaceFrame:
         self.texts: list[str] = raw.sm_name + raw.strings
         self._ref_rows = _LazyRefs(self)  # resolved per owner on first use (a warm open may need none)
         self._stat_values_memo: dict[tuple[str, frozenset[str]], pl.DataFrame] = {}
-        self._stat_group_memo: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._derived: dict[object, object] = {}
         self._memo_lock = threading.Lock()
 
@@ -384,14 +383,11 @@ class XSpaceFrame:
     def _stat_groups(self, owner: str) -> tuple[np.ndarray, np.ndarray]:
         """The owner's stats grouped by stat-metadata row (group_rows), built once: each
         stat_values() call then reads only its stats instead of passing over all of them."""
-        with self._memo_lock:
-            hit = self._stat_group_memo.get(owner)
-        if hit is None:
+        def compute() -> tuple[np.ndarray, np.ndarray]:
             stat_rows, _ = self._ref_rows[owner]
-            hit = group_rows(stat_rows, len(self.raw.sm_name))
-            with self._memo_lock:
-                self._stat_group_memo[owner] = hit
-        return hit
+            return group_rows(stat_rows, len(self.raw.sm_name))
+
+        return self.derived(("stat_groups", owner), compute)  # type: ignore[return-value]
 
     def _stat_values(self, owner: str, names: list[str]) -> pl.DataFrame:
         cols: StatColumns = getattr(self.raw, f"{owner}_stats")
