@@ -49,3 +49,40 @@ def test_parents_match_numpy_on_a_real_tpu_profile():
             order = np.lexsort((-e, s))
             s, e = s[order], e[order]
             np.testing.assert_array_equal(nesting.nest_parents(s, e), nesting.nest_parents_numpy(s, e))
+
+
+def _random_forest(rng, n):
+    """Parents of a random forest, nodes numbered so every parent comes before its children."""
+    parent = np.full(n, -1, np.int64)
+    for i in range(1, n):
+        if rng.random() < 0.8:
+            parent[i] = rng.integers(0, i)
+    return parent
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_spread_min_matches_numpy_and_reaches_the_deepest_descendant(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 2000))
+    parent = _random_forest(rng, n)
+    label = rng.integers(0, 50, n).astype(np.int32)
+    a, b = label.copy(), label.copy()
+    changed = nesting.spread_min(parent, a)
+    assert changed == nesting.spread_min_numpy(parent, b)
+    np.testing.assert_array_equal(a, b)
+    # Every node ends with the smallest label on its path to the root.
+    for i in rng.integers(0, n, 50).tolist():
+        best, k = int(label[i]), i
+        while k >= 0:
+            best, k = min(best, int(label[k])), int(parent[k])
+        assert a[i] == best
+    assert not nesting.spread_min(parent, a)  # a second pass changes nothing
+
+
+def test_spread_min_follows_the_given_order_when_parents_come_later():
+    parent = np.array([2, 2, -1, 0], np.int64)  # 2 is the root; 0 and 1 its children; 3 under 0
+    label = np.array([9, 9, 1, 9], np.int32)
+    assert nesting.spread_min(parent, label, np.array([2, 0, 1, 3], np.int64))
+    np.testing.assert_array_equal(label, [1, 1, 1, 1])
+    with pytest.raises(ValueError, match="leaves"):
+        nesting.spread_min(parent, label, np.array([7], np.int64))

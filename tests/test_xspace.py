@@ -90,6 +90,25 @@ def test_stat_values_are_typed_and_refs_resolved():
     assert {"loop fusion", "all-reduce", "copy-start"} <= {frame.text(t) for t in cat["text_id"].to_list()}
 
 
+@pytest.mark.parametrize("kind,column", [("int", "int"), ("float", "float"), ("text", "text_id"), ("any", None)])
+def test_stat_arrays_equal_stat_values(kind, column):
+    frame = decode((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb").__next__().read_bytes())
+    checked = 0
+    for name in sorted(set(frame.raw.sm_name)):
+        owners, vals = frame.stat_arrays("event", name, kind)
+        sv = frame.stat_values("event", name).sort("owner", maintain_order=True)
+        if column is None:  # "any": text ids for text values, ints for ints, 0 otherwise
+            want = np.where(sv["text_id"].to_numpy() >= 0, sv["text_id"].to_numpy(), sv["int"].fill_null(0).to_numpy())
+        else:
+            sv = sv.filter(sv[column].is_not_null() & ((sv[column] >= 0) if kind == "text" else True))
+            want = sv[column].to_numpy()
+        np.testing.assert_array_equal(owners, sv["owner"].to_numpy())
+        np.testing.assert_array_equal(vals, want)
+        assert (np.diff(owners) >= 0).all()
+        checked += len(owners)
+    assert checked > 0
+
+
 def test_plane_selection_decodes_only_those_planes():
     data = next((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb")).read_bytes()
     full = decode(data)

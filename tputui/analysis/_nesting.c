@@ -5,8 +5,11 @@
  *   earlier event whose end >= end[i] (XProf's AncestorStack), -1 for roots. One stack walk.
  * depths(parent, out): out[i] = number of ancestors of i, parent[i] = -1 for roots; parents
  *   may come before or after their children in the arrays.
+ * spread_min(parent, label, order): label[i] = min(label[i], label[parent[i]]) for i in `order`
+ *   (None: 0..n-1), in one pass: every parent must come before its children in that order, so a
+ *   root's label reaches its deepest descendant in the same pass. Returns whether a label changed.
  *
- * All buffers are C-contiguous int64 (checked); no numpy headers needed.
+ * Buffers are C-contiguous int64 (labels int32; checked); no numpy headers needed.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -106,9 +109,60 @@ done:
     return result;
 }
 
+static int get_i32(PyObject *obj, Py_buffer *view, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) return -1;
+    if (view->itemsize != 4 || (view->format && view->format[0] != 'i' && view->format[0] != 'l')) {
+        PyErr_Format(PyExc_TypeError, "%s must be a writable int32 array", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *spread_min(PyObject *self, PyObject *args) {
+    PyObject *po, *lo, *oo;
+    Py_buffer pv, lv, ov;
+    if (!PyArg_ParseTuple(args, "OOO", &po, &lo, &oo)) return NULL;
+    if (get_i64(po, &pv, 0, "parent") < 0) return NULL;
+    if (get_i32(lo, &lv, "label") < 0) { PyBuffer_Release(&pv); return NULL; }
+    int has_order = oo != Py_None;
+    if (has_order && get_i64(oo, &ov, 0, "order") < 0) { PyBuffer_Release(&pv); PyBuffer_Release(&lv); return NULL; }
+    Py_ssize_t n = pv.len / 8, m = has_order ? ov.len / 8 : n;
+    PyObject *result = NULL;
+    if (lv.len / 4 != n) {
+        PyErr_SetString(PyExc_ValueError, "parent and label must have the same length");
+        goto done;
+    }
+    const int64_t *parent = (const int64_t *)pv.buf;
+    const int64_t *order = has_order ? (const int64_t *)ov.buf : NULL;
+    int32_t *label = (int32_t *)lv.buf;
+    int bad = 0, changed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int64_t i = order ? order[k] : k;
+        if (i < 0 || i >= n) { bad = 1; break; }
+        int64_t p = parent[i];
+        if (p < 0) continue;
+        if (p >= n) { bad = 1; break; }
+        if (label[p] < label[i]) { label[i] = label[p]; changed = 1; }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "order or parent leaves the array");
+        goto done;
+    }
+    result = PyBool_FromLong(changed);
+done:
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&lv);
+    if (has_order) PyBuffer_Release(&ov);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"parents", parents, METH_VARARGS, "parents(start, end, out): nesting parent of sorted intervals."},
     {"depths", depths, METH_VARARGS, "depths(parent, out): number of ancestors of each node."},
+    {"spread_min", spread_min, METH_VARARGS, "spread_min(parent, label, order): parents' smaller labels, top down."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tputui.analysis.nesting import depths, nest_parents
+from tputui.analysis.nesting import nest_parents, spread_min
 from tputui.data import schema
-from tputui.data.xspace import XSpaceFrame, group_rows
+from tputui.data.xspace import XSpaceFrame
 
 _IMPLICIT_ROOTS = {"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"}
 _TF_DATA_FUNCTION_RUNS = {
@@ -78,13 +78,10 @@ class _Sparse:
 
 def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray, names: list[str]) -> dict[str, _Sparse]:
     """{name: _Sparse} for event stats of the events `rows` (positions index `rows`)."""
-    sv = frame.stat_values("event", names)
     contiguous = len(rows) and rows[-1] - rows[0] + 1 == len(rows)
     out = {}
     for name in names:
-        s = sv.filter(pl.col("stat_name") == name)
-        own = s["owner"].to_numpy().astype(np.int64)
-        val = np.where(s["text_id"].to_numpy() >= 0, s["text_id"].to_numpy(), s["int"].fill_null(0).to_numpy())
+        own, val = frame.stat_arrays("event", name, "any")
         if contiguous:
             p = own - rows[0]
             ok = (p >= 0) & (p < len(rows))
@@ -172,11 +169,15 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     is_async = np.zeros(n, bool)
     is_async[async_pos] = True
     line_bounds = np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1, [n]])
+    # The order labels spread down in: parents before children. A sorted line's own order is one;
+    # an unsorted line contributes its sorted order (only needed when some line is unsorted).
+    walk: list[np.ndarray] = []
     for a, b in zip(line_bounds[:-1].tolist(), line_bounds[1:].tolist()):
         s_, e_ = start[a:b], end[a:b]
         seg = None
         if not _sorted_longest_first(s_, e_):  # files are usually sorted already
             seg = a + np.lexsort((-e_, s_))
+        walk.append(np.arange(a, b) if seg is None else seg)
         if len(async_pos) and is_async[a:b].any():
             seg = (np.arange(a, b) if seg is None else seg)
             seg = seg[~is_async[seg]]
@@ -186,10 +187,9 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         elif len(seg):
             p = nest_parents(start[seg], end[seg])
             parent[seg] = np.where(p >= 0, seg[np.clip(p, 0, None)], -1)
-    # Events level by level (a stable counting sort by depth, int32 positions), then the depths go.
-    depth = depths(parent)
-    dstarts, by_depth = group_rows(depth.astype(np.int32), int(depth.max()) + 1 if n else 0)
-    del depth
+    sorted_lines = all(len(w) == 0 or (w[0] == w.min() and bool((np.diff(w) == 1).all())) for w in walk)
+    down_order = None if sorted_lines else np.concatenate(walk)
+    del walk
 
     # Flow edges: producer (type, id) -> consumers (type, id).
     flow = None
@@ -253,9 +253,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     # Spread labels (min wins = the earliest-processed root reaching an event) to a fixed point:
     # down the nesting (level by level), along flows and links.
     for _ in range(100):
-        for d in range(1, len(dstarts) - 2):
-            idx = by_depth[dstarts[d]:dstarts[d + 1]]
-            label[idx] = np.minimum(label[idx], label[parent[idx]])
+        spread_min(parent, label, down_order)
         changed = False
         if flow is not None:
             prow, pcode, crow, ccode, nk = flow

@@ -36,6 +36,29 @@ def depths(parent: np.ndarray) -> np.ndarray:
     return out
 
 
+def spread_min(parent: np.ndarray, label: np.ndarray, order: np.ndarray | None = None) -> bool:
+    """label[i] = min(label[i], label[ancestor]) for every ancestor, in place (label int32);
+    `order` lists the nodes so that each parent comes before its children (None: array order).
+    True when a label changed. One pass in C; the numpy version goes depth by depth."""
+    if _nesting is None:
+        return spread_min_numpy(parent, label)
+    order = None if order is None else np.ascontiguousarray(order, np.int64)
+    return bool(_nesting.spread_min(np.ascontiguousarray(parent, np.int64), label, order))
+
+
+def spread_min_numpy(parent: np.ndarray, label: np.ndarray) -> bool:
+    depth = depths_numpy(parent)
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max(initial=0)) + 2))
+    changed = False
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        idx = by_depth[a:b]
+        new = np.minimum(label[idx], label[parent[idx]])
+        changed |= bool((new != label[idx]).any())
+        label[idx] = new
+    return changed
+
+
 def nest_parents_numpy(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Parent row of each interval, -1 for roots.
 

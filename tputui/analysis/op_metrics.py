@@ -155,11 +155,10 @@ def _stat_by_owner(frame: XSpaceFrame, name: str, kind: str) -> tuple[np.ndarray
     """(owner rows in event order, values) of one event stat where it has a value; kept on the
     frame, since the device planes' lines, the step engine and several tools ask for the same."""
     def compute() -> tuple[np.ndarray, np.ndarray]:
-        sv = frame.stat_values("event", name)
-        col = {"int": "int", "float": "float", "text": "text_id"}[kind]
-        sv = sv.filter(pl.col(col).is_not_null() & ((pl.col(col) >= 0) if kind == "text" else True))
-        owners = sv["owner"].to_numpy().astype(np.int64)
-        vals = sv[col].to_numpy().astype(np.float64 if kind == "float" else np.int64)
+        owners, vals = frame.stat_arrays("event", name, kind)
+        if kind == "text":
+            keep = vals >= 0
+            owners, vals = owners[keep], vals[keep]
         if len(owners) > 1 and not (owners[1:] >= owners[:-1]).all():
             order = np.argsort(owners, kind="stable")
             owners, vals = owners[order], vals[order]

@@ -370,6 +370,37 @@ class XSpaceFrame:
                     self._stat_values_memo[key] = hit
         return hit
 
+    def stat_arrays(self, owner: str, name: str, kind: str = "int") -> tuple[np.ndarray, np.ndarray]:
+        """(owner rows, ascending; values) of stat `name` where it holds a value of `kind`:
+        "int" (int64 / uint64 bits), "float", "text" (str / ref as text ids) or "any" (a text id
+        for text values, the int for others, 0 for floats and bytes). The plain columns
+        stat_values() builds its table from, without the table: for analyses over many events."""
+        cols: StatColumns = getattr(self.raw, f"{owner}_stats")
+        offsets, order = self._stat_groups(owner)
+        parts = [order[offsets[r]:offsets[r + 1]] for r in self.stat_rows(name).tolist()]
+        sel = (np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0] if parts
+               else np.zeros(0, np.int32))
+        k = cols.kind[sel]
+        if kind == "any":
+            text = (k == KIND_STR) | (k == KIND_REF)
+            integer = (k == KIND_INT64) | (k == KIND_UINT64)
+            vals = np.where(integer, cols.value[sel], 0)
+            if text.any():
+                vals[text] = np.maximum(self._text_ids(owner, sel[text]), 0)  # an unknown ref: 0
+            return cols.owner[sel].astype(np.int64), vals
+        if kind == "int":
+            sel = sel[(k == KIND_INT64) | (k == KIND_UINT64)]
+            vals = cols.value[sel]
+        elif kind == "float":
+            sel = sel[k == KIND_DOUBLE]
+            vals = cols.value[sel].view(np.float64)
+        elif kind == "text":
+            sel = sel[(k == KIND_STR) | (k == KIND_REF)]
+            vals = self._text_ids(owner, sel)
+        else:
+            raise ValueError(f"unknown stat kind {kind!r}")
+        return cols.owner[sel].astype(np.int64), vals
+
     def derived(self, key: object, compute: Callable[[], object]) -> object:
         """`compute()` once per key for this frame: analyses keep columns they derive from it
         (a stat spread over event order, say) here, so several tools on one frame share them."""
