@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 
 import pytest
 from conftest import FIXTURES, PROFILES
 
-from tputui.analysis import host_map, op_stats
+from tputui.analysis import host_map, map_pool, op_stats, op_stats_format
 from tputui.data import derived_cache
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
@@ -63,14 +64,14 @@ def test_a_changed_file_or_format_is_recomputed(tmp_path, monkeypatch):
     shutil.copytree(PROFILES / "jax_mlp", root)
     before = export_text(_run(root, jobs=1), "overview_page")
     host = _run(root).run.hosts[0]
-    assert derived_cache.load(host, host_map.KIND, op_stats.FORMAT_VERSION) is not None
+    assert derived_cache.load(host, host_map.KIND, op_stats_format.FORMAT_VERSION) is not None
     os.utime(host.path, (1, 1))  # same bytes, new mtime: a new key
     calls = []
     real = op_stats.map_host
     monkeypatch.setattr(op_stats, "map_host", lambda fr, h: calls.append(h) or real(fr, h))
     assert export_text(_run(root, jobs=1), "overview_page") == before
     assert calls == ["vm"]
-    monkeypatch.setattr(op_stats, "FORMAT_VERSION", op_stats.FORMAT_VERSION + 1)
+    monkeypatch.setattr(op_stats_format, "FORMAT_VERSION", op_stats_format.FORMAT_VERSION + 1)
     export_text(_run(root, jobs=1), "overview_page")
     assert calls == ["vm", "vm"]
 
@@ -79,10 +80,10 @@ def test_a_damaged_cache_entry_is_recomputed():
     run = _run(PROFILES / "tf_loop", jobs=1)
     want = export_text(run, "overview_page")
     hf = run.run.hosts[0]
-    entry = derived_cache.entry_path(hf, host_map.KIND, op_stats.FORMAT_VERSION)
+    entry = derived_cache.entry_path(hf, host_map.KIND, op_stats_format.FORMAT_VERSION)
     with open(os.path.join(entry, "data.pkl"), "wb") as f:
         f.write(b"\x80\x05garbage")
-    assert derived_cache.load(hf, host_map.KIND, op_stats.FORMAT_VERSION) is None
+    assert derived_cache.load(hf, host_map.KIND, op_stats_format.FORMAT_VERSION) is None
     assert not os.path.exists(entry)
     assert export_text(_run(PROFILES / "tf_loop", jobs=1), "overview_page") == want
 
@@ -131,3 +132,55 @@ def test_an_unreachable_dask_scheduler_is_one_line():
     run = _run(dask=f"tcp://127.0.0.1:{closed_port()}", use_cache=False)
     with pytest.raises(host_map.ScaleOutError, match="cannot reach the Dask scheduler"):
         host_map.host_op_stats(run)
+
+
+def test_lanes_follow_jobs_hosts_and_size():
+    files = _run().run.hosts  # 4 small hosts (well under map_pool.PARALLEL_MIN_BYTES)
+    assert map_pool.lanes(files, None) == 1  # by default small runs stay in this process
+    assert map_pool.lanes(files, 2) == 2
+    assert map_pool.lanes(files, 16) == len(files)  # never more lanes than hosts
+    assert map_pool.lanes(files[:1], 4) == 1
+
+
+def test_uncached_lists_only_hosts_without_op_stats(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    run = _run(jobs=1)
+    assert map_pool.uncached(run.run.hosts) == run.run.hosts
+    host_map.host_op_stats(run, run.hosts[0])
+    assert map_pool.uncached(run.run.hosts) == run.run.hosts[1:]
+
+
+def test_export_starts_the_workers_before_the_map_and_the_map_uses_them(tmp_path, monkeypatch):
+    from tputui import cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    want = export_text(_run(jobs=1, use_cache=False), "overview_page")
+    run = _run(jobs=2)
+    cli._prefetch(run, "overview_page", None)
+    started = map_pool._started
+    assert started is not None and map_pool._started_workers == 1
+    said = []
+    assert export_text(run, "overview_page") == want
+    host_map.host_op_stats(_run(jobs=2, use_cache=False), progress=said.append)
+    assert map_pool._started is None  # taken by the map
+    assert started._shutdown_thread  # and shut down with it
+    # Everything cached: nothing left to map, so no worker is started.
+    cli._prefetch(_run(jobs=2), "overview_page", None)
+    assert map_pool._started is None
+
+
+def test_a_multi_host_map_caches_op_stats_not_the_small_hosts_frames(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    run = _run(jobs=1)
+    assert all(hf.size < host_map.FRAME_CACHE_MIN_BYTES for hf in run.run.hosts)
+    want = export_text(run, "overview_page")
+    frames = tmp_path / "tputui" / "frames"
+    entries = [e.name for e in frames.iterdir() if not e.name.startswith(".")]
+    assert len(entries) == 4 and all(e.endswith("." + host_map.KIND) for e in entries)
+    assert export_text(_run(jobs=1), "overview_page") == want  # read back from those entries
+    # A host whose frame is asked for by itself (the trace viewer's) is decoded and cached as ever.
+    _run(jobs=1).frame(run.hosts[0])
+    for t in threading.enumerate():
+        if t.name == "tputui-cache-write":
+            t.join()  # the entry is written beside the caller
+    assert len([e for e in frames.iterdir() if not e.name.startswith(".")]) == 5

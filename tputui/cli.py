@@ -242,8 +242,10 @@ def run_export(argv: list[str]) -> int:
 
 
 def _prefetch(run, tool: str, host: str | None) -> None:
-    """A one-host run whose tool reads the whole frame and whose frame is not cached yet: decode
-    it in the background while the tool's modules import (~0.2 s overlapped)."""
+    """Start what the tool will wait for while its modules import: on a one-host run whose tool
+    reads the whole frame (not cached yet), that decode, in a thread (~0.2 s overlapped); on a
+    multi-host run of an op-stats tool with hosts still to map in several processes, those
+    worker processes (they import the map meanwhile, ~0.4 s each: analysis/map_pool.py)."""
     from tputui.data.cache import has_entry
     from tputui.data.storage import is_remote
     from tputui.tools import get_tool
@@ -252,6 +254,14 @@ def _prefetch(run, tool: str, host: str | None) -> None:
         t = get_tool(tool)
     except KeyError:
         return  # run_tool says so
+    if t.op_stats and host is None and len(run.run.hosts) > 1 and not run.dask:
+        from tputui.analysis import map_pool
+
+        todo = map_pool.uncached(run.run.hosts) if run.use_cache else run.run.hosts
+        lanes = map_pool.lanes(todo, run.jobs)
+        if lanes > 1:
+            map_pool.start(lanes - 1)
+        return
     if not t.whole_frame or len(run.run.hosts) != 1 or host not in (None, run.run.hosts[0].host):
         return
     hf = run.run.hosts[0]

@@ -30,6 +30,9 @@ class Tool:
     # Whether the analysis reads the host's whole decoded frame (False: one plane, e.g. the HLO
     # metadata): `tputui export` then starts that decode while it imports the tool.
     whole_frame: bool = True
+    # Whether the analysis reduces over the per-host op stats (host_map): on a multi-host run
+    # `tputui export` then starts the map's worker processes while it imports the tool.
+    op_stats: bool = False
 
     def analyze_fn(self):
         """The tool's analysis, after a check that the run (or host) has a readable profile,
@@ -93,9 +96,9 @@ TOOLS: list[Tool] = [
     Tool("summary", "Profile summary", "tputui.analysis.summary:analyze",
          "tputui.screens.summary:SummaryScreen"),
     Tool("overview_page", "Overview page", "tputui.analysis.overview:analyze",
-         "tputui.screens.overview:OverviewScreen", has_data="tputui.analysis.overview:has_data"),
+         "tputui.screens.overview:OverviewScreen", has_data="tputui.analysis.overview:has_data", op_stats=True),
     Tool("input_pipeline_analyzer", "Input pipeline analyzer", "tputui.analysis.input_pipeline:analyze",
-         "tputui.screens.input_pipeline:InputPipelineScreen", has_data="tputui.analysis.input_pipeline:has_data"),
+         "tputui.screens.input_pipeline:InputPipelineScreen", has_data="tputui.analysis.input_pipeline:has_data", op_stats=True),
     Tool("trace_viewer", "Trace viewer", "tputui.analysis.trace_export:analyze",
          "tputui.screens.trace_viewer:TraceViewerScreen",
          declared_options=(('args', False),)),
@@ -106,17 +109,17 @@ TOOLS: list[Tool] = [
          "tputui.screens.memory_viewer:MemoryViewerScreen", has_data="tputui.analysis.memory_viewer:has_data",
          whole_frame=False, declared_options=(('module', None), ('memory_space', 0), ('list_modules', False))),
     Tool("framework_op_stats", "Framework op stats", "tputui.analysis.framework_op_stats:analyze",
-         "tputui.screens.framework_op_stats:FrameworkOpStatsScreen"),
+         "tputui.screens.framework_op_stats:FrameworkOpStatsScreen", op_stats=True),
     Tool("op_profile", "Op profile", "tputui.analysis.op_profile:analyze",
-         "tputui.screens.op_profile:OpProfileScreen", has_data="tputui.analysis.op_profile:has_data"),
+         "tputui.screens.op_profile:OpProfileScreen", has_data="tputui.analysis.op_profile:has_data", op_stats=True),
     Tool("hlo_stats", "HLO stats", "tputui.analysis.hlo_stats:analyze",
-         "tputui.screens.hlo_stats:HloStatsScreen", has_data="tputui.analysis.hlo_stats:has_data"),
+         "tputui.screens.hlo_stats:HloStatsScreen", has_data="tputui.analysis.hlo_stats:has_data", op_stats=True),
     Tool("roofline_model", "Roofline model", "tputui.analysis.roofline:analyze",
-         "tputui.screens.roofline:RooflineScreen", has_data="tputui.analysis.roofline:has_data"),
+         "tputui.screens.roofline:RooflineScreen", has_data="tputui.analysis.roofline:has_data", op_stats=True),
     Tool("kernel_stats", "GPU kernel stats", "tputui.analysis.kernel_stats:analyze",
-         "tputui.screens.kernel_stats:KernelStatsScreen", has_data="tputui.analysis.kernel_stats:has_data"),
+         "tputui.screens.kernel_stats:KernelStatsScreen", has_data="tputui.analysis.kernel_stats:has_data", op_stats=True),
     Tool("pod_viewer", "Pod viewer", "tputui.analysis.pod_viewer:analyze",
-         "tputui.screens.pod_viewer:PodViewerScreen", has_data="tputui.analysis.pod_viewer:has_data"),
+         "tputui.screens.pod_viewer:PodViewerScreen", has_data="tputui.analysis.pod_viewer:has_data", op_stats=True),
     Tool("megascale_stats", "Megascale stats", "tputui.analysis.megascale:analyze",
          "tputui.screens.megascale:MegascaleScreen", has_data="tputui.analysis.megascale:has_data",
          declared_options=(('dcn_gbps', None),)),
@@ -124,7 +127,7 @@ TOOLS: list[Tool] = [
          "tputui.screens.graph_viewer:GraphViewerScreen", has_data="tputui.analysis.graph_viewer:has_data",
          whole_frame=False, declared_options=(('module', None), ('node', None), ('depth', 3))),
     Tool("smart_suggestion", "Advice (smart suggestions)", "tputui.analysis.smart_suggestion:analyze",
-         "tputui.screens.advice:AdviceScreen"),
+         "tputui.screens.advice:AdviceScreen", op_stats=True),
     Tool("perf_counters", "Performance counters", "tputui.analysis.perf_counters:analyze",
          "tputui.screens.perf_counters:PerfCountersScreen", has_data="tputui.analysis.perf_counters:has_data"),
     Tool("utilization_viewer", "Utilization viewer", "tputui.analysis.utilization_viewer:analyze",

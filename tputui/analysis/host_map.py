@@ -16,39 +16,35 @@ hosts, so memory follows the largest host, not their sum.
 from __future__ import annotations
 
 import os
-import sys
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from multiprocessing import get_context, resource_tracker
+from concurrent.futures import FIRST_COMPLETED, wait
 
-from tputui.analysis import op_stats
+from tputui.analysis import map_pool, op_stats, op_stats_format
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
+from tputui.analysis.map_pool import KIND
 from tputui.analysis.op_stats import HostOpStats, OpStats
 from tputui.data import derived_cache
-from tputui.data.allocator import keep_freed_memory
 from tputui.data.cache import load_frame
 from tputui.data.progress import Progress, current_progress
 from tputui.data.run_data import RunData
 from tputui.data.runs import HostFile
 from tputui.errors import UserError
 
-KIND = "opstats"
-PARALLEL_MIN_BYTES = 32 << 20  # default --jobs: worker processes only when the hosts add up to this
 DASK_ENV = "TPUTUI_DASK"
-
+# A host file mapped on its own (a multi-host run) gets its decoded frame cached from this size:
+# below it, decoding again (~0.15 s for 20 MB) is cheaper than writing ~2.4x its size to disk.
+FRAME_CACHE_MIN_BYTES = 64 << 20
 
 
 class ScaleOutError(UserError):
     """The Dask cluster cannot be reached or failed: one line for the user."""
 
 
-def default_jobs() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-
 def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
-    """The map for one host file, as a worker process or a Dask worker runs it."""
+    """The map for one host file, as a worker process or a Dask worker runs it. The frame of a
+    small host file is not written to the cache: decoding it again when a tool needs it (the
+    trace viewer of that host) costs less than writing every host's frame during the map."""
     try:
-        frame = load_frame(hf, use_cache=use_cache)
+        frame = load_frame(hf, use_cache=use_cache, write_cache=hf.size >= FRAME_CACHE_MIN_BYTES)
     except UserError as e:
         raise HostUnreadable(hf.host, str(e)) from None
     return op_stats.map_host(frame, hf.host)
@@ -65,7 +61,7 @@ def host_op_stats(run: RunData, host: str | None = None, progress: Progress | No
         if memo_key in run.memo:
             found[h] = run.memo[memo_key]
             continue
-        cached = derived_cache.load(run.host_file(h), KIND, op_stats.FORMAT_VERSION) if run.use_cache else None
+        cached = derived_cache.load(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION) if run.use_cache else None
         if isinstance(cached, HostOpStats):
             found[h] = run.memo[memo_key] = cached
         else:
@@ -74,7 +70,7 @@ def host_op_stats(run: RunData, host: str | None = None, progress: Progress | No
         for h, stats in _unreadable_noted(run, _compute(run, todo, report)):
             found[h] = run.memo[(KIND, h)] = stats
             if run.use_cache:
-                derived_cache.store(run.host_file(h), KIND, op_stats.FORMAT_VERSION, stats)
+                derived_cache.store(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION, stats)
     return [found[h] for h in hosts]
 
 
@@ -107,9 +103,8 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
     if address:
         yield from _on_dask(address, files, run.use_cache, report)
         return
-    jobs = min(run.jobs or default_jobs(), len(files))
-    # Starting a worker costs about a second (imports); by default only big runs are worth it.
-    if jobs > 1 and (run.jobs or sum(hf.size for hf in files) >= PARALLEL_MIN_BYTES):
+    jobs = map_pool.lanes(files, run.jobs)
+    if jobs > 1:
         yield from _in_processes(files, jobs, run.use_cache, report)
         return
     keep = len(run.hosts) == 1  # a single host's frame serves the other tools too
@@ -126,41 +121,15 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
             yield hf.host, map_host_file(hf, run.use_cache)
 
 
-def _quiet_worker() -> None:
-    """Worker processes print nothing (their errors come back as exceptions): a stray warning
-    must not land on the terminal the app draws on."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    keep_freed_memory()  # a worker lives for one map (see data/allocator.py)
-
-
-def _start_resource_tracker() -> None:
-    """multiprocessing's resource tracker passes our stderr's fd to its process; under the app,
-    stderr is a capture with no real fd, so start it against the process's original stderr."""
-    try:
-        if sys.stderr.fileno() >= 0:
-            return
-    except (OSError, ValueError, AttributeError):
-        pass
-    saved, sys.stderr = sys.stderr, sys.__stderr__
-    try:
-        resource_tracker.ensure_running()
-    finally:
-        sys.stderr = saved
-
-
 def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Progress | None):
     """The hosts over `jobs` lanes: jobs - 1 worker processes, and this process itself, which
     has its modules imported already (a worker spends ~0.4 s on imports before its first host)."""
     if report:
         report(f"op stats: {len(files)} hosts in {jobs} processes")
-    _start_resource_tracker()
     pending = list(files)
     running: dict = {}
     done = 0
-    # spawn, not fork: the parent may already run Polars' and Textual's threads.
-    with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=get_context("spawn"), initializer=_quiet_worker) as pool:
+    with map_pool.take(jobs - 1) as pool:
         def fill() -> None:
             while pending and len(running) < jobs - 1:
                 hf = pending.pop(0)  # workers take hosts from the front, this process from the back

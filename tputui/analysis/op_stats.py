@@ -34,10 +34,6 @@ from tputui.data import schema
 from tputui.data.stat_values import stat_float
 from tputui.data.xspace import XSpaceFrame
 
-# Bump when HostOpStats or anything computed into it changes: cached entries of another
-# version are recomputed.
-FORMAT_VERSION = 3  # 3: infeed-enqueue ratio in the input breakdown, per-step debug_print shares
-
 _SEND_RECV_SUFFIX = re.compile(r"^(send|recv|send-done|recv-done)(\.\d+)?$")
 SEND_RECV_SCHEMA = {"ch": pl.String, "cat": pl.String, "plane_id": pl.Int64, "name": pl.String,
                     "start": pl.Int64, "end": pl.Int64, "bytes": pl.Int64}

@@ -41,8 +41,11 @@ def has_entry(hf: HostFile) -> bool:
     return key is not None and os.path.isfile(os.path.join(cache_root(), "frames", key, cache_entry.MANIFEST))
 
 
-def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = True, progress=None) -> XSpaceFrame:
-    """The decoded frame of one host file, from the cache when it is fresh."""
+def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = True, progress=None,
+               write_cache: bool = True) -> XSpaceFrame:
+    """The decoded frame of one host file, from the cache when it is fresh; a decoded
+    .xplane.pb is written to the cache unless `write_cache` is False (a riegeli merge always
+    writes its entry: its columns go there to keep memory bounded)."""
     key = cache_key(hf, planes) if use_cache else None
     entry = os.path.join(cache_root(), "frames", key) if key else None
     if entry and os.path.isdir(entry):
@@ -87,7 +90,7 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
         except DecodeError as e:
             raise LogdirError(f"{hf.path}: {e}") from None
     del data
-    if entry:
+    if entry and (write_cache or hf.format == "riegeli"):
         # Writing ~35 bytes per event costs more than decoding them: do it beside the caller.
         # Not a daemon thread, so a short-lived CLI process still finishes the entry.
         threading.Thread(target=_save_quietly, args=(raw, entry, folder), name="tputui-cache-write").start()

@@ -29,6 +29,11 @@ def entry_path(hf: HostFile, kind: str, version: int) -> str:
     return os.path.join(cache_root(), "frames", f"{hashlib.sha1(ident.encode()).hexdigest()}.{kind}")
 
 
+def has(hf: HostFile, kind: str, version: int) -> bool:
+    """Whether an entry is there (its file exists; nothing is read)."""
+    return os.path.isfile(os.path.join(entry_path(hf, kind, version), _FILE))
+
+
 def load(hf: HostFile, kind: str, version: int) -> Any | None:
     """The cached value, or None when there is none (or it cannot be read: it is then removed)."""
     entry = entry_path(hf, kind, version)

@@ -1,0 +1,97 @@
+"""The worker processes of the per-host map (host_map), and when a run gets them.
+
+A worker spends ~0.4 s starting Python and importing the analysis before its first host. Started
+when the map begins, that time is lost from the second core; so `tputui export` starts them
+(`start`) as soon as it knows the run and the tool, and they import while this process imports
+the tool itself. host_map then `take`s the started pool (or starts one). This module imports no
+analysis: it must be cheap to import before them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context, resource_tracker
+
+from tputui.analysis import op_stats_format
+from tputui.data import derived_cache
+from tputui.data.allocator import keep_freed_memory
+from tputui.data.runs import HostFile
+
+KIND = "opstats"  # the op stats' kind in the derived cache
+PARALLEL_MIN_BYTES = 32 << 20  # default --jobs: worker processes only when the hosts add up to this
+
+_started: ProcessPoolExecutor | None = None
+_started_workers = 0
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def lanes(files: list[HostFile], jobs: int | None) -> int:
+    """How many hosts are mapped at once: `jobs` (None: one per core), at most one per host;
+    by default 1 below PARALLEL_MIN_BYTES of host files, where starting workers costs more than
+    it saves. The lanes are this process plus lanes - 1 workers."""
+    n = min(jobs or default_jobs(), len(files))
+    if n > 1 and not jobs and sum(hf.size for hf in files) < PARALLEL_MIN_BYTES:
+        return 1
+    return max(n, 1)
+
+
+def uncached(files: list[HostFile]) -> list[HostFile]:
+    """The host files whose op stats are not in the cache (an existence check, nothing read)."""
+    return [hf for hf in files if not derived_cache.has(hf, KIND, op_stats_format.FORMAT_VERSION)]
+
+
+def start(workers: int) -> None:
+    """Start `workers` worker processes now (they begin importing the map); see the module doc."""
+    global _started, _started_workers
+    if _started is not None or workers < 1:
+        return
+    _started, _started_workers = _new_pool(workers), workers
+    for _ in range(workers):
+        _started.submit(os.getpid)  # the pool spawns its processes on the first submits
+
+
+def take(workers: int) -> ProcessPoolExecutor:
+    """A pool of `workers` processes: the one start() began if it has that many, else a new one."""
+    global _started, _started_workers
+    pool, _started = _started, None
+    if pool is not None and _started_workers == workers:
+        return pool
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return _new_pool(workers)
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    _start_resource_tracker()
+    # spawn, not fork: the parent may already run Polars' and Textual's threads.
+    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_init_worker)
+
+
+def _init_worker() -> None:
+    """Worker processes print nothing (their errors come back as exceptions): a stray warning
+    must not land on the terminal the app draws on. Then the map's modules are imported, so a
+    worker started early is ready when its first host comes."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    keep_freed_memory()  # a worker lives for one run's map (see data/allocator.py)
+    import tputui.analysis.host_map  # noqa: F401
+
+
+def _start_resource_tracker() -> None:
+    """multiprocessing's resource tracker passes our stderr's fd to its process; under the app,
+    stderr is a capture with no real fd, so start it against the process's original stderr."""
+    try:
+        if sys.stderr.fileno() >= 0:
+            return
+    except (OSError, ValueError, AttributeError):
+        pass
+    saved, sys.stderr = sys.stderr, sys.__stderr__
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = saved

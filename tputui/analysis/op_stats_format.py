@@ -1,0 +1,7 @@
+"""The format version of cached op stats (op_stats.HostOpStats), in a module of its own so that
+`tputui export` can look for cached entries before it imports the analysis (see map_pool).
+
+Bump when HostOpStats or anything computed into it changes: cached entries of another version are
+recomputed.
+"""
+FORMAT_VERSION = 3  # 3: infeed-enqueue ratio in the input breakdown, per-step debug_print shares
