@@ -53,7 +53,7 @@ def test_parents_match_numpy_on_a_real_tpu_profile():
 
 def _random_forest(rng, n):
     """Parents of a random forest, nodes numbered so every parent comes before its children."""
-    parent = np.full(n, -1, np.int64)
+    parent = np.full(n, -1, np.int32)
     for i in range(1, n):
         if rng.random() < 0.8:
             parent[i] = rng.integers(0, i)
@@ -80,7 +80,7 @@ def test_spread_min_matches_numpy_and_reaches_the_deepest_descendant(seed):
 
 
 def test_spread_min_follows_the_given_order_when_parents_come_later():
-    parent = np.array([2, 2, -1, 0], np.int64)  # 2 is the root; 0 and 1 its children; 3 under 0
+    parent = np.array([2, 2, -1, 0], np.int32)  # 2 is the root; 0 and 1 its children; 3 under 0
     label = np.array([9, 9, 1, 9], np.int32)
     assert nesting.spread_min(parent, label, np.array([2, 0, 1, 3], np.int64))
     np.testing.assert_array_equal(label, [1, 1, 1, 1])

@@ -170,17 +170,23 @@ def test_export_starts_the_workers_before_the_map_and_the_map_uses_them(tmp_path
 
 
 def test_a_multi_host_map_caches_op_stats_not_the_small_hosts_frames(tmp_path, monkeypatch):
+    from tputui.data.cache import has_entry
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     run = _run(jobs=1)
     assert all(hf.size < host_map.FRAME_CACHE_MIN_BYTES for hf in run.run.hosts)
     want = export_text(run, "overview_page")
-    frames = tmp_path / "tputui" / "frames"
-    entries = [e.name for e in frames.iterdir() if not e.name.startswith(".")]
-    assert len(entries) == 4 and all(e.endswith("." + host_map.KIND) for e in entries)
+    _join_cache_writes()
+    assert not map_pool.uncached(run.run.hosts)  # every host's op stats are cached
+    assert not any(has_entry(hf) for hf in run.run.hosts)  # no host's whole frame is
     assert export_text(_run(jobs=1), "overview_page") == want  # read back from those entries
     # A host whose frame is asked for by itself (the trace viewer's) is decoded and cached as ever.
     _run(jobs=1).frame(run.hosts[0])
+    _join_cache_writes()
+    assert [has_entry(hf) for hf in run.run.hosts] == [True, False, False, False]
+
+
+def _join_cache_writes() -> None:
     for t in threading.enumerate():
         if t.name == "tputui-cache-write":
-            t.join()  # the entry is written beside the caller
-    assert len([e for e in frames.iterdir() if not e.name.startswith(".")]) == 5
+            t.join()  # entries are written beside the caller

@@ -9,7 +9,7 @@
  *   (None: 0..n-1), in one pass: every parent must come before its children in that order, so a
  *   root's label reaches its deepest descendant in the same pass. Returns whether a label changed.
  *
- * Buffers are C-contiguous int64 (labels int32; checked); no numpy headers needed.
+ * Buffers are C-contiguous int64 (spread_min's parent and label int32; checked); no numpy headers.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -109,10 +109,11 @@ done:
     return result;
 }
 
-static int get_i32(PyObject *obj, Py_buffer *view, const char *what) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) return -1;
+static int get_i32(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
     if (view->itemsize != 4 || (view->format && view->format[0] != 'i' && view->format[0] != 'l')) {
-        PyErr_Format(PyExc_TypeError, "%s must be a writable int32 array", what);
+        PyErr_Format(PyExc_TypeError, "%s must be an int32 array", what);
         PyBuffer_Release(view);
         return -1;
     }
@@ -123,17 +124,17 @@ static PyObject *spread_min(PyObject *self, PyObject *args) {
     PyObject *po, *lo, *oo;
     Py_buffer pv, lv, ov;
     if (!PyArg_ParseTuple(args, "OOO", &po, &lo, &oo)) return NULL;
-    if (get_i64(po, &pv, 0, "parent") < 0) return NULL;
-    if (get_i32(lo, &lv, "label") < 0) { PyBuffer_Release(&pv); return NULL; }
+    if (get_i32(po, &pv, 0, "parent") < 0) return NULL;
+    if (get_i32(lo, &lv, 1, "label") < 0) { PyBuffer_Release(&pv); return NULL; }
     int has_order = oo != Py_None;
     if (has_order && get_i64(oo, &ov, 0, "order") < 0) { PyBuffer_Release(&pv); PyBuffer_Release(&lv); return NULL; }
-    Py_ssize_t n = pv.len / 8, m = has_order ? ov.len / 8 : n;
+    Py_ssize_t n = pv.len / 4, m = has_order ? ov.len / 8 : n;
     PyObject *result = NULL;
     if (lv.len / 4 != n) {
         PyErr_SetString(PyExc_ValueError, "parent and label must have the same length");
         goto done;
     }
-    const int64_t *parent = (const int64_t *)pv.buf;
+    const int32_t *parent = (const int32_t *)pv.buf;
     const int64_t *order = has_order ? (const int64_t *)ov.buf : NULL;
     int32_t *label = (int32_t *)lv.buf;
     int bad = 0, changed = 0;
@@ -141,7 +142,7 @@ static PyObject *spread_min(PyObject *self, PyObject *args) {
     for (Py_ssize_t k = 0; k < m; k++) {
         int64_t i = order ? order[k] : k;
         if (i < 0 || i >= n) { bad = 1; break; }
-        int64_t p = parent[i];
+        int32_t p = parent[i];
         if (p < 0) continue;
         if (p >= n) { bad = 1; break; }
         if (label[p] < label[i]) { label[i] = label[p]; changed = 1; }

@@ -10,6 +10,7 @@ reaches. Host steps (steps.py), the TPU step engine (tpu_steps.py) and the memor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -33,10 +34,11 @@ _GROUP_STATS = ["_r", "step_num", "iter_num", "_p", "_pt", "_c", "_ct", "id", "c
 
 @dataclass
 class GroupedEvents:
-    """XProf's grouping of one frame's host events into steps (groups); arrays are parallel."""
-    rows: np.ndarray  # event row in the frame
+    """XProf's grouping of one frame's host events into steps (groups); arrays are parallel.
+    `rows` and `end` are built when first read: the step engine reads neither for every event."""
+    row_source: np.ndarray | slice  # event row in the frame of each position (a slice: one block)
     start: np.ndarray  # ps
-    end: np.ndarray
+    duration: np.ndarray  # ps
     name_idx: np.ndarray  # index into `event_names`
     event_names: list[str]
     group: np.ndarray  # group id, -1 ungrouped
@@ -44,6 +46,21 @@ class GroupedEvents:
     starter: dict[int, int]  # group id -> index (into the arrays) of the root that started it
     named_roots: np.ndarray  # bool: roots that named their group (non-implicit starters)
     parent: np.ndarray  # nesting parent (index into the arrays), -1 for none
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        src = self.row_source
+        return np.arange(src.start, src.stop, dtype=np.int64) if isinstance(src, slice) else src
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        return self.start + self.duration
+
+    def rows_at(self, where: np.ndarray) -> np.ndarray:
+        """The event rows of positions `where` (a bool mask or indices)."""
+        pos = np.flatnonzero(where) if where.dtype == bool else where
+        src = self.row_source
+        return pos.astype(np.int64) + src.start if isinstance(src, slice) else src[pos]
 
     @classmethod
     def empty(cls, event_names=None) -> GroupedEvents:
@@ -76,15 +93,14 @@ class _Sparse:
         return int(self.val[i]) if i < len(self.pos) and self.pos[i] == where else None
 
 
-def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray, names: list[str]) -> dict[str, _Sparse]:
-    """{name: _Sparse} for event stats of the events `rows` (positions index `rows`)."""
-    contiguous = len(rows) and rows[-1] - rows[0] + 1 == len(rows)
+def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray | slice, n: int, names: list[str]) -> dict[str, _Sparse]:
+    """{name: _Sparse} for event stats of the `n` events `rows` (positions index `rows`)."""
     out = {}
     for name in names:
         own, val = frame.stat_arrays("event", name, "any")
-        if contiguous:
-            p = own - rows[0]
-            ok = (p >= 0) & (p < len(rows))
+        if isinstance(rows, slice):
+            p = own - rows.start
+            ok = (p >= 0) & (p < n)
         else:
             i = np.clip(np.searchsorted(rows, own), 0, max(len(rows) - 1, 0))
             ok = rows[i] == own if len(rows) else np.zeros(len(own), bool)
@@ -132,27 +148,25 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     names = raw.em_name + [""]
     if plane is None:
         return GroupedEvents.empty(names)
-    lines = frame.lines_of(plane)
-    rows = np.concatenate([np.arange(frame.line_events(ln).start, frame.line_events(ln).stop, dtype=np.int64)
-                           for ln in lines] or [np.zeros(0, np.int64)])
-    if len(rows) == 0 or any(nm in _LOOP_OPS for nm in raw.em_name):
+    spans = [frame.line_events(ln) for ln in frame.lines_of(plane)]
+    spans = [sl for sl in spans if sl.stop > sl.start]
+    if not spans or any(nm in _LOOP_OPS for nm in raw.em_name):
         # XProf does not group TF graphs with loop ops (While/For) at all.
-        g = GroupedEvents.empty(names)
-        return g
-    md = frame.events["metadata"].to_numpy()[rows]
-    md_i = np.where(md >= 0, md, len(names) - 1)
-    st = _sparse_stats(frame, rows, _GROUP_STATS)
-    if rows[-1] - rows[0] + 1 == len(rows):  # the plane's lines are one block: slice, don't copy
-        block = slice(int(rows[0]), int(rows[-1]) + 1)
-        start = frame.start_ps[block]
-        end = start + raw.event_duration_ps[block]
-        line = raw.event_line[block]
+        return GroupedEvents.empty(names)
+    md_all = frame.events["metadata"].to_numpy()
+    rows: np.ndarray | slice
+    if all(b.start == a.stop for a, b in zip(spans, spans[1:])):  # the plane's lines are one block: slice, don't copy
+        rows = slice(spans[0].start, spans[-1].stop)
+        n = rows.stop - rows.start
     else:
-        start = frame.start_ps[rows]
-        end = start + raw.event_duration_ps[rows]
-        line = raw.event_line[rows]
-    n = len(rows)
-    group = np.full(n, -1, np.int64)
+        rows = np.concatenate([np.arange(sl.start, sl.stop, dtype=np.int64) for sl in spans])
+        n = len(rows)
+    start = frame.start_ps[rows]
+    dur = raw.event_duration_ps[rows]
+    line = raw.event_line[rows]
+    md_i = md_all[rows]
+    md_i = np.where(md_i >= 0, md_i, len(names) - 1)
+    st = _sparse_stats(frame, rows, n, _GROUP_STATS)
     name_index: dict[str, list[int]] = {}
     for i, nm in enumerate(names):
         name_index.setdefault(nm, []).append(i)
@@ -164,20 +178,21 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         return table[md_i[where]]
 
     # Per-thread nesting (async events stay out of it), in (start, -end) order per line.
-    parent = np.full(n, -1, np.int64)
+    parent = np.full(n, -1, np.int32)
     async_pos = st["is_async"].pos[st["is_async"].val != 0]
     is_async = np.zeros(n, bool)
     is_async[async_pos] = True
     line_bounds = np.concatenate([[0], np.flatnonzero(line[1:] != line[:-1]) + 1, [n]])
     # The order labels spread down in: parents before children. A sorted line's own order is one;
     # an unsorted line contributes its sorted order (only needed when some line is unsorted).
-    walk: list[np.ndarray] = []
+    walk: list[np.ndarray | None] = []  # None: the line's own order
     for a, b in zip(line_bounds[:-1].tolist(), line_bounds[1:].tolist()):
-        s_, e_ = start[a:b], end[a:b]
+        s_ = start[a:b]
+        e_ = s_ + dur[a:b]
         seg = None
         if not _sorted_longest_first(s_, e_):  # files are usually sorted already
             seg = a + np.lexsort((-e_, s_))
-        walk.append(np.arange(a, b) if seg is None else seg)
+        walk.append(seg)
         if len(async_pos) and is_async[a:b].any():
             seg = (np.arange(a, b) if seg is None else seg)
             seg = seg[~is_async[seg]]
@@ -185,10 +200,12 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
             p = nest_parents(s_, e_)
             parent[a:b] = np.where(p >= 0, p + a, -1)
         elif len(seg):
-            p = nest_parents(start[seg], end[seg])
+            p = nest_parents(start[seg], start[seg] + dur[seg])
             parent[seg] = np.where(p >= 0, seg[np.clip(p, 0, None)], -1)
-    sorted_lines = all(len(w) == 0 or (w[0] == w.min() and bool((np.diff(w) == 1).all())) for w in walk)
-    down_order = None if sorted_lines else np.concatenate(walk)
+    down_order = None
+    if any(w is not None for w in walk):
+        down_order = np.concatenate([np.arange(a, b) if w is None else w for a, b, w in
+                                     zip(line_bounds[:-1].tolist(), line_bounds[1:].tolist(), walk)])
     del walk
 
     # Flow edges: producer (type, id) -> consumers (type, id).
@@ -270,13 +287,12 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
             break
 
     # Group ids: roots that kept their own label start groups, numbered in processing order.
-    unreached = big
     starters = [(rank, r) for rank, r in enumerate(root_rows) if label[r] == rank]
-    gid_of_rank = np.full(len(root_rows) + 1, -1, np.int64)
+    gid_of_rank = np.full(len(root_rows) + 1, -1, np.int32)  # the last slot: unreached
     for gid, (rank, _) in enumerate(starters):
         gid_of_rank[rank] = gid
-    has = label != unreached
-    group[has] = gid_of_rank[np.minimum(label[has], len(root_rows))]
+    group = gid_of_rank[np.minimum(label, len(root_rows))]
+    del label
 
     group_names, starter = {}, {}
     named = np.zeros(n, bool)
@@ -294,7 +310,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         starter[gid] = int(r)
         if not implicit and not loop_first:
             named[r] = True
-    return GroupedEvents(rows, start, end, md_i, names, group, group_names, starter, named, parent)
+    return GroupedEvents(rows, start, dur, md_i, names, group, group_names, starter, named, parent)
 
 
 def _context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:

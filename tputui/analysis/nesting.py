@@ -37,13 +37,13 @@ def depths(parent: np.ndarray) -> np.ndarray:
 
 
 def spread_min(parent: np.ndarray, label: np.ndarray, order: np.ndarray | None = None) -> bool:
-    """label[i] = min(label[i], label[ancestor]) for every ancestor, in place (label int32);
+    """label[i] = min(label[i], label[ancestor]) for every ancestor, in place (parent and label int32);
     `order` lists the nodes so that each parent comes before its children (None: array order).
     True when a label changed. One pass in C; the numpy version goes depth by depth."""
     if _nesting is None:
         return spread_min_numpy(parent, label)
     order = None if order is None else np.ascontiguousarray(order, np.int64)
-    return bool(_nesting.spread_min(np.ascontiguousarray(parent, np.int64), label, order))
+    return bool(_nesting.spread_min(np.ascontiguousarray(parent, np.int32), label, order))
 
 
 def spread_min_numpy(parent: np.ndarray, label: np.ndarray) -> bool:

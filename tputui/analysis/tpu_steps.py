@@ -113,9 +113,9 @@ def _launch_groups(frame: XSpaceFrame) -> dict[tuple[int, int, int, int], int]:
     g = group_events(frame)
     if len(g.rows) == 0:
         return {}
-    names = np.asarray(g.event_names, dtype=object)
-    sel = (g.rows >= 0) & (g.group >= 0) & np.isin(names[g.name_idx], _LAUNCH_EVENTS)
-    rows, groups = g.rows[sel], g.group[sel]
+    is_launch = np.isin(np.asarray(g.event_names, dtype=object), _LAUNCH_EVENTS)  # per name, not per event
+    sel = (g.group >= 0) & is_launch[g.name_idx]
+    rows, groups = g.rows_at(sel), g.group[sel]
     if not len(rows):
         return {}
     stats = {n: event_stat(frame, n, rows) for n in ("device_ordinal", "queue_id", "run_id", "core_type")}
