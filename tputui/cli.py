@@ -254,19 +254,26 @@ def _prefetch(run, tool: str, host: str | None) -> None:
         t = get_tool(tool)
     except KeyError:
         return  # run_tool says so
-    if t.op_stats and host is None and len(run.run.hosts) > 1 and not run.dask:
-        from tputui.analysis import map_pool
-
-        todo = map_pool.uncached(run.run.hosts) if run.use_cache else run.run.hosts
-        lanes = map_pool.lanes(todo, run.jobs)
-        if lanes > 1:
-            map_pool.start(lanes - 1)
+    if t.op_stats and host is None:
+        _start_map_workers(run.run, run.jobs, run.dask, run.use_cache)
         return
     if not t.whole_frame or len(run.run.hosts) != 1 or host not in (None, run.run.hosts[0].host):
         return
     hf = run.run.hosts[0]
     if not is_remote(hf.path) and not (run.use_cache and has_entry(hf)):
         run.prefetch(hf.host)
+
+
+def _start_map_workers(run, jobs: int | None, dask: str | None, use_cache: bool) -> None:
+    """On a multi-host run with hosts whose op stats are not cached, start the map's worker
+    processes now (analysis/map_pool.py): they import while this process loads the rest."""
+    if len(run.hosts) < 2 or dask:
+        return
+    from tputui.analysis import map_pool
+
+    lanes = map_pool.lanes(map_pool.uncached(run.hosts) if use_cache else run.hosts, jobs)
+    if lanes > 1:
+        map_pool.start(lanes - 1)
 
 
 def _write_output(output: str | None, write) -> int:
@@ -437,11 +444,13 @@ def run_app(argv: list[str]) -> int:
         from tputui.tools import get_tool
 
         try:
-            get_tool(a.tool)
+            first = get_tool(a.tool)
         except KeyError:
             from tputui.tools import tool_names
 
             return _fail(f"unknown tool {a.tool!r} (tools: {', '.join(tool_names())})")
+    if not a.host and (not a.tool or first.op_stats):  # the app opens on the overview by default
+        _start_map_workers(run, a.jobs, a.dask, not a.no_cache)
     from tputui.app import TputuiApp
 
     app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
