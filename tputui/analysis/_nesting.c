@@ -16,15 +16,26 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static int get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+/* A C-contiguous buffer of signed integers of `bytes` (4 or 8) each; a TypeError otherwise. */
+static int get_ints(PyObject *obj, Py_buffer *view, int writable, int bytes, const char *what) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    if (view->itemsize != 8 || (view->format && view->format[0] != 'l' && view->format[0] != 'q')) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int64 array", what);
+    char f = view->format ? view->format[0] : 0;
+    int ok = view->itemsize == bytes && (!f || f == 'l' || (bytes == 8 ? f == 'q' : f == 'i'));
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int%d array", what, bytes * 8);
         PyBuffer_Release(view);
         return -1;
     }
     return 0;
+}
+
+static int get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    return get_ints(obj, view, writable, 8, what);
+}
+
+static int get_i32(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    return get_ints(obj, view, writable, 4, what);
 }
 
 static PyObject *parents(PyObject *self, PyObject *args) {
@@ -107,17 +118,6 @@ done:
     PyBuffer_Release(&pv);
     PyBuffer_Release(&ov);
     return result;
-}
-
-static int get_i32(PyObject *obj, Py_buffer *view, int writable, const char *what) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    if (view->itemsize != 4 || (view->format && view->format[0] != 'i' && view->format[0] != 'l')) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int32 array", what);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
 }
 
 static PyObject *spread_min(PyObject *self, PyObject *args) {
