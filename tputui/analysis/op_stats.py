@@ -162,13 +162,15 @@ def send_recv_events(frame: XSpaceFrame) -> pl.DataFrame:
             continue
         md = frame.events["metadata"].to_numpy()[ops].astype(np.int64)
         mt = om.metadata_stats_table(frame, [schema.STAT_HLO_CATEGORY, schema.STAT_BYTES_ACCESSED], md)
-        cats = frame.texts_of(mt["hlo_category.text"])
-        sel = np.isin(cats, ["send", "recv-done"])
+        cat_ids = mt["hlo_category.text"]
+        wanted = [t for t in np.unique(cat_ids).tolist() if frame.text(t) in ("send", "recv-done")]
+        sel = np.isin(cat_ids, wanted)  # per category text, not a string per op
         if not sel.any():
             continue
         s, e = om.device_spans(frame, ops[sel])
         names = frame.metadata_names(md[sel], display=True).to_list()
-        for nm, cat, a, b, by in zip(names, cats[sel], s, e, mt["bytes_accessed"][sel]):
+        cats = [frame.text(t) for t in cat_ids[sel].tolist()]
+        for nm, cat, a, b, by in zip(names, cats, s, e, mt["bytes_accessed"][sel]):
             m = _SEND_RECV_SUFFIX.match(nm)
             if m:
                 rows.append((m.group(2) or "", cat, int(raw.plane_id[p]), nm, int(a), int(b), int(by)))
