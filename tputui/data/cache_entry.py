@@ -54,7 +54,7 @@ def new_folder(parent: str) -> str:
 
 
 def column_paths(folder: str) -> dict[str, str]:
-    """Where the event and event-stat columns of an entry built in `folder` go (riegeli_spill
+    """Where the event and event-stat columns of an entry built in `folder` go (riegeli_columns
     names: metadata_id, ..., line, es.owner, ...): a merge streams them in before `save`."""
     paths = {k: os.path.join(folder, f"event_{k}.npy")
              for k in ("metadata_id", "offset_ps", "num_occurrences", "duration_ps")}

@@ -135,6 +135,9 @@ class RecordReader:
         self.warn = warn or (lambda msg: None)
         self.skipped: list[str] = []
         self.records_read = 0
+        # (begin, data size, records, decoded size) of each simple chunk whose records came out:
+        # what replay() reads again without checking hashes a second time.
+        self.read_chunks: list[tuple[int, int, int, int]] = []
 
     def _read_logical(self, pos: int, n: int) -> bytes | memoryview:
         """`n` bytes of chunk content starting at physical `pos`, block headers cut out. When the
@@ -176,8 +179,8 @@ class RecordReader:
             block += BLOCK_SIZE
         return None
 
-    def chunks(self) -> Iterator[tuple[bytes, int, int, memoryview | bytes, int]]:
-        """(type, num_records, decoded_size, data, begin) of each intact chunk, in file order."""
+    def chunks(self) -> Iterator[tuple[bytes, int, int, memoryview | bytes, int, int]]:
+        """(type, num_records, decoded_size, data, begin, data size) of each intact chunk, in file order."""
         pos = 0
         first = True
         while pos < self.size:
@@ -209,12 +212,12 @@ class RecordReader:
             if first and ctype != SIGNATURE:
                 raise RiegeliError(f"{self.name}: not a Riegeli records file (no file signature)")
             first = False
-            yield ctype, num_records, decoded_size, data, pos
+            yield ctype, num_records, decoded_size, data, pos, data_size
             pos = end
 
     def records(self) -> Iterator[memoryview]:  # views into one chunk's decompressed records
         """Every record of every intact simple chunk, in file order."""
-        for ctype, num_records, decoded_size, data, begin in self.chunks():
+        for ctype, num_records, decoded_size, data, begin, data_size in self.chunks():
             if ctype in (SIGNATURE, METADATA, PADDING):
                 continue
             if ctype == TRANSPOSED:
@@ -235,6 +238,19 @@ class RecordReader:
                 self.warn(msg)
                 continue
             del data
+            self.read_chunks.append((begin, data_size, num_records, decoded_size))
             for r in recs:
                 self.records_read += 1
                 yield r
+
+    def replay(self) -> Iterator[memoryview]:
+        """The records records() gave, read again from the same chunks (their hashes were
+        checked then): a merge that first counts every record, then decodes them."""
+        for begin, data_size, num_records, decoded_size in self.read_chunks:
+            try:
+                data = self._read_logical(add_with_overhead(begin, CHUNK_HEADER_SIZE), data_size)
+                recs = simple_chunk_records(data, num_records, decoded_size)
+            except (_Skip, ValueError, OSError) as e:
+                raise RiegeliError(f"{self.name}: changed while it was read (chunk at byte {begin}: {e})") from None
+            del data
+            yield from recs
