@@ -130,8 +130,14 @@ class _Skip(Exception):
 class RecordReader:
     """Sequential reader over a binary file object (local file or in-memory bytes)."""
 
-    def __init__(self, f: BinaryIO, name: str, size: int, warn: Callable[[str], None] | None = None):
+    def __init__(self, f: BinaryIO, name: str, size: int, warn: Callable[[str], None] | None = None,
+                 reuse: int = 0):
+        """`reuse` > 0: chunk data cut out of blocks is copied into one of `reuse` buffers in turn
+        (memory this process has touched already: fresh pages cost more than the copy), so a
+        record's bytes stay as read only until `reuse - 1` further chunks have been read."""
         self.f, self.name, self.size = f, name, size
+        self.buffers: list[bytearray] = [bytearray() for _ in range(reuse)]
+        self.turn = 0
         self.warn = warn or (lambda msg: None)
         self.skipped: list[str] = []
         self.records_read = 0
@@ -139,7 +145,7 @@ class RecordReader:
         # what replay() reads again without checking hashes a second time.
         self.read_chunks: list[tuple[int, int, int, int]] = []
 
-    def _read_logical(self, pos: int, n: int) -> bytes | memoryview:
+    def _read_logical(self, pos: int, n: int, data: bool = False) -> bytes | memoryview:
         """`n` bytes of chunk content starting at physical `pos`, block headers cut out. When the
         file object can lend a view of its buffer (`view(start, end)`: a mapped file), the bytes
         are copied once, by the join that cuts the headers out, or not at all inside one block."""
@@ -162,7 +168,17 @@ class RecordReader:
             stop = min(end, (at // BLOCK_SIZE + 1) * BLOCK_SIZE)
             parts.append(raw[at - pos:stop - pos])
             at = stop
-        return b"".join(parts)
+        if not (data and self.buffers):
+            return b"".join(parts)
+        buf = self.buffers[self.turn]
+        self.turn = (self.turn + 1) % len(self.buffers)
+        if len(buf) < n:
+            buf.extend(bytes(n - len(buf)))
+        out, at = memoryview(buf), 0
+        for part in parts:
+            out[at:at + len(part)] = part
+            at += len(part)
+        return out[:n]
 
     def _resync(self, pos: int) -> int | None:
         """The first chunk start a valid block header at or after `pos` points to."""
@@ -193,7 +209,7 @@ class RecordReader:
                 num_records = int.from_bytes(header[25:32], "little")
                 decoded_size = int.from_bytes(header[32:40], "little")
                 end = chunk_end(pos, data_size, num_records)
-                data = self._read_logical(add_with_overhead(pos, CHUNK_HEADER_SIZE), data_size)
+                data = self._read_logical(add_with_overhead(pos, CHUNK_HEADER_SIZE), data_size, data=True)
                 if hash64(data) != data_hash:
                     raise _Skip(f"corrupt chunk data at bytes {pos}-{end}", end, True)
             except _Skip as skip:
@@ -248,7 +264,7 @@ class RecordReader:
         checked then): a merge that first counts every record, then decodes them."""
         for begin, data_size, num_records, decoded_size in self.read_chunks:
             try:
-                data = self._read_logical(add_with_overhead(begin, CHUNK_HEADER_SIZE), data_size)
+                data = self._read_logical(add_with_overhead(begin, CHUNK_HEADER_SIZE), data_size, data=True)
                 recs = simple_chunk_records(data, num_records, decoded_size)
             except (_Skip, ValueError, OSError) as e:
                 raise RiegeliError(f"{self.name}: changed while it was read (chunk at byte {begin}: {e})") from None

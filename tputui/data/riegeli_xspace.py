@@ -119,7 +119,9 @@ def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=
     """Two passes over the records: each counted (riegeli_layout.py: where its lines go), then
     each decoded and written to its final rows (xspace_merge.py), a thread reading one record
     ahead in both."""
-    reader = RecordReader(f, name, size, warn=log.warning)
+    # A record is counted or decoded while the next waits in ahead()'s queue and a thread reads
+    # the one after: 4 buffers in turn keep every record's bytes as read until it is done with.
+    reader = RecordReader(f, name, size, warn=log.warning, reuse=4)
     counted: dict[int, RecordLines] = {}  # record number -> its lines, for the records that count
     for i, record in enumerate(ahead(reader.records(), "tputui-riegeli-read")):
         if progress:
