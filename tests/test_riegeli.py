@@ -60,7 +60,7 @@ def test_highwayhash_reproduces_the_spec_signature():
 
 def test_c_hash_equals_the_python_reference_at_every_tail_length():
     rng = np.random.default_rng(7)
-    for n in list(range(0, 70)) + [1000, 65536 + 13]:
+    for n in list(range(0, 70)) + [1000, 1024, 1056 + 7, 65536 + 13]:  # 1024 on: the AVX2 loop, where there is one
         data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
         assert hash64(data) == hash64_py(data), n
 
@@ -335,7 +335,7 @@ def test_merge_remaps_metadata_by_name_and_aligns_line_times(spill, tmp_path):
 
 # --- runs bigger than memory: the merge spills to files ---------------------------------------------
 
-def _shifted_records(copies: list[int]) -> bytes:
+def _shifted_records(copies: list[int], compression: str = "zstd") -> bytes:
     """A riegeli file of the tpu_v6e_inference profile, one record per copy, copy c with every line
     moved c profile-lengths later (records out of time order when `copies` is not ascending)."""
     from tputui.proto import xplane_pb2
@@ -350,16 +350,27 @@ def _shifted_records(copies: list[int]) -> bytes:
                 line.timestamp_ns += c * span
         records.append([space.SerializeToString()])
     buf = io.BytesIO()
-    write_records(buf, records, "zstd")
+    write_records(buf, records, compression)
     return buf.getvalue()
+
+
+def _same_raw(a, b) -> None:
+    from dataclasses import fields
+
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name.endswith("_stats"):
+            assert all(np.array_equal(getattr(x, p), getattr(y, p)) for p in ("owner", "stat", "kind", "value")), f.name
+        elif isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
+        else:
+            assert x == y, f.name
 
 
 @pytest.mark.parametrize("copies", [[0, 1, 2], [2, 0, 1], [0, 0]])
 def test_spilled_merge_equals_the_in_memory_merge(copies, tmp_path):
     """In time order, out of it (every merged line re-sorted) and overlapping: the merge through
     files gives exactly the columns of the merge in memory, and leaves only the merged columns."""
-    from dataclasses import fields
-
     from tputui.data.raw import validate
     from tputui.data.riegeli_xspace import read_stream
 
@@ -371,14 +382,7 @@ def test_spilled_merge_equals_the_in_memory_merge(copies, tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted(
         [f"event_{k}.npy" for k in ("line", "metadata_id", "offset_ps", "num_occurrences", "duration_ps")]
         + [f"event_stats.{p}.npy" for p in ("owner", "stat", "kind", "value")])
-    for f in fields(mem):
-        a, b = getattr(mem, f.name), getattr(spilled, f.name)
-        if f.name.endswith("_stats"):
-            assert all(np.array_equal(getattr(a, p), getattr(b, p)) for p in ("owner", "stat", "kind", "value")), f.name
-        elif isinstance(a, np.ndarray):
-            assert a.dtype == b.dtype and np.array_equal(a, b), f.name
-        else:
-            assert a == b, f.name
+    _same_raw(mem, spilled)
     # The copies repeat their metadata: the merged tables hold each string and blob once.
     source = run_of(PROFILES / "tpu_v6e_inference").frame().raw
     assert set(spilled.blobs) == set(source.blobs) and len(spilled.blobs) == len(set(source.blobs))
@@ -430,3 +434,63 @@ def test_a_damaged_riegeli_run_is_merged_through_files_yet_never_cached():
     assert isinstance(frame.raw.event_offset_ps, np.memmap) and frame.num_events > 0
     assert any("skipped a damaged region" in m for m in seen)
     assert os.listdir(os.path.join(cache_root(), "frames")) == []  # read (and warned about) each time
+
+
+# --- the two passes: lines counted first, then each record written to its final rows -------------
+
+@pytest.mark.parametrize("planes", [None, ("/device:TPU:0", "/host:CPU")])
+def test_counted_lines_are_the_decoded_lines(planes):
+    """The C count (nothing decoded) gives each line's id, times, events and event stats exactly
+    as a full decode does, on every profile and record fixture, and with a plane selection."""
+    from tputui.data.riegeli_layout import count_record, lines_of
+    from tputui.data.xspace import decode_raw
+
+    sources = [p.read_bytes() for p in sorted(PROFILES.rglob("*.xplane.pb"))]
+    sources += read_all((RIEGELI / "tpu_planes_brotli").rglob("*.riegeli").__next__().read_bytes())
+    assert len(sources) > 3
+    for data in sources:
+        counted, decoded = count_record(data, planes), lines_of(decode_raw(data, planes))
+        assert counted.plane_names == decoded.plane_names
+        assert np.array_equal(counted.lines, decoded.lines)
+    assert any(len(count_record(d, planes).lines) for d in sources)
+
+
+@pytest.mark.parametrize("copies", [[1, 0, 2], [0, 1]])
+def test_records_are_written_where_the_plain_merge_puts_them(copies, tmp_path):
+    """Uncompressed records spanning many blocks (their bytes cut into reused buffers, read
+    twice): the merge through files equals merging the decoded records one after the other."""
+    from tputui.data.riegeli_xspace import read_stream
+    from tputui.data.xspace import decode_raw
+    from tputui.data.xspace_merge import merge
+
+    data = _shifted_records(copies, "none")
+    records = read_all(data)
+    assert len(records) == len(copies) and min(len(r) for r in records) > 4 * (1 << 16)
+    direct, skipped = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
+    assert skipped == [] and isinstance(direct.event_offset_ps, np.memmap)
+    _same_raw(merge([decode_raw(r) for r in records]), direct)
+
+
+def test_a_record_that_counts_yet_does_not_decode_is_skipped(tmp_path):
+    """A record whose lines count but whose content is not a valid XSpace (a stat string that is
+    not UTF-8: the count does not look inside stats) is skipped with a warning, and the others
+    are merged as if it were not there."""
+    from tputui.data.riegeli_layout import count_record
+    from tputui.data.riegeli_xspace import read_stream
+    from tputui.data.xspace import DecodeError, decode_raw
+    from tputui.data.xspace_merge import merge
+    from tputui.proto import xplane_pb2
+
+    md, sm = {1: "a", 2: "b"}, {1: "step_num", 2: "device_id"}
+    good = [_space("h", 1, 1000, [(0, "a", 1)], md, sm), _space("h", 1, 2000, [(0, "b", 2)], md, sm)]
+    space = xplane_pb2.XSpace.FromString(good[0])
+    space.planes[0].lines[0].events[0].stats.add(metadata_id=1, str_value="x")
+    bad = space.SerializeToString().replace(b"\x2a\x01x", b"\x2a\x01\xff")  # field 5 (str_value) "x" -> 0xff
+    assert count_record(bad).lines[0, 4] == 1  # it counts ...
+    with pytest.raises(DecodeError):  # ... but does not decode
+        decode_raw(bad)
+    buf = io.BytesIO()
+    write_records(buf, [[good[0]], [bad], [good[1]]], "none")
+    raw, skipped = read_stream(io.BytesIO(buf.getvalue()), buf.getbuffer().nbytes, "t", folder=str(tmp_path))
+    assert len(skipped) == 1 and "skipped record 2, not an XSpace" in skipped[0]
+    _same_raw(merge([decode_raw(r) for r in good]), raw)
