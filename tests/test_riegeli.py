@@ -468,7 +468,23 @@ def test_records_are_written_where_the_plain_merge_puts_them(copies, tmp_path):
     assert len(records) == len(copies) and min(len(r) for r in records) > 4 * (1 << 16)
     direct, skipped = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
     assert skipped == [] and isinstance(direct.event_offset_ps, np.memmap)
-    _same_raw(merge([decode_raw(r) for r in records]), direct)
+    plain = merge([decode_raw(r) for r in records])
+    _same_raw(plain, direct)
+    # A local file: mapped, its chunk data read by the kernel into the reader's buffers (preadv).
+    import mmap
+
+    from tputui.data.riegeli_xspace import read_riegeli
+    from tputui.data.runs import HostFile
+
+    path = tmp_path / "h.xplane.riegeli"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    folder = tmp_path / "local"
+    folder.mkdir()
+    local, skipped = read_riegeli(mapped, HostFile("h", str(path), len(data), 0.0, "riegeli"), folder=str(folder))
+    assert skipped == []
+    _same_raw(plain, local)
 
 
 def test_a_record_that_counts_yet_does_not_decode_is_skipped(tmp_path):

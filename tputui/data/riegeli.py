@@ -160,6 +160,11 @@ class RecordReader:
             raw = self.f.read(end - pos)
         if pos % BLOCK_SIZE and (end - 1) // BLOCK_SIZE == pos // BLOCK_SIZE:
             return raw  # inside one block: nothing to cut (the common case for headers)
+        readv = getattr(self.f, "preadv", None)
+        if data and self.buffers and readv is not None:
+            out = self._pooled(n)
+            if self._readv(readv, pos, end, out):
+                return out
         parts, at = [], pos
         while at < end:
             if at % BLOCK_SIZE == 0:
@@ -170,15 +175,41 @@ class RecordReader:
             at = stop
         if not (data and self.buffers):
             return b"".join(parts)
+        out, at = self._pooled(n), 0
+        for part in parts:
+            out[at:at + len(part)] = part
+            at += len(part)
+        return out
+
+    def _pooled(self, n: int) -> memoryview:
+        """The next of the reused buffers, `n` bytes of it."""
         buf = self.buffers[self.turn]
         self.turn = (self.turn + 1) % len(self.buffers)
         if len(buf) < n:
             buf.extend(bytes(n - len(buf)))
-        out, at = memoryview(buf), 0
-        for part in parts:
-            out[at:at + len(part)] = part
-            at += len(part)
-        return out[:n]
+        return memoryview(buf)[:n]
+
+    def _readv(self, readv, pos: int, end: int, out: memoryview) -> bool:
+        """Physical bytes [pos, end) read by the kernel straight into `out`, each block header
+        into a scratch buffer (preadv, up to 1024 pieces a call): no page of the file is mapped
+        or copied twice. False after a short read (the caller cuts from the mapping instead)."""
+        header = memoryview(bytearray(BLOCK_HEADER_SIZE))
+        iov: list[memoryview] = []
+        at, b, start = 0, pos, pos
+        while b < end:
+            if b % BLOCK_SIZE == 0:
+                piece = header[:min(BLOCK_HEADER_SIZE, end - b)]
+            else:
+                stop = min(end, (b // BLOCK_SIZE + 1) * BLOCK_SIZE)
+                piece = out[at:at + stop - b]
+                at += len(piece)
+            iov.append(piece)
+            b += len(piece)
+            if len(iov) == 1024 or b == end:
+                if readv(iov, start) != b - start:
+                    return False
+                iov, start = [], b
+        return True
 
     def _resync(self, pos: int) -> int | None:
         """The first chunk start a valid block header at or after `pos` points to."""

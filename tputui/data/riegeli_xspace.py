@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import mmap
+import os
 import queue
 import threading
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from typing import TypeVar
 
 from tputui.data.cache_entry import column_paths
 from tputui.data.logdir import HostFile
+from tputui.data.storage import is_remote
 from tputui.data.raw import RawXSpace
 from tputui.data.riegeli import RecordReader, RiegeliError
 from tputui.data.riegeli_columns import FileColumns, MemoryColumns
@@ -67,11 +69,37 @@ class _BufferFile:
         self.done = end
 
 
+class _LocalFile(_BufferFile):
+    """A local file's mapping, whose chunk data the reader has the kernel copy out (preadv) into
+    its buffers instead of faulting the mapped pages in and copying them again."""
+
+    def __init__(self, buf, fd: int):
+        super().__init__(buf)
+        self.fd = fd
+
+    def preadv(self, buffers: list[memoryview], offset: int) -> int:
+        return os.preadv(self.fd, buffers, offset)
+
+
 def read_riegeli(data, hf: HostFile, planes: PlaneSelector = None, progress=None,
                  folder: str | None = None) -> tuple[RawXSpace, list[str]]:
     """(merged columns, warnings about skipped regions) of one riegeli host file's content.
-    `folder`: where the merge spills and writes the event columns (see XSpaceMerger)."""
-    return read_stream(_BufferFile(data), len(data), hf.path, planes, progress, label=hf.host, folder=folder)
+    `folder`: where the merge writes the merged event columns (see riegeli_columns.py)."""
+    fd = -1
+    if isinstance(data, mmap.mmap) and not is_remote(hf.path):
+        try:
+            fd = os.open(hf.path, os.O_RDONLY)
+            if os.fstat(fd).st_size != len(data):  # not the content mapped: read the mapping only
+                os.close(fd)
+                fd = -1
+        except OSError:
+            fd = -1
+    f = _LocalFile(data, fd) if fd >= 0 else _BufferFile(data)
+    try:
+        return read_stream(f, len(data), hf.path, planes, progress, label=hf.host, folder=folder)
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def ahead(items: Iterator[T], name: str) -> Iterator[T]:
