@@ -20,11 +20,11 @@ from typing import TypeVar
 
 from tputui.data.cache_entry import column_paths
 from tputui.data.logdir import HostFile
-from tputui.data.storage import is_remote
 from tputui.data.raw import RawXSpace
 from tputui.data.riegeli import RecordReader, RiegeliError
 from tputui.data.riegeli_columns import FileColumns, MemoryColumns
 from tputui.data.riegeli_layout import Layout, RecordLines, count_record
+from tputui.data.storage import is_remote
 from tputui.data.xspace import DecodeError, PlaneSelector, decode_raw
 from tputui.data.xspace_merge import LayoutMismatch, XSpaceMerger
 
