@@ -510,3 +510,25 @@ def test_a_record_that_counts_yet_does_not_decode_is_skipped(tmp_path):
     raw, skipped = read_stream(io.BytesIO(buf.getvalue()), buf.getbuffer().nbytes, "t", folder=str(tmp_path))
     assert len(skipped) == 1 and "skipped record 2, not an XSpace" in skipped[0]
     _same_raw(merge([decode_raw(r) for r in good]), raw)
+
+
+def test_without_the_c_decoder_records_are_counted_by_decoding_them(monkeypatch, tmp_path):
+    """Where _wire was not built, pass 1 counts a record by decoding it with protobuf: the merged
+    lines and events are the same (metadata tables come in protobuf's map order there)."""
+    from tputui.data import xspace
+    from tputui.data.riegeli_xspace import read_stream
+
+    md, sm = {1: "a", 2: "b"}, {1: "step_num", 2: "device_id"}
+    buf = io.BytesIO()
+    write_records(buf, [[_space("h", 1, 1000, [(0, "a", 1), (9, "b", 2)], md, sm)],
+                        [_space("h", 2, 999, [(0, "b", 3)], md, sm)]], "none")
+    data = buf.getvalue()
+    with_c, _ = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
+    monkeypatch.setattr(xspace, "wire", None)
+    without, skipped = read_stream(io.BytesIO(data), len(data), "t")
+    assert skipped == [] and without.num_events == 3
+    for name in ("line_id", "line_timestamp_ns", "line_num_events", "event_line", "event_metadata_id",
+                 "event_offset_ps", "event_duration_ps"):
+        assert np.array_equal(getattr(with_c, name), getattr(without, name)), name
+    assert without.event_offset_ps.tolist() == [0, 1000, 1009]  # the later record starts 1 ns earlier: sorted first
+    assert np.array_equal(with_c.event_stats.value, without.event_stats.value)

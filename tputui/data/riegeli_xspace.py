@@ -214,6 +214,8 @@ def _merge(reader: RecordReader, counted: dict[int, RecordLines], planes: PlaneS
             at = next(wanted, -1)
             if at < 0:
                 break
+        if merger.records != len(numbers):
+            raise RiegeliError(f"{reader.name}: changed while it was read (fewer records the second time)")
         return merger.finish()
     except BaseException:
         merger.close()
