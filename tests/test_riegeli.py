@@ -307,8 +307,8 @@ def _space(hostname: str, plane_stat: int, line_ts: int, events: list[tuple[int,
     return space.SerializeToString()
 
 
-@pytest.mark.parametrize("spill", [False, True])
-def test_merge_remaps_metadata_by_name_and_aligns_line_times(spill, tmp_path):
+@pytest.mark.parametrize("files", [False, True])
+def test_merge_remaps_metadata_by_name_and_aligns_line_times(files, tmp_path):
     first = _space("h", 1, 1000, [(0, "a", 1), (5000, "b", 2)], {1: "a", 2: "b"}, {1: "step_num", 2: "device_id"})
     # The second record numbers the same names differently, adds a name, starts its line earlier,
     # and repeats the plane stat (kept once) and the hostname (kept once).
@@ -318,8 +318,8 @@ def test_merge_remaps_metadata_by_name_and_aligns_line_times(spill, tmp_path):
     from tputui.data.riegeli_xspace import read_stream
 
     raw, skipped = read_stream(io.BytesIO(buf.getvalue()), buf.getbuffer().nbytes, "t",
-                               folder=str(tmp_path) if spill else None)
-    assert isinstance(raw.event_offset_ps, np.memmap) == spill  # spilled: the merged columns are files
+                               folder=str(tmp_path) if files else None)
+    assert isinstance(raw.event_offset_ps, np.memmap) == files  # the merged columns are files, mapped
     frame = XSpaceFrame(raw)
     assert skipped == [] and raw.hostnames == ["h"] and raw.plane_name == ["/host:CPU"]
     assert raw.line_timestamp_ns.tolist() == [998]  # the earlier start, offsets moved to match
@@ -333,7 +333,7 @@ def test_merge_remaps_metadata_by_name_and_aligns_line_times(spill, tmp_path):
     assert frame.plane_stat_map(0) == {"device_id": 1}
 
 
-# --- runs bigger than memory: the merge spills to files ---------------------------------------------
+# --- runs bigger than memory: the merge writes its columns to files ---------------------------------
 
 def _shifted_records(copies: list[int], compression: str = "zstd") -> bytes:
     """A riegeli file of the tpu_v6e_inference profile, one record per copy, copy c with every line
@@ -368,7 +368,7 @@ def _same_raw(a, b) -> None:
 
 
 @pytest.mark.parametrize("copies", [[0, 1, 2], [2, 0, 1], [0, 0]])
-def test_spilled_merge_equals_the_in_memory_merge(copies, tmp_path):
+def test_merge_through_files_equals_the_in_memory_merge(copies, tmp_path):
     """In time order, out of it (every merged line re-sorted) and overlapping: the merge through
     files gives exactly the columns of the merge in memory, and leaves only the merged columns."""
     from tputui.data.raw import validate
@@ -376,21 +376,21 @@ def test_spilled_merge_equals_the_in_memory_merge(copies, tmp_path):
 
     data = _shifted_records(copies)
     mem, _ = read_stream(io.BytesIO(data), len(data), "t")
-    spilled, _ = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
-    validate(spilled)
-    assert isinstance(spilled.event_stats.value, np.memmap)
+    on_disk, _ = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
+    validate(on_disk)
+    assert isinstance(on_disk.event_stats.value, np.memmap)
     assert sorted(os.listdir(tmp_path)) == sorted(
         [f"event_{k}.npy" for k in ("line", "metadata_id", "offset_ps", "num_occurrences", "duration_ps")]
         + [f"event_stats.{p}.npy" for p in ("owner", "stat", "kind", "value")])
-    _same_raw(mem, spilled)
+    _same_raw(mem, on_disk)
     # The copies repeat their metadata: the merged tables hold each string and blob once.
     source = run_of(PROFILES / "tpu_v6e_inference").frame().raw
-    assert set(spilled.blobs) == set(source.blobs) and len(spilled.blobs) == len(set(source.blobs))
-    assert sorted(spilled.strings) == sorted(set(source.strings))
+    assert set(on_disk.blobs) == set(source.blobs) and len(on_disk.blobs) == len(set(source.blobs))
+    assert sorted(on_disk.strings) == sorted(set(source.strings))
     # Every copy is there, and merged lines are in XProf's order: by begin, the longer first.
-    assert spilled.num_events == len(copies) * run_of(PROFILES / "tpu_v6e_inference").frame().num_events
-    begin = np.where(spilled.event_num_occurrences > 0, 0, spilled.event_offset_ps)
-    same = spilled.event_line[1:] == spilled.event_line[:-1]
+    assert on_disk.num_events == len(copies) * run_of(PROFILES / "tpu_v6e_inference").frame().num_events
+    begin = np.where(on_disk.event_num_occurrences > 0, 0, on_disk.event_offset_ps)
+    same = on_disk.event_line[1:] == on_disk.event_line[:-1]
     assert not (same & (begin[1:] < begin[:-1])).any()
 
 
