@@ -192,6 +192,7 @@ def _merge(reader: RecordReader, counted: dict[int, RecordLines], planes: PlaneS
                     return decode_raw(record, planes)
                 except DecodeError as e:
                     raise _Dropped(i, e) from None
+        raise RiegeliError(f"{reader.name}: changed while it was read (fewer records the second time)")
     layout = Layout([counted[i] for i in numbers])
     out: FileColumns | MemoryColumns = (FileColumns(column_paths(folder), durable=is_being_built(folder))
                                         if folder else MemoryColumns())
