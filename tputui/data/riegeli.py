@@ -292,7 +292,10 @@ class RecordReader:
 
     def replay(self) -> Iterator[memoryview]:
         """The records records() gave, read again from the same chunks (their hashes were
-        checked then): a merge that first counts every record, then decodes them."""
+        checked then): a merge that first counts every record, then decodes them. The records
+        read before are done with: the reused buffers start over (a one-record file reads into
+        the same buffer twice, not into two)."""
+        self.turn = 0
         for begin, data_size, num_records, decoded_size in self.read_chunks:
             try:
                 data = self._read_logical(add_with_overhead(begin, CHUNK_HEADER_SIZE), data_size, data=True)
