@@ -269,7 +269,7 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true", help="print only; leave bench/RESULTS.md alone")
     a = ap.parse_args()
     free = shutil.disk_usage(a.workdir or tempfile.gettempdir()).free
-    need = a.mb * 1e6 * 7  # riegeli + pb + a cache entry of each (~2.4x the file) + the merge's spill
+    need = a.mb * 1e6 * 7  # riegeli + pb + a cache entry of each (~2.4x the file), with room to spare
     if free < need:
         raise SystemExit(f"needs ~{need / 1e9:.0f} GB free, {free / 1e9:.0f} GB there")
     cap = a.cap_gb * 1024

@@ -60,7 +60,7 @@ def test_highwayhash_reproduces_the_spec_signature():
 
 def test_c_hash_equals_the_python_reference_at_every_tail_length():
     rng = np.random.default_rng(7)
-    for n in list(range(0, 70)) + [1000, 65536 + 13]:
+    for n in list(range(0, 70)) + [1000, 1024, 1056 + 7, 65536 + 13]:  # 1024 on: the AVX2 loop, where there is one
         data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
         assert hash64(data) == hash64_py(data), n
 
@@ -307,8 +307,8 @@ def _space(hostname: str, plane_stat: int, line_ts: int, events: list[tuple[int,
     return space.SerializeToString()
 
 
-@pytest.mark.parametrize("spill", [False, True])
-def test_merge_remaps_metadata_by_name_and_aligns_line_times(spill, tmp_path):
+@pytest.mark.parametrize("files", [False, True])
+def test_merge_remaps_metadata_by_name_and_aligns_line_times(files, tmp_path):
     first = _space("h", 1, 1000, [(0, "a", 1), (5000, "b", 2)], {1: "a", 2: "b"}, {1: "step_num", 2: "device_id"})
     # The second record numbers the same names differently, adds a name, starts its line earlier,
     # and repeats the plane stat (kept once) and the hostname (kept once).
@@ -318,8 +318,8 @@ def test_merge_remaps_metadata_by_name_and_aligns_line_times(spill, tmp_path):
     from tputui.data.riegeli_xspace import read_stream
 
     raw, skipped = read_stream(io.BytesIO(buf.getvalue()), buf.getbuffer().nbytes, "t",
-                               folder=str(tmp_path) if spill else None)
-    assert isinstance(raw.event_offset_ps, np.memmap) == spill  # spilled: the merged columns are files
+                               folder=str(tmp_path) if files else None)
+    assert isinstance(raw.event_offset_ps, np.memmap) == files  # the merged columns are files, mapped
     frame = XSpaceFrame(raw)
     assert skipped == [] and raw.hostnames == ["h"] and raw.plane_name == ["/host:CPU"]
     assert raw.line_timestamp_ns.tolist() == [998]  # the earlier start, offsets moved to match
@@ -333,9 +333,9 @@ def test_merge_remaps_metadata_by_name_and_aligns_line_times(spill, tmp_path):
     assert frame.plane_stat_map(0) == {"device_id": 1}
 
 
-# --- runs bigger than memory: the merge spills to files ---------------------------------------------
+# --- runs bigger than memory: the merge writes its columns to files ---------------------------------
 
-def _shifted_records(copies: list[int]) -> bytes:
+def _shifted_records(copies: list[int], compression: str = "zstd") -> bytes:
     """A riegeli file of the tpu_v6e_inference profile, one record per copy, copy c with every line
     moved c profile-lengths later (records out of time order when `copies` is not ascending)."""
     from tputui.proto import xplane_pb2
@@ -350,43 +350,47 @@ def _shifted_records(copies: list[int]) -> bytes:
                 line.timestamp_ns += c * span
         records.append([space.SerializeToString()])
     buf = io.BytesIO()
-    write_records(buf, records, "zstd")
+    write_records(buf, records, compression)
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("copies", [[0, 1, 2], [2, 0, 1], [0, 0]])
-def test_spilled_merge_equals_the_in_memory_merge(copies, tmp_path):
-    """In time order, out of it (every merged line re-sorted) and overlapping: the merge through
-    files gives exactly the columns of the merge in memory, and leaves only the merged columns."""
+def _same_raw(a, b) -> None:
     from dataclasses import fields
 
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name.endswith("_stats"):
+            assert all(np.array_equal(getattr(x, p), getattr(y, p)) for p in ("owner", "stat", "kind", "value")), f.name
+        elif isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
+        else:
+            assert x == y, f.name
+
+
+@pytest.mark.parametrize("copies", [[0, 1, 2], [2, 0, 1], [0, 0]])
+def test_merge_through_files_equals_the_in_memory_merge(copies, tmp_path):
+    """In time order, out of it (every merged line re-sorted) and overlapping: the merge through
+    files gives exactly the columns of the merge in memory, and leaves only the merged columns."""
     from tputui.data.raw import validate
     from tputui.data.riegeli_xspace import read_stream
 
     data = _shifted_records(copies)
     mem, _ = read_stream(io.BytesIO(data), len(data), "t")
-    spilled, _ = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
-    validate(spilled)
-    assert isinstance(spilled.event_stats.value, np.memmap)
+    on_disk, _ = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
+    validate(on_disk)
+    assert isinstance(on_disk.event_stats.value, np.memmap)
     assert sorted(os.listdir(tmp_path)) == sorted(
         [f"event_{k}.npy" for k in ("line", "metadata_id", "offset_ps", "num_occurrences", "duration_ps")]
         + [f"event_stats.{p}.npy" for p in ("owner", "stat", "kind", "value")])
-    for f in fields(mem):
-        a, b = getattr(mem, f.name), getattr(spilled, f.name)
-        if f.name.endswith("_stats"):
-            assert all(np.array_equal(getattr(a, p), getattr(b, p)) for p in ("owner", "stat", "kind", "value")), f.name
-        elif isinstance(a, np.ndarray):
-            assert a.dtype == b.dtype and np.array_equal(a, b), f.name
-        else:
-            assert a == b, f.name
+    _same_raw(mem, on_disk)
     # The copies repeat their metadata: the merged tables hold each string and blob once.
     source = run_of(PROFILES / "tpu_v6e_inference").frame().raw
-    assert set(spilled.blobs) == set(source.blobs) and len(spilled.blobs) == len(set(source.blobs))
-    assert sorted(spilled.strings) == sorted(set(source.strings))
+    assert set(on_disk.blobs) == set(source.blobs) and len(on_disk.blobs) == len(set(source.blobs))
+    assert sorted(on_disk.strings) == sorted(set(source.strings))
     # Every copy is there, and merged lines are in XProf's order: by begin, the longer first.
-    assert spilled.num_events == len(copies) * run_of(PROFILES / "tpu_v6e_inference").frame().num_events
-    begin = np.where(spilled.event_num_occurrences > 0, 0, spilled.event_offset_ps)
-    same = spilled.event_line[1:] == spilled.event_line[:-1]
+    assert on_disk.num_events == len(copies) * run_of(PROFILES / "tpu_v6e_inference").frame().num_events
+    begin = np.where(on_disk.event_num_occurrences > 0, 0, on_disk.event_offset_ps)
+    same = on_disk.event_line[1:] == on_disk.event_line[:-1]
     assert not (same & (begin[1:] < begin[:-1])).any()
 
 
@@ -430,3 +434,101 @@ def test_a_damaged_riegeli_run_is_merged_through_files_yet_never_cached():
     assert isinstance(frame.raw.event_offset_ps, np.memmap) and frame.num_events > 0
     assert any("skipped a damaged region" in m for m in seen)
     assert os.listdir(os.path.join(cache_root(), "frames")) == []  # read (and warned about) each time
+
+
+# --- the two passes: lines counted first, then each record written to its final rows -------------
+
+@pytest.mark.parametrize("planes", [None, ("/device:TPU:0", "/host:CPU")])
+def test_counted_lines_are_the_decoded_lines(planes):
+    """The C count (nothing decoded) gives each line's id, times, events and event stats exactly
+    as a full decode does, on every profile and record fixture, and with a plane selection."""
+    from tputui.data.riegeli_layout import count_record, lines_of
+    from tputui.data.xspace import decode_raw
+
+    sources = [p.read_bytes() for p in sorted(PROFILES.rglob("*.xplane.pb"))]
+    sources += read_all((RIEGELI / "tpu_planes_brotli").rglob("*.riegeli").__next__().read_bytes())
+    assert len(sources) > 3
+    for data in sources:
+        counted, decoded = count_record(data, planes), lines_of(decode_raw(data, planes))
+        assert counted.plane_names == decoded.plane_names
+        assert np.array_equal(counted.lines, decoded.lines)
+    assert any(len(count_record(d, planes).lines) for d in sources)
+
+
+@pytest.mark.parametrize("copies", [[1, 0, 2], [0, 1]])
+def test_records_are_written_where_the_plain_merge_puts_them(copies, tmp_path):
+    """Uncompressed records spanning many blocks (their bytes cut into reused buffers, read
+    twice): the merge through files equals merging the decoded records one after the other."""
+    from tputui.data.riegeli_xspace import read_stream
+    from tputui.data.xspace import decode_raw
+    from tputui.data.xspace_merge import merge
+
+    data = _shifted_records(copies, "none")
+    records = read_all(data)
+    assert len(records) == len(copies) and min(len(r) for r in records) > 4 * (1 << 16)
+    direct, skipped = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
+    assert skipped == [] and isinstance(direct.event_offset_ps, np.memmap)
+    plain = merge([decode_raw(r) for r in records])
+    _same_raw(plain, direct)
+    # A local file: mapped, its chunk data read by the kernel into the reader's buffers (preadv).
+    import mmap
+
+    from tputui.data.riegeli_xspace import read_riegeli
+    from tputui.data.runs import HostFile
+
+    path = tmp_path / "h.xplane.riegeli"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    folder = tmp_path / "local"
+    folder.mkdir()
+    local, skipped = read_riegeli(mapped, HostFile("h", str(path), len(data), 0.0, "riegeli"), folder=str(folder))
+    assert skipped == []
+    _same_raw(plain, local)
+
+
+def test_a_record_that_counts_yet_does_not_decode_is_skipped(tmp_path):
+    """A record whose lines count but whose content is not a valid XSpace (a stat string that is
+    not UTF-8: the count does not look inside stats) is skipped with a warning, and the others
+    are merged as if it were not there."""
+    from tputui.data.riegeli_layout import count_record
+    from tputui.data.riegeli_xspace import read_stream
+    from tputui.data.xspace import DecodeError, decode_raw
+    from tputui.data.xspace_merge import merge
+    from tputui.proto import xplane_pb2
+
+    md, sm = {1: "a", 2: "b"}, {1: "step_num", 2: "device_id"}
+    good = [_space("h", 1, 1000, [(0, "a", 1)], md, sm), _space("h", 1, 2000, [(0, "b", 2)], md, sm)]
+    space = xplane_pb2.XSpace.FromString(good[0])
+    space.planes[0].lines[0].events[0].stats.add(metadata_id=1, str_value="x")
+    bad = space.SerializeToString().replace(b"\x2a\x01x", b"\x2a\x01\xff")  # field 5 (str_value) "x" -> 0xff
+    assert count_record(bad).lines[0, 4] == 1  # it counts ...
+    with pytest.raises(DecodeError):  # ... but does not decode
+        decode_raw(bad)
+    buf = io.BytesIO()
+    write_records(buf, [[good[0]], [bad], [good[1]]], "none")
+    raw, skipped = read_stream(io.BytesIO(buf.getvalue()), buf.getbuffer().nbytes, "t", folder=str(tmp_path))
+    assert len(skipped) == 1 and "skipped record 2, not an XSpace" in skipped[0]
+    _same_raw(merge([decode_raw(r) for r in good]), raw)
+
+
+def test_without_the_c_decoder_records_are_counted_by_decoding_them(monkeypatch, tmp_path):
+    """Where _wire was not built, pass 1 counts a record by decoding it with protobuf: the merged
+    lines and events are the same (metadata tables come in protobuf's map order there)."""
+    from tputui.data import xspace
+    from tputui.data.riegeli_xspace import read_stream
+
+    md, sm = {1: "a", 2: "b"}, {1: "step_num", 2: "device_id"}
+    buf = io.BytesIO()
+    write_records(buf, [[_space("h", 1, 1000, [(0, "a", 1), (9, "b", 2)], md, sm)],
+                        [_space("h", 2, 999, [(0, "b", 3)], md, sm)]], "none")
+    data = buf.getvalue()
+    with_c, _ = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
+    monkeypatch.setattr(xspace, "wire", None)
+    without, skipped = read_stream(io.BytesIO(data), len(data), "t")
+    assert skipped == [] and without.num_events == 3
+    for name in ("line_id", "line_timestamp_ns", "line_num_events", "event_line", "event_metadata_id",
+                 "event_offset_ps", "event_duration_ps"):
+        assert np.array_equal(getattr(with_c, name), getattr(without, name)), name
+    assert without.event_offset_ps.tolist() == [0, 1000, 1009]  # the later record starts 1 ns earlier: sorted first
+    assert np.array_equal(with_c.event_stats.value, without.event_stats.value)

@@ -94,6 +94,44 @@ static uint64_t hh_finish64(HHState *s) {
   return s->v0[0] + s->v1[0] + s->mul0[0] + s->mul1[0];
 }
 
+/* The whole 32-byte packets of a long buffer, 4 lanes at once (AVX2, where the CPU has it: the
+ * same arithmetic as hh_update, lane by lane; the zipper merge is one byte shuffle per 128-bit
+ * half). Riegeli hashes every chunk's data: the scalar loop runs at ~1 GB/s, this at several. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HH_AVX2 1
+
+__attribute__((target("avx2"))) static void hh_packets_avx2(const uint8_t *p, size_t n, HHState *s) {
+  __m256i v0 = _mm256_loadu_si256((const __m256i *)s->v0), v1 = _mm256_loadu_si256((const __m256i *)s->v1);
+  __m256i mul0 = _mm256_loadu_si256((const __m256i *)s->mul0), mul1 = _mm256_loadu_si256((const __m256i *)s->mul1);
+  const __m256i zipper = _mm256_set_epi64x(0x070806090D0A040Bll, 0x000F010E05020C03ll, 0x070806090D0A040Bll,
+                                           0x000F010E05020C03ll);
+  for (size_t off = 0; off < n; off += 32) {
+    __m256i packet = _mm256_loadu_si256((const __m256i *)(p + off)); /* little-endian lanes, as read64 */
+    v1 = _mm256_add_epi64(v1, _mm256_add_epi64(mul0, packet));
+    mul0 = _mm256_xor_si256(mul0, _mm256_mul_epu32(v1, _mm256_srli_epi64(v0, 32)));
+    v0 = _mm256_add_epi64(v0, mul1);
+    mul1 = _mm256_xor_si256(mul1, _mm256_mul_epu32(v0, _mm256_srli_epi64(v1, 32)));
+    v0 = _mm256_add_epi64(v0, _mm256_shuffle_epi8(v1, zipper));
+    v1 = _mm256_add_epi64(v1, _mm256_shuffle_epi8(v0, zipper));
+  }
+  _mm256_storeu_si256((__m256i *)s->v0, v0);
+  _mm256_storeu_si256((__m256i *)s->v1, v1);
+  _mm256_storeu_si256((__m256i *)s->mul0, mul0);
+  _mm256_storeu_si256((__m256i *)s->mul1, mul1);
+}
+#endif
+
+static void hh_packets(const uint8_t *p, size_t n, HHState *s) {
+#ifdef HH_AVX2
+  if (n >= 1024 && __builtin_cpu_supports("avx2")) {
+    hh_packets_avx2(p, n, s);
+    return;
+  }
+#endif
+  for (size_t off = 0; off < n; off += 32) hh_packet(p + off, s);
+}
+
 static PyObject *hash64(PyObject *self, PyObject *args) {
   Py_buffer buf;
   if (!PyArg_ParseTuple(args, "y*", &buf)) return NULL;
@@ -103,7 +141,7 @@ static PyObject *hash64(PyObject *self, PyObject *args) {
   hh_reset(&s);
   const uint8_t *p = (const uint8_t *)buf.buf;
   size_t n = (size_t)buf.len, whole = n - n % 32;
-  for (size_t off = 0; off < whole; off += 32) hh_packet(p + off, &s);
+  hh_packets(p, whole, &s);
   if (n % 32) hh_remainder(p + whole, n % 32, &s);
   h = hh_finish64(&s);
   Py_END_ALLOW_THREADS

@@ -7,6 +7,7 @@
  *
  *   scan(buf) -> (planes [(offset, length, name_bytes)], hostnames, errors, warnings)
  *   decode_planes(buf, [(offset, length), ...]) -> {column name: bytes}
+ *   count_lines(buf, [(offset, length), ...]) -> bytes (per line: plane, id, times, events, stats)
  *
  * Any malformed input raises ValueError with the byte offset; nothing is trusted.
  *
@@ -703,9 +704,101 @@ done:
     return out;
 }
 
+/* --- count_lines: where a riegeli merge puts each line, before anything is decoded ---------------
+ * One row per line of the selected planes: (plane index in `ranges`, line id, timestamp_ns,
+ * duration_ps, events, event stats), the last value of a field winning as in a full parse. Events
+ * are walked field by field, their stats only located (a full decode checks them), so a merge can
+ * give every line of every record its final place in the merged columns first. */
+static int count_event(Dec *d, const uint8_t *p, const uint8_t *end, int64_t *stats) {
+    uint64_t v;
+    const uint8_t *a, *b;
+    TAG_LOOP(d, p, end, field, wire)
+        if (field == 4 && wire == 2) {
+            if (read_len(d, &p, end, &a, &b)) return -1;
+            (*stats)++;
+        } else if (wire == 0) {
+            if (read_varint(d, &p, end, &v)) return -1;
+        } else {
+            SKIP(d, p, end, field, wire, D_EVENT)
+        }
+    TAG_LOOP_END
+    return 0;
+}
+
+static int count_line(Dec *d, Col *out, int64_t plane, const uint8_t *p, const uint8_t *end) {
+    int64_t row[6] = {plane, 0, 0, 0, 0, 0};
+    uint64_t v;
+    const uint8_t *a, *b;
+    TAG_LOOP(d, p, end, field, wire)
+        if (wire == 0 && (field == 1 || field == 3 || field == 9)) {
+            if (read_varint(d, &p, end, &v)) return -1;
+            row[field == 1 ? 1 : field == 3 ? 2 : 3] = (int64_t)v;
+        } else if (field == 4 && wire == 2) {
+            if (read_len(d, &p, end, &a, &b)) return -1;
+            if (count_event(d, a, b, &row[5])) return -1;
+            row[4]++;
+        } else {
+            SKIP(d, p, end, field, wire, D_LINE)
+        }
+    TAG_LOOP_END
+    if (col_reserve(out, sizeof row)) OOM(d, p);
+    memcpy(out->data + out->len, row, sizeof row);
+    out->len += sizeof row;
+    return 0;
+}
+
+static int count_plane(Dec *d, Col *out, int64_t plane, const uint8_t *p, const uint8_t *end) {
+    const uint8_t *a, *b;
+    TAG_LOOP(d, p, end, field, wire)
+        if (field == 3 && wire == 2) {
+            if (read_len(d, &p, end, &a, &b)) return -1;
+            if (count_line(d, out, plane, a, b)) return -1;
+        } else {
+            SKIP(d, p, end, field, wire, D_PLANE)
+        }
+    TAG_LOOP_END
+    return 0;
+}
+
+/* count_lines(buf, ranges) -> bytes of int64 rows (plane, line id, timestamp_ns, duration_ps,
+ * events, event stats), one per line. */
+static PyObject *wire_count_lines(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    PyObject *ranges;
+    if (!PyArg_ParseTuple(args, "y*O", &view, &ranges)) return NULL;
+    Dec d;
+    memset(&d, 0, sizeof d);
+    d.base = view.buf;
+    Col out = {0};
+    PyObject *result = NULL, *seq = PySequence_Fast(ranges, "ranges must be a sequence");
+    if (!seq) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t off, len;
+        int failed;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "nn", &off, &len)) goto done;
+        if (off < 0 || len < 0 || off > view.len || len > view.len - off) {
+            PyErr_SetString(PyExc_ValueError, "plane range outside the buffer");
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        failed = count_plane(&d, &out, (int64_t)i, d.base + off, d.base + off + len);
+        Py_END_ALLOW_THREADS
+        if (failed) { raise_decode_error(&d); goto done; }
+    }
+    result = PyBytes_FromStringAndSize(out.data ? out.data : "", (Py_ssize_t)out.len);
+done:
+    Py_XDECREF(seq);
+    free(out.data);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", wire_scan, METH_VARARGS, "scan(buf) -> (planes, hostnames, errors, warnings)"},
     {"decode_planes", wire_decode_planes, METH_VARARGS, "decode_planes(buf, ranges) -> {column: buffer}"},
+    {"count_lines", wire_count_lines, METH_VARARGS,
+     "count_lines(buf, ranges) -> bytes: int64 rows (plane, line id, timestamp_ns, duration_ps, events, stats)"},
     {NULL, NULL, 0, NULL},
 };
 

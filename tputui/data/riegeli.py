@@ -130,13 +130,22 @@ class _Skip(Exception):
 class RecordReader:
     """Sequential reader over a binary file object (local file or in-memory bytes)."""
 
-    def __init__(self, f: BinaryIO, name: str, size: int, warn: Callable[[str], None] | None = None):
+    def __init__(self, f: BinaryIO, name: str, size: int, warn: Callable[[str], None] | None = None,
+                 reuse: int = 0):
+        """`reuse` > 0: chunk data cut out of blocks is copied into one of `reuse` buffers in turn
+        (memory this process has touched already: fresh pages cost more than the copy), so a
+        record's bytes stay as read only until `reuse - 1` further chunks have been read."""
         self.f, self.name, self.size = f, name, size
+        self.buffers: list[bytearray] = [bytearray() for _ in range(reuse)]
+        self.turn = 0
         self.warn = warn or (lambda msg: None)
         self.skipped: list[str] = []
         self.records_read = 0
+        # (begin, data size, records, decoded size) of each simple chunk whose records came out:
+        # what replay() reads again without checking hashes a second time.
+        self.read_chunks: list[tuple[int, int, int, int]] = []
 
-    def _read_logical(self, pos: int, n: int) -> bytes | memoryview:
+    def _read_logical(self, pos: int, n: int, data: bool = False) -> bytes | memoryview:
         """`n` bytes of chunk content starting at physical `pos`, block headers cut out. When the
         file object can lend a view of its buffer (`view(start, end)`: a mapped file), the bytes
         are copied once, by the join that cuts the headers out, or not at all inside one block."""
@@ -151,6 +160,11 @@ class RecordReader:
             raw = self.f.read(end - pos)
         if pos % BLOCK_SIZE and (end - 1) // BLOCK_SIZE == pos // BLOCK_SIZE:
             return raw  # inside one block: nothing to cut (the common case for headers)
+        readv = getattr(self.f, "preadv", None)
+        if data and self.buffers and readv is not None:
+            out = self._pooled(n)
+            if self._readv(readv, pos, end, out):
+                return out
         parts, at = [], pos
         while at < end:
             if at % BLOCK_SIZE == 0:
@@ -159,7 +173,43 @@ class RecordReader:
             stop = min(end, (at // BLOCK_SIZE + 1) * BLOCK_SIZE)
             parts.append(raw[at - pos:stop - pos])
             at = stop
-        return b"".join(parts)
+        if not (data and self.buffers):
+            return b"".join(parts)
+        out, at = self._pooled(n), 0
+        for part in parts:
+            out[at:at + len(part)] = part
+            at += len(part)
+        return out
+
+    def _pooled(self, n: int) -> memoryview:
+        """The next of the reused buffers, `n` bytes of it."""
+        buf = self.buffers[self.turn]
+        self.turn = (self.turn + 1) % len(self.buffers)
+        if len(buf) < n:
+            buf.extend(bytes(n - len(buf)))
+        return memoryview(buf)[:n]
+
+    def _readv(self, readv, pos: int, end: int, out: memoryview) -> bool:
+        """Physical bytes [pos, end) read by the kernel straight into `out`, each block header
+        into a scratch buffer (preadv, up to 1024 pieces a call): no page of the file is mapped
+        or copied twice. False after a short read (the caller cuts from the mapping instead)."""
+        header = memoryview(bytearray(BLOCK_HEADER_SIZE))
+        iov: list[memoryview] = []
+        at, b, start = 0, pos, pos
+        while b < end:
+            if b % BLOCK_SIZE == 0:
+                piece = header[:min(BLOCK_HEADER_SIZE, end - b)]
+            else:
+                stop = min(end, (b // BLOCK_SIZE + 1) * BLOCK_SIZE)
+                piece = out[at:at + stop - b]
+                at += len(piece)
+            iov.append(piece)
+            b += len(piece)
+            if len(iov) == 1024 or b == end:
+                if readv(iov, start) != b - start:
+                    return False
+                iov, start = [], b
+        return True
 
     def _resync(self, pos: int) -> int | None:
         """The first chunk start a valid block header at or after `pos` points to."""
@@ -176,8 +226,8 @@ class RecordReader:
             block += BLOCK_SIZE
         return None
 
-    def chunks(self) -> Iterator[tuple[bytes, int, int, memoryview | bytes, int]]:
-        """(type, num_records, decoded_size, data, begin) of each intact chunk, in file order."""
+    def chunks(self) -> Iterator[tuple[bytes, int, int, memoryview | bytes, int, int]]:
+        """(type, num_records, decoded_size, data, begin, data size) of each intact chunk, in file order."""
         pos = 0
         first = True
         while pos < self.size:
@@ -190,7 +240,7 @@ class RecordReader:
                 num_records = int.from_bytes(header[25:32], "little")
                 decoded_size = int.from_bytes(header[32:40], "little")
                 end = chunk_end(pos, data_size, num_records)
-                data = self._read_logical(add_with_overhead(pos, CHUNK_HEADER_SIZE), data_size)
+                data = self._read_logical(add_with_overhead(pos, CHUNK_HEADER_SIZE), data_size, data=True)
                 if hash64(data) != data_hash:
                     raise _Skip(f"corrupt chunk data at bytes {pos}-{end}", end, True)
             except _Skip as skip:
@@ -209,12 +259,12 @@ class RecordReader:
             if first and ctype != SIGNATURE:
                 raise RiegeliError(f"{self.name}: not a Riegeli records file (no file signature)")
             first = False
-            yield ctype, num_records, decoded_size, data, pos
+            yield ctype, num_records, decoded_size, data, pos, data_size
             pos = end
 
     def records(self) -> Iterator[memoryview]:  # views into one chunk's decompressed records
         """Every record of every intact simple chunk, in file order."""
-        for ctype, num_records, decoded_size, data, begin in self.chunks():
+        for ctype, num_records, decoded_size, data, begin, data_size in self.chunks():
             if ctype in (SIGNATURE, METADATA, PADDING):
                 continue
             if ctype == TRANSPOSED:
@@ -235,6 +285,22 @@ class RecordReader:
                 self.warn(msg)
                 continue
             del data
+            self.read_chunks.append((begin, data_size, num_records, decoded_size))
             for r in recs:
                 self.records_read += 1
                 yield r
+
+    def replay(self) -> Iterator[memoryview]:
+        """The records records() gave, read again from the same chunks (their hashes were
+        checked then): a merge that first counts every record, then decodes them. The records
+        read before are done with: the reused buffers start over (a one-record file reads into
+        the same buffer twice, not into two)."""
+        self.turn = 0
+        for begin, data_size, num_records, decoded_size in self.read_chunks:
+            try:
+                data = self._read_logical(add_with_overhead(begin, CHUNK_HEADER_SIZE), data_size, data=True)
+                recs = simple_chunk_records(data, num_records, decoded_size)
+            except (_Skip, ValueError, OSError) as e:
+                raise RiegeliError(f"{self.name}: changed while it was read (chunk at byte {begin}: {e})") from None
+            del data
+            yield from recs

@@ -1,9 +1,10 @@
 """One host's `.xplane.riegeli` file -> one RawXSpace, the way XProf reads it.
 
-Each record is one serialized XSpace (XLA's profiler writes a long profile chunk by chunk);
-records are decoded one at a time, a thread reading (and hash-checking) the next one meanwhile,
-and merged (xspace_merge.py) through files in `folder` when one is given (cache.py passes the
-cache entry being built), so memory follows the largest record, not the file. Damaged regions are skipped
+Each record is one serialized XSpace (XLA's profiler writes a long profile chunk by chunk).
+The records are read twice: first each is counted (where its lines go in the merged columns),
+then each is decoded and its columns written there (xspace_merge.py), into files in `folder`
+when one is given (cache.py passes the cache entry being built), so memory follows the largest
+record, not the file. A thread reads the next record meanwhile (checking hashes the first time). Damaged regions are skipped
 with a warning on the `tputui` logger, as XProf's reader skips them; a file with no readable
 record is a one-line error.
 """
@@ -11,16 +12,21 @@ from __future__ import annotations
 
 import logging
 import mmap
+import os
 import queue
 import threading
 from collections.abc import Iterator
 from typing import TypeVar
 
+from tputui.data.cache_entry import column_paths, is_being_built
 from tputui.data.logdir import HostFile
 from tputui.data.raw import RawXSpace
 from tputui.data.riegeli import RecordReader, RiegeliError
+from tputui.data.riegeli_columns import FileColumns, MemoryColumns
+from tputui.data.riegeli_layout import Layout, RecordLines, count_record
+from tputui.data.storage import is_remote
 from tputui.data.xspace import DecodeError, PlaneSelector, decode_raw
-from tputui.data.xspace_merge import XSpaceMerger
+from tputui.data.xspace_merge import LayoutMismatch, XSpaceMerger
 
 log = logging.getLogger("tputui")
 T = TypeVar("T")
@@ -49,6 +55,8 @@ class _BufferFile:
         return memoryview(self.buf)[start:end]
 
     def _release(self, upto: int) -> None:
+        if upto < self.done:  # read again from an earlier place (the merge's second pass)
+            self.done = upto - upto % mmap.PAGESIZE
         madvise = getattr(self.buf, "madvise", None)
         start = self.done - self.done % mmap.PAGESIZE
         end = upto - upto % mmap.PAGESIZE
@@ -61,11 +69,37 @@ class _BufferFile:
         self.done = end
 
 
+class _LocalFile(_BufferFile):
+    """A local file's mapping, whose chunk data the reader has the kernel copy out (preadv) into
+    its buffers instead of faulting the mapped pages in and copying them again."""
+
+    def __init__(self, buf, fd: int):
+        super().__init__(buf)
+        self.fd = fd
+
+    def preadv(self, buffers: list[memoryview], offset: int) -> int:
+        return os.preadv(self.fd, buffers, offset)
+
+
 def read_riegeli(data, hf: HostFile, planes: PlaneSelector = None, progress=None,
                  folder: str | None = None) -> tuple[RawXSpace, list[str]]:
     """(merged columns, warnings about skipped regions) of one riegeli host file's content.
-    `folder`: where the merge spills and writes the event columns (see XSpaceMerger)."""
-    return read_stream(_BufferFile(data), len(data), hf.path, planes, progress, label=hf.host, folder=folder)
+    `folder`: where the merge writes the merged event columns (see riegeli_columns.py)."""
+    fd = -1
+    if isinstance(data, mmap.mmap) and not is_remote(hf.path):
+        try:
+            fd = os.open(hf.path, os.O_RDONLY)
+            if os.fstat(fd).st_size != len(data):  # not the content mapped: read the mapping only
+                os.close(fd)
+                fd = -1
+        except OSError:
+            fd = -1
+    f = _LocalFile(data, fd) if fd >= 0 else _BufferFile(data)
+    try:
+        return read_stream(f, len(data), hf.path, planes, progress, label=hf.host, folder=folder)
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def ahead(items: Iterator[T], name: str) -> Iterator[T]:
@@ -110,23 +144,80 @@ def ahead(items: Iterator[T], name: str) -> Iterator[T]:
 
 def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=None,
                 label: str = "", folder: str | None = None) -> tuple[RawXSpace, list[str]]:
-    reader = RecordReader(f, name, size, warn=log.warning)
-    merger = XSpaceMerger(folder)
+    """Two passes over the records: each counted (riegeli_layout.py: where its lines go), then
+    each decoded and written to its final rows (xspace_merge.py), a thread reading one record
+    ahead in both."""
+    # A record is counted or decoded while the next waits in ahead()'s queue and a thread reads
+    # the one after: 4 buffers in turn keep every record's bytes as read until it is done with.
+    reader = RecordReader(f, name, size, warn=log.warning, reuse=4)
+    counted: dict[int, RecordLines] = {}  # record number -> its lines, for the records that count
+    for i, record in enumerate(ahead(reader.records(), "tputui-riegeli-read")):
+        if progress:
+            progress(f"reading {label or name} record {i + 1} ({len(record) / 1e6:.1f} MB)")
+        try:
+            counted[i] = count_record(record, planes)
+        except DecodeError as e:  # the hash matched, yet it is not an XSpace
+            _skip(reader, f"{name}: skipped record {i + 1}, not an XSpace ({e})")
+        del record
+    if not counted:
+        why = "; ".join(reader.skipped) if reader.skipped else "it holds no records"
+        raise RiegeliError(f"{name}: no readable XSpace record ({why})")
+    while True:
+        try:
+            return _merge(reader, counted, planes, progress, label or name, folder), reader.skipped
+        except _Dropped as e:  # counted, yet it does not decode to what was counted: merge without it
+            i, why = e.args
+            del counted[i]
+            _skip(reader, f"{name}: skipped record {i + 1}, not an XSpace ({why})")
+            if not counted:
+                raise RiegeliError(f"{name}: no readable XSpace record ({'; '.join(reader.skipped)})") from None
+
+
+class _Dropped(Exception):
+    """(record number, why): a record to merge without."""
+
+
+def _skip(reader: RecordReader, msg: str) -> None:
+    reader.skipped.append(msg)
+    log.warning(msg)
+
+
+def _merge(reader: RecordReader, counted: dict[int, RecordLines], planes: PlaneSelector, progress, label: str,
+           folder: str | None) -> RawXSpace:
+    numbers = sorted(counted)
+    if len(numbers) == 1:  # one record: exactly as decoded
+        for i, record in enumerate(reader.replay()):
+            if i == numbers[0]:
+                try:
+                    return decode_raw(record, planes)
+                except DecodeError as e:
+                    raise _Dropped(i, e) from None
+        raise RiegeliError(f"{reader.name}: changed while it was read (fewer records the second time)")
+    layout = Layout([counted[i] for i in numbers])
+    out: FileColumns | MemoryColumns = (FileColumns(column_paths(folder), durable=is_being_built(folder))
+                                        if folder else MemoryColumns())
+    merger = XSpaceMerger(layout, out)
     try:
-        for i, record in enumerate(ahead(reader.records(), "tputui-riegeli-read")):
+        wanted = iter(numbers)
+        at = next(wanted)
+        for i, record in enumerate(ahead(reader.replay(), "tputui-riegeli-read")):
+            if i != at:
+                continue
             if progress:
-                progress(f"decoding {label or name} record {i + 1} ({len(record) / 1e6:.1f} MB)")
+                progress(f"decoding {label} record {i + 1} ({len(record) / 1e6:.1f} MB)")
             try:
                 merger.add(decode_raw(record, planes))
-            except DecodeError as e:  # the hash matched, yet it is not an XSpace
-                msg = f"{name}: skipped record {i + 1}, not an XSpace ({e})"
-                reader.skipped.append(msg)
-                log.warning(msg)
+            except DecodeError as e:
+                raise _Dropped(i, e) from None
+            except LayoutMismatch:
+                raise _Dropped(i, "its lines differ from the ones counted") from None
             del record
-        if merger.records == 0:
-            why = "; ".join(reader.skipped) if reader.skipped else "it holds no records"
-            raise RiegeliError(f"{name}: no readable XSpace record ({why})")
-        return merger.finish(), reader.skipped
+            at = next(wanted, -1)
+            if at < 0:
+                break
+        if merger.records != len(numbers):
+            raise RiegeliError(f"{reader.name}: changed while it was read (fewer records the second time)")
+        return merger.finish()
     except BaseException:
         merger.close()
         raise

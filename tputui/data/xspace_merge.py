@@ -16,12 +16,14 @@ lines were spread over records, its memory_profile (which depends on the order i
 equals the one of the same profile rewritten with new lines appended first to last, not last to
 first (tests/test_riegeli.py, the tpu_lines_zstd fixture).
 
-Columns are merged, not messages: each record is decoded to columns on its own, ids are remapped
-with vectorized lookups, and its event and event-stat columns are appended to a spill
-(riegeli_spill.py: files, so memory follows the largest record, not the file). At the end the
-events are copied run by run (a run: one line of one record) into final line order; only a line
-whose runs are out of time order is loaded whole to be sorted. Per record, the order facts of each
-line's run (sorted inside, first and last event) are kept, so checking the order reads nothing back.
+Columns are merged, not messages, in two passes. First every record's lines are counted
+(riegeli_layout.py: ids, times, events and event stats per line, nothing decoded), which gives
+each (record, line) slice its final rows in the merged columns. Then each record is decoded on
+its own, its ids remapped with vectorized lookups and its offsets shifted in place, and its
+slices written straight to their final rows (riegeli_columns.py: files, so memory follows the
+largest record, not the file). Only a line whose runs may be out of time order is read back
+whole afterwards, and sorted if it is. Per record, the order facts of each line's run (sorted
+inside, first and last event) are kept, so checking the order reads nothing back.
 """
 from __future__ import annotations
 
@@ -31,7 +33,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tputui.data.raw import KIND_BYTES, KIND_STR, RawXSpace, StatColumns
-from tputui.data.riegeli_spill import EVENT_COLUMNS, STAT_COLUMNS, FileOut, FileSpill, MemoryOut, MemorySpill
+from tputui.data.riegeli_columns import EVENT_COLUMNS, STAT_COLUMNS, FileColumns, MemoryColumns, Write
+from tputui.data.riegeli_layout import Layout, lines_of
+
+
+class LayoutMismatch(Exception):
+    """A decoded record's lines are not the ones its count gave (args: the record's index in the
+    layout): the merge drops it and starts its second pass again."""
 
 
 @dataclass
@@ -47,10 +55,10 @@ class _Line:
 
 @dataclass
 class _Run:
-    """One line of one record: its rows in the spill and what its time order needs."""
-    event: int  # first row in the spilled event columns
+    """One line of one record: its rows in the merged columns and what its time order needs."""
+    event: int  # first row in the merged event columns
     count: int
-    stat: int  # first row in the spilled event-stat columns (stats grouped by event)
+    stat: int  # first row in the merged event-stat columns (stats grouped by event)
     stats: int
     timestamp_ns: int
     sorted: bool  # no event out of (begin, longer first) order inside the run
@@ -100,14 +108,20 @@ class _Stats:
         return StatColumns(*(np.concatenate([p[i] for p in self.parts]) for i in range(4)))
 
 
-def _shift_values(kind: np.ndarray, value: np.ndarray, str_map: np.ndarray, blob_map: np.ndarray) -> np.ndarray:
+def _shift_values(kind: np.ndarray, value: np.ndarray, str_map: np.ndarray, blob_map: np.ndarray,
+                  in_place: bool = False) -> np.ndarray:
     """Str / bytes values index the record's own tables: point them into the merged tables."""
-    value = value.copy()
+    value = value if in_place else value.copy()
     for k, to in ((KIND_STR, str_map), (KIND_BYTES, blob_map)):
         sel = kind == k
         if len(to) and sel.any():
             value[sel] = to[value[sel]]
     return value
+
+
+def _writable(a: np.ndarray, dtype, in_place: bool) -> np.ndarray:
+    """`a` itself when it may be changed in place (the decoder's own columns), else a copy."""
+    return a if in_place and a.dtype == dtype and a.flags.writeable else np.array(a, dtype)
 
 
 def _intern(table: list, index: dict, items: list) -> np.ndarray:
@@ -144,15 +158,13 @@ def _order_facts(r: RawXSpace):
 
 
 class XSpaceMerger:
-    """Feed records with `add` in file order; `finish` gives the merged RawXSpace."""
+    """Feed the records the layout was counted from with `add`, in file order; `finish` gives the
+    merged RawXSpace. `out`: where the merged event columns are written (files or memory);
+    `in_place`: the records' own columns may be changed (each record is dropped once added)."""
 
-    def __init__(self, folder: str | None = None):
-        """`folder`: where the event columns are spilled and the merged ones written (the cache
-        entry being built); None keeps them in memory."""
-        self.folder = folder
-        self.spill: FileSpill | MemorySpill = FileSpill(folder) if folder else MemorySpill()
+    def __init__(self, layout: Layout, out: FileColumns | MemoryColumns, in_place: bool = True):
+        self.layout, self.out, self.in_place = layout, out, in_place
         self.records = 0
-        self.single: RawXSpace | None = None  # one record: returned exactly as decoded
         self.hostnames: list[str] = []
         self.errors: list[str] = []
         self.warnings: list[str] = []
@@ -166,21 +178,19 @@ class XSpaceMerger:
         self.em_children: list[tuple[np.ndarray, np.ndarray]] = []
         self.sm: dict[str, list] = {k: [] for k in ("plane", "id", "name", "description")}
         self.metadata_stats, self.plane_stats = _Stats(), _Stats()
-        self.num_events = 0
-        self.num_event_stats = 0
+        out.begin(layout.events, layout.stats)
 
     # --- one record ------------------------------------------------------------------------
     def add(self, r: RawXSpace) -> None:
+        k = self.records
+        counted, got = self.layout.records[k], lines_of(r)
+        if got.plane_names != counted.plane_names or not np.array_equal(got.lines, counted.lines):
+            raise LayoutMismatch(k)
         self.records += 1
-        if self.records == 1:
-            self.single = r
-            return
-        if self.single is not None:
-            first, self.single = self.single, None
-            self._add(first, first=True)
-        self._add(r, first=False)
+        self._add(r, k)
 
-    def _add(self, r: RawXSpace, first: bool) -> None:
+    def _add(self, r: RawXSpace, k: int) -> None:
+        first = k == 0
         if first:
             self.hostnames, self.errors, self.warnings = list(r.hostnames), list(r.errors), list(r.warnings)
         else:
@@ -190,25 +200,27 @@ class XSpaceMerger:
                     if s not in seen:
                         seen.add(s)
                         mine.append(s)
-        ev_base = self.num_events
-        st_base = self.num_event_stats
+        place = self.layout.placements[k]
         str_map = _intern(self.strings, self.string_rows, r.strings)
         blob_map = _intern(self.blobs, self.blob_rows, r.blobs)
         self._em_global = np.full(len(r.em_id), -1, np.int64)  # record em row -> merged row, if copied
-        ev_mid = r.event_metadata_id.astype(np.int64, copy=True)
+        ev_mid = _writable(r.event_metadata_id, np.int64, self.in_place)  # remapped and shifted in place: written once
+        ev_off = _writable(r.event_offset_ps, np.int64, self.in_place)
         es = r.event_stats
         if len(es.owner) > 1 and not bool(np.all(es.owner[1:] >= es.owner[:-1])):
             o = np.argsort(es.owner, kind="stable")  # grouped by event, so a line's stats are one run
             es = StatColumns(es.owner[o], es.stat[o], es.kind[o], es.value[o])
-        es_stat = es.stat.astype(np.int64, copy=True)
+        es_owner = _writable(es.owner, np.int64, self.in_place)
+        es_stat = _writable(es.stat, np.int64, self.in_place)
         line_end = r.line_first_event + r.line_num_events
         stat_first, stat_end = np.searchsorted(es.owner, r.line_first_event), np.searchsorted(es.owner, line_end)
         facts = _order_facts(r)
 
         def run(li: int) -> _Run:
-            a, n = int(r.line_first_event[li]), int(r.line_num_events[li])
+            n = int(r.line_num_events[li])
             sa, sb = int(stat_first[li]), int(stat_end[li])
-            return _Run(ev_base + a, n, st_base + sa, sb - sa, int(r.line_timestamp_ns[li]), *facts(li))
+            return _Run(int(place.event_at[li]), n, int(place.stat_at[li]), sb - sa, int(r.line_timestamp_ns[li]),
+                        *facts(li))
         known = dict(self.by_name)  # XProf looks planes up in the space as it was before this record
         for p in range(len(r.plane_id)):
             name = r.plane_name[p]
@@ -247,15 +259,28 @@ class XSpaceMerger:
                 plane.stat_ids.add(sid)
                 self.plane_stats.add([plane.index], [sid], ps.kind[j:j + 1],
                                      _shift_values(ps.kind[j:j + 1], ps.value[j:j + 1], str_map, blob_map))
-        # Cut where the lines start: a line's run is what the merged order moves.
-        for k, col in zip(EVENT_COLUMNS, (ev_mid, r.event_offset_ps, r.event_num_occurrences, r.event_duration_ps)):
-            self.spill.append(k, col, r.line_first_event)
         self._copy_em_children_and_stats(r, str_map, blob_map)
-        for k, col in zip(STAT_COLUMNS, (es.owner + ev_base, es_stat, es.kind,
-                                         _shift_values(es.kind, es.value, str_map, blob_map))):
-            self.spill.append(k, col, stat_first)
-        self.num_events += len(r.event_line)
-        self.num_event_stats += len(es.owner)
+        es_value = _shift_values(es.kind, _writable(es.value, np.int64, self.in_place), str_map, blob_map, in_place=True)
+        # Each line's slice straight to its final rows: offsets moved to the merged line's start,
+        # stat owners to the merged event rows.
+        batch: list[Write] = []
+        for li in range(len(r.line_first_event)):
+            a, n = int(r.line_first_event[li]), int(r.line_num_events[li])
+            if not n:
+                continue
+            at, b, shift = int(place.event_at[li]), a + n, int(place.shift_ps[li])
+            if shift:
+                ev_off[a:b] += shift
+            batch += [("metadata_id", ev_mid[a:b], n, at), ("offset_ps", ev_off[a:b], n, at),
+                      ("num_occurrences", r.event_num_occurrences[a:b], n, at),
+                      ("duration_ps", r.event_duration_ps[a:b], n, at), ("line", int(place.line[li]), n, at)]
+            sa, sb = int(stat_first[li]), int(stat_end[li])
+            if sb > sa:
+                es_owner[sa:sb] += at - a
+                sat = int(place.stat_at[li])
+                batch += [(name, col[sa:sb], sb - sa, sat) for name, col in
+                          (("es.owner", es_owner), ("es.stat", es_stat), ("es.kind", es.kind), ("es.value", es_value))]
+        self.out.write(batch)
 
     def _line(self, r: RawXSpace, li: int, first: _Run) -> _Line:
         line = _Line(int(r.line_id[li]), int(r.line_display_id[li]), r.line_name[li], r.line_display_name[li],
@@ -336,100 +361,48 @@ class XSpaceMerger:
         return {k: v for k, v in mapping.items() if k != v}
 
     def close(self) -> None:
-        """Drop the spill (a merge given up half way)."""
-        self.spill.close()
+        """Drop the merged columns (a merge given up half way)."""
+        self.out.close()
 
     # --- the merged space ------------------------------------------------------------------
     def finish(self) -> RawXSpace:
-        """The merged space. With a folder, its event and event-stat columns are .npy files there
-        (memory-mapped); the spill files are removed."""
-        if self.single is not None:
-            return self.single
+        """The merged space. Written to files, its event and event-stat columns are memory-mapped
+        from them."""
+        if self.records != len(self.layout.records):
+            raise ValueError(f"merged {self.records} records of {len(self.layout.records)} counted")
         lines = [(plane.index, line) for plane in self.planes for line in plane.lines]
-        line_num = np.array([sum(run.count for run in line.segments) for _, line in lines], np.int64)
-        total = int(line_num.sum())
-        total_stats = sum(run.stats for _, line in lines for run in line.segments)
-        out: FileOut | MemoryOut
-        if isinstance(self.spill, FileSpill):
-            from tputui.data.cache_entry import column_paths
+        line_num = self.layout.line_events
+        if len(lines) != len(line_num):
+            raise LayoutMismatch(-1)
+        at = 0
+        for li, (_, line) in enumerate(lines):
+            runs = [run for run in line.segments if run.count]
+            if len(line.segments) > 1 and not _in_order(runs, line.timestamp_ns):
+                self._sort_line(at, int(line_num[li]), runs[0].stat, sum(r.stats for r in runs))
+            at += int(line_num[li])
+        return self._space(lines, line_num, self.out.result())
 
-            out = FileOut(self.spill, column_paths(self.spill.folder))
-        else:
-            out = MemoryOut(self.spill)
-        try:
-            for name in EVENT_COLUMNS + ("line",):
-                out.begin(name, total)
-            for name in STAT_COLUMNS:
-                out.begin(name, total_stats)
-            at = 0
-            for li, (_, line) in enumerate(lines):
-                runs = [run for run in line.segments if run.count]
-                if len(line.segments) > 1 and not _in_order(runs, line.timestamp_ns):
-                    self._write_line_sorted(out, runs, line.timestamp_ns, at)
-                else:
-                    run_at = at
-                    for run in runs:
-                        self._write_run(out, run, (run.timestamp_ns - line.timestamp_ns) * 1000, run_at)
-                        run_at += run.count
-                out.write("line", np.full(int(line_num[li]), li, np.int32))
-                at += int(line_num[li])
-            cols = {name: out.result(name) for name in EVENT_COLUMNS + STAT_COLUMNS + ("line",)}
-        finally:
-            out.close()
-        self.spill.close()
-        return self._space(lines, line_num, cols)
-
-    def _write_run(self, out: FileOut | MemoryOut, run: _Run, delta: int, at: int) -> None:
-        """One run copied to output rows [at, at + count): offsets moved by `delta` (the line
-        now starts earlier), stat owners renumbered; everything else copied as it is."""
-        a, b = run.event, run.event + run.count
-        for name in ("metadata_id", "num_occurrences", "duration_ps"):
-            out.copy(name, a, b)
-        if delta:
-            out.write("offset_ps", self.spill.read("offset_ps", a, b) + delta)
-        else:
-            out.copy("offset_ps", a, b)
-        sa, sb = run.stat, run.stat + run.stats
-        out.write("es.owner", self.spill.read("es.owner", sa, sb) + (at - a))
-        for name in ("es.stat", "es.kind", "es.value"):
-            out.copy(name, sa, sb)
-
-    def _write_line_sorted(self, out: FileOut | MemoryOut, runs: list[_Run], line_ts: int, at: int) -> None:
-        """A line whose runs may be out of order, loaded whole: time-sorted (begin, then longer
-        first) when any two neighbours are out of order, each event's stats moved with it."""
-        read = self.spill.read
-        cols = {name: np.concatenate([read(name, r.event, r.event + r.count) for r in runs])
-                for name in ("metadata_id", "num_occurrences", "duration_ps")}
-        cols["offset_ps"] = np.concatenate([read("offset_ps", r.event, r.event + r.count)
-                                            + (r.timestamp_ns - line_ts) * 1000 for r in runs])
-        starts = np.cumsum([0] + [r.count for r in runs])
-        stats = {name: np.concatenate([read(name, r.stat, r.stat + r.stats) for r in runs])
-                 for name in STAT_COLUMNS}
-        stats["es.owner"] = np.concatenate([read("es.owner", r.stat, r.stat + r.stats) - r.event + int(s)
-                                            for r, s in zip(runs, starts[:-1].tolist())])  # row in the line
-        n = int(starts[-1])
+    def _sort_line(self, at: int, n: int, stat_at: int, stats: int) -> None:
+        """A merged line whose runs may be out of order, read back whole: time-sorted (begin, then
+        longer first) when any two neighbours are out of order, each event's stats moved with it."""
+        read = self.out.read
+        cols = {name: read(name, at, at + n) for name in EVENT_COLUMNS}
         duration = cols["duration_ps"]
         begin = np.where(cols["num_occurrences"] > 0, 0, cols["offset_ps"])
         bad = (begin[1:] < begin[:-1]) | ((begin[1:] == begin[:-1]) & (duration[1:] > duration[:-1]))
         if not bad.any():
-            for name, col in cols.items():
-                out.write(name, col)
-            stats["es.owner"] += at
-            for name, col in stats.items():
-                out.write(name, col)
             return
         order = np.lexsort((-duration, begin))
-        for name, col in cols.items():
-            out.write(name, col[order])
-        per_event = np.bincount(stats["es.owner"], minlength=n)
+        batch: list[Write] = [(name, col[order], n, at) for name, col in cols.items()]
+        st = {name: read(name, stat_at, stat_at + stats) for name in STAT_COLUMNS}
+        per_event = np.bincount(st["es.owner"] - at, minlength=n)
         counts = per_event[order]
         first = np.concatenate(([0], np.cumsum(per_event)[:-1]))
-        total = int(counts.sum())
         idx = np.repeat(first[order] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) \
-            + np.arange(total, dtype=np.int64)
-        out.write("es.owner", np.repeat(np.arange(at, at + n, dtype=np.int64), counts))
-        for name in ("es.stat", "es.kind", "es.value"):
-            out.write(name, stats[name][idx])
+            + np.arange(stats, dtype=np.int64)
+        batch.append(("es.owner", np.repeat(np.arange(at, at + n, dtype=np.int64), counts), stats, stat_at))
+        batch += [(name, st[name][idx], stats, stat_at) for name in ("es.stat", "es.kind", "es.value")]
+        self.out.write(batch)
 
     def _space(self, lines: list, line_num: np.ndarray, cols: dict[str, np.ndarray]) -> RawXSpace:
         line_first = np.concatenate(([0], np.cumsum(line_num)[:-1])) if len(line_num) else np.zeros(0, np.int64)
@@ -491,9 +464,13 @@ def _in_order(runs: list[_Run], line_ts: int) -> bool:
 
 
 def merge(records: Iterable[RawXSpace]) -> RawXSpace:
-    m = XSpaceMerger()
+    """Decoded records merged in memory (one record is returned as it is)."""
+    records = list(records)
+    if not records:
+        raise ValueError("no records")
+    if len(records) == 1:
+        return records[0]
+    m = XSpaceMerger(Layout([lines_of(r) for r in records]), MemoryColumns(), in_place=False)
     for r in records:
         m.add(r)
-    if m.records == 0:
-        raise ValueError("no records")
     return m.finish()
