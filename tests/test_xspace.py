@@ -158,3 +158,24 @@ def test_a_dropped_frame_is_freed_at_once():
         assert gone() is None
     finally:
         gc.enable()
+
+
+def test_big_columns_in_their_own_mappings_decode_count_and_free():
+    """Columns past 1 MB grow in mappings of their own (_wire.c col_reserve): a decode and a line
+    count that big give the right rows, and their buffers are released (munmap) when dropped."""
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(id=1, name="/host:CPU")
+    plane.event_metadata[1].id = 1
+    plane.event_metadata[1].name = "op"
+    for i in range(30_000):  # 30k lines x 48 bytes of counts and 60k events: past 1 MB each
+        line = plane.lines.add(id=i, timestamp_ns=i)
+        line.events.add(metadata_id=1, offset_ps=1, duration_ps=2)
+        line.events.add(metadata_id=1, offset_ps=5, duration_ps=2)
+    data = space.SerializeToString()
+    c_wire = pytest.importorskip("tputui.data._wire")
+    planes = c_wire.scan(data)[0]
+    counts = np.frombuffer(c_wire.count_lines(data, [(o, n) for o, n, _ in planes]), np.int64).reshape(-1, 6)
+    assert len(counts) == 30_000 and (counts[:, 4] == 2).all()
+    frame = decode(data)
+    assert frame.num_events == 60_000 and int(frame.start_ps[-1]) == 29_999 * 1000 + 5
+    del frame, counts

@@ -789,7 +789,7 @@ static PyObject *wire_count_lines(PyObject *self, PyObject *args) {
     result = PyBytes_FromStringAndSize(out.data ? out.data : "", (Py_ssize_t)out.len);
 done:
     Py_XDECREF(seq);
-    free(out.data);
+    col_release(out.data, out.cap);  /* a big count lives in a mapping (col_reserve) */
     PyBuffer_Release(&view);
     return result;
 }

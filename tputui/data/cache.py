@@ -160,7 +160,7 @@ def prune(frames_dir: str, keep: str | None = None, limit: int | None = None) ->
     entries = []
     for name in os.listdir(frames_dir):
         path = os.path.join(frames_dir, name)
-        if name.startswith(".tmp-"):  # an entry being built (a riegeli merge's spill can be GBs)
+        if name.startswith(".tmp-"):  # an entry being built (a riegeli merge's columns can be GBs)
             try:
                 if time.time() - os.stat(path).st_mtime > STALE_TMP_SECONDS:
                     shutil.rmtree(path, ignore_errors=True)  # its process was killed

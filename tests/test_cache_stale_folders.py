@@ -12,14 +12,14 @@ from tputui.data.logdir import open_logdir
 
 
 def test_prune_removes_stale_temp_folders_only(tmp_path):
-    """A killed process leaves its half-built entry (a riegeli merge's spill can be GBs) behind;
+    """A killed process leaves its half-built entry (a riegeli merge's columns can be GBs) behind;
     a folder being built right now is left alone."""
     from tputui.data.cache import STALE_TMP_SECONDS, prune
 
     frames = tmp_path / "frames"
     for name in (".tmp-stale", ".tmp-busy"):
         (frames / name).mkdir(parents=True)
-        (frames / name / "spill.es.owner.zst").write_bytes(b"\0" * 100)
+        (frames / name / "event_offset_ps.npy").write_bytes(b"\0" * 100)
     old = os.stat(frames / ".tmp-busy").st_mtime - STALE_TMP_SECONDS - 60
     os.utime(frames / ".tmp-stale", (old, old))
     prune(str(frames))
