@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import PROFILES
+from conftest import FIXTURES, PROFILES
 from helpers.pane import drawn
 
 from tputui.analysis import summary
@@ -66,3 +66,15 @@ def test_summary_with_batch_size_looks(snap_compare, monkeypatch, look):
     if theme:
         app.theme = theme
     assert snap_compare(app, terminal_size=size, run_before=settle)
+
+
+def test_a_multi_host_summary_holds_one_frame_at_a_time():
+    run = RunData(open_logdir(str(FIXTURES / "pod" / "pod_v4_32")).runs[0], use_cache=False)
+    got = summary.analyze(run)
+    assert not run._frames  # each host's frame was dropped after its summary
+    assert len(got.hosts) == 4 and got.device_count == 32
+    one = RunData(run.run, use_cache=False)
+    want = summary.analyze(one, got.hosts[2].host)
+    assert got.hosts[2].num_events == want.hosts[0].num_events > 0
+    assert got.hosts[2].lines.equals(want.hosts[0].lines)
+    assert len(one._frames) == 1  # a one-host summary keeps its frame for the next tool

@@ -190,9 +190,10 @@ def summarize_host(host: str, path: str, size: int, frame: XSpaceFrame) -> HostS
 def analyze(run: RunData, host: str | None = None, **_options) -> RunSummary:
     hosts = [host] if host else run.require_hosts()
     out = []
+    keep = len(hosts) == 1  # over several hosts, one frame at a time: memory follows the largest host
     for h in hosts:
         hf = run.host_file(h)
-        out.append(summarize_host(hf.host, hf.path, hf.size, run.frame(hf.host)))
+        out.append(summarize_host(hf.host, hf.path, hf.size, run.frame(hf.host, keep=keep)))
     return RunSummary(run=run.name, hosts=out)
 
 

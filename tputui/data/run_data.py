@@ -67,9 +67,10 @@ class RunData:
         return self.run.host(host)
 
     def frame(self, host: str | None = None, planes: PlaneSelector = None,
-              progress: Progress | None = None) -> XSpaceFrame:
+              progress: Progress | None = None, keep: bool = True) -> XSpaceFrame:
         """Decoded frame of one host (the first host when None); slow steps report to `progress`,
-        else to the callback of the enclosing `reporting` block."""
+        else to the callback of the enclosing `reporting` block. keep=False: a frame not loaded
+        yet is not kept by the run (a walk over many hosts then holds one at a time)."""
         hf = self.host_file(host)
         key = (hf.host, None if planes is None else tuple(planes) if not callable(planes) else planes)
         while True:
@@ -91,8 +92,9 @@ class RunData:
             except UserError as e:
                 self.unreadable[hf.host] = str(e)  # later `hosts` lists leave it out
                 raise
-            with self._lock:
-                self._frames[key] = fr
+            if keep:
+                with self._lock:
+                    self._frames[key] = fr
             return fr
         finally:
             with self._lock:
