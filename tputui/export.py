@@ -141,7 +141,7 @@ class OutputCache:
 
     MAX_BYTES = 256 << 20
     VERSION = 2
-    QUEUED = 2  # chunks waiting for the compressor (a trace export's are ~25 MB each)
+    QUEUED = 4  # chunks waiting for the compressor (a trace export's are ~9 MB each)
     _OUT, _NOTES = "out.zst", "notes.json"
 
     def __init__(self, run: RunData, tool: str, host: str | None, options: dict, fmt: str, table: str | None):
