@@ -81,8 +81,10 @@ def events(request):
 def test_c_writer_equals_reference(events):
     for rows in (trace_json.CHUNK_ROWS, 3):  # chunk edges anywhere give the same bytes
         assert _all(trace_json.event_chunks(events, rows=rows)) == _all(trace_json.event_chunks(events, False, rows))
-    assert (trace_json.flow_lines(events, FLOW_NAMES, CONTEXT_TYPES)
-            == trace_json.flow_lines(events, FLOW_NAMES, CONTEXT_TYPES, use_c=False))
+    whole = _all(trace_json.flow_lines(events, FLOW_NAMES, CONTEXT_TYPES))
+    assert whole == _all(trace_json.flow_lines(events, FLOW_NAMES, CONTEXT_TYPES, use_c=False))
+    assert whole == _all(trace_json.flow_lines(events, FLOW_NAMES, CONTEXT_TYPES, rows=3))  # ids go on across chunks
+    assert whole == _all(trace_json.flow_lines(events, FLOW_NAMES, CONTEXT_TYPES, use_c=False, rows=3))
     assert trace_json.counter_lines(events) == trace_json.counter_lines(events, use_c=False)
 
 

@@ -116,8 +116,8 @@ class TraceExport:
             self._write_events_with_args(out)
         else:
             _write_bytes(out, trace_json.event_chunks(self.events))
-        _write_bytes(out, (trace_json.flow_lines(self.events, FLOW_NAMES, CONTEXT_TYPES),
-                           trace_json.counter_lines(self.events)))
+        _write_bytes(out, trace_json.flow_lines(self.events, FLOW_NAMES, CONTEXT_TYPES))
+        _write_bytes(out, (trace_json.counter_lines(self.events),))
         out.write("{}]}\n")  # XProf ends with an empty event too: no trailing-comma special case
 
     def _write_events_with_args(self, out: IO[str]) -> None:
@@ -133,7 +133,7 @@ class TraceExport:
 
     def flows_json(self) -> str:
         """The flow links' `"ph":"s"` / `"f"` lines (trace_json.flow_lines)."""
-        return trace_json.flow_lines(self.events, FLOW_NAMES, CONTEXT_TYPES).decode("utf-8")
+        return b"".join(trace_json.flow_lines(self.events, FLOW_NAMES, CONTEXT_TYPES)).decode("utf-8")
 
     def counters_json(self) -> str:
         """A `"ph":"C"` event per counter sample (trace_json.counter_lines)."""

@@ -105,14 +105,15 @@ def _joined(cols: list) -> bytes:
     return pl.select(pl.concat_str(cols).str.join("")).item().encode("utf-8")
 
 
-def flow_lines(ev: Any, names: dict[int, str], categories: tuple[str, ...], use_c: bool = True) -> bytes:
+def flow_lines(ev: Any, names: dict[int, str], categories: tuple[str, ...], use_c: bool = True,
+               rows: int = CHUNK_ROWS // 2) -> Iterator[bytes]:
     """A Chrome-trace flow per link of ev.flows: `"ph":"s"` on the source event's track at its
     start, `"ph":"f"` (`"bp":"e"`: bound to the enclosing slice) on the destination's; `id` /
     `bind_id` number the links from 1, `cat` is the context type (`flow` when unknown), `name`
-    the rule (names: FLOW_* -> name)."""
+    the rule (names: FLOW_* -> name). In chunks of `rows` links."""
     fl = ev.flows
     if fl is None or not len(fl):
-        return b""
+        return
     # Links numbered in time order of their ends (then track, rule, category), not in event-row
     # order: the same profile read another way (a riegeli run's merged lines) numbers them alike.
     src, dst = np.asarray(fl.src), np.asarray(fl.dst)
@@ -127,19 +128,23 @@ def flow_lines(ev: Any, names: dict[int, str], categories: tuple[str, ...], use_
     sp, st = np.ascontiguousarray(ev.pid[src], np.uint32), np.ascontiguousarray(ev.tid[src], np.uint32)
     dp, dt = np.ascontiguousarray(ev.pid[dst], np.uint32), np.ascontiguousarray(ev.tid[dst], np.uint32)
     ss, ds = np.ascontiguousarray(ev.start_ps[src], np.int64), np.ascontiguousarray(ev.start_ps[dst], np.int64)
-    if _trace_json is not None and use_c:
-        blob, off = _blob(tails)
-        return _trace_json.flows(sp, st, ss, dp, dt, ds, code, blob, off, 1)
-    ids = pl.Series(np.arange(1, len(src) + 1, dtype=np.int64)).cast(pl.String)
-    tail = pl.Series(tails, dtype=pl.String).gather(pl.Series(code.astype(np.uint32)))
-    head = [pl.lit(',"id":'), ids, pl.lit(',"bind_id":'), ids, tail]
-    starts = pl.concat_str([pl.lit('{"pid":'), pl.Series(sp).cast(pl.String), pl.lit(',"tid":'),
-                            pl.Series(st).cast(pl.String), pl.lit(',"ts":'), us_text(ss), pl.lit(',"ph":"s"'), *head])
-    ends = pl.concat_str([pl.lit('{"pid":'), pl.Series(dp).cast(pl.String), pl.lit(',"tid":'),
-                          pl.Series(dt).cast(pl.String), pl.lit(',"ts":'), us_text(ds), pl.lit(',"ph":"f","bp":"e"'),
-                          *head])
-    both = pl.select(s=starts, f=ends).select(pl.concat_str([pl.col("s"), pl.col("f")]).str.join(""))
-    return both.item().encode("utf-8")
+    blob, off = _blob(tails)
+    for a in range(0, len(src), rows):
+        b = min(a + rows, len(src))
+        if _trace_json is not None and use_c:
+            yield _trace_json.flows(sp[a:b], st[a:b], ss[a:b], dp[a:b], dt[a:b], ds[a:b], code[a:b], blob, off, a + 1)
+            continue
+        ids = pl.Series(np.arange(a + 1, b + 1, dtype=np.int64)).cast(pl.String)
+        tail = pl.Series(tails, dtype=pl.String).gather(pl.Series(code[a:b].astype(np.uint32)))
+        head = [pl.lit(',"id":'), ids, pl.lit(',"bind_id":'), ids, tail]
+        starts = pl.concat_str([pl.lit('{"pid":'), pl.Series(sp[a:b]).cast(pl.String), pl.lit(',"tid":'),
+                                pl.Series(st[a:b]).cast(pl.String), pl.lit(',"ts":'), us_text(ss[a:b]),
+                                pl.lit(',"ph":"s"'), *head])
+        ends = pl.concat_str([pl.lit('{"pid":'), pl.Series(dp[a:b]).cast(pl.String), pl.lit(',"tid":'),
+                              pl.Series(dt[a:b]).cast(pl.String), pl.lit(',"ts":'), us_text(ds[a:b]),
+                              pl.lit(',"ph":"f","bp":"e"'), *head])
+        both = pl.select(s=starts, f=ends).select(pl.concat_str([pl.col("s"), pl.col("f")]).str.join(""))
+        yield both.item().encode("utf-8")
 
 
 def counter_lines(ev: Any, use_c: bool = True) -> bytes:
