@@ -245,7 +245,7 @@ class _Build:
                             dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
         del ev_line, names, dur
         links = None
-        if derived:
+        if md_names is not None:
             # Counters and flows need only the raw events (the first rows, their positions final):
             # built on a worker thread (Polars and numpy let the GIL go) while the derived lines are.
             links = _Links(self.f, plane_pid, counter_lines, md_names, rows)

@@ -42,13 +42,13 @@ def us_text(ps: np.ndarray) -> pl.Series:
     """`us` of every value, as a String Series, column-wise."""
     ps = np.asarray(ps, np.int64)
     mag = np.abs(ps)
-    text = pl.DataFrame({"m": mag}).select(
+    parts = pl.DataFrame({"m": mag}).select(
         pl.concat_str([(pl.col("m") // 1_000_000).cast(pl.String), pl.lit("."),
                        ((pl.col("m") % 1_000_000) + 1_000_000).cast(pl.String).str.slice(1)]).alias("six"),
         exact=pl.col("m") < FLOAT_EXACT_PS)
     short = pl.col("six").str.strip_chars_end("0")
     short = pl.when(short.str.ends_with(".")).then(short + pl.lit("0")).otherwise(short)
-    text = text.select(pl.when(pl.col("exact")).then(short).otherwise(pl.col("six")).alias("us")).to_series()
+    text = parts.select(pl.when(pl.col("exact")).then(short).otherwise(pl.col("six")).alias("us")).to_series()
     if (ps < 0).any():
         text = pl.select(pl.when(pl.Series(ps < 0)).then(pl.lit("-") + text).otherwise(text)).to_series()
     tiny = np.flatnonzero((mag < 100) & (mag != 0))  # repr's exponent form: 5e-05
