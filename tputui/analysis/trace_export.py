@@ -34,7 +34,7 @@ from tputui.analysis.trace_flows import CONTEXT_TYPES, FLOW_KINDS, FLOW_NAMES
 from tputui.data.xspace import XSpaceFrame
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
-CHUNK_ROWS = 500_000  # events per chunk of the args path
+CHUNK_ROWS = 1 << 16  # events per chunk of the args path (its lines are ~300 bytes)
 
 
 def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> TraceExport:
