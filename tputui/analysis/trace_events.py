@@ -671,8 +671,10 @@ class _DeviceLines:
         # their order is fixed unless two of them tie; then std::sort's order for ties, which
         # depends on every event of the plane, is replayed (up to STD_SORT_MAX events).
         w = np.flatnonzero(wanted)
-        order = np.lexsort((b.dur[rows[w]], b.start[rows[w]]))
-        s_, d_ = b.start[rows[w]][order], b.dur[rows[w]][order]
+        rw = rows[w]
+        s_, d_ = b.start[rw], b.dur[rw]
+        order = np.lexsort((d_, s_))
+        s_, d_ = s_[order], d_[order]
         if len(w) > 1 and ((s_[1:] == s_[:-1]) & (d_[1:] == d_[:-1])).any() and len(rows) <= STD_SORT_MAX:
             full = sort_order(b.start[rows], b.dur[rows])
             interesting = full[wanted[full]]
