@@ -6,6 +6,7 @@ every number form: zero, the exponent form below 1e-4 us, negatives, six fixed d
 """
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -118,3 +119,17 @@ def test_c_writer_rejects_bad_input():
     with pytest.raises(ValueError, match="items"):
         trace_json._trace_json.events(ev.pid[:-1], ev.tid, ev.start_ps, ev.duration_ps, ev.name, tails, off, 0,
                                       len(ev), True)
+
+
+@needs_c
+def test_the_document_is_the_same_without_the_extension(monkeypatch):
+    """A build without a C compiler writes the very same export (the reference path end to end)."""
+    root = PROFILES.parent / "flows" / "gpu_launch"
+    result = analyze(RunData(open_logdir(str(root)).runs[0]))
+    with_c = io.StringIO()
+    result.write_json(with_c)
+    monkeypatch.setattr(trace_json, "_trace_json", None)
+    without = io.StringIO()
+    result.write_json(without)
+    assert with_c.getvalue() == without.getvalue()
+    assert json.loads(without.getvalue())["traceEvents"][-1] == {}
