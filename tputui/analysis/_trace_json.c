@@ -29,12 +29,28 @@
 #define FLOAT_EXACT_PS 1000000000000000ULL
 #define US_MAX 28  /* sign, 20 digits, '.', 6 decimals */
 
+static const char DIGITS2[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 static char *put_u64(char *p, uint64_t v) {
     char tmp[20];
-    int n = 0;
-    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
-    while (n) *p++ = tmp[--n];
-    return p;
+    int n = 20;
+    while (v >= 100) {  /* two digits a step */
+        unsigned k = (unsigned)(v % 100) * 2;
+        v /= 100;
+        tmp[--n] = DIGITS2[k + 1];
+        tmp[--n] = DIGITS2[k];
+    }
+    if (v >= 10) {
+        tmp[--n] = DIGITS2[v * 2 + 1];
+        tmp[--n] = DIGITS2[v * 2];
+    } else {
+        tmp[--n] = (char)('0' + v);
+    }
+    memcpy(p, tmp + n, (size_t)(20 - n));
+    return p + (20 - n);
 }
 
 static char *put_i64(char *p, int64_t v) {
@@ -55,14 +71,14 @@ static char *put_us(char *p, int64_t ps) {
     }
     p = put_u64(p, u / 1000000);
     *p++ = '.';
-    uint64_t frac = u % 1000000;
-    char d[6];
-    for (int i = 5; i >= 0; i--) { d[i] = (char)('0' + frac % 10); frac /= 10; }
+    unsigned frac = (unsigned)(u % 1000000);
+    memcpy(p, DIGITS2 + (frac / 10000) * 2, 2);
+    memcpy(p + 2, DIGITS2 + (frac / 100 % 100) * 2, 2);
+    memcpy(p + 4, DIGITS2 + (frac % 100) * 2, 2);
     int n = 6;
     if (u < FLOAT_EXACT_PS) {
-        while (n > 1 && d[n - 1] == '0') n--;
+        while (n > 1 && p[n - 1] == '0') n--;
     }
-    memcpy(p, d, (size_t)n);
     return p + n;
 }
 
