@@ -84,10 +84,10 @@ def test_complete_events_and_metadata_match_summary(exported):
 def test_timestamps_are_exact_picosecond_decimals():
     text = export_text(run_data("tpu_v6e_inference", "2025_12_10_run"), "trace_viewer", "json")
     # XLA Modules' first event on TPU:0 starts at 5353251593250 ps and lasts 961328 ps.
-    line = next(x for x in text.splitlines() if '"name":"jit_convert_element_type(' in x and '"pid": 3 ' in x)
+    line = next(x for x in text.splitlines() if '"name":"jit_convert_element_type(' in x and '"pid":3,' in x)
     assert json.loads(line.rstrip(",")) == {"pid": 3, "tid": 2, "ts": 5353251.59325, "dur": 0.961328, "ph": "X",
                                             "name": json.loads(line.rstrip(","))["name"]}
-    assert '"ts": 5353251.59325 ,"dur": 0.961328 ,' in line  # the shortest exact decimals
+    assert '"ts":5353251.59325,"dur":0.961328,' in line  # the shortest exact decimals
 
 
 def test_args_option_adds_stats():
@@ -109,6 +109,7 @@ def test_csv_table():
 
 
 def test_fixed_decimals_beyond_float_precision():
+    """Each time by its own size: six fixed decimals from 1000 s on, the shortest float text below."""
     import polars as pl
 
     from tputui.analysis.trace_export import event_lines, micros
@@ -116,8 +117,8 @@ def test_fixed_decimals_beyond_float_precision():
     df = pl.DataFrame({"pid": [1, 1], "tid": [2, 2], "start_ps": [2 * 10**15 + 1, 10**16 + 123456789],
                        "duration_ps": [5, 10**6], "name": [0, 0]})
     lines = event_lines(df, pl.Series(['"n"'])).to_list()
-    assert lines[0] == '{"pid":1,"tid":2,"ts":2000000000.000001,"dur":0.000005,"ph":"X","name":"n"},'
-    assert lines[1].startswith('{"pid":1,"tid":2,"ts":10000000123.456789,"dur":1.000000,')
+    assert lines[0] == '{"pid":1,"tid":2,"ts":2000000000.000001,"dur":5e-06,"ph":"X","name":"n"},\n'
+    assert lines[1].startswith('{"pid":1,"tid":2,"ts":10000000123.456789,"dur":1.0,')
     assert pl.DataFrame({"x": [-1_500_000]}).select(micros("x", signed=True)).item() == "-1.500000"
 
 

@@ -38,6 +38,7 @@ more than one cross-thread flow, std::sort's tie order on TPU cores of over 400k
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -207,8 +208,8 @@ class _Build:
         line_pid = plane_pid[r.line_plane]
         line_ok = (line_pid >= 0) & line_keeps_events & ~counter_line
         # Counter tracks come with the final pass, as flows do: the quick first frame skips them.
-        self.counters = (counter_table(self.f, plane_pid, (line_pid >= 0) & counter_line, self.md_shown_names())
-                         if derived else CounterTable.empty())
+        counter_lines = (line_pid >= 0) & counter_line
+        md_names = self.md_shown_names() if derived else None
         keep = line_ok[r.event_line]
         if self.md_internal.any():
             keep &= ~self.md_internal[self.ev_md]
@@ -239,8 +240,16 @@ class _Build:
                 pos = np.searchsorted(rows, row)
                 if pos < len(rows) and rows[pos] == row:
                     names[pos] = self.names.id(name)
-        self.chunks.append((line_pid[ev_line], line_tid[ev_line], self.start[rows], dur,
-                            names, rows, np.full(len(rows), KIND_RAW, np.uint8)))
+        # Final dtypes from the start (uint32 ids), so the join below copies the least.
+        self.chunks.append((line_pid.astype(np.uint32)[ev_line], line_tid.astype(np.uint32)[ev_line], self.start[rows],
+                            dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
+        del ev_line, names, dur
+        links = None
+        if md_names is not None:
+            # Counters and flows need only the raw events (the first rows, their positions final):
+            # built on a worker thread (Polars and numpy let the GIL go) while the derived lines are.
+            links = _Links(self.f, plane_pid, counter_lines, md_names, rows)
+        del rows, keep
 
         threads = [(int(plane_pid[r.line_plane[li]]), int(line_tid[li]), line_shown_name[li])
                    for li in range(len(r.line_id)) if plane_pid[r.line_plane[li]] >= 0 and not counter_line[li]]
@@ -249,19 +258,27 @@ class _Build:
             for p, pid in pids.items():
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]):
                     threads = _DeviceLines(self, p, pid).derive(threads, derived)
-        return self.finish(pids, threads, flows=derived)
+        return self.finish(pids, threads, links)
 
     def md_shown_names(self) -> np.ndarray:
         """The shown name of each event-metadata row (+1 trailing "" row), as strings."""
         return np.array(self.names.strings, dtype=object)[self.md_shown]
 
-    def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]], flows: bool = True) -> TraceEvents:
-        from tputui.analysis.trace_flows import FlowTable, flow_table  # trace_flows reads KIND_RAW from here
+    def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]],
+               links: _Links | None = None) -> TraceEvents:
+        from tputui.analysis.trace_flows import FlowTable
 
-        cols = list(zip(*self.chunks)) or [()] * 7
+        cols = [list(c) for c in zip(*self.chunks)] or [[] for _ in range(7)]
+        self.chunks = []
         dtypes = (np.uint32, np.uint32, np.int64, np.int64, np.int32, np.int64, np.uint8)
-        # Straight into each column's final dtype: one pass over 2M rows, not concatenate + astype.
-        cat = [_join(c, dt) for c, dt in zip(cols, dtypes)]
+        # Straight into each column's final dtype (one pass, not concatenate + astype), one
+        # column at a time, its parts let go as it is done: at 10M events the parts and the
+        # joined columns side by side would be ~400 MB more.
+        cat = []
+        for k, dt in enumerate(dtypes):
+            cat.append(_join(cols[k], dt))
+            cols[k] = []
+        counters, flows = links.result() if links is not None else (CounterTable.empty(), FlowTable.empty())
         procs = pl.DataFrame({"pid": list(pids.values()), "name": [self.r.plane_name[p] for p in pids]},
                              schema={"pid": pl.UInt32, "name": pl.String})
         # One entry per (pid, tid): the last line with that id names it, like XProf's map.
@@ -270,8 +287,7 @@ class _Build:
         return TraceEvents(
             pid=cat[0], tid=cat[1], start_ps=cat[2], duration_ps=cat[3], name=cat[4], source=cat[5],
             kind=cat[6], names=self.names.strings, processes=procs, threads=th, frame=self.f,
-            counters=getattr(self, "counters", None),
-            flows=flow_table(self.f, cat[5], cat[6]) if flows else FlowTable.empty())
+            counters=counters, flows=flows)
 
     def apply_step_name_stats(self, rows: np.ndarray, names: np.ndarray) -> None:
         """A `step_name` stat already in the file (op metadata, then the event) names the event."""
@@ -524,6 +540,37 @@ class _Build:
                             np.full(len(stops), KIND_REGION, np.uint8)))
 
 
+class _Links:
+    """The counter table and the flow table of a frame's raw events, built on a worker thread.
+
+    `rows` are the raw events' frame rows, in the order they open the events table (a flow's
+    positions index it)."""
+
+    def __init__(self, frame: XSpaceFrame, plane_pid: np.ndarray, counter_lines: np.ndarray, md_names: np.ndarray,
+                 rows: np.ndarray) -> None:
+        self._out: tuple | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(frame, plane_pid, counter_lines, md_names, rows),
+                                        name="tputui-trace-links", daemon=True)
+        self._thread.start()
+
+    def _run(self, frame, plane_pid, counter_lines, md_names, rows) -> None:
+        from tputui.analysis.trace_flows import flow_table  # trace_flows reads KIND_RAW from here
+
+        try:
+            counters = counter_table(frame, plane_pid, counter_lines, md_names)
+            self._out = (counters, flow_table(frame, rows, np.full(len(rows), KIND_RAW, np.uint8)))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller in result()
+            self._error = e
+
+    def result(self) -> tuple[CounterTable, Any]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out
+
+
 class _DeviceLines:
     """DeriveLinesFromStats for one TPU tensor-core plane (derived_timeline.cc)."""
 
@@ -624,8 +671,10 @@ class _DeviceLines:
         # their order is fixed unless two of them tie; then std::sort's order for ties, which
         # depends on every event of the plane, is replayed (up to STD_SORT_MAX events).
         w = np.flatnonzero(wanted)
-        order = np.lexsort((b.dur[rows[w]], b.start[rows[w]]))
-        s_, d_ = b.start[rows[w]][order], b.dur[rows[w]][order]
+        rw = rows[w]
+        s_, d_ = b.start[rw], b.dur[rw]
+        order = np.lexsort((d_, s_))
+        s_, d_ = s_[order], d_[order]
         if len(w) > 1 and ((s_[1:] == s_[:-1]) & (d_[1:] == d_[:-1])).any() and len(rows) <= STD_SORT_MAX:
             full = sort_order(b.start[rows], b.dur[rows])
             interesting = full[wanted[full]]

@@ -4,14 +4,14 @@ The document has XProf's shape: `{"displayTimeUnit": "ns", "metadata": {...}, "t
 with `process_name` / `process_sort_index` / `thread_name` / `thread_sort_index` metadata
 (`ph: "M"`) events, complete events (`ph: "X"`, with `dur`) and zero-duration instant events
 (`ph: "i"`, `s: "t"`). `ts` and `dur` are microseconds from the profile start: the exact decimal
-of the picosecond integers (the shortest float text, as XProf writes, up to 1000 s; six fixed
-decimals beyond). It opens in Perfetto and
+of the picosecond integers (the shortest float text up to 1000 s; six fixed decimals beyond;
+trace_json.us_text), each value by its own size. It opens in Perfetto and
 chrome://tracing. The events are those of `trace_events.trace_events` (the same events,
 names, pids and tids as XProf's trace viewer).
 
-The JSON is built column-wise: each event's line is one Polars string expression over the
-whole table, names are JSON-escaped once per distinct name, and the document is streamed
-out in chunks.
+The lines are written by trace_json (a C pass over the columns, names JSON-escaped once per
+distinct name; a Polars reference without the extension) and streamed out as bytes in chunks;
+with `args` each line is a Polars string expression.
 
 Options: `args=True` adds each event's stats (event and op-metadata stats) as `args`,
 as XProf does; off by default because it multiplies the document size.
@@ -26,6 +26,7 @@ from typing import IO, Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis import trace_json
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_events import TraceEvents, trace_events
@@ -33,8 +34,7 @@ from tputui.analysis.trace_flows import CONTEXT_TYPES, FLOW_KINDS, FLOW_NAMES
 from tputui.data.xspace import XSpaceFrame
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
-CHUNK_ROWS = 500_000
-FLOAT_EXACT_PS = 10**15  # below this, float text of ps / 1e6 is exact (<= 15 significant digits)
+CHUNK_ROWS = 1 << 16  # events per chunk of the args path (its lines are ~300 bytes)
 
 
 def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> TraceExport:
@@ -112,70 +112,32 @@ class TraceExport:
     def write_json(self, out: IO[str]) -> None:
         out.write(HEADER)
         out.write(self.metadata_json())
+        if self.with_args:
+            self._write_events_with_args(out)
+        else:
+            _write_bytes(out, trace_json.event_chunks(self.events))
+        _write_bytes(out, trace_json.flow_lines(self.events, FLOW_NAMES, CONTEXT_TYPES))
+        _write_bytes(out, (trace_json.counter_lines(self.events),))
+        out.write("{}]}\n")  # XProf ends with an empty event too: no trailing-comma special case
+
+    def _write_events_with_args(self, out: IO[str]) -> None:
+        """The events' lines with their stats (Polars strings; `args` is off by default)."""
         df = self.event_frame()
         names = _json_names(self.events.names)
-        args = self.args_json(df) if self.with_args else None
-        binary = getattr(out, "buffer", None)  # a real file / stdout: Polars writes the bytes itself
-        if binary is not None:
-            out.flush()
+        args = self.args_json(df)
         n_complete = int(np.count_nonzero(self.events.duration_ps))
         bounds = [(a, min(a + CHUNK_ROWS, n_complete)) for a in range(0, n_complete, CHUNK_ROWS)]
         bounds += [(a, min(a + CHUNK_ROWS, len(df))) for a in range(n_complete, len(df), CHUNK_ROWS)]
-        tails = None
-        for a, b in bounds:
-            chunk = df.slice(a, b - a)
-            if args is None and _float_exact(chunk):
-                # Polars' CSV writer formats the numbers itself; a space separator is JSON whitespace.
-                tails = tails or (_tails(self.events.names, True), _tails(self.events.names, False))
-                cols, sep = event_columns(chunk, *tails), " "
-            else:
-                cols, sep = event_lines(chunk, names, None if args is None else args.slice(a, b - a)).to_frame(), ","
-            # One line per event with its trailing comma; the CSV writer adds the newlines.
-            if binary is not None:
-                cols.write_csv(binary, include_header=False, quote_style="never", separator=sep)
-            else:
-                out.write(cols.write_csv(include_header=False, quote_style="never", separator=sep))
-        if binary is not None:
-            binary.flush()
-        out.write(self.flows_json())
-        out.write(self.counters_json())
-        out.write("{}]}\n")  # XProf ends with an empty event too: no trailing-comma special case
+        _write_bytes(out, (event_lines(df.slice(a, b - a), names, args.slice(a, b - a)).str.join("").item()
+                           .encode("utf-8") for a, b in bounds))
 
     def flows_json(self) -> str:
-        """A Chrome-trace flow per link (trace_flows): `"ph":"s"` on the source event's track at
-        its start, `"ph":"f"` (`"bp":"e"`: bound to the enclosing slice) on the destination's;
-        `id` / `bind_id` number the links, `cat` is XProf's context type, `name` the rule."""
-        ev, fl = self.events, self.events.flows
-        if fl is None or not len(fl):
-            return ""
-        lines = []
-        names = {k: json.dumps(v) for k, v in FLOW_NAMES.items()}
-        # Links numbered in time order of their ends (then track, rule, category), not in event-row
-        # order: the same profile read another way (a riegeli run's merged lines) numbers them alike.
-        src, dst = np.asarray(fl.src), np.asarray(fl.dst)
-        order = np.lexsort((fl.category, fl.kind, ev.tid[dst], ev.pid[dst], ev.start_ps[dst],
-                            ev.tid[src], ev.pid[src], ev.start_ps[src]))
-        src, dst = src[order], dst[order]
-        cats = {c: json.dumps(CONTEXT_TYPES[c] or "flow") for c in set(np.asarray(fl.category).tolist())}
-        # Gathered as columns first: indexing numpy per link costs more than the formatting.
-        for k, (sp, st, ss, dp, dt, ds, kind, cat) in enumerate(zip(
-                ev.pid[src].tolist(), ev.tid[src].tolist(), ev.start_ps[src].tolist(),
-                ev.pid[dst].tolist(), ev.tid[dst].tolist(), ev.start_ps[dst].tolist(),
-                np.asarray(fl.kind)[order].tolist(), np.asarray(fl.category)[order].tolist()), 1):
-            head = f'"id":{k},"bind_id":{k},"name":{names[kind]},"cat":{cats[cat]}'
-            lines.append(f'{{"pid":{sp},"tid":{st},"ts":{_us(ss)},"ph":"s",{head}}},\n')
-            lines.append(f'{{"pid":{dp},"tid":{dt},"ts":{_us(ds)},"ph":"f","bp":"e",{head}}},\n')
-        return "".join(lines)
+        """The flow links' `"ph":"s"` / `"f"` lines (trace_json.flow_lines)."""
+        return b"".join(trace_json.flow_lines(self.events, FLOW_NAMES, CONTEXT_TYPES)).decode("utf-8")
 
     def counters_json(self) -> str:
-        """A `"ph":"C"` event per counter sample: `args.value` is the series' value from then on."""
-        c = self.events.counters
-        if c is None or not len(c):
-            return ""
-        names = [json.dumps(n, ensure_ascii=False) for n in c.names]
-        pids = c.pid.tolist()
-        return "".join(f'{{"pid":{pids[k]},"name":{names[k]},"ph":"C","ts":{_us(t)},"args":{{"value":{_num(v)}}}}},\n'
-                       for k, t, v in zip(c.series.tolist(), c.t_ps.tolist(), c.value.tolist()))
+        """A `"ph":"C"` event per counter sample (trace_json.counter_lines)."""
+        return trace_json.counter_lines(self.events).decode("utf-8")
 
     def metadata_json(self) -> str:
         ev = self.events
@@ -238,16 +200,21 @@ def _stats_json(frame: XSpaceFrame, owner: str) -> pl.DataFrame:
             .with_columns(pl.col("owner").cast(pl.Int64)))
 
 
-def _us(ps: int) -> str:
-    """Picoseconds as microseconds text, exact (as the events' `ts`)."""
-    if abs(ps) < FLOAT_EXACT_PS:
-        return repr(ps / 1e6)
-    sign, ps = ("-", -ps) if ps < 0 else ("", ps)
-    return f"{sign}{ps // 1_000_000}.{ps % 1_000_000:06d}"
-
-
-def _num(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() and abs(v) < 2**63 else repr(float(v))
+def _write_bytes(out: IO[str], chunks) -> None:
+    """Bytes chunks to a text stream: straight to its binary buffer when it has one (a file,
+    stdout, the output cache's tee), else decoded."""
+    binary = getattr(out, "buffer", None)
+    if binary is not None:
+        out.flush()
+    for chunk in chunks:
+        if not chunk:
+            continue
+        if binary is not None:
+            binary.write(chunk)
+        else:
+            out.write(chunk.decode("utf-8"))
+    if binary is not None:
+        binary.flush()
 
 
 def _json_names(names: list[str]) -> pl.Series:
@@ -267,63 +234,28 @@ def micros(col: str, signed: bool = False) -> pl.Expr:
     return pl.when(pl.col(col) < 0).then(pl.lit("-") + text).otherwise(text) if signed else text
 
 
-def _float_exact(df: pl.DataFrame) -> bool:
-    if not len(df):
-        return False
-    biggest = max(int(np.abs(df["start_ps"].to_numpy()).max()), int(np.abs(df["duration_ps"].to_numpy()).max()))
-    return biggest < FLOAT_EXACT_PS
-
-
-def _tails(names: list[str], complete: bool) -> pl.Series:
-    """Per name id, the end of an event's JSON line: phase, name, closing brace and comma."""
-    head = ',"ph":"X","name":' if complete else ',"ph":"i","s":"t","name":'
-    return pl.Series([head + json.dumps(n, ensure_ascii=False) + "}," for n in names], dtype=pl.String)
-
-
-def event_columns(df: pl.DataFrame, tails_x: pl.Series, tails_i: pl.Series) -> pl.DataFrame:
-    """The JSON lines of df's events as CSV columns to write with a space separator.
-
-    `{"pid": 701 ,"tid": 5 ,"ts": 9.614 ,"dur": 54.261 ,"ph":"X","name":"..."},` (the spaces are
-    JSON whitespace): numbers stay numbers, so Polars' writer formats them, with no string
-    building per event. Needs |ps| < FLOAT_EXACT_PS (see _float_exact) and one phase per frame.
-    """
-    complete = bool(df["duration_ps"][0] != 0)
-    ts = pl.Series("ts", df["start_ps"].to_numpy() / 1e6)  # numpy: correctly rounded division
-    cols = [pl.lit('{"pid":').alias("a"), "pid", pl.lit(',"tid":').alias("b"), "tid", pl.lit(',"ts":').alias("c"), ts]
-    if complete:
-        cols += [pl.lit(',"dur":').alias("d"), pl.Series("dur", df["duration_ps"].to_numpy() / 1e6)]
-    tails = tails_x if complete else tails_i
-    cols.append(pl.lit(tails).gather(pl.col("name").cast(pl.UInt32)).alias("n"))
-    return df.select(cols)
-
-
 def event_lines(df: pl.DataFrame, names: pl.Series, args: pl.Series | None = None) -> pl.Series:
-    """One JSON object (and a trailing comma) per event row of df: pid, tid, start_ps, duration_ps, name.
+    """One JSON object (and a trailing comma and newline) per event row of df: pid, tid,
+    start_ps, duration_ps, name (and args).
 
     The rows must be all complete events or all instant events (see TraceExport.event_frame).
+    Times are trace_json.us_text, like the lines trace_json writes without args.
     """
     if len(df) == 0:
         return pl.Series("line", [], dtype=pl.String)
-    d = df.with_columns(_name=names.gather(pl.Series(df["name"].cast(pl.UInt32))))
+    d = df.with_columns(_name=names.gather(pl.Series(df["name"].cast(pl.UInt32))),
+                        _ts=trace_json.us_text(df["start_ps"].to_numpy()),
+                        _dur=trace_json.us_text(df["duration_ps"].to_numpy()))
     if args is not None:
         d = d.with_columns(_args=args)
     complete = bool(df["duration_ps"][0] != 0)
-    start, dur = df["start_ps"].to_numpy(), df["duration_ps"].to_numpy()
-    if max(int(np.abs(start).max()), int(np.abs(dur).max())) < FLOAT_EXACT_PS:
-        # Shortest float text of ps / 1e6 is the exact decimal below 1e15 ps (15 digits), and
-        # is what XProf writes; numpy's division is correctly rounded (Polars' may not be).
-        d = d.with_columns(_ts=pl.Series(start / 1e6), _dur=pl.Series(dur / 1e6))
-        ts, du = pl.col("_ts").cast(pl.String), pl.col("_dur").cast(pl.String)
-    else:
-        ts = micros("start_ps", signed=bool(start.min() < 0))
-        du = micros("duration_ps", signed=bool(dur.min() < 0))
-    kind = ([pl.lit(',"dur":'), du, pl.lit(',"ph":"X","name":')] if complete
+    kind = ([pl.lit(',"dur":'), pl.col("_dur"), pl.lit(',"ph":"X","name":')] if complete
             else [pl.lit(',"ph":"i","s":"t","name":')])
     expr = pl.concat_str([
         pl.lit('{"pid":'), pl.col("pid").cast(pl.String),
         pl.lit(',"tid":'), pl.col("tid").cast(pl.String),
-        pl.lit(',"ts":'), ts,
-        *kind, pl.col("_name"), *([pl.col("_args")] if args is not None else []), pl.lit("},"),
+        pl.lit(',"ts":'), pl.col("_ts"),
+        *kind, pl.col("_name"), *([pl.col("_args")] if args is not None else []), pl.lit("},\n"),
     ])
     return d.select(expr.alias("line")).to_series()
 
