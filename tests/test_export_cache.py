@@ -103,3 +103,34 @@ def test_a_trace_export_is_kept_compressed_and_replayed_to_any_stream(capsys, tm
     text = io.StringIO()
     cache.replay(text)
     assert text.getvalue() == first[1]
+
+
+def test_small_writes_reach_the_compressor_in_big_pieces(monkeypatch, tmp_path):
+    """json.dump writes a few bytes at a time: the tee gathers them (one queue hand-over per
+    piece, not per write), and the entry still holds every byte in order."""
+    import io
+
+    from tputui.data.logdir import open_logdir
+    from tputui.data.run_data import RunData
+
+    handed = []
+    real = export.OutputCache._hand_over
+
+    def counted(self):
+        handed.append(self._pending_bytes)
+        real(self)
+
+    monkeypatch.setattr(export.OutputCache, "_hand_over", counted)
+    run_data = RunData(open_logdir(str(PROFILES / "tf_keras")).run(None))
+    cache = export.OutputCache(run_data, "summary", None, {}, "json", None)
+    sink = io.StringIO()
+    tee = cache.tee(sink)
+    words = [f"{i}," for i in range(300_000)]
+    for w in words:
+        tee.write(w)
+    cache.commit([])
+    assert sink.getvalue() == "".join(words)
+    assert len(handed) <= len(sink.getvalue()) // export.OutputCache.PIECE_BYTES + 2
+    replayed = io.StringIO()
+    export.OutputCache(run_data, "summary", None, {}, "json", None).replay(replayed)
+    assert replayed.getvalue() == sink.getvalue()

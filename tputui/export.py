@@ -142,7 +142,8 @@ class OutputCache:
 
     MAX_BYTES = 256 << 20
     VERSION = 2
-    QUEUED = 4  # chunks waiting for the compressor (a trace export's are ~9 MB each)
+    QUEUED = 4  # pieces waiting for the compressor (a trace export's are ~9 MB each)
+    PIECE_BYTES = 1 << 20  # smaller writes are gathered up to this before the hand-over
     _OUT, _NOTES = "out.zst", "notes.json"
 
     def __init__(self, run: RunData, tool: str, host: str | None, options: dict, fmt: str, table: str | None):
@@ -156,6 +157,8 @@ class OutputCache:
         self._queue: queue.Queue | None = None  # chunks for the compressor thread; None: not caching
         self._worker: threading.Thread | None = None
         self._failed = False  # set by the worker: too big or a write failed
+        self._pending: list[bytes] = []  # small writes not handed over yet (_add)
+        self._pending_bytes = 0
 
     def notes(self) -> list[str] | None:
         """The cached run's stderr notes, or None when there is no (readable) entry."""
@@ -210,7 +213,17 @@ class OutputCache:
 
     def _add(self, data: bytes | memoryview) -> None:
         if self._queue is not None and not self._failed:
-            self._queue.put(data if isinstance(data, bytes) else bytes(data))  # the caller may reuse its buffer
+            # Small writes (json.dump writes a few bytes at a time) are gathered into big pieces:
+            # a queue hand-over per write costs far more than the write.
+            self._pending.append(data if isinstance(data, bytes) else bytes(data))  # the caller may reuse its buffer
+            self._pending_bytes += len(data)
+            if self._pending_bytes >= self.PIECE_BYTES:
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        if self._pending and self._queue is not None:
+            self._queue.put(self._pending[0] if len(self._pending) == 1 else b"".join(self._pending))
+        self._pending, self._pending_bytes = [], 0
 
     def _compress(self) -> None:
         """The worker: compress queued chunks until None; past MAX_BYTES or on an error, only drain."""
@@ -228,6 +241,7 @@ class OutputCache:
     def _stop(self) -> bool:
         """Let the worker finish what is queued; whether the entry is still good."""
         if self._queue is not None and self._worker is not None:
+            self._hand_over()
             self._queue.put(None)
             self._worker.join()
         self._queue = self._worker = None
