@@ -208,3 +208,18 @@ def test_default_module_is_the_largest_peak_of_all(profile):
     assert all(peak <= total for peak, total in sizes.values())  # the bound the search relies on
     best = max(sizes.values())
     assert sizes[mv.default_module(modules).name] == best
+
+
+def test_hlo_modules_read_a_loaded_whole_frame_instead_of_decoding_the_plane_again(monkeypatch):
+    from tputui.analysis import hlo_modules
+
+    run = RunData(open_logdir(str(PROFILES / "tpu_v6e_inference")).runs[0], use_cache=False)
+    want = [(m.name, m.program_id, m.data) for m in hlo_modules.hlo_modules(run)]
+    run = RunData(run.run, use_cache=False)
+    run.frame(run.hosts[0])  # the whole frame, as the op tools load it
+    asked = []
+    real = RunData.frame
+    monkeypatch.setattr(RunData, "frame", lambda self, h=None, planes=None, **kw: asked.append(planes) or real(self, h, planes, **kw))
+    got = [(m.name, m.program_id, m.data) for m in hlo_modules.hlo_modules(run)]
+    assert got == want and len(got) > 0
+    assert asked == []  # no decode of the metadata plane on its own

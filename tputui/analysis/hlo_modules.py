@@ -49,7 +49,7 @@ def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
     hosts = [host] if host else run.hosts
     found: dict[str, HloModuleEntry] = {}
     for h in hosts:
-        fr = run.frame(h, planes=[schema.METADATA_PLANE])
+        fr = run.whole_frame_if_loaded(h) or run.frame(h, planes=[schema.METADATA_PLANE])
         plane = fr.plane_index(schema.METADATA_PLANE)
         if plane is None:
             continue

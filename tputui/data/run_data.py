@@ -118,6 +118,11 @@ class RunData:
         with self._lock:
             return (host, None) in self._frames
 
+    def whole_frame_if_loaded(self, host: str) -> XSpaceFrame | None:
+        """The host's whole frame when it is already decoded (it holds every plane), else None."""
+        with self._lock:
+            return self._frames.get((self.host_file(host).host, None))
+
     def frames(self, planes: PlaneSelector = None, progress: Progress | None = None) -> dict[str, XSpaceFrame]:
         """Every supported host's frame, in host order."""
         return {h: self.frame(h, planes, progress) for h in self.hosts}
