@@ -219,7 +219,8 @@ def test_hlo_modules_read_a_loaded_whole_frame_instead_of_decoding_the_plane_aga
     run.frame(run.hosts[0])  # the whole frame, as the op tools load it
     asked = []
     real = RunData.frame
-    monkeypatch.setattr(RunData, "frame", lambda self, h=None, planes=None, **kw: asked.append(planes) or real(self, h, planes, **kw))
+    monkeypatch.setattr(RunData, "frame",
+                        lambda self, h=None, planes=None, **kw: asked.append(planes) or real(self, h, planes, **kw))
     got = [(m.name, m.program_id, m.data) for m in hlo_modules.hlo_modules(run)]
     assert got == want and len(got) > 0
     assert asked == []  # no decode of the metadata plane on its own
