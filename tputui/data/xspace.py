@@ -235,10 +235,7 @@ class XSpaceFrame:
     @cached_property
     def start_ps(self) -> np.ndarray:
         r = self.raw
-        out = r.line_timestamp_ns.astype(np.int64, copy=False).take(r.event_line)  # one new array, then in place
-        out *= 1000
-        out += r.event_offset_ps
-        return out
+        return r.line_timestamp_ns[r.event_line] * 1000 + r.event_offset_ps
 
     @cached_property
     def events(self) -> pl.DataFrame:
