@@ -190,3 +190,18 @@ def _join_cache_writes() -> None:
     for t in threading.enumerate():
         if t.name == "tputui-cache-write":
             t.join()  # entries are written beside the caller
+
+
+def test_hlo_modules_read_only_hosts_that_bring_new_programs(monkeypatch):
+    from tputui.analysis import hlo_modules
+
+    want = [(m.name, m.host, m.data) for m in hlo_modules.hlo_modules(_run(use_cache=False))]
+    run = _run(jobs=1, use_cache=False)
+    stats = host_map.host_op_stats(run)
+    assert stats[0].hlo_module_names and len({s.hlo_module_names for s in stats}) == 1
+    read = []
+    real = RunData.frame
+    monkeypatch.setattr(RunData, "frame", lambda self, h=None, planes=None, **kw: read.append(h) or real(self, h, planes, **kw))
+    got = [(m.name, m.host, m.data) for m in hlo_modules.hlo_modules(run)]
+    assert got == want
+    assert read == [run.hosts[0]]  # the other hosts run the same programs: not read again

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from tputui.analysis.map_pool import KIND as OP_STATS_KIND
 from tputui.analysis.result import NoDataError
 from tputui.data import pbwire, schema
 from tputui.data.run_data import RunData
+from tputui.data.xspace import XSpaceFrame
 from tputui.proto import hlo_pb2
 
 HLO_PROTO_STAT = "Hlo Proto"
@@ -49,23 +51,35 @@ def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
     hosts = [host] if host else run.hosts
     found: dict[str, HloModuleEntry] = {}
     for h in hosts:
-        fr = run.whole_frame_if_loaded(h) or run.frame(h, planes=[schema.METADATA_PLANE])
-        plane = fr.plane_index(schema.METADATA_PLANE)
-        if plane is None:
+        # The op stats (when mapped already) name each host's modules: a host that brings none
+        # not seen yet is not read again (a pod's hosts usually run the same programs).
+        stats = run.memo.get((OP_STATS_KIND, h))
+        if stats is not None and all(n in found for n in stats.hlo_module_names):
             continue
-        md = fr.event_metadata.filter(pl.col("plane") == plane)
-        for row, md_id in zip(md["metadata"].to_list(), md["id"].to_list()):
-            stats = fr.metadata_stat_map(row)
-            data = stats.get(HLO_PROTO_STAT)
-            if not isinstance(data, bytes):
-                continue
-            # XProf's program id: the `program_id` stat (JAX), else the metadata id (as uint64).
-            raw_id = stats.get("program_id", md_id)
-            program_id = (int(raw_id) if isinstance(raw_id, (int, np.integer)) else int(md_id)) & 0xFFFFFFFFFFFFFFFF
-            module_name = _module_name(data)
-            name = f"{module_name}({program_id})"
-            found.setdefault(name, HloModuleEntry(name, module_name, program_id, h, data))
+        fr = run.whole_frame_if_loaded(h) or run.frame(h, planes=[schema.METADATA_PLANE])
+        for m in frame_modules(fr, h):
+            found.setdefault(m.name, m)
     return sorted(found.values(), key=lambda m: m.name)
+
+
+def frame_modules(fr: XSpaceFrame, host: str) -> list[HloModuleEntry]:
+    """The programs of one host's frame, in metadata order."""
+    plane = fr.plane_index(schema.METADATA_PLANE)
+    if plane is None:
+        return []
+    out = []
+    md = fr.event_metadata.filter(pl.col("plane") == plane)
+    for row, md_id in zip(md["metadata"].to_list(), md["id"].to_list()):
+        stats = fr.metadata_stat_map(row)
+        data = stats.get(HLO_PROTO_STAT)
+        if not isinstance(data, bytes):
+            continue
+        # XProf's program id: the `program_id` stat (JAX), else the metadata id (as uint64).
+        raw_id = stats.get("program_id", md_id)
+        program_id = (int(raw_id) if isinstance(raw_id, (int, np.integer)) else int(md_id)) & 0xFFFFFFFFFFFFFFFF
+        module_name = _module_name(data)
+        out.append(HloModuleEntry(f"{module_name}({program_id})", module_name, program_id, host, data))
+    return out
 
 
 def _module_name(data: bytes) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from tputui.analysis import hlo_ops, steps
+from tputui.analysis import hlo_modules, hlo_ops, steps
 from tputui.analysis import op_metrics as om
 from tputui.analysis.barrier_cores import HostFractions, special_op_fractions
 from tputui.analysis.gpu_kernels import frame_kernels
@@ -67,6 +67,7 @@ class HostOpStats:
     kernels: pl.DataFrame | None  # GPU kernels (None: no GPU plane)
     send_recv: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SEND_RECV_SCHEMA))
     barrier_cores: HostFractions | None = None  # the smart-suggestion rule's per-core step shares
+    hlo_module_names: tuple[str, ...] = ()  # the host's XLA programs (`<module>(<program id>)`)
 
 
 # --- the map ---------------------------------------------------------------------------------
@@ -102,6 +103,7 @@ def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
         kernels=frame_kernels(frame) if gpu else None,
         send_recv=send_recv_events(frame) if tpu else pl.DataFrame(schema=SEND_RECV_SCHEMA),
         barrier_cores=special_op_fractions(frame, host),
+        hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, host)),
     )
 
 

@@ -4,4 +4,4 @@
 Bump when HostOpStats or anything computed into it changes: cached entries of another version are
 recomputed.
 """
-FORMAT_VERSION = 3  # 3: infeed-enqueue ratio in the input breakdown, per-step debug_print shares
+FORMAT_VERSION = 4  # 4: the host's HLO module names
