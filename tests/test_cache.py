@@ -64,7 +64,7 @@ def test_no_cache_writes_nothing():
 
 
 def test_prune_drops_least_recently_used_entries(tmp_path):
-    from tputui.data.cache import prune
+    from tputui.data.cache_folder import prune
 
     frames = tmp_path / "frames"
     for i, name in enumerate(["old", "mid", "new"]):

@@ -14,7 +14,7 @@ from tputui.data.logdir import open_logdir
 def test_prune_removes_stale_temp_folders_only(tmp_path):
     """A killed process leaves its half-built entry (a riegeli merge's columns can be GBs) behind;
     a folder being built right now is left alone."""
-    from tputui.data.cache import STALE_TMP_SECONDS, prune
+    from tputui.data.cache_folder import STALE_TMP_SECONDS, prune
 
     frames = tmp_path / "frames"
     for name in (".tmp-stale", ".tmp-busy"):

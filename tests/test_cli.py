@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PROFILES, ROOT
+from conftest import FIXTURES, PROFILES, ROOT
 
 from tputui.cli import main
 
@@ -274,3 +274,18 @@ def test_export_imports_only_the_tool_it_runs(tmp_path):
     assert "tputui.analysis.summary" in loaded
     for other in ("tputui.analysis.graph_viewer", "tputui.analysis.memory_viewer", "tputui.analysis.perf_counters"):
         assert other not in loaded, other
+
+
+def test_export_starts_map_workers_before_loading_the_analysis(tmp_path):
+    """On a multi-host run the map's worker processes start before this process imports numpy,
+    Polars or the analysis: they get ready while it loads (analysis/map_pool.py)."""
+    probe = ("import sys\nfrom tputui.analysis import map_pool\nreal = map_pool.start\n"
+             "def spy(n):\n    print('LOADED', n, sorted(m for m in ('numpy', 'polars', 'tputui.analysis.op_stats')"
+             " if m in sys.modules), file=sys.stderr)\n    real(n)\n"
+             "map_pool.start = spy\nfrom tputui.cli import main\n"
+             "sys.exit(main(['export', sys.argv[1], '--tool', 'overview_page', '--jobs', '2', '-o', sys.argv[2]]))")
+    out = subprocess.run([sys.executable, "-c", probe, str(FIXTURES / "pod" / "pod_v4_32"), str(tmp_path / "o.json")],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert "LOADED 1 []" in out.stderr
+    assert json.loads((tmp_path / "o.json").read_text())

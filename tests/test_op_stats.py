@@ -2,6 +2,7 @@
 process, in worker processes and on a real local Dask cluster."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -153,20 +154,22 @@ def test_uncached_lists_only_hosts_without_op_stats(tmp_path, monkeypatch):
 def test_export_starts_the_workers_before_the_map_and_the_map_uses_them(tmp_path, monkeypatch):
     from tputui import cli
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     want = export_text(_run(jobs=1, use_cache=False), "overview_page")
-    run = _run(jobs=2)
-    cli._prefetch(run, "overview_page", None)
-    started = map_pool._started
-    assert started is not None and map_pool._started_workers == 1
-    said = []
-    assert export_text(run, "overview_page") == want
-    host_map.host_op_stats(_run(jobs=2, use_cache=False), progress=said.append)
-    assert map_pool._started is None  # taken by the map
-    assert started._shutdown_thread  # and shut down with it
-    # Everything cached: nothing left to map, so no worker is started.
-    cli._prefetch(_run(jobs=2), "overview_page", None)
-    assert map_pool._started is None
+    events, taken = [], []
+    real_start, real_take, real_map = map_pool.start, map_pool.take, host_map._compute
+    monkeypatch.setattr(map_pool, "start", lambda n: events.append(("start", n)) or real_start(n))
+    monkeypatch.setattr(map_pool, "take", lambda n: taken.append((map_pool._started, real_take(n))) or taken[-1][1])
+    monkeypatch.setattr(host_map, "_compute", lambda *a: events.append(("map", len(a[1]))) or real_map(*a))
+    out = tmp_path / "o.json"
+    assert cli.main(["export", str(POD), "--tool", "overview_page", "--jobs", "2", "-o", str(out)]) == 0
+    assert json.loads(out.read_text()) == json.loads(want)
+    assert events == [("start", 1), ("map", 4)]  # one worker, started before the map began
+    assert len(taken) == 1 and taken[0][0] is taken[0][1]  # the map ran on that started pool
+    assert taken[0][1]._shutdown_thread  # and shut it down when done
+    # Another op tool on the same run: every host's op stats are cached, so no worker starts.
+    assert cli.main(["export", str(POD), "--tool", "pod_viewer", "--jobs", "2", "-o", str(out)]) == 0
+    assert events == [("start", 1), ("map", 4)] and len(taken) == 1
 
 
 def test_a_multi_host_map_caches_op_stats_not_the_small_hosts_frames(tmp_path, monkeypatch):

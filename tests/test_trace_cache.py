@@ -28,7 +28,8 @@ from tputui.analysis.trace_cache import (
 )
 from tputui.analysis.trace_events import trace_events
 from tputui.analysis.trace_export import analyze as export_analyze
-from tputui.data.cache import cache_root, prune
+from tputui.data.cache import cache_root
+from tputui.data.cache_folder import prune
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 

@@ -189,11 +189,15 @@ def _tool_options(a: argparse.Namespace) -> dict:
 def run_export(argv: list[str]) -> int:
     import json
 
+    a = export_parser().parse_args(argv)
+    logdir = _open_logdir(a.logdir, a.timeout)
+    if a.tool and not a.list and not a.host and _is_op_stats_tool(a.tool):
+        # First, before the analysis modules load: the map's workers import them meanwhile.
+        _start_map_workers(logdir.run(a.run), a.jobs, a.dask, not a.no_cache)
+
     from tputui.data.run_data import RunData
     from tputui.export import OutputCache, listing, run_tool, write_result
 
-    a = export_parser().parse_args(argv)
-    logdir = _open_logdir(a.logdir, a.timeout)
     if a.list:
         found = listing(logdir, use_cache=not a.no_cache)
         _emit(json.dumps(found, indent=1) + "\n", a.output)
@@ -241,11 +245,19 @@ def run_export(argv: list[str]) -> int:
     return _print_notes(notes)
 
 
+def _is_op_stats_tool(tool: str) -> bool:
+    from tputui.tools import get_tool
+
+    try:
+        return get_tool(tool).op_stats
+    except KeyError:
+        return False  # run_tool says so
+
+
 def _prefetch(run, tool: str, host: str | None) -> None:
-    """Start what the tool will wait for while its modules import: on a one-host run whose tool
-    reads the whole frame (not cached yet), that decode, in a thread (~0.2 s overlapped); on a
-    multi-host run of an op-stats tool with hosts still to map in several processes, those
-    worker processes (they import the map meanwhile, ~0.4 s each: analysis/map_pool.py)."""
+    """A one-host run whose tool reads the whole frame and whose frame is not cached yet: decode
+    it in the background while the tool's modules import (~0.2 s overlapped). (A multi-host
+    run's map workers were started before: _start_map_workers.)"""
     from tputui.data.cache import has_entry
     from tputui.data.storage import is_remote
     from tputui.tools import get_tool
@@ -254,9 +266,6 @@ def _prefetch(run, tool: str, host: str | None) -> None:
         t = get_tool(tool)
     except KeyError:
         return  # run_tool says so
-    if t.op_stats and host is None:
-        _start_map_workers(run.run, run.jobs, run.dask, run.use_cache)
-        return
     if not t.whole_frame or len(run.run.hosts) != 1 or host not in (None, run.run.hosts[0].host):
         return
     hf = run.run.hosts[0]
@@ -266,7 +275,8 @@ def _prefetch(run, tool: str, host: str | None) -> None:
 
 def _start_map_workers(run, jobs: int | None, dask: str | None, use_cache: bool) -> None:
     """On a multi-host run with hosts whose op stats are not cached, start the map's worker
-    processes now (analysis/map_pool.py): they import while this process loads the rest."""
+    processes now (analysis/map_pool.py; ~0.3 s each to start and import the map): they get
+    ready while this process loads the rest."""
     if len(run.hosts) < 2 or dask:
         return
     from tputui.analysis import map_pool

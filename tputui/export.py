@@ -22,7 +22,7 @@ import polars as pl
 
 from tputui import __version__
 from tputui.analysis.result import NoDataError, TextResult, ToolResult
-from tputui.data.cache import publish
+from tputui.data.cache_folder import publish
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
 from tputui.data.storage import cache_root

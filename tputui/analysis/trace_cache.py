@@ -29,7 +29,8 @@ from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index
 from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
 from tputui.analysis.trace_flows import FlowTable
-from tputui.data.cache import cache_key, cache_root, prune
+from tputui.data.cache import cache_key, cache_root
+from tputui.data.cache_folder import prune
 from tputui.data.files import atomic_dir
 
 INDEX_VERSION = 2  # 2: flow links and counter tracks

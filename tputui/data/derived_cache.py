@@ -17,7 +17,7 @@ import tempfile
 from typing import Any
 
 from tputui import __version__
-from tputui.data.cache import publish
+from tputui.data.cache_folder import publish
 from tputui.data.runs import HostFile
 from tputui.data.storage import cache_root
 
