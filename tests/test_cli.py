@@ -289,3 +289,16 @@ def test_export_starts_map_workers_before_loading_the_analysis(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "LOADED 1 []" in out.stderr
     assert json.loads((tmp_path / "o.json").read_text())
+
+
+def test_registry_marks_the_tools_that_reduce_over_op_stats():
+    """Tool.op_stats (export starts the map's workers for these) names exactly the tools whose
+    analysis reads the per-host op stats (host_map)."""
+    import importlib
+    import inspect
+
+    from tputui.tools import TOOLS
+
+    for t in TOOLS:
+        source = inspect.getsource(importlib.import_module(t.analysis.split(":")[0]))
+        assert t.op_stats == ("host_map." in source), (t.name, "set op_stats in tputui/tools.py")
