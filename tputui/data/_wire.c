@@ -658,6 +658,17 @@ static int put_stats(PyObject *dict, const char *prefix, StatCols *s) {
     return 0;
 }
 
+/* Item i of a ranges sequence as (offset, length) inside a buffer of buflen bytes; -1 with a
+ * Python error set otherwise. */
+static int plane_range(PyObject *seq, Py_ssize_t i, Py_ssize_t buflen, Py_ssize_t *off, Py_ssize_t *len) {
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "nn", off, len)) return -1;
+    if (*off < 0 || *len < 0 || *off > buflen || *len > buflen - *off) { /* no off + len: it can overflow */
+        PyErr_SetString(PyExc_ValueError, "plane range outside the buffer");
+        return -1;
+    }
+    return 0;
+}
+
 /* decode_planes(buf, ranges): full parse of the selected planes. */
 static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
     Py_buffer view;
@@ -672,11 +683,7 @@ static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
     int failed = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t off, len;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "nn", &off, &len)) goto done;
-        if (off < 0 || len < 0 || off > view.len || len > view.len - off) { /* no off + len: it can overflow */
-            PyErr_SetString(PyExc_ValueError, "plane range outside the buffer");
-            goto done;
-        }
+        if (plane_range(seq, i, view.len, &off, &len)) goto done;
         Py_BEGIN_ALLOW_THREADS  /* the walk touches no Python objects: let the UI thread run */
         failed = parse_plane(&d, d.base + off, d.base + off + len);
         Py_END_ALLOW_THREADS
@@ -776,11 +783,7 @@ static PyObject *wire_count_lines(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t off, len;
         int failed;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "nn", &off, &len)) goto done;
-        if (off < 0 || len < 0 || off > view.len || len > view.len - off) {
-            PyErr_SetString(PyExc_ValueError, "plane range outside the buffer");
-            goto done;
-        }
+        if (plane_range(seq, i, view.len, &off, &len)) goto done;
         Py_BEGIN_ALLOW_THREADS
         failed = count_plane(&d, &out, (int64_t)i, d.base + off, d.base + off + len);
         Py_END_ALLOW_THREADS
