@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import pathlib
@@ -41,11 +40,12 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "bench" / "RESULTS.md"
+from scale import big_lock  # noqa: E402 (bench/scale.py: one big job on the machine at a time)
+
 PY = sys.executable
 ORACLE_PY = os.environ.get("XPROF_PYTHON", "/work/xvenv/bin/python")  # a python with TF (for tpu_scaled.py)
 SHARED = ROOT.parent / "shared" if (ROOT.parent / "shared").is_dir() else pathlib.Path("/work/shared")
 SOURCE = SHARED / "profiles" / "tpu_v6e_inference" / "plugins" / "profile" / "2025_12_10_run" / "t1v-tpu-host.xplane.pb"
-LOCK = "/tmp/bigjob.lock"
 RUN = "2026_01_01_00_00_00"
 
 OPEN_CHILD = r"""
@@ -135,16 +135,6 @@ def build(work: pathlib.Path, source: pathlib.Path, mb: float, compression: str)
 
 
 # --- measuring ---------------------------------------------------------------------------------
-@contextlib.contextmanager
-def big_lock():
-    with open(LOCK, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def _rss_mb(pid: int) -> float:
     """RSS of `pid` and its children (worker processes), from /proc."""
     total = 0.0
@@ -207,7 +197,7 @@ def env_with_cache(cache: str) -> dict:
 
 
 def measure_open(logdir: pathlib.Path, cap_mb: float, cache_on: bool = False) -> dict:
-    with tempfile.TemporaryDirectory() as cache, big_lock():
+    with tempfile.TemporaryDirectory() as cache, big_lock(True):
         r = run_child([PY, "-c", OPEN_CHILD, str(logdir), "cache" if cache_on else "no-cache"],
                       env_with_cache(cache), cap_mb)
     if not r["capped"]:
@@ -216,13 +206,13 @@ def measure_open(logdir: pathlib.Path, cap_mb: float, cache_on: bool = False) ->
 
 
 def measure_columns(logdir: pathlib.Path, cap_mb: float) -> dict:
-    with tempfile.TemporaryDirectory() as cache, big_lock():
+    with tempfile.TemporaryDirectory() as cache, big_lock(True):
         return run_child([PY, "-c", COLUMNS_CHILD, str(logdir)], env_with_cache(cache), cap_mb)
 
 
 def measure_export(logdir: pathlib.Path, tool: str, cap_mb: float) -> dict:
     cmd = [PY, "-m", "tputui.cli", "export", str(logdir), "--tool", tool, "--format", "json", "-o", os.devnull]
-    with tempfile.TemporaryDirectory() as cache, big_lock():
+    with tempfile.TemporaryDirectory() as cache, big_lock(True):
         return run_child(cmd, env_with_cache(cache), cap_mb)
 
 
