@@ -268,7 +268,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         root_rows = cand.tolist()
 
     # Spread labels (min wins = the earliest-processed root reaching an event) to a fixed point:
-    # down the nesting (level by level), along flows and links.
+    # down the nesting (one pass, parents first: spread_min), along flows and links.
     for _ in range(100):
         spread_min(parent, label, down_order)
         changed = False

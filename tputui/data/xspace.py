@@ -376,10 +376,7 @@ class XSpaceFrame:
         for text values, the int for others, 0 for floats and bytes). The plain columns
         stat_values() builds its table from, without the table: for analyses over many events."""
         cols: StatColumns = getattr(self.raw, f"{owner}_stats")
-        offsets, order = self._stat_groups(owner)
-        parts = [order[offsets[r]:offsets[r + 1]] for r in self.stat_rows(name).tolist()]
-        sel = (np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0] if parts
-               else np.zeros(0, np.int32))
+        sel = self._stat_positions(owner, [name])
         k = cols.kind[sel]
         if kind == "any":
             text = (k == KIND_STR) | (k == KIND_REF)
@@ -420,14 +417,18 @@ class XSpaceFrame:
 
         return self.derived(("stat_groups", owner), compute)  # type: ignore[return-value]
 
-    def _stat_values(self, owner: str, names: list[str]) -> pl.DataFrame:
-        cols: StatColumns = getattr(self.raw, f"{owner}_stats")
-        stat_rows, _ = self._ref_rows[owner]
+    def _stat_positions(self, owner: str, names: list[str]) -> np.ndarray:
+        """Positions (in storage order) of the owner's stats named `names`, from the stat groups."""
         offsets, order = self._stat_groups(owner)
         rows = sorted({r for n in set(names) for r in self.stat_rows(n).tolist()})
         parts = [order[offsets[r]:offsets[r + 1]] for r in rows]
-        sel = (np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0] if parts
-               else np.zeros(0, np.int64))
+        return (np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0] if parts
+                else np.zeros(0, np.int64))
+
+    def _stat_values(self, owner: str, names: list[str]) -> pl.DataFrame:
+        cols: StatColumns = getattr(self.raw, f"{owner}_stats")
+        stat_rows, _ = self._ref_rows[owner]
+        sel = self._stat_positions(owner, names)
         kind, value = cols.kind[sel], cols.value[sel]
         k = pl.col("kind")
         is_int = (k == KIND_INT64) | (k == KIND_UINT64)
