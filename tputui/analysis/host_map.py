@@ -22,7 +22,7 @@ from tputui.analysis import map_pool, op_stats, op_stats_format
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
 from tputui.analysis.map_pool import KIND
 from tputui.analysis.op_stats import HostOpStats, OpStats
-from tputui.data import derived_cache
+from tputui.data import derived_cache, xspace
 from tputui.data.cache import load_frame
 from tputui.data.progress import Progress, current_progress
 from tputui.data.run_data import RunData
@@ -147,7 +147,8 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
             fill()
             if pending:
                 hf = pending.pop()
-                stats = map_host_file(hf, use_cache)
+                with xspace.one_decode_thread():
+                    stats = map_host_file(hf, use_cache)
                 done += 1
                 if report:
                     report(f"op stats: {done}/{len(files)} hosts done ({hf.host}, here)")

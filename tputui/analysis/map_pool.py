@@ -79,6 +79,8 @@ def _init_worker() -> None:
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     keep_freed_memory()  # a worker lives for one run's map (see data/allocator.py)
+    from tputui.data import xspace
+    xspace.decode_on_one_thread()  # the lanes fill the cores already
     import tputui.analysis.host_map  # noqa: F401
 
 

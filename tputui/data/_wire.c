@@ -6,7 +6,7 @@
  * Strings are returned as (offset, length) into the input buffer; Python slices them.
  *
  *   scan(buf) -> (planes [(offset, length, name_bytes)], hostnames, errors, warnings)
- *   decode_planes(buf, [(offset, length), ...]) -> {column name: bytes}
+ *   decode_planes(buf, [(offset, length), ...], threads=1) -> {column name: bytes}
  *   count_lines(buf, [(offset, length), ...]) -> bytes (per line: plane, id, times, events, stats)
  *
  * Any malformed input raises ValueError with the byte offset; nothing is trusted.
@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <pthread.h>
 
 typedef struct {
     char *data;
@@ -162,6 +163,7 @@ typedef struct {
     StatCols es, ms, ps;
     Col segs; /* scratch: the value pieces of the map entry being parsed */
     int64_t n_planes, n_lines, n_events, n_em;
+    int plane0_id_seen, plane0_name_seen; /* did the first plane part decoded here give an id, a name */
 } Dec;
 
 #define FAIL(d, p, msg) do { (d)->error = (msg); (d)->error_at = (size_t)((p) - (d)->base); return -1; } while (0)
@@ -514,16 +516,19 @@ static int parse_map_entry(Dec *d, int32_t plane, int is_event_md, const uint8_t
 static int parse_plane(Dec *d, const uint8_t *p, const uint8_t *end) {
     int32_t idx = (int32_t)d->n_planes;
     int64_t id = 0, name_off = 0, name_len = 0;
+    int id_seen = 0, name_seen = 0;
     uint64_t v;
     const uint8_t *a, *b;
     TAG_LOOP(d, p, end, field, wire)
         if (field == 1 && wire == 0) {
             if (read_varint(d, &p, end, &v)) return -1;
             id = (int64_t)v;
+            id_seen = 1;
         } else if (field == 2 && wire == 2) {
             if (read_str(d, &p, end, &a, &b)) return -1;
             name_off = a - d->base;
             name_len = b - a;
+            name_seen = 1;
         } else if (field == 3 && wire == 2) {
             if (read_len(d, &p, end, &a, &b)) return -1;
             if (parse_line(d, idx, a, b)) return -1;
@@ -539,6 +544,10 @@ static int parse_plane(Dec *d, const uint8_t *p, const uint8_t *end) {
     TAG_LOOP_END
     if (push_i64(&d->plane_id, id) || push_i64(&d->plane_name_off, name_off) || push_i64(&d->plane_name_len, name_len))
         OOM(d, p);
+    if (idx == 0) {
+        d->plane0_id_seen = id_seen;
+        d->plane0_name_seen = name_seen;
+    }
     d->n_planes++;
     return 0;
 }
@@ -669,29 +678,188 @@ static int plane_range(PyObject *seq, Py_ssize_t i, Py_ssize_t buflen, Py_ssize_
     return 0;
 }
 
-/* decode_planes(buf, ranges): full parse of the selected planes. */
+/* --- decode_planes on two threads ---------------------------------------------------------------
+ * The selected bytes are cut in two near their middle, at a boundary between two top-level fields
+ * of a plane when the middle falls inside one (a plane message is the concatenation of its fields,
+ * so both parts parse as planes). Each half is decoded into columns of its own on its own thread;
+ * then the second half's rows are appended to the first's, their references to planes, lines,
+ * events and event metadata moved by the first half's counts, and a cut plane's two rows made one
+ * (its id and name: the last given, as in one parse). The result is the one-thread decode's, errors
+ * included: the first half's error wins, and either half sees the bytes a one-thread walk would. */
+typedef struct {
+    const uint8_t *start, *stop;
+} Span;
+
+typedef struct {
+    Dec d;
+    const Span *spans;
+    Py_ssize_t n;
+    int failed;
+} Half;
+
+static void *decode_half(void *arg) {
+    Half *h = arg;
+    for (Py_ssize_t i = 0; i < h->n && !h->failed; i++)
+        h->failed = parse_plane(&h->d, h->spans[i].start, h->spans[i].stop);
+    return NULL;
+}
+
+/* Where in plane [p, end) to cut for a cut near `target`: the first field boundary at or after it,
+ * or `end` when none is found (or the fields do not parse: the decode then reports why). */
+static const uint8_t *field_cut(const uint8_t *base, const uint8_t *p, const uint8_t *end, const uint8_t *target) {
+    Dec scratch;
+    memset(&scratch, 0, sizeof scratch);
+    scratch.base = base;
+    Dec *d = &scratch;
+    while (p < end && p < target) {
+        uint32_t field;
+        int wire;
+        if (read_tag(d, &p, end, &field, &wire) || skip_field(d, &p, end, field, wire, DEPTH_LIMIT - D_PLANE))
+            return end;
+    }
+    return p < end ? p : end;
+}
+
+/* Appends column b (elements of `width` bytes, the first `skip` of them left out) to column a,
+ * adding `add` to each element (row references); b is released. */
+static int append_col(Col *a, Col *b, size_t skip, int width, int64_t add) {
+    size_t from = skip * (size_t)width, n = b->len > from ? b->len - from : 0;
+    int r = 0;
+    if (n) {
+        if (col_reserve(a, n)) r = -1;
+        else {
+            char *dst = a->data + a->len, *src = b->data + from;
+            if (add == 0) memcpy(dst, src, n);
+            else if (width == 4)
+                for (size_t i = 0; i < n / 4; i++) ((int32_t *)dst)[i] = ((int32_t *)src)[i] + (int32_t)add;
+            else
+                for (size_t i = 0; i < n / 8; i++) ((int64_t *)dst)[i] = ((int64_t *)src)[i] + add;
+            a->len += n;
+        }
+    }
+    col_release(b->data, b->cap);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return r;
+}
+
+/* Second half b appended to first half a (see above); `cut` = 1 when b starts inside a's last plane. */
+static int join_halves(Dec *a, Dec *b, int cut) {
+    int64_t planes = a->n_planes - cut;
+    if (cut && b->n_planes) { /* one plane in two parts: the last id and name given win */
+        int64_t last = a->n_planes - 1;
+        if (b->plane0_id_seen) ((int64_t *)a->plane_id.data)[last] = ((int64_t *)b->plane_id.data)[0];
+        if (b->plane0_name_seen) {
+            ((int64_t *)a->plane_name_off.data)[last] = ((int64_t *)b->plane_name_off.data)[0];
+            ((int64_t *)a->plane_name_len.data)[last] = ((int64_t *)b->plane_name_len.data)[0];
+        }
+    }
+    size_t skip = cut ? 1 : 0;
+    int r = append_col(&a->plane_id, &b->plane_id, skip, 8, 0) |
+            append_col(&a->plane_name_off, &b->plane_name_off, skip, 8, 0) |
+            append_col(&a->plane_name_len, &b->plane_name_len, skip, 8, 0);
+    r |= append_col(&a->line_plane, &b->line_plane, 0, 4, planes);
+    Col *line_cols[] = {&a->line_id, &a->line_display_id, &a->line_ts, &a->line_dur, &a->line_name_off,
+                        &a->line_name_len, &a->line_dname_off, &a->line_dname_len, &a->line_count};
+    Col *line_b[] = {&b->line_id, &b->line_display_id, &b->line_ts, &b->line_dur, &b->line_name_off,
+                     &b->line_name_len, &b->line_dname_off, &b->line_dname_len, &b->line_count};
+    for (size_t i = 0; i < sizeof line_cols / sizeof *line_cols; i++) r |= append_col(line_cols[i], line_b[i], 0, 8, 0);
+    r |= append_col(&a->line_first, &b->line_first, 0, 8, a->n_events);
+    r |= append_col(&a->ev_line, &b->ev_line, 0, 4, a->n_lines);
+    r |= append_col(&a->ev_mid, &b->ev_mid, 0, 8, 0) | append_col(&a->ev_off, &b->ev_off, 0, 8, 0) |
+         append_col(&a->ev_occ, &b->ev_occ, 0, 8, 0) | append_col(&a->ev_dur, &b->ev_dur, 0, 8, 0);
+    r |= append_col(&a->em_plane, &b->em_plane, 0, 4, planes);
+    Col *em_cols[] = {&a->em_id, &a->em_key, &a->em_name_off, &a->em_name_len, &a->em_dname_off,
+                      &a->em_dname_len, &a->em_meta_off, &a->em_meta_len, &a->emc_id};
+    Col *em_b[] = {&b->em_id, &b->em_key, &b->em_name_off, &b->em_name_len, &b->em_dname_off,
+                   &b->em_dname_len, &b->em_meta_off, &b->em_meta_len, &b->emc_id};
+    for (size_t i = 0; i < sizeof em_cols / sizeof *em_cols; i++) r |= append_col(em_cols[i], em_b[i], 0, 8, 0);
+    r |= append_col(&a->emc_owner, &b->emc_owner, 0, 8, a->n_em);
+    r |= append_col(&a->sm_plane, &b->sm_plane, 0, 4, planes);
+    Col *sm_cols[] = {&a->sm_id, &a->sm_key, &a->sm_name_off, &a->sm_name_len, &a->sm_desc_off, &a->sm_desc_len};
+    Col *sm_b[] = {&b->sm_id, &b->sm_key, &b->sm_name_off, &b->sm_name_len, &b->sm_desc_off, &b->sm_desc_len};
+    for (size_t i = 0; i < sizeof sm_cols / sizeof *sm_cols; i++) r |= append_col(sm_cols[i], sm_b[i], 0, 8, 0);
+    StatCols *sa[] = {&a->es, &a->ms, &a->ps}, *sb[] = {&b->es, &b->ms, &b->ps};
+    int64_t owner_add[] = {a->n_events, a->n_em, planes};
+    for (int i = 0; i < 3; i++) {
+        r |= append_col(&sa[i]->owner, &sb[i]->owner, 0, 8, owner_add[i]);
+        r |= append_col(&sa[i]->mid, &sb[i]->mid, 0, 8, 0) | append_col(&sa[i]->kind, &sb[i]->kind, 0, 1, 0) |
+             append_col(&sa[i]->val, &sb[i]->val, 0, 8, 0) | append_col(&sa[i]->len, &sb[i]->len, 0, 8, 0);
+    }
+    a->n_planes = planes + b->n_planes;
+    a->n_lines += b->n_lines;
+    a->n_events += b->n_events;
+    a->n_em += b->n_em;
+    return r ? -1 : 0;
+}
+
+/* The two halves' spans, cut near the middle of the selected bytes; returns 1 when a plane was cut. */
+static int split_spans(const uint8_t *base, const Span *all, Py_ssize_t n, Span *first, Py_ssize_t *n_first,
+                       Span *second, Py_ssize_t *n_second) {
+    size_t total = 0, seen = 0;
+    for (Py_ssize_t i = 0; i < n; i++) total += (size_t)(all[i].stop - all[i].start);
+    Py_ssize_t k = 0;
+    while (k < n - 1 && seen + (size_t)(all[k].stop - all[k].start) <= total / 2) seen += (size_t)(all[k].stop - all[k].start), k++;
+    const uint8_t *cut = field_cut(base, all[k].start, all[k].stop, all[k].start + (total / 2 - seen));
+    *n_first = *n_second = 0;
+    for (Py_ssize_t i = 0; i < k; i++) first[(*n_first)++] = all[i];
+    if (cut > all[k].start) first[(*n_first)++] = (Span){all[k].start, cut};
+    int cut_plane = cut > all[k].start && cut < all[k].stop;
+    if (cut < all[k].stop || all[k].start == all[k].stop) second[(*n_second)++] = (Span){cut, all[k].stop};
+    for (Py_ssize_t i = k + 1; i < n; i++) second[(*n_second)++] = all[i];
+    return cut_plane;
+}
+
+/* decode_planes(buf, ranges, threads=1): full parse of the selected planes (threads: 1 or 2). */
 static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
     Py_buffer view;
     PyObject *ranges;
-    if (!PyArg_ParseTuple(args, "y*O", &view, &ranges)) return NULL;
-    Dec d;
-    memset(&d, 0, sizeof d);
-    d.base = view.buf;
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "y*O|i", &view, &ranges, &threads)) return NULL;
+    Half h[2];
+    memset(h, 0, sizeof h);
+    h[0].d.base = h[1].d.base = view.buf;
+    Span *spans = NULL;
     PyObject *out = NULL, *seq = PySequence_Fast(ranges, "ranges must be a sequence");
     if (!seq) goto done;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int failed = 0;
+    spans = PyMem_Malloc(sizeof(Span) * (size_t)(3 * n + 2));
+    if (!spans) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t off, len;
         if (plane_range(seq, i, view.len, &off, &len)) goto done;
-        Py_BEGIN_ALLOW_THREADS  /* the walk touches no Python objects: let the UI thread run */
-        failed = parse_plane(&d, d.base + off, d.base + off + len);
-        Py_END_ALLOW_THREADS
-        if (failed) { raise_decode_error(&d); goto done; }
+        spans[i] = (Span){h[0].d.base + off, h[0].d.base + off + len};
     }
+    int cut = 0, two = threads >= 2 && n > 0;
+    Py_BEGIN_ALLOW_THREADS  /* the walk touches no Python objects: let other threads run */
+    if (two) {
+        cut = split_spans(h[0].d.base, spans, n, spans + n, &h[0].n, spans + 2 * n + 1, &h[1].n);
+        h[0].spans = spans + n;
+        h[1].spans = spans + 2 * n + 1;
+        pthread_t t;
+        int started = pthread_create(&t, NULL, decode_half, &h[1]) == 0;
+        decode_half(&h[0]);
+        if (started) pthread_join(t, NULL);
+        else decode_half(&h[1]);
+        if (!h[0].failed && !h[1].failed && join_halves(&h[0].d, &h[1].d, cut)) {
+            h[0].failed = 1;
+            h[0].d.error = "out of memory";
+            h[0].d.error_at = 0;
+        }
+    } else {
+        h[0].spans = spans;
+        h[0].n = n;
+        decode_half(&h[0]);
+    }
+    Py_END_ALLOW_THREADS
+    if (h[0].failed || h[1].failed) {
+        raise_decode_error(h[0].failed ? &h[0].d : &h[1].d);
+        goto done;
+    }
+    Dec *d = &h[0].d;
     out = PyDict_New();
     if (!out) goto done;
-#define PUT(name) if (put(out, #name, &d.name)) goto fail;
+#define PUT(name) if (put(out, #name, &d->name)) goto fail;
     PUT(plane_id) PUT(plane_name_off) PUT(plane_name_len)
     PUT(line_plane) PUT(line_id) PUT(line_display_id) PUT(line_ts) PUT(line_dur) PUT(line_name_off)
     PUT(line_name_len) PUT(line_dname_off) PUT(line_dname_len) PUT(line_first) PUT(line_count)
@@ -700,13 +868,15 @@ static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
     PUT(em_meta_off) PUT(em_meta_len) PUT(emc_owner) PUT(emc_id)
     PUT(sm_plane) PUT(sm_id) PUT(sm_key) PUT(sm_name_off) PUT(sm_name_len) PUT(sm_desc_off) PUT(sm_desc_len)
 #undef PUT
-    if (put_stats(out, "es", &d.es) || put_stats(out, "ms", &d.ms) || put_stats(out, "ps", &d.ps)) goto fail;
+    if (put_stats(out, "es", &d->es) || put_stats(out, "ms", &d->ms) || put_stats(out, "ps", &d->ps)) goto fail;
     goto done;
 fail:
     Py_CLEAR(out);
 done:
     Py_XDECREF(seq);
-    free_dec(&d);
+    PyMem_Free(spans);
+    free_dec(&h[0].d);
+    free_dec(&h[1].d);
     PyBuffer_Release(&view);
     return out;
 }
@@ -799,7 +969,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", wire_scan, METH_VARARGS, "scan(buf) -> (planes, hostnames, errors, warnings)"},
-    {"decode_planes", wire_decode_planes, METH_VARARGS, "decode_planes(buf, ranges) -> {column: buffer}"},
+    {"decode_planes", wire_decode_planes, METH_VARARGS, "decode_planes(buf, ranges, threads=1) -> {column: buffer}"},
     {"count_lines", wire_count_lines, METH_VARARGS,
      "count_lines(buf, ranges) -> bytes: int64 rows (plane, line id, timestamp_ns, duration_ps, events, stats)"},
     {NULL, NULL, 0, NULL},

@@ -6,6 +6,7 @@ them; `names()` gives the strings for a column of ids when it is time to show th
 """
 from __future__ import annotations
 
+import contextlib
 import mmap
 import threading
 import weakref
@@ -80,6 +81,17 @@ def plane_filter(planes: PlaneSelector) -> Callable[[str], bool] | None:
         return planes
     prefixes = tuple(planes)
     return lambda name: name.startswith(prefixes)
+
+
+def decode_on_one_thread() -> None:
+    """Decode on one thread in this process from now on (a map worker: the lanes fill the cores)."""
+    if wire is not None:
+        wire.use_one_thread()
+
+
+def one_decode_thread() -> contextlib.AbstractContextManager[None]:
+    """Decode on one thread inside the block (this process is one of the map's lanes)."""
+    return wire.one_thread() if wire is not None else contextlib.nullcontext()
 
 
 def decode(data: bytes, planes: PlaneSelector = None) -> XSpaceFrame:
