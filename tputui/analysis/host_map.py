@@ -129,9 +129,14 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
     pending = list(files)
     running: dict = {}
     done = 0
-    with map_pool.take(jobs - 1) as pool:
+    workers = jobs - 1
+    with map_pool.take(workers) as pool:
         def fill() -> None:
-            while pending and len(running) < jobs - 1:
+            # A worker holds its next host while it maps one: this process hands hosts over only
+            # between its own hosts, so one at a time left the worker idle for up to a host's time.
+            # Near the end, one each, so a worker is not left with two while this process waits.
+            ahead = 2 if len(pending) > jobs + workers else 1
+            while pending and len(running) < workers * ahead:
                 hf = pending.pop(0)  # workers take hosts from the front, this process from the back
                 running[pool.submit(map_host_file, hf, use_cache)] = hf
 
