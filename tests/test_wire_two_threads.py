@@ -1,4 +1,5 @@
-"""The C decoder on two threads gives exactly the one-thread decode, errors included.
+"""The C decoder on two threads gives exactly the one-thread decode, errors included (and its
+line count, riegeli's first pass, the one-thread count).
 
 decode_planes(buf, ranges, 2) cuts the selected bytes in two near their middle (inside a plane,
 between two of its fields, when the middle falls there), decodes the halves on two threads and
@@ -27,9 +28,18 @@ def columns(data: bytes, ranges, threads: int):
         return str(e)
 
 
+def counts(data: bytes, ranges, threads: int):
+    try:
+        return _wire.count_lines(data, ranges, threads)
+    except ValueError as e:
+        return str(e)
+
+
 def same_both_ways(data: bytes, ranges) -> object:
+    """The decode and the line count (riegeli's first pass) alike on one and two threads."""
     one = columns(data, ranges, 1)
     assert columns(data, ranges, 2) == one
+    assert counts(data, ranges, 2) == counts(data, ranges, 1)
     return one
 
 

@@ -7,7 +7,7 @@
  *
  *   scan(buf) -> (planes [(offset, length, name_bytes)], hostnames, errors, warnings)
  *   decode_planes(buf, [(offset, length), ...], threads=1) -> {column name: bytes}
- *   count_lines(buf, [(offset, length), ...]) -> bytes (per line: plane, id, times, events, stats)
+ *   count_lines(buf, [(offset, length), ...], threads=1) -> bytes (per line: plane, id, times, events, stats)
  *
  * Any malformed input raises ValueError with the byte offset; nothing is trusted.
  *
@@ -688,6 +688,7 @@ static int plane_range(PyObject *seq, Py_ssize_t i, Py_ssize_t buflen, Py_ssize_
  * included: the first half's error wins, and either half sees the bytes a one-thread walk would. */
 typedef struct {
     const uint8_t *start, *stop;
+    Py_ssize_t index; /* which of the selected ranges (a cut plane's two parts share it) */
 } Span;
 
 typedef struct {
@@ -803,9 +804,9 @@ static int split_spans(const uint8_t *base, const Span *all, Py_ssize_t n, Span 
     const uint8_t *cut = field_cut(base, all[k].start, all[k].stop, all[k].start + (total / 2 - seen));
     *n_first = *n_second = 0;
     for (Py_ssize_t i = 0; i < k; i++) first[(*n_first)++] = all[i];
-    if (cut > all[k].start) first[(*n_first)++] = (Span){all[k].start, cut};
+    if (cut > all[k].start) first[(*n_first)++] = (Span){all[k].start, cut, all[k].index};
     int cut_plane = cut > all[k].start && cut < all[k].stop;
-    if (cut < all[k].stop || all[k].start == all[k].stop) second[(*n_second)++] = (Span){cut, all[k].stop};
+    if (cut < all[k].stop || all[k].start == all[k].stop) second[(*n_second)++] = (Span){cut, all[k].stop, all[k].index};
     for (Py_ssize_t i = k + 1; i < n; i++) second[(*n_second)++] = all[i];
     return cut_plane;
 }
@@ -828,7 +829,7 @@ static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t off, len;
         if (plane_range(seq, i, view.len, &off, &len)) goto done;
-        spans[i] = (Span){h[0].d.base + off, h[0].d.base + off + len};
+        spans[i] = (Span){h[0].d.base + off, h[0].d.base + off + len, i};
     }
     int cut = 0, two = threads >= 2 && n > 0;
     Py_BEGIN_ALLOW_THREADS  /* the walk touches no Python objects: let other threads run */
@@ -937,32 +938,78 @@ static int count_plane(Dec *d, Col *out, int64_t plane, const uint8_t *p, const 
     return 0;
 }
 
-/* count_lines(buf, ranges) -> bytes of int64 rows (plane, line id, timestamp_ns, duration_ps,
- * events, event stats), one per line. */
+/* One half of a count: its spans' lines into `out` (rows of the cut plane's two parts simply follow
+ * each other, so the halves' outputs concatenate to the one-thread count). */
+typedef struct {
+    Dec d;
+    Col out;
+    const Span *spans;
+    Py_ssize_t n;
+    int failed;
+} CountHalf;
+
+static void *count_half(void *arg) {
+    CountHalf *h = arg;
+    for (Py_ssize_t i = 0; i < h->n && !h->failed; i++)
+        h->failed = count_plane(&h->d, &h->out, (int64_t)h->spans[i].index, h->spans[i].start, h->spans[i].stop);
+    return NULL;
+}
+
+/* count_lines(buf, ranges, threads=1) -> bytes of int64 rows (plane, line id, timestamp_ns,
+ * duration_ps, events, event stats), one per line; two threads cut the bytes as decode_planes does. */
 static PyObject *wire_count_lines(PyObject *self, PyObject *args) {
     Py_buffer view;
     PyObject *ranges;
-    if (!PyArg_ParseTuple(args, "y*O", &view, &ranges)) return NULL;
-    Dec d;
-    memset(&d, 0, sizeof d);
-    d.base = view.buf;
-    Col out = {0};
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "y*O|i", &view, &ranges, &threads)) return NULL;
+    CountHalf h[2];
+    memset(h, 0, sizeof h);
+    h[0].d.base = h[1].d.base = view.buf;
+    Span *spans = NULL;
     PyObject *result = NULL, *seq = PySequence_Fast(ranges, "ranges must be a sequence");
     if (!seq) goto done;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    spans = PyMem_Malloc(sizeof(Span) * (size_t)(3 * n + 2));
+    if (!spans) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t off, len;
-        int failed;
         if (plane_range(seq, i, view.len, &off, &len)) goto done;
-        Py_BEGIN_ALLOW_THREADS
-        failed = count_plane(&d, &out, (int64_t)i, d.base + off, d.base + off + len);
-        Py_END_ALLOW_THREADS
-        if (failed) { raise_decode_error(&d); goto done; }
+        spans[i] = (Span){h[0].d.base + off, h[0].d.base + off + len, i};
     }
-    result = PyBytes_FromStringAndSize(out.data ? out.data : "", (Py_ssize_t)out.len);
+    int two = threads >= 2 && n > 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (two) {
+        split_spans(h[0].d.base, spans, n, spans + n, &h[0].n, spans + 2 * n + 1, &h[1].n);
+        h[0].spans = spans + n;
+        h[1].spans = spans + 2 * n + 1;
+        pthread_t t;
+        int started = pthread_create(&t, NULL, count_half, &h[1]) == 0;
+        count_half(&h[0]);
+        if (started) pthread_join(t, NULL);
+        else count_half(&h[1]);
+    } else {
+        h[0].spans = spans;
+        h[0].n = n;
+        count_half(&h[0]);
+    }
+    Py_END_ALLOW_THREADS
+    if (h[0].failed || h[1].failed) {
+        raise_decode_error(h[0].failed ? &h[0].d : &h[1].d);
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(h[0].out.len + h[1].out.len));
+    if (result) {
+        char *to = PyBytes_AS_STRING(result);
+        if (h[0].out.len) memcpy(to, h[0].out.data, h[0].out.len);
+        if (h[1].out.len) memcpy(to + h[0].out.len, h[1].out.data, h[1].out.len);
+    }
 done:
     Py_XDECREF(seq);
-    col_release(out.data, out.cap);  /* a big count lives in a mapping (col_reserve) */
+    PyMem_Free(spans);
+    for (int i = 0; i < 2; i++) {
+        col_release(h[i].out.data, h[i].out.cap);  /* a big count lives in a mapping (col_reserve) */
+        free_dec(&h[i].d);
+    }
     PyBuffer_Release(&view);
     return result;
 }
@@ -971,7 +1018,7 @@ static PyMethodDef methods[] = {
     {"scan", wire_scan, METH_VARARGS, "scan(buf) -> (planes, hostnames, errors, warnings)"},
     {"decode_planes", wire_decode_planes, METH_VARARGS, "decode_planes(buf, ranges, threads=1) -> {column: buffer}"},
     {"count_lines", wire_count_lines, METH_VARARGS,
-     "count_lines(buf, ranges) -> bytes: int64 rows (plane, line id, timestamp_ns, duration_ps, events, stats)"},
+     "count_lines(buf, ranges, threads=1) -> bytes: int64 rows (plane, line id, timestamp_ns, duration_ps, events, stats)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,4 +5,4 @@ from typing_extensions import Buffer
 
 def scan(buf: Buffer, /) -> tuple[list[tuple[int, int, bytes]], list[str], list[str], list[str]]: ...
 def decode_planes(buf: Buffer, ranges: Sequence[tuple[int, int]], threads: int = 1, /) -> dict[str, Buffer]: ...  # writable
-def count_lines(buf: Buffer, ranges: Sequence[tuple[int, int]], /) -> bytes: ...  # int64 rows of 6
+def count_lines(buf: Buffer, ranges: Sequence[tuple[int, int]], threads: int = 1, /) -> bytes: ...  # int64 rows of 6

@@ -39,7 +39,9 @@ def count_record(record, planes: PlaneSelector = None) -> RecordLines:
         found, _, _, _ = _wire.scan(record)
         chosen = [(off, n, name.decode("utf-8", "replace")) for off, n, name in found]
         chosen = [c for c in chosen if keep is None or keep(c[2])]
-        rows = np.frombuffer(_wire.count_lines(record, [(off, n) for off, n, _ in chosen]), np.int64)
+        ranges = [(off, n) for off, n, _ in chosen]
+        rows = np.frombuffer(_wire.count_lines(record, ranges, xspace.wire.threads_for(sum(n for _, n in ranges))),
+                             np.int64)
     except ValueError as e:
         raise DecodeError(str(e)) from None
     return RecordLines([name for _, _, name in chosen], rows.reshape(-1, 6))

@@ -33,6 +33,11 @@ def one_thread() -> Iterator[None]:
         _one_thread[0] = saved
 
 
+def threads_for(nbytes: int) -> int:
+    """How many threads the C side walks `nbytes` of selected planes with (decode or count)."""
+    return 1 if _one_thread[0] or nbytes < TWO_THREADS_FROM_BYTES else 2
+
+
 def use_one_thread() -> None:
     """For good in this process (a map worker: the lanes fill the cores)."""
     _one_thread[0] = True
@@ -96,7 +101,7 @@ def decode(data: bytes | mmap.mmap | memoryview, keep: Callable[[str], bool] | N
     planes, hostnames, errors, warnings = _wire.scan(data)
     ranges = [(off, n) for off, n, name in planes
               if keep is None or keep(name.decode("utf-8", "replace"))]
-    threads = 1 if _one_thread[0] or sum(n for _, n in ranges) < TWO_THREADS_FROM_BYTES else 2
+    threads = threads_for(sum(n for _, n in ranges))
     c = {k: memoryview(v) for k, v in _wire.decode_planes(data, ranges, threads).items()}  # writable buffers
     i64 = {k: np.frombuffer(v, np.int64) for k, v in c.items() if k not in _I32 and not k.endswith("_kind")}
     i32 = {k: np.frombuffer(c[k], np.int32) for k in _I32}
