@@ -26,6 +26,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -691,17 +692,24 @@ typedef struct {
     Py_ssize_t index; /* which of the selected ranges (a cut plane's two parts share it) */
 } Span;
 
+/* One half's walk: its spans decoded into d's columns, or (`count`) their lines counted into `out`. */
 typedef struct {
     Dec d;
+    Col out;
     const Span *spans;
     Py_ssize_t n;
-    int failed;
+    int count, failed;
 } Half;
 
-static void *decode_half(void *arg) {
+static int count_plane(Dec *d, Col *out, int64_t plane, const uint8_t *p, const uint8_t *end);
+
+static void *walk_half(void *arg) {
     Half *h = arg;
-    for (Py_ssize_t i = 0; i < h->n && !h->failed; i++)
-        h->failed = parse_plane(&h->d, h->spans[i].start, h->spans[i].stop);
+    for (Py_ssize_t i = 0; i < h->n && !h->failed; i++) {
+        const Span *s = &h->spans[i];
+        h->failed = h->count ? count_plane(&h->d, &h->out, (int64_t)s->index, s->start, s->stop)
+                             : parse_plane(&h->d, s->start, s->stop);
+    }
     return NULL;
 }
 
@@ -744,6 +752,28 @@ static int append_col(Col *a, Col *b, size_t skip, int width, int64_t add) {
     return r;
 }
 
+/* Every column but the planes' own: its width and which count of the first half moves its values. */
+enum { MOVED_BY_NONE, MOVED_BY_PLANES, MOVED_BY_LINES, MOVED_BY_EVENTS, MOVED_BY_EM };
+#define JC(col, width, by) {offsetof(Dec, col), width, MOVED_BY_##by}
+static const struct {
+    size_t at;
+    int width, by;
+} JOINED[] = {
+    JC(line_plane, 4, PLANES), JC(line_id, 8, NONE), JC(line_display_id, 8, NONE), JC(line_ts, 8, NONE),
+    JC(line_dur, 8, NONE), JC(line_name_off, 8, NONE), JC(line_name_len, 8, NONE), JC(line_dname_off, 8, NONE),
+    JC(line_dname_len, 8, NONE), JC(line_first, 8, EVENTS), JC(line_count, 8, NONE),
+    JC(ev_line, 4, LINES), JC(ev_mid, 8, NONE), JC(ev_off, 8, NONE), JC(ev_occ, 8, NONE), JC(ev_dur, 8, NONE),
+    JC(em_plane, 4, PLANES), JC(em_id, 8, NONE), JC(em_key, 8, NONE), JC(em_name_off, 8, NONE),
+    JC(em_name_len, 8, NONE), JC(em_dname_off, 8, NONE), JC(em_dname_len, 8, NONE), JC(em_meta_off, 8, NONE),
+    JC(em_meta_len, 8, NONE), JC(emc_owner, 8, EM), JC(emc_id, 8, NONE),
+    JC(sm_plane, 4, PLANES), JC(sm_id, 8, NONE), JC(sm_key, 8, NONE), JC(sm_name_off, 8, NONE),
+    JC(sm_name_len, 8, NONE), JC(sm_desc_off, 8, NONE), JC(sm_desc_len, 8, NONE),
+    JC(es.owner, 8, EVENTS), JC(es.mid, 8, NONE), JC(es.kind, 1, NONE), JC(es.val, 8, NONE), JC(es.len, 8, NONE),
+    JC(ms.owner, 8, EM), JC(ms.mid, 8, NONE), JC(ms.kind, 1, NONE), JC(ms.val, 8, NONE), JC(ms.len, 8, NONE),
+    JC(ps.owner, 8, PLANES), JC(ps.mid, 8, NONE), JC(ps.kind, 1, NONE), JC(ps.val, 8, NONE), JC(ps.len, 8, NONE),
+};
+#undef JC
+
 /* Second half b appended to first half a (see above); `cut` = 1 when b starts inside a's last plane. */
 static int join_halves(Dec *a, Dec *b, int cut) {
     int64_t planes = a->n_planes - cut;
@@ -759,34 +789,10 @@ static int join_halves(Dec *a, Dec *b, int cut) {
     int r = append_col(&a->plane_id, &b->plane_id, skip, 8, 0) |
             append_col(&a->plane_name_off, &b->plane_name_off, skip, 8, 0) |
             append_col(&a->plane_name_len, &b->plane_name_len, skip, 8, 0);
-    r |= append_col(&a->line_plane, &b->line_plane, 0, 4, planes);
-    Col *line_cols[] = {&a->line_id, &a->line_display_id, &a->line_ts, &a->line_dur, &a->line_name_off,
-                        &a->line_name_len, &a->line_dname_off, &a->line_dname_len, &a->line_count};
-    Col *line_b[] = {&b->line_id, &b->line_display_id, &b->line_ts, &b->line_dur, &b->line_name_off,
-                     &b->line_name_len, &b->line_dname_off, &b->line_dname_len, &b->line_count};
-    for (size_t i = 0; i < sizeof line_cols / sizeof *line_cols; i++) r |= append_col(line_cols[i], line_b[i], 0, 8, 0);
-    r |= append_col(&a->line_first, &b->line_first, 0, 8, a->n_events);
-    r |= append_col(&a->ev_line, &b->ev_line, 0, 4, a->n_lines);
-    r |= append_col(&a->ev_mid, &b->ev_mid, 0, 8, 0) | append_col(&a->ev_off, &b->ev_off, 0, 8, 0) |
-         append_col(&a->ev_occ, &b->ev_occ, 0, 8, 0) | append_col(&a->ev_dur, &b->ev_dur, 0, 8, 0);
-    r |= append_col(&a->em_plane, &b->em_plane, 0, 4, planes);
-    Col *em_cols[] = {&a->em_id, &a->em_key, &a->em_name_off, &a->em_name_len, &a->em_dname_off,
-                      &a->em_dname_len, &a->em_meta_off, &a->em_meta_len, &a->emc_id};
-    Col *em_b[] = {&b->em_id, &b->em_key, &b->em_name_off, &b->em_name_len, &b->em_dname_off,
-                   &b->em_dname_len, &b->em_meta_off, &b->em_meta_len, &b->emc_id};
-    for (size_t i = 0; i < sizeof em_cols / sizeof *em_cols; i++) r |= append_col(em_cols[i], em_b[i], 0, 8, 0);
-    r |= append_col(&a->emc_owner, &b->emc_owner, 0, 8, a->n_em);
-    r |= append_col(&a->sm_plane, &b->sm_plane, 0, 4, planes);
-    Col *sm_cols[] = {&a->sm_id, &a->sm_key, &a->sm_name_off, &a->sm_name_len, &a->sm_desc_off, &a->sm_desc_len};
-    Col *sm_b[] = {&b->sm_id, &b->sm_key, &b->sm_name_off, &b->sm_name_len, &b->sm_desc_off, &b->sm_desc_len};
-    for (size_t i = 0; i < sizeof sm_cols / sizeof *sm_cols; i++) r |= append_col(sm_cols[i], sm_b[i], 0, 8, 0);
-    StatCols *sa[] = {&a->es, &a->ms, &a->ps}, *sb[] = {&b->es, &b->ms, &b->ps};
-    int64_t owner_add[] = {a->n_events, a->n_em, planes};
-    for (int i = 0; i < 3; i++) {
-        r |= append_col(&sa[i]->owner, &sb[i]->owner, 0, 8, owner_add[i]);
-        r |= append_col(&sa[i]->mid, &sb[i]->mid, 0, 8, 0) | append_col(&sa[i]->kind, &sb[i]->kind, 0, 1, 0) |
-             append_col(&sa[i]->val, &sb[i]->val, 0, 8, 0) | append_col(&sa[i]->len, &sb[i]->len, 0, 8, 0);
-    }
+    const int64_t moved[] = {0, planes, a->n_lines, a->n_events, a->n_em};
+    for (size_t i = 0; i < sizeof JOINED / sizeof *JOINED; i++)
+        r |= append_col((Col *)((char *)a + JOINED[i].at), (Col *)((char *)b + JOINED[i].at), 0, JOINED[i].width,
+                        moved[JOINED[i].by]);
     a->n_planes = planes + b->n_planes;
     a->n_lines += b->n_lines;
     a->n_events += b->n_events;
@@ -811,6 +817,48 @@ static int split_spans(const uint8_t *base, const Span *all, Py_ssize_t n, Span 
     return cut_plane;
 }
 
+/* The selected ranges of `seq` walked into h[0] (one thread) or h[0] and h[1] (two, cut by
+ * split_spans); the GIL is released meanwhile. Returns whether a plane was cut, or -1 with a Python
+ * error when a range is bad. h[i].failed tells of a walk's error. */
+static int walk(Py_buffer *view, PyObject *seq, int threads, Half h[2]) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const uint8_t *base = view->buf;
+    h[0].d.base = h[1].d.base = base;
+    Span *spans = PyMem_Malloc(sizeof(Span) * (size_t)(3 * n + 2)); /* the ranges, then room for both halves */
+    if (!spans) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t off, len;
+        if (plane_range(seq, i, view->len, &off, &len)) { PyMem_Free(spans); return -1; }
+        spans[i] = (Span){base + off, base + off + len, i};
+    }
+    int cut = 0;
+    Py_BEGIN_ALLOW_THREADS  /* the walk touches no Python objects: let other threads run */
+    if (threads >= 2 && n > 0) {
+        cut = split_spans(base, spans, n, spans + n, &h[0].n, spans + 2 * n + 1, &h[1].n);
+        h[0].spans = spans + n;
+        h[1].spans = spans + 2 * n + 1;
+        pthread_t t;
+        int started = pthread_create(&t, NULL, walk_half, &h[1]) == 0;
+        walk_half(&h[0]);
+        if (started) pthread_join(t, NULL);
+        else walk_half(&h[1]);
+    } else {
+        h[0].spans = spans;
+        h[0].n = n;
+        walk_half(&h[0]);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(spans);
+    return cut;
+}
+
+static void free_halves(Half h[2]) {
+    for (int i = 0; i < 2; i++) {
+        col_release(h[i].out.data, h[i].out.cap);  /* a big count lives in a mapping (col_reserve) */
+        free_dec(&h[i].d);
+    }
+}
+
 /* decode_planes(buf, ranges, threads=1): full parse of the selected planes (threads: 1 or 2). */
 static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
     Py_buffer view;
@@ -819,40 +867,15 @@ static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*O|i", &view, &ranges, &threads)) return NULL;
     Half h[2];
     memset(h, 0, sizeof h);
-    h[0].d.base = h[1].d.base = view.buf;
-    Span *spans = NULL;
     PyObject *out = NULL, *seq = PySequence_Fast(ranges, "ranges must be a sequence");
     if (!seq) goto done;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    spans = PyMem_Malloc(sizeof(Span) * (size_t)(3 * n + 2));
-    if (!spans) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t off, len;
-        if (plane_range(seq, i, view.len, &off, &len)) goto done;
-        spans[i] = (Span){h[0].d.base + off, h[0].d.base + off + len, i};
+    int cut = walk(&view, seq, threads, h);
+    if (cut < 0) goto done;
+    if (!h[0].failed && !h[1].failed && h[1].n && join_halves(&h[0].d, &h[1].d, cut)) {
+        h[0].failed = 1;
+        h[0].d.error = "out of memory";
+        h[0].d.error_at = 0;
     }
-    int cut = 0, two = threads >= 2 && n > 0;
-    Py_BEGIN_ALLOW_THREADS  /* the walk touches no Python objects: let other threads run */
-    if (two) {
-        cut = split_spans(h[0].d.base, spans, n, spans + n, &h[0].n, spans + 2 * n + 1, &h[1].n);
-        h[0].spans = spans + n;
-        h[1].spans = spans + 2 * n + 1;
-        pthread_t t;
-        int started = pthread_create(&t, NULL, decode_half, &h[1]) == 0;
-        decode_half(&h[0]);
-        if (started) pthread_join(t, NULL);
-        else decode_half(&h[1]);
-        if (!h[0].failed && !h[1].failed && join_halves(&h[0].d, &h[1].d, cut)) {
-            h[0].failed = 1;
-            h[0].d.error = "out of memory";
-            h[0].d.error_at = 0;
-        }
-    } else {
-        h[0].spans = spans;
-        h[0].n = n;
-        decode_half(&h[0]);
-    }
-    Py_END_ALLOW_THREADS
     if (h[0].failed || h[1].failed) {
         raise_decode_error(h[0].failed ? &h[0].d : &h[1].d);
         goto done;
@@ -875,9 +898,7 @@ fail:
     Py_CLEAR(out);
 done:
     Py_XDECREF(seq);
-    PyMem_Free(spans);
-    free_dec(&h[0].d);
-    free_dec(&h[1].d);
+    free_halves(h);
     PyBuffer_Release(&view);
     return out;
 }
@@ -938,23 +959,6 @@ static int count_plane(Dec *d, Col *out, int64_t plane, const uint8_t *p, const 
     return 0;
 }
 
-/* One half of a count: its spans' lines into `out` (rows of the cut plane's two parts simply follow
- * each other, so the halves' outputs concatenate to the one-thread count). */
-typedef struct {
-    Dec d;
-    Col out;
-    const Span *spans;
-    Py_ssize_t n;
-    int failed;
-} CountHalf;
-
-static void *count_half(void *arg) {
-    CountHalf *h = arg;
-    for (Py_ssize_t i = 0; i < h->n && !h->failed; i++)
-        h->failed = count_plane(&h->d, &h->out, (int64_t)h->spans[i].index, h->spans[i].start, h->spans[i].stop);
-    return NULL;
-}
-
 /* count_lines(buf, ranges, threads=1) -> bytes of int64 rows (plane, line id, timestamp_ns,
  * duration_ps, events, event stats), one per line; two threads cut the bytes as decode_planes does. */
 static PyObject *wire_count_lines(PyObject *self, PyObject *args) {
@@ -962,41 +966,16 @@ static PyObject *wire_count_lines(PyObject *self, PyObject *args) {
     PyObject *ranges;
     int threads = 1;
     if (!PyArg_ParseTuple(args, "y*O|i", &view, &ranges, &threads)) return NULL;
-    CountHalf h[2];
+    Half h[2];
     memset(h, 0, sizeof h);
-    h[0].d.base = h[1].d.base = view.buf;
-    Span *spans = NULL;
+    h[0].count = h[1].count = 1;
     PyObject *result = NULL, *seq = PySequence_Fast(ranges, "ranges must be a sequence");
-    if (!seq) goto done;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    spans = PyMem_Malloc(sizeof(Span) * (size_t)(3 * n + 2));
-    if (!spans) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t off, len;
-        if (plane_range(seq, i, view.len, &off, &len)) goto done;
-        spans[i] = (Span){h[0].d.base + off, h[0].d.base + off + len, i};
-    }
-    int two = threads >= 2 && n > 0;
-    Py_BEGIN_ALLOW_THREADS
-    if (two) {
-        split_spans(h[0].d.base, spans, n, spans + n, &h[0].n, spans + 2 * n + 1, &h[1].n);
-        h[0].spans = spans + n;
-        h[1].spans = spans + 2 * n + 1;
-        pthread_t t;
-        int started = pthread_create(&t, NULL, count_half, &h[1]) == 0;
-        count_half(&h[0]);
-        if (started) pthread_join(t, NULL);
-        else count_half(&h[1]);
-    } else {
-        h[0].spans = spans;
-        h[0].n = n;
-        count_half(&h[0]);
-    }
-    Py_END_ALLOW_THREADS
+    if (!seq || walk(&view, seq, threads, h) < 0) goto done;
     if (h[0].failed || h[1].failed) {
         raise_decode_error(h[0].failed ? &h[0].d : &h[1].d);
         goto done;
     }
+    /* A cut plane's rows just follow each other: the halves' rows concatenate to one thread's. */
     result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(h[0].out.len + h[1].out.len));
     if (result) {
         char *to = PyBytes_AS_STRING(result);
@@ -1005,11 +984,7 @@ static PyObject *wire_count_lines(PyObject *self, PyObject *args) {
     }
 done:
     Py_XDECREF(seq);
-    PyMem_Free(spans);
-    for (int i = 0; i < 2; i++) {
-        col_release(h[i].out.data, h[i].out.cap);  /* a big count lives in a mapping (col_reserve) */
-        free_dec(&h[i].d);
-    }
+    free_halves(h);
     PyBuffer_Release(&view);
     return result;
 }
