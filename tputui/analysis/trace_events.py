@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -134,6 +135,15 @@ class TraceEvents:
     def name_of(self, row: int) -> str:
         return self.names[int(self.name[row])]
 
+    def blocks(self, rows: int) -> Iterator[tuple[np.ndarray, ...]]:
+        """pid, tid, start_ps, duration_ps, name of every event, as one block (SplitEvents' shape)."""
+        if len(self):
+            yield self.pid, self.tid, self.start_ps, self.duration_ps, self.name
+
+    def take(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """pid, tid, start_ps at positions `pos`."""
+        return self.pid[pos], self.tid[pos], self.start_ps[pos]
+
 
 class _Names:
     """Interned event names: strings -> dense int ids."""
@@ -157,12 +167,98 @@ def trace_events(frame: XSpaceFrame, derived: bool = True) -> TraceEvents:
     Source code, Host Offload Ops): the trace viewer's quick first pass. Its events are the
     first rows of the full result, in the same order (the derived ones follow them).
     """
-    return _Build(frame).run(derived)
+    out = _Build(frame).run(derived)
+    assert isinstance(out, TraceEvents)
+    return out
+
+
+def split_trace_events(frame: XSpaceFrame) -> SplitEvents:
+    """The events of trace_events(frame), with the raw events' columns left in the frame.
+
+    For a one-pass writer (the JSON export): the raw events are ~90% of the rows and their
+    pid, tid and start are gathers of frame columns, so only their rows, names and durations
+    are held (~20 bytes an event instead of 37) while the frame is alive anyway."""
+    out = _Build(frame, split_raw=True).run(True)
+    assert isinstance(out, SplitEvents)
+    return out
+
+
+@dataclass
+class RawEvents:
+    """The raw events of a SplitEvents: frame rows `rows` with their final names and durations."""
+
+    frame: XSpaceFrame
+    rows: np.ndarray  # int64 frame rows (the events' `source`)
+    name: np.ndarray  # int32 into the names
+    duration_ps: np.ndarray  # int64
+    line_pid: np.ndarray  # uint32 per frame line
+    line_tid: np.ndarray  # uint32 per frame line
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def columns(self, a: int, b: int) -> tuple[np.ndarray, ...]:
+        """pid, tid, start_ps, duration_ps, name of positions a..b."""
+        rows = self.rows[a:b]
+        line = self.frame.raw.event_line[rows]
+        return (self.line_pid[line], self.line_tid[line], self.frame.start_ps[rows], self.duration_ps[a:b],
+                self.name[a:b])
+
+
+@dataclass
+class SplitEvents:
+    """TraceEvents as two parts: the raw events (read from the frame on demand), then the
+    others (`rest`: regions and derived lines, holding the names, tracks, flows and counters).
+    Positions (flow ends) are those of the joined table."""
+
+    raw: RawEvents
+    rest: TraceEvents
+
+    def __len__(self) -> int:
+        return len(self.raw) + len(self.rest)
+
+    def __getattr__(self, name: str) -> Any:  # names, processes, threads, counters, flows
+        if name in ("names", "processes", "threads", "counters", "flows", "frame"):
+            return getattr(self.rest, name)
+        raise AttributeError(name)
+
+    def blocks(self, rows: int) -> Iterator[tuple[np.ndarray, ...]]:
+        """pid, tid, start_ps, duration_ps, name of consecutive positions, in up to `rows` rows
+        for the raw part (gathered as they are asked for)."""
+        for a in range(0, len(self.raw), rows):
+            yield self.raw.columns(a, min(a + rows, len(self.raw)))
+        if len(self.rest):
+            yield from self.rest.blocks(rows)
+
+    def take(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """pid, tid, start_ps at positions `pos`."""
+        pos = np.asarray(pos, np.int64)
+        n = len(self.raw)
+        if len(pos) and int(pos.max()) >= n:  # some in the rest: both parts, joined per position
+            joined = self.joined()
+            return joined.pid[pos], joined.tid[pos], joined.start_ps[pos]
+        rows = self.raw.rows[pos]
+        line = self.raw.frame.raw.event_line[rows]
+        return self.raw.line_pid[line], self.raw.line_tid[line], self.raw.frame.start_ps[rows]
+
+    def joined(self) -> TraceEvents:
+        """The one table trace_events gives (a copy of every column)."""
+        raw, rest = self.raw, self.rest
+        pid, tid, start, dur, name = raw.columns(0, len(raw))
+        return TraceEvents(
+            pid=np.concatenate([pid, rest.pid]), tid=np.concatenate([tid, rest.tid]),
+            start_ps=np.concatenate([start, rest.start_ps]), duration_ps=np.concatenate([dur, rest.duration_ps]),
+            name=np.concatenate([name, rest.name]), source=np.concatenate([raw.rows, rest.source]),
+            kind=np.concatenate([np.full(len(raw), KIND_RAW, np.uint8), rest.kind]), names=rest.names,
+            processes=rest.processes, threads=rest.threads, frame=rest.frame, counters=rest.counters,
+            flows=rest.flows)
 
 
 class _Build:
-    def __init__(self, frame: XSpaceFrame) -> None:
+    def __init__(self, frame: XSpaceFrame, split_raw: bool = False) -> None:
         self.f = frame
+        self.split_raw = split_raw
+        self.raw_part: RawEvents | None = None
         self.r = frame.raw
         self.names = _Names()
         self.chunks: list[tuple] = []  # (pid, tid, start, dur, name, source, kind) arrays
@@ -192,7 +288,7 @@ class _Build:
                 break
         return pids
 
-    def run(self, derived: bool = True) -> TraceEvents:
+    def run(self, derived: bool = True) -> TraceEvents | SplitEvents:
         r = self.r
         pids = self.pid_of_plane()
         plane_pid = np.full(len(r.plane_name), -1, np.int64)
@@ -240,9 +336,11 @@ class _Build:
                 pos = np.searchsorted(rows, row)
                 if pos < len(rows) and rows[pos] == row:
                     names[pos] = self.names.id(name)
-        # Final dtypes from the start (uint32 ids), so the join below copies the least.
-        self.chunks.append((line_pid.astype(np.uint32)[ev_line], line_tid.astype(np.uint32)[ev_line], self.start[rows],
-                            dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
+        if self.split_raw:  # pid, tid and start stay in the frame (RawEvents.columns)
+            self.raw_part = RawEvents(self.f, rows, names, dur, line_pid.astype(np.uint32), line_tid.astype(np.uint32))
+        else:  # final dtypes from the start (uint32 ids), so the join below copies the least
+            self.chunks.append((line_pid.astype(np.uint32)[ev_line], line_tid.astype(np.uint32)[ev_line],
+                                self.start[rows], dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
         del ev_line, names, dur
         links = None
         if md_names is not None:
@@ -265,7 +363,7 @@ class _Build:
         return np.array(self.names.strings, dtype=object)[self.md_shown]
 
     def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]],
-               links: _Links | None = None) -> TraceEvents:
+               links: _Links | None = None) -> TraceEvents | SplitEvents:
         from tputui.analysis.trace_flows import FlowTable
 
         cols = [list(c) for c in zip(*self.chunks)] or [[] for _ in range(7)]
@@ -284,10 +382,11 @@ class _Build:
         # One entry per (pid, tid): the last line with that id names it, like XProf's map.
         th = (pl.DataFrame(threads, schema={"pid": pl.UInt32, "tid": pl.UInt32, "name": pl.String}, orient="row")
               .unique(["pid", "tid"], keep="last", maintain_order=True).sort("pid", "tid"))
-        return TraceEvents(
+        ev = TraceEvents(
             pid=cat[0], tid=cat[1], start_ps=cat[2], duration_ps=cat[3], name=cat[4], source=cat[5],
             kind=cat[6], names=self.names.strings, processes=procs, threads=th, frame=self.f,
             counters=counters, flows=flows)
+        return ev if self.raw_part is None else SplitEvents(self.raw_part, ev)
 
     def apply_step_name_stats(self, rows: np.ndarray, names: np.ndarray) -> None:
         """A `step_name` stat already in the file (op metadata, then the event) names the event."""
