@@ -190,7 +190,8 @@ class RawEvents:
     frame: XSpaceFrame
     rows: np.ndarray  # int64 frame rows (the events' `source`)
     name: np.ndarray  # int32 into the names
-    duration_ps: np.ndarray  # int64
+    changed: np.ndarray  # positions whose duration is not the frame's (a step's end moved), ascending
+    changed_ps: np.ndarray  # their durations
     line_pid: np.ndarray  # uint32 per frame line
     line_tid: np.ndarray  # uint32 per frame line
 
@@ -201,8 +202,10 @@ class RawEvents:
         """pid, tid, start_ps, duration_ps, name of positions a..b."""
         rows = self.rows[a:b]
         line = self.frame.raw.event_line[rows]
-        return (self.line_pid[line], self.line_tid[line], self.frame.start_ps[rows], self.duration_ps[a:b],
-                self.name[a:b])
+        dur = self.frame.raw.event_duration_ps[rows]
+        i, j = np.searchsorted(self.changed, (a, b))
+        dur[self.changed[i:j] - a] = self.changed_ps[i:j]
+        return self.line_pid[line], self.line_tid[line], self.frame.start_ps[rows], dur, self.name[a:b]
 
 
 @dataclass
@@ -213,14 +216,23 @@ class SplitEvents:
 
     raw: RawEvents
     rest: TraceEvents
+    links: _Links | None = None  # counters and flows, still being built (rest's once done)
 
     def __len__(self) -> int:
         return len(self.raw) + len(self.rest)
 
-    def __getattr__(self, name: str) -> Any:  # names, processes, threads, counters, flows
-        if name in ("names", "processes", "threads", "counters", "flows", "frame"):
-            return getattr(self.rest, name)
-        raise AttributeError(name)
+    names = property(lambda self: self.rest.names)
+    processes = property(lambda self: self.rest.processes)
+    threads = property(lambda self: self.rest.threads)
+    frame = property(lambda self: self.rest.frame)
+    counters = property(lambda self: self._links()[0])
+    flows = property(lambda self: self._links()[1])
+
+    def _links(self) -> tuple[Any, Any]:
+        if self.links is not None:
+            self.rest.counters, self.rest.flows = self.links.result()
+            self.links = None
+        return self.rest.counters, self.rest.flows
 
     def blocks(self, rows: int) -> Iterator[tuple[np.ndarray, ...]]:
         """pid, tid, start_ps, duration_ps, name of consecutive positions, in up to `rows` rows
@@ -244,6 +256,7 @@ class SplitEvents:
     def joined(self) -> TraceEvents:
         """The one table trace_events gives (a copy of every column)."""
         raw, rest = self.raw, self.rest
+        self._links()
         pid, tid, start, dur, name = raw.columns(0, len(raw))
         return TraceEvents(
             pid=np.concatenate([pid, rest.pid]), tid=np.concatenate([tid, rest.tid]),
@@ -336,8 +349,10 @@ class _Build:
                 pos = np.searchsorted(rows, row)
                 if pos < len(rows) and rows[pos] == row:
                     names[pos] = self.names.id(name)
-        if self.split_raw:  # pid, tid and start stay in the frame (RawEvents.columns)
-            self.raw_part = RawEvents(self.f, rows, names, dur, line_pid.astype(np.uint32), line_tid.astype(np.uint32))
+        if self.split_raw:  # pid, tid and start stay in the frame, durations where a step changed them
+            changed = np.flatnonzero(dur != self.dur[rows])
+            self.raw_part = RawEvents(self.f, rows, names, changed, dur[changed], line_pid.astype(np.uint32),
+                                      line_tid.astype(np.uint32))
         else:  # final dtypes from the start (uint32 ids), so the join below copies the least
             self.chunks.append((line_pid.astype(np.uint32)[ev_line], line_tid.astype(np.uint32)[ev_line],
                                 self.start[rows], dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
@@ -346,7 +361,10 @@ class _Build:
         if md_names is not None:
             # Counters and flows need only the raw events (the first rows, their positions final):
             # built on a worker thread (Polars and numpy let the GIL go) while the derived lines are.
-            links = _Links(self.f, plane_pid, counter_lines, md_names, rows)
+            args = (self.f, plane_pid, counter_lines, md_names, rows)
+            # Split (the export): started once the derived lines are built, so their working
+            # memory and the links' are not alive together; the writer waits for it after the events.
+            links = _Links(*args) if not self.split_raw else args  # type: ignore[assignment]
         del rows, keep
 
         threads = [(int(plane_pid[r.line_plane[li]]), int(line_tid[li]), line_shown_name[li])
@@ -376,6 +394,9 @@ class _Build:
         for k, dt in enumerate(dtypes):
             cat.append(_join(cols[k], dt))
             cols[k] = []
+        split_links = None
+        if self.split_raw and links is not None:
+            split_links, links = _Links(*links), None  # type: ignore[misc]
         counters, flows = links.result() if links is not None else (CounterTable.empty(), FlowTable.empty())
         procs = pl.DataFrame({"pid": list(pids.values()), "name": [self.r.plane_name[p] for p in pids]},
                              schema={"pid": pl.UInt32, "name": pl.String})
@@ -386,7 +407,7 @@ class _Build:
             pid=cat[0], tid=cat[1], start_ps=cat[2], duration_ps=cat[3], name=cat[4], source=cat[5],
             kind=cat[6], names=self.names.strings, processes=procs, threads=th, frame=self.f,
             counters=counters, flows=flows)
-        return ev if self.raw_part is None else SplitEvents(self.raw_part, ev)
+        return ev if self.raw_part is None else SplitEvents(self.raw_part, ev, split_links)
 
     def apply_step_name_stats(self, rows: np.ndarray, names: np.ndarray) -> None:
         """A `step_name` stat already in the file (op metadata, then the event) names the event."""
