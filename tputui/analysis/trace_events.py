@@ -172,14 +172,37 @@ def trace_events(frame: XSpaceFrame, derived: bool = True) -> TraceEvents:
     return out
 
 
+def release_free_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere).
+
+    glibc keeps what numpy frees in a thread's arena, and below the mmap threshold (which rises
+    to 32 MB as big arrays are freed) in the main heap too: after building the flows at 10M
+    events that is ~150 MB the process holds but does not use."""
+    global _trim
+    if _trim is None:
+        try:
+            import ctypes
+
+            _trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)
+
+
+_trim: Any = None
+
+
 def split_trace_events(frame: XSpaceFrame) -> SplitEvents:
     """The events of trace_events(frame), with the raw events' columns left in the frame.
 
     For a one-pass writer (the JSON export): the raw events are ~90% of the rows and their
     pid, tid and start are gathers of frame columns, so only their rows, names and durations
     are held (~20 bytes an event instead of 37) while the frame is alive anyway."""
+    release_free_memory()  # what the decode (on another thread) freed
     out = _Build(frame, split_raw=True).run(True)
     assert isinstance(out, SplitEvents)
+    release_free_memory()
     return out
 
 
@@ -357,14 +380,17 @@ class _Build:
             self.chunks.append((line_pid.astype(np.uint32)[ev_line], line_tid.astype(np.uint32)[ev_line],
                                 self.start[rows], dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
         del ev_line, names, dur
-        links = None
+        links, links_later = None, None
         if md_names is not None:
             # Counters and flows need only the raw events (the first rows, their positions final):
             # built on a worker thread (Polars and numpy let the GIL go) while the derived lines are.
-            args = (self.f, plane_pid, counter_lines, md_names, rows)
             # Split (the export): started once the derived lines are built, so their working
             # memory and the links' are not alive together; the writer waits for it after the events.
-            links = _Links(*args) if not self.split_raw else args  # type: ignore[assignment]
+            args = (self.f, plane_pid, counter_lines, md_names, rows)
+            if self.split_raw:
+                links_later = args
+            else:
+                links = _Links(*args)
         del rows, keep
 
         threads = [(int(plane_pid[r.line_plane[li]]), int(line_tid[li]), line_shown_name[li])
@@ -374,14 +400,14 @@ class _Build:
             for p, pid in pids.items():
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]):
                     threads = _DeviceLines(self, p, pid).derive(threads, derived)
-        return self.finish(pids, threads, links)
+        return self.finish(pids, threads, links, links_later)
 
     def md_shown_names(self) -> np.ndarray:
         """The shown name of each event-metadata row (+1 trailing "" row), as strings."""
         return np.array(self.names.strings, dtype=object)[self.md_shown]
 
     def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]],
-               links: _Links | None = None) -> TraceEvents | SplitEvents:
+               links: _Links | None = None, links_later: tuple | None = None) -> TraceEvents | SplitEvents:
         from tputui.analysis.trace_flows import FlowTable
 
         cols = [list(c) for c in zip(*self.chunks)] or [[] for _ in range(7)]
@@ -394,9 +420,7 @@ class _Build:
         for k, dt in enumerate(dtypes):
             cat.append(_join(cols[k], dt))
             cols[k] = []
-        split_links = None
-        if self.split_raw and links is not None:
-            split_links, links = _Links(*links), None  # type: ignore[misc]
+        split_links = _Links(*links_later) if links_later is not None else None
         counters, flows = links.result() if links is not None else (CounterTable.empty(), FlowTable.empty())
         procs = pl.DataFrame({"pid": list(pids.values()), "name": [self.r.plane_name[p] for p in pids]},
                              schema={"pid": pl.UInt32, "name": pl.String})
@@ -680,6 +704,7 @@ class _Links:
         try:
             counters = counter_table(frame, plane_pid, counter_lines, md_names)
             self._out = (counters, flow_table(frame, rows, np.full(len(rows), KIND_RAW, np.uint8)))
+            release_free_memory()
         except BaseException as e:  # noqa: BLE001 - handed to the caller in result()
             self._error = e
 

@@ -101,6 +101,7 @@ def _block_lines(cols: tuple[np.ndarray, ...], tails: Any, complete: bool, use_c
     name = np.ascontiguousarray(cols[4], np.int32)
     n = len(pid)
     if use_c:
+        assert _trace_json is not None
         blob, off = tails
         for a in range(0, n, rows):
             chunk = _trace_json.events(pid, tid, start, dur, name, blob, off, a, min(a + rows, n), complete)
