@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -134,6 +135,15 @@ class TraceEvents:
     def name_of(self, row: int) -> str:
         return self.names[int(self.name[row])]
 
+    def blocks(self, rows: int) -> Iterator[tuple[np.ndarray, ...]]:
+        """pid, tid, start_ps, duration_ps, name of every event, as one block (SplitEvents' shape)."""
+        if len(self):
+            yield self.pid, self.tid, self.start_ps, self.duration_ps, self.name
+
+    def take(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """pid, tid, start_ps at positions `pos`."""
+        return self.pid[pos], self.tid[pos], self.start_ps[pos]
+
 
 class _Names:
     """Interned event names: strings -> dense int ids."""
@@ -157,12 +167,134 @@ def trace_events(frame: XSpaceFrame, derived: bool = True) -> TraceEvents:
     Source code, Host Offload Ops): the trace viewer's quick first pass. Its events are the
     first rows of the full result, in the same order (the derived ones follow them).
     """
-    return _Build(frame).run(derived)
+    out = _Build(frame).run(derived)
+    assert isinstance(out, TraceEvents)
+    return out
+
+
+def release_free_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere).
+
+    glibc keeps what numpy frees in a thread's arena, and below the mmap threshold (which rises
+    to 32 MB as big arrays are freed) in the main heap too: after building the flows at 10M
+    events that is ~150 MB the process holds but does not use."""
+    global _trim
+    if _trim is None:
+        try:
+            import ctypes
+
+            _trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)
+
+
+_trim: Any = None
+
+
+def split_trace_events(frame: XSpaceFrame) -> SplitEvents:
+    """The events of trace_events(frame), with the raw events' columns left in the frame.
+
+    For a one-pass writer (the JSON export): the raw events are ~90% of the rows and their
+    pid, tid and start are gathers of frame columns, so only their rows, names and durations
+    are held (~20 bytes an event instead of 37) while the frame is alive anyway."""
+    release_free_memory()  # what the decode (on another thread) freed
+    out = _Build(frame, split_raw=True).run(True)
+    assert isinstance(out, SplitEvents)
+    release_free_memory()
+    return out
+
+
+@dataclass
+class RawEvents:
+    """The raw events of a SplitEvents: frame rows `rows` with their final names and durations."""
+
+    frame: XSpaceFrame
+    rows: np.ndarray  # int64 frame rows (the events' `source`)
+    name: np.ndarray  # int32 into the names
+    changed: np.ndarray  # positions whose duration is not the frame's (a step's end moved), ascending
+    changed_ps: np.ndarray  # their durations
+    line_pid: np.ndarray  # uint32 per frame line
+    line_tid: np.ndarray  # uint32 per frame line
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def columns(self, a: int, b: int) -> tuple[np.ndarray, ...]:
+        """pid, tid, start_ps, duration_ps, name of positions a..b."""
+        rows = self.rows[a:b]
+        line = self.frame.raw.event_line[rows]
+        dur = self.frame.raw.event_duration_ps[rows]
+        i, j = np.searchsorted(self.changed, (a, b))
+        dur[self.changed[i:j] - a] = self.changed_ps[i:j]
+        return self.line_pid[line], self.line_tid[line], self.frame.start_ps[rows], dur, self.name[a:b]
+
+
+@dataclass
+class SplitEvents:
+    """TraceEvents as two parts: the raw events (read from the frame on demand), then the
+    others (`rest`: regions and derived lines, holding the names, tracks, flows and counters).
+    Positions (flow ends) are those of the joined table."""
+
+    raw: RawEvents
+    rest: TraceEvents
+    links: _Links | None = None  # counters and flows, still being built (rest's once done)
+
+    def __len__(self) -> int:
+        return len(self.raw) + len(self.rest)
+
+    names = property(lambda self: self.rest.names)
+    processes = property(lambda self: self.rest.processes)
+    threads = property(lambda self: self.rest.threads)
+    frame = property(lambda self: self.rest.frame)
+    counters = property(lambda self: self._links()[0])
+    flows = property(lambda self: self._links()[1])
+
+    def _links(self) -> tuple[Any, Any]:
+        if self.links is not None:
+            self.rest.counters, self.rest.flows = self.links.result()
+            self.links = None
+        return self.rest.counters, self.rest.flows
+
+    def blocks(self, rows: int) -> Iterator[tuple[np.ndarray, ...]]:
+        """pid, tid, start_ps, duration_ps, name of consecutive positions, in up to `rows` rows
+        for the raw part (gathered as they are asked for)."""
+        for a in range(0, len(self.raw), rows):
+            yield self.raw.columns(a, min(a + rows, len(self.raw)))
+        if len(self.rest):
+            yield from self.rest.blocks(rows)
+
+    def take(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """pid, tid, start_ps at positions `pos`."""
+        pos = np.asarray(pos, np.int64)
+        n = len(self.raw)
+        if len(pos) and int(pos.max()) >= n:  # some in the rest: both parts, joined per position
+            joined = self.joined()
+            return joined.pid[pos], joined.tid[pos], joined.start_ps[pos]
+        rows = self.raw.rows[pos]
+        line = self.raw.frame.raw.event_line[rows]
+        return self.raw.line_pid[line], self.raw.line_tid[line], self.raw.frame.start_ps[rows]
+
+    def joined(self) -> TraceEvents:
+        """The one table trace_events gives (a copy of every column)."""
+        raw, rest = self.raw, self.rest
+        self._links()
+        pid, tid, start, dur, name = raw.columns(0, len(raw))
+        return TraceEvents(
+            pid=np.concatenate([pid, rest.pid]), tid=np.concatenate([tid, rest.tid]),
+            start_ps=np.concatenate([start, rest.start_ps]), duration_ps=np.concatenate([dur, rest.duration_ps]),
+            name=np.concatenate([name, rest.name]), source=np.concatenate([raw.rows, rest.source]),
+            kind=np.concatenate([np.full(len(raw), KIND_RAW, np.uint8), rest.kind]), names=rest.names,
+            processes=rest.processes, threads=rest.threads, frame=rest.frame, counters=rest.counters,
+            flows=rest.flows)
 
 
 class _Build:
-    def __init__(self, frame: XSpaceFrame) -> None:
+    def __init__(self, frame: XSpaceFrame, split_raw: bool = False) -> None:
         self.f = frame
+        self.split_raw = split_raw
+        self.raw_part: RawEvents | None = None
         self.r = frame.raw
         self.names = _Names()
         self.chunks: list[tuple] = []  # (pid, tid, start, dur, name, source, kind) arrays
@@ -192,7 +324,7 @@ class _Build:
                 break
         return pids
 
-    def run(self, derived: bool = True) -> TraceEvents:
+    def run(self, derived: bool = True) -> TraceEvents | SplitEvents:
         r = self.r
         pids = self.pid_of_plane()
         plane_pid = np.full(len(r.plane_name), -1, np.int64)
@@ -240,15 +372,25 @@ class _Build:
                 pos = np.searchsorted(rows, row)
                 if pos < len(rows) and rows[pos] == row:
                     names[pos] = self.names.id(name)
-        # Final dtypes from the start (uint32 ids), so the join below copies the least.
-        self.chunks.append((line_pid.astype(np.uint32)[ev_line], line_tid.astype(np.uint32)[ev_line], self.start[rows],
-                            dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
+        if self.split_raw:  # pid, tid and start stay in the frame, durations where a step changed them
+            changed = np.flatnonzero(dur != self.dur[rows])
+            self.raw_part = RawEvents(self.f, rows, names, changed, dur[changed], line_pid.astype(np.uint32),
+                                      line_tid.astype(np.uint32))
+        else:  # final dtypes from the start (uint32 ids), so the join below copies the least
+            self.chunks.append((line_pid.astype(np.uint32)[ev_line], line_tid.astype(np.uint32)[ev_line],
+                                self.start[rows], dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
         del ev_line, names, dur
-        links = None
+        links, links_later = None, None
         if md_names is not None:
             # Counters and flows need only the raw events (the first rows, their positions final):
             # built on a worker thread (Polars and numpy let the GIL go) while the derived lines are.
-            links = _Links(self.f, plane_pid, counter_lines, md_names, rows)
+            # Split (the export): started once the derived lines are built, so their working
+            # memory and the links' are not alive together; the writer waits for it after the events.
+            args = (self.f, plane_pid, counter_lines, md_names, rows)
+            if self.split_raw:
+                links_later = args
+            else:
+                links = _Links(*args)
         del rows, keep
 
         threads = [(int(plane_pid[r.line_plane[li]]), int(line_tid[li]), line_shown_name[li])
@@ -258,14 +400,14 @@ class _Build:
             for p, pid in pids.items():
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]):
                     threads = _DeviceLines(self, p, pid).derive(threads, derived)
-        return self.finish(pids, threads, links)
+        return self.finish(pids, threads, links, links_later)
 
     def md_shown_names(self) -> np.ndarray:
         """The shown name of each event-metadata row (+1 trailing "" row), as strings."""
         return np.array(self.names.strings, dtype=object)[self.md_shown]
 
     def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]],
-               links: _Links | None = None) -> TraceEvents:
+               links: _Links | None = None, links_later: tuple | None = None) -> TraceEvents | SplitEvents:
         from tputui.analysis.trace_flows import FlowTable
 
         cols = [list(c) for c in zip(*self.chunks)] or [[] for _ in range(7)]
@@ -278,16 +420,18 @@ class _Build:
         for k, dt in enumerate(dtypes):
             cat.append(_join(cols[k], dt))
             cols[k] = []
+        split_links = _Links(*links_later) if links_later is not None else None
         counters, flows = links.result() if links is not None else (CounterTable.empty(), FlowTable.empty())
         procs = pl.DataFrame({"pid": list(pids.values()), "name": [self.r.plane_name[p] for p in pids]},
                              schema={"pid": pl.UInt32, "name": pl.String})
         # One entry per (pid, tid): the last line with that id names it, like XProf's map.
         th = (pl.DataFrame(threads, schema={"pid": pl.UInt32, "tid": pl.UInt32, "name": pl.String}, orient="row")
               .unique(["pid", "tid"], keep="last", maintain_order=True).sort("pid", "tid"))
-        return TraceEvents(
+        ev = TraceEvents(
             pid=cat[0], tid=cat[1], start_ps=cat[2], duration_ps=cat[3], name=cat[4], source=cat[5],
             kind=cat[6], names=self.names.strings, processes=procs, threads=th, frame=self.f,
             counters=counters, flows=flows)
+        return ev if self.raw_part is None else SplitEvents(self.raw_part, ev, split_links)
 
     def apply_step_name_stats(self, rows: np.ndarray, names: np.ndarray) -> None:
         """A `step_name` stat already in the file (op metadata, then the event) names the event."""
@@ -560,6 +704,7 @@ class _Links:
         try:
             counters = counter_table(frame, plane_pid, counter_lines, md_names)
             self._out = (counters, flow_table(frame, rows, np.full(len(rows), KIND_RAW, np.uint8)))
+            release_free_memory()
         except BaseException as e:  # noqa: BLE001 - handed to the caller in result()
             self._error = e
 

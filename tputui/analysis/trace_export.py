@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 import numpy as np
@@ -29,7 +29,7 @@ import polars as pl
 from tputui.analysis import trace_json
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace_cache import cached_events
-from tputui.analysis.trace_events import TraceEvents, trace_events
+from tputui.analysis.trace_events import SplitEvents, TraceEvents, split_trace_events, trace_events
 from tputui.analysis.trace_flows import CONTEXT_TYPES, FLOW_KINDS, FLOW_NAMES
 from tputui.data.xspace import XSpaceFrame
 
@@ -43,9 +43,10 @@ def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> T
     From the trace viewer's saved index when there is one (no decode); with `args` the stats
     come from the frame, so it is decoded."""
     with_args = _truthy(args)
-    ev = None if with_args else cached_events(run, host)
+    ev: TraceEvents | SplitEvents | None = None if with_args else cached_events(run, host)
     if ev is None:
-        ev = trace_events(run.frame(host))
+        # Without args the JSON needs no copy of the raw events' columns (the frame has them).
+        ev = trace_events(run.frame(host)) if with_args else split_trace_events(run.frame(host))
     if len(ev) == 0 and ev.threads.height == 0:
         raise NoDataError("no host threads or device planes in this profile")
     return TraceExport(ev, with_args=with_args)
@@ -59,8 +60,18 @@ def _truthy(v: Any) -> bool:
 
 @dataclass
 class TraceExport:
-    events: TraceEvents
+    parts: TraceEvents | SplitEvents  # what the JSON is written from
     with_args: bool = False
+    _joined: TraceEvents | None = field(default=None, repr=False)
+
+    @property
+    def events(self) -> TraceEvents:
+        """The events as one table (the tables and the args path; a copy of a SplitEvents)."""
+        if isinstance(self.parts, TraceEvents):
+            return self.parts
+        if self._joined is None:
+            self._joined = self.parts.joined()
+        return self._joined
 
     # --- the result protocol -------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -115,9 +126,9 @@ class TraceExport:
         if self.with_args:
             self._write_events_with_args(out)
         else:
-            _write_bytes(out, trace_json.event_chunks(self.events))
-        _write_bytes(out, trace_json.flow_lines(self.events, FLOW_NAMES, CONTEXT_TYPES))
-        _write_bytes(out, (trace_json.counter_lines(self.events),))
+            _write_bytes(out, trace_json.event_chunks(self.parts))
+        _write_bytes(out, trace_json.flow_lines(self.parts, FLOW_NAMES, CONTEXT_TYPES))
+        _write_bytes(out, (trace_json.counter_lines(self.parts),))
         out.write("{}]}\n")  # XProf ends with an empty event too: no trailing-comma special case
 
     def _write_events_with_args(self, out: IO[str]) -> None:
@@ -133,14 +144,14 @@ class TraceExport:
 
     def flows_json(self) -> str:
         """The flow links' `"ph":"s"` / `"f"` lines (trace_json.flow_lines)."""
-        return b"".join(trace_json.flow_lines(self.events, FLOW_NAMES, CONTEXT_TYPES)).decode("utf-8")
+        return b"".join(trace_json.flow_lines(self.parts, FLOW_NAMES, CONTEXT_TYPES)).decode("utf-8")
 
     def counters_json(self) -> str:
         """A `"ph":"C"` event per counter sample (trace_json.counter_lines)."""
-        return trace_json.counter_lines(self.events).decode("utf-8")
+        return trace_json.counter_lines(self.parts).decode("utf-8")
 
     def metadata_json(self) -> str:
-        ev = self.events
+        ev = self.parts
         parts = []
         for pid, name in ev.processes.iter_rows():
             parts.append(json.dumps({"args": {"name": name}, "name": "process_name", "ph": "M", "pid": pid}))

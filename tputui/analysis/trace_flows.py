@@ -108,8 +108,9 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
         return FlowTable.empty()
     src_rows = np.asarray(source, np.int64)
     is_raw = np.asarray(kind) == KIND_RAW
+    by_row: np.ndarray | None
     if is_raw.all() and (len(src_rows) < 2 or bool((src_rows[1:] > src_rows[:-1]).all())):
-        by_row, rows_sorted = np.arange(len(src_rows)), src_rows  # raw events in frame order: no sort
+        by_row, rows_sorted = None, src_rows  # raw events in frame order: a row's position is its index
     else:
         raw = np.flatnonzero(is_raw)
         by_row = raw[np.argsort(src_rows[raw], kind="stable")]
@@ -120,7 +121,7 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
         j = np.searchsorted(rows_sorted, rows)
         jc = np.minimum(j, max(len(rows_sorted) - 1, 0))
         hit = (j < len(rows_sorted)) & (rows_sorted[jc] == rows) if len(rows_sorted) else np.zeros(len(rows), bool)
-        return np.where(hit, by_row[jc], -1)
+        return np.where(hit, jc if by_row is None else by_row[jc], -1)
 
     found = (_producer_links(frame, position), _launch_links(frame, position), _xflow_links(frame, position))
     parts = [p for p in found if p is not None and p.height]
@@ -134,10 +135,12 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
 def _int_stat(frame, name: str) -> pl.DataFrame:
     """owner (frame event row), value (int64 bits) of an event stat, metadata stats included
     (an event's own stat wins)."""
-    ev = frame.stat_values("event", name).select("owner", value=pl.col("int"))
-    md = frame.stat_values("metadata", name).select(md="owner", mval=pl.col("int"))
-    ev = ev.drop_nulls("value")
-    md = md.drop_nulls("mval")
+    # The plain columns (stat_arrays), not stat_values' memoized table: at 10M events the flow
+    # stats' tables are ~200 MB the frame would keep.
+    ev = pl.DataFrame(dict(zip(("owner", "value"), frame.stat_arrays("event", name, "int"))),
+                      schema={"owner": pl.Int64, "value": pl.Int64})
+    md = pl.DataFrame(dict(zip(("md", "mval"), frame.stat_arrays("metadata", name, "int"))),
+                      schema={"md": pl.Int64, "mval": pl.Int64})
     if md.height:
         # Events whose metadata has the stat, found through a per-metadata table (no frame-wide
         # join: at 10M events that cost ~200 MB), each taking its metadata's value.
