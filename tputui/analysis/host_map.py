@@ -15,8 +15,10 @@ hosts, so memory follows the largest host, not their sum.
 """
 from __future__ import annotations
 
+import collections
 import os
-from concurrent.futures import FIRST_COMPLETED, wait
+import queue
+import threading
 
 from tputui.analysis import map_pool, op_stats, op_stats_format
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
@@ -123,43 +125,65 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
 
 def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Progress | None):
     """The hosts over `jobs` lanes: jobs - 1 worker processes, and this process itself, which
-    has its modules imported already (a worker spends ~0.4 s on imports before its first host)."""
+    has its modules imported already (a worker spends ~0.4 s on imports before its first host).
+
+    Workers take hosts from the front, this process from the back. A thread of this process hands
+    a worker its next host the moment it finishes one (this process, busy with its own host, could
+    only do so between hosts: the worker waited up to a host's time), and each worker holds one
+    host at a time, so at the end no worker has a queue left while this process waits."""
     if report:
         report(f"op stats: {len(files)} hosts in {jobs} processes")
-    pending = list(files)
-    running: dict = {}
+    pending = collections.deque(files)
+    lock = threading.Lock()
+    finished: queue.Queue = queue.Queue()  # (host file, future) of the workers' hosts as they end
+    freed: queue.Queue = queue.Queue()  # a worker is free; None: stop handing out
     done = 0
-    workers = jobs - 1
-    with map_pool.take(workers) as pool:
-        def fill() -> None:
-            # A worker holds its next host while it maps one: this process hands hosts over only
-            # between its own hosts, so one at a time left the worker idle for up to a host's time.
-            # Near the end, one each, so a worker is not left with two while this process waits.
-            ahead = 2 if len(pending) > jobs + workers else 1
-            while pending and len(running) < workers * ahead:
-                hf = pending.pop(0)  # workers take hosts from the front, this process from the back
-                running[pool.submit(map_host_file, hf, use_cache)] = hf
+    with map_pool.take(jobs - 1) as pool:
+        def hand_next() -> None:
+            with lock:
+                hf = pending.popleft() if pending else None
+            if hf is None:
+                return
+            fut = pool.submit(map_host_file, hf, use_cache)
+            fut.add_done_callback(lambda f, hf=hf: (finished.put((hf, f)), freed.put(True)))
 
-        fill()
-        while pending or running:
-            for fut in [f for f in running if f.done()]:
-                hf = running.pop(fut)
-                stats = fut.result()
-                done += 1
-                if report:
-                    report(f"op stats: {done}/{len(files)} hosts done ({hf.host})")
-                yield hf.host, stats
-            fill()
-            if pending:
-                hf = pending.pop()
-                with xspace.one_decode_thread():
-                    stats = map_host_file(hf, use_cache)
-                done += 1
-                if report:
-                    report(f"op stats: {done}/{len(files)} hosts done ({hf.host}, here)")
-                yield hf.host, stats
-            elif running:
-                wait(running, return_when=FIRST_COMPLETED)
+        def hand_out() -> None:
+            try:
+                for _ in range(jobs - 1):
+                    hand_next()
+                while freed.get() is not None:
+                    hand_next()
+            except RuntimeError:  # the pool was shut down under us: the map is over
+                pass
+
+        feeder = threading.Thread(target=hand_out, name="tputui-map-hand-out", daemon=True)
+        feeder.start()
+        try:
+            while done < len(files):
+                with lock:
+                    here = pending.pop() if pending else None
+                if here is not None:
+                    with xspace.one_decode_thread():
+                        stats = map_host_file(here, use_cache)
+                    done += 1
+                    if report:
+                        report(f"op stats: {done}/{len(files)} hosts done ({here.host}, here)")
+                    yield here.host, stats
+                wait = here is None  # nothing left to map here: wait for the workers' hosts
+                while done < len(files):
+                    try:
+                        hf, fut = finished.get(block=wait)
+                    except queue.Empty:
+                        break
+                    wait = False
+                    done += 1
+                    stats = fut.result()
+                    if report:
+                        report(f"op stats: {done}/{len(files)} hosts done ({hf.host})")
+                    yield hf.host, stats
+        finally:
+            freed.put(None)
+            feeder.join()
 
 
 def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progress | None):
