@@ -19,6 +19,7 @@ import collections
 import os
 import queue
 import threading
+from concurrent.futures import Future
 
 from tputui.analysis import map_pool, op_stats, op_stats_format
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
@@ -145,7 +146,12 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
             if hf is None:
                 return
             fut = pool.submit(map_host_file, hf, use_cache)
-            fut.add_done_callback(lambda f, hf=hf: (finished.put((hf, f)), freed.put(True)))
+
+            def ended(f: Future, hf: HostFile = hf) -> None:
+                finished.put((hf, f))
+                freed.put(True)
+
+            fut.add_done_callback(ended)
 
         def hand_out() -> None:
             try:
