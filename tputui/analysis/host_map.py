@@ -139,7 +139,8 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
     finished: queue.Queue = queue.Queue()  # (host file, future) of the workers' hosts as they end
     freed: queue.Queue = queue.Queue()  # a worker is free; None: stop handing out
     done = 0
-    with map_pool.take(jobs - 1) as pool:
+    pool = map_pool.take(jobs - 1)
+    try:
         def hand_next() -> None:
             with lock:
                 hf = pending.popleft() if pending else None
@@ -190,6 +191,10 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
         finally:
             freed.put(None)
             feeder.join()
+    finally:
+        # The workers exit (their interpreters finalize numpy and Polars, ~0.1 s) while the
+        # reduce runs, not before it.
+        pool.shutdown(wait=False)
 
 
 def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progress | None):
