@@ -224,11 +224,15 @@ class RawEvents:
     def columns(self, a: int, b: int) -> tuple[np.ndarray, ...]:
         """pid, tid, start_ps, duration_ps, name of positions a..b."""
         rows = self.rows[a:b]
-        line = self.frame.raw.event_line[rows]
         dur = self.frame.raw.event_duration_ps[rows]
         i, j = np.searchsorted(self.changed, (a, b))
         dur[self.changed[i:j] - a] = self.changed_ps[i:j]
-        return self.line_pid[line], self.line_tid[line], self.frame.start_ps[rows], dur, self.name[a:b]
+        return (*self.placed(rows), dur, self.name[a:b])
+
+    def placed(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """pid, tid, start_ps of frame rows (of raw events)."""
+        line = self.frame.raw.event_line[rows]
+        return self.line_pid[line], self.line_tid[line], self.frame.start_ps[rows]
 
 
 @dataclass
@@ -272,9 +276,7 @@ class SplitEvents:
         if len(pos) and int(pos.max()) >= n:  # some in the rest: both parts, joined per position
             joined = self.joined()
             return joined.pid[pos], joined.tid[pos], joined.start_ps[pos]
-        rows = self.raw.rows[pos]
-        line = self.raw.frame.raw.event_line[rows]
-        return self.raw.line_pid[line], self.raw.line_tid[line], self.raw.frame.start_ps[rows]
+        return self.raw.placed(self.raw.rows[pos])
 
     def joined(self) -> TraceEvents:
         """The one table trace_events gives (a copy of every column)."""

@@ -134,23 +134,23 @@ def flow_lines(ev: Any, names: dict[int, str], categories: tuple[str, ...], use_
     fl = ev.flows
     if fl is None or not len(fl):
         return
+    def placed(end) -> list[np.ndarray]:  # pid, tid, start_ps of the link ends, as the C writer takes them
+        return [np.ascontiguousarray(c, t) for c, t in zip(ev.take(np.asarray(end)), (np.uint32, np.uint32, np.int64))]
+
     # Links numbered in time order of their ends (then track, rule, category), not in event-row
     # order: the same profile read another way (a riegeli run's merged lines) numbers them alike.
-    src, dst = np.asarray(fl.src), np.asarray(fl.dst)
-    (sp, st, ss), (dp, dt, ds) = ev.take(src), ev.take(dst)
+    # The ends are gathered once, sorted, and written from the sorted copies.
+    (sp, st, ss), (dp, dt, ds) = placed(fl.src), placed(fl.dst)
     order = np.lexsort((fl.category, fl.kind, dt, dp, ds, st, sp, ss))
-    src, dst = src[order], dst[order]
-    del sp, st, ss, dp, dt, ds
+    sp, st, ss, dp, dt, ds = (c[order] for c in (sp, st, ss, dp, dt, ds))
     ncat = len(categories)
     code = np.asarray(fl.kind, np.int64)[order] * ncat + np.asarray(fl.category, np.int64)[order]
     kinds = max(names) + 1
     tails = [f',"name":{json.dumps(names.get(k, ""))},"cat":{json.dumps(categories[c] or "flow")}}},\n'
              for k in range(kinds) for c in range(ncat)]
-    sp, st, ss = (np.ascontiguousarray(c, t) for c, t in zip(ev.take(src), (np.uint32, np.uint32, np.int64)))
-    dp, dt, ds = (np.ascontiguousarray(c, t) for c, t in zip(ev.take(dst), (np.uint32, np.uint32, np.int64)))
     blob, off = _blob(tails)
-    for a in range(0, len(src), rows):
-        b = min(a + rows, len(src))
+    for a in range(0, len(order), rows):
+        b = min(a + rows, len(order))
         if _trace_json is not None and use_c:
             yield _trace_json.flows(sp[a:b], st[a:b], ss[a:b], dp[a:b], dt[a:b], ds[a:b], code[a:b], blob, off, a + 1)
             continue
