@@ -76,8 +76,10 @@ class _Sparse:
     (text values as text ids). Most stats sit on few events."""
 
     def __init__(self, pos: np.ndarray, val: np.ndarray):
-        order = np.argsort(pos, kind="stable")
-        self.pos, self.val = pos[order], val[order]
+        if len(pos) > 1 and not bool((pos[1:] >= pos[:-1]).all()):  # stats come in event order
+            order = np.argsort(pos, kind="stable")
+            pos, val = pos[order], val[order]
+        self.pos, self.val = pos, val
 
     def lookup(self, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(present, value) at positions `where`."""
@@ -105,7 +107,7 @@ def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray | slice, n: int, names: l
             i = np.clip(np.searchsorted(rows, own), 0, max(len(rows) - 1, 0))
             ok = rows[i] == own if len(rows) else np.zeros(len(own), bool)
             p = i
-        out[name] = _Sparse(p[ok].astype(np.int64), val[ok].astype(np.int64))
+        out[name] = _Sparse(p[ok].astype(np.int64, copy=False), val[ok].astype(np.int64, copy=False))
     return out
 
 
@@ -165,7 +167,8 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     dur = raw.event_duration_ps[rows]
     line = raw.event_line[rows]
     md_i = md_all[rows]
-    md_i = np.where(md_i >= 0, md_i, len(names) - 1)
+    if len(md_i) and int(md_i.min()) < 0:  # an unknown metadata id names "" (usually none: keep the view)
+        md_i = np.where(md_i >= 0, md_i, len(names) - 1)
     st = _sparse_stats(frame, rows, n, _GROUP_STATS)
     name_index: dict[str, list[int]] = {}
     for i, nm in enumerate(names):
@@ -209,19 +212,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     del walk
 
     # Flow edges: producer (type, id) -> consumers (type, id).
-    flow = None
-    p_rows = _intersect_sorted(st["_p"].pos, st["_pt"].pos)
-    c_rows = _intersect_sorted(st["_c"].pos, st["_ct"].pos)
-    if len(p_rows) and len(c_rows):
-        ptype = np.concatenate([st["_pt"].lookup(p_rows)[1], st["_ct"].lookup(c_rows)[1]])
-        pid = np.concatenate([st["_p"].lookup(p_rows)[1], st["_c"].lookup(c_rows)[1]])
-        nkeys, inv = _pair_codes(ptype, pid)
-        pcode, ccode = inv[:len(p_rows)], inv[len(p_rows):]
-        npk = np.bincount(pcode, minlength=nkeys)
-        nck = np.bincount(ccode, minlength=nkeys)
-        ok_key = ~((npk >= _MAX_FANOUT) & (nck >= _MAX_FANOUT))
-        pm, cm = ok_key[pcode], ok_key[ccode]
-        flow = (p_rows[pm], pcode[pm], c_rows[cm], ccode[cm], nkeys)
+    flow = _flow_edges(st)
 
     # Inter-thread: the last ExecutorState::Process with (id, iter_num) -> IteratorGetNext ops.
     keyed = _intersect_sorted(st["id"].pos, st["iter_num"].pos)
@@ -291,7 +282,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     gid_of_rank = np.full(len(root_rows) + 1, -1, np.int32)  # the last slot: unreached
     for gid, (rank, _) in enumerate(starters):
         gid_of_rank[rank] = gid
-    group = gid_of_rank[np.minimum(label, len(root_rows))]
+    group = gid_of_rank[np.minimum(label, len(root_rows), out=label)]  # in place: label is done with
     del label
 
     group_names, starter = {}, {}
@@ -311,6 +302,27 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         if not implicit and not loop_first:
             named[r] = True
     return GroupedEvents(rows, start, dur, md_i, names, group, group_names, starter, named, parent)
+
+
+def _flow_edges(st: dict[str, _Sparse]):
+    """(producer positions, their key codes, consumer positions, their key codes, number of keys)
+    of the flow stats (_p/_pt producers, _c/_ct consumers), keys with too many producers and
+    consumers both left out as XProf does; None without flows. Its own function so the key
+    columns built on the way are gone before the labels are spread."""
+    p_rows = _intersect_sorted(st["_p"].pos, st["_pt"].pos)
+    c_rows = _intersect_sorted(st["_c"].pos, st["_ct"].pos)
+    if not (len(p_rows) and len(c_rows)):
+        return None
+    ptype = np.concatenate([st["_pt"].lookup(p_rows)[1], st["_ct"].lookup(c_rows)[1]])
+    pid = np.concatenate([st["_p"].lookup(p_rows)[1], st["_c"].lookup(c_rows)[1]])
+    nkeys, inv = _pair_codes(ptype, pid)
+    del ptype, pid
+    pcode, ccode = inv[:len(p_rows)], inv[len(p_rows):]
+    npk = np.bincount(pcode, minlength=nkeys)
+    nck = np.bincount(ccode, minlength=nkeys)
+    ok_key = ~((npk >= _MAX_FANOUT) & (nck >= _MAX_FANOUT))
+    pm, cm = ok_key[pcode], ok_key[ccode]
+    return p_rows[pm], pcode[pm], c_rows[cm], ccode[cm], nkeys
 
 
 def _context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
