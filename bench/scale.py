@@ -410,11 +410,12 @@ def render(results: dict, repeat: int, jobs: bool) -> str:
              "warm = a second process on the same cache. XProf: its converter alone (xprof_time.py), peak RSS of "
              "its whole process. Ratio = tputui cold min / XProf min. Targets (issue 12): x100 every export "
              "<= 1.5 s cold, <= 0.4 s warm; trace viewer first frame <= 1.5 s cold, <= 0.5 s warm; x400 "
-             "overview_page <= 5 s cold and <= 0.12x XProf, peak RSS <= 1.5 GB for any tool.", ""]
+             "overview_page <= 5 s cold and <= 0.12x XProf, peak RSS <= 1.5 GB (1,430 MiB) for any tool. Peak RSS in "
+             "MiB (2^20 bytes), file sizes in MB (10^6 bytes).", ""]
     for name, r in results.items():
         lines += [f"### {name}: {r['facts']}", "",
-                  "| tool | tputui cold s | cold CPU s | warm s | warm CPU s | peak RSS cold / warm MB | XProf s "
-                  "| XProf RSS MB | ratio |",
+                  "| tool | tputui cold s | cold CPU s | warm s | warm CPU s | peak RSS cold / warm MiB | XProf s "
+                  "| XProf RSS MiB | ratio |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for tool, t in r["tools"].items():
             ours = t["ours"]
@@ -436,7 +437,7 @@ def render(results: dict, repeat: int, jobs: bool) -> str:
                       f"{fmt_pair([x['warm'] for x in f], ' s')} (CPU {fmt_pair([x['warm_cpu'] for x in f], ' s')}; "
                       "from the saved index: "
                       f"{all(x['warm_from_saved'] for x in f)}); peak RSS cold / warm "
-                      f"{max(x['cold_rss'] for x in f):.0f} / {max(x['warm_rss'] for x in f):.0f} MB."]
+                      f"{max(x['cold_rss'] for x in f):.0f} / {max(x['warm_rss'] for x in f):.0f} MiB."]
         if r["memory"]:
             m = r["memory"]
             top = ", ".join(f"{k} {v:.0f}" for k, v in m["frame_top"].items())
@@ -451,10 +452,11 @@ def render(results: dict, repeat: int, jobs: bool) -> str:
                 j = r["jobs"]
                 j1, jd = [x["jobs1"] for x in j], [x["default"] for x in j]
                 lines += ["", f"overview_page on 16 hosts, cold: `--jobs 1` {fmt_pair(j1, ' s')}, default "
-                          f"{fmt_pair(jd, ' s')} ({min(jd) / min(j1):.2f}x; target <= 0.6x; CPU "
+                          f"{fmt_pair(jd, ' s')} ({min(jd) / min(j1):.3f}x by the min, "
+                          f"{statistics.median(jd) / statistics.median(j1):.3f}x by the median; target <= 0.6x; CPU "
                           f"{fmt_pair([x['jobs1_cpu'] for x in j], ' s')} / {fmt_pair([x['default_cpu'] for x in j], ' s')}); "
                           "peak RSS "
-                          f"{max(x['jobs1_rss'] for x in j):.0f} / {max(x['default_rss'] for x in j):.0f} MB; "
+                          f"{max(x['jobs1_rss'] for x in j):.0f} / {max(x['default_rss'] for x in j):.0f} MiB; "
                           f"identical outputs: {all(x['identical'] for x in j)}."]
             elif not jobs:
                 lines += ["", "`tputui export` has no `--jobs` option in this build: the --jobs comparison was skipped."]
