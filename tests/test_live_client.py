@@ -110,3 +110,19 @@ def test_live_core_imports_without_textual():
             "tputui.live.tpu_resolve, tputui.live.figures; print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_call_issued_after_cancel_is_cancelled_at_once():
+    """cancel() may land while a call is being issued (the server already has the request, the call
+    is not yet recorded as in flight): the call must still end now, not after the server's delay."""
+    import time
+
+    from tputui.live.client import CancelledError
+
+    fake = FakeProfiler([response_with(xplane("jax_mlp").read_bytes())], delay_s=5.0)
+    with fake_server(fake) as addr, ProfilerClient(addr) as c:
+        c.cancel()
+        t0 = time.monotonic()
+        with pytest.raises(CancelledError, match="cancelled"):
+            c.profile(profile_request(addr, 100, TracerOptions()))
+        assert time.monotonic() - t0 < 2.0  # not the 5 s the server would take

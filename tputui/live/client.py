@@ -156,6 +156,7 @@ class CancellableCalls:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._inflight = None
+        self._cancelled = False  # sticky: a call started after cancel() is cancelled at once
 
     def _describe(self, e: grpc.RpcError, what: str, timeout: float) -> LiveError:
         raise NotImplementedError
@@ -164,6 +165,8 @@ class CancellableCalls:
         call = method.future(request, timeout=timeout)
         with self._lock:
             self._inflight = call
+            if self._cancelled:  # cancel() came while the call was being issued (the server may have it)
+                call.cancel()
         try:
             return call.result()
         except grpc.FutureCancelledError:
@@ -178,6 +181,7 @@ class CancellableCalls:
 
     def cancel(self) -> None:
         with self._lock:
+            self._cancelled = True
             if self._inflight is not None:
                 self._inflight.cancel()
 
