@@ -211,7 +211,7 @@ class RawEvents:
     """The raw events of a SplitEvents: frame rows `rows` with their final names and durations."""
 
     frame: XSpaceFrame
-    rows: np.ndarray  # int64 frame rows (the events' `source`)
+    rows: np.ndarray  # int32 frame rows (the events' `source`; int64 past 2**31 events)
     name: np.ndarray  # int32 into the names
     changed: np.ndarray  # positions whose duration is not the frame's (a step's end moved), ascending
     changed_ps: np.ndarray  # their durations
@@ -347,10 +347,13 @@ class _Build:
         keep = line_ok[r.event_line]
         if self.md_internal.any():
             keep &= ~self.md_internal[self.ev_md]
-        rows = np.arange(r.num_events) if keep.all() else np.flatnonzero(keep)
-        ev_line = r.event_line[rows]
+        # Frame rows as int32 when they fit: the export keeps them (and the flows search them).
+        row_type = np.int32 if r.num_events < 2**31 else np.int64
+        rows = np.arange(r.num_events, dtype=row_type) if keep.all() else np.flatnonzero(keep).astype(row_type)
+        del keep
         names = self.md_shown[self.ev_md[rows]]
-        dur = self.dur[rows]
+        # Durations the steps change, as (position, duration) pairs (the rest are the frame's).
+        changed: dict[int, int] = {}
         self.device_steps: dict[int, _DeviceSteps] = {}
         self.apply_step_name_stats(rows, names)
         if not grouped:
@@ -363,25 +366,32 @@ class _Build:
                 steps = _DeviceSteps.finish(list(self.device_steps.values()), groups)
                 drop = np.array(sorted(steps.dropped), np.int64)
                 if len(drop):
-                    keep_pos = ~np.isin(rows, drop)
-                    rows, ev_line, names, dur = rows[keep_pos], ev_line[keep_pos], names[keep_pos], dur[keep_pos]
+                    at = np.searchsorted(rows, drop)
+                    at = at[(at < len(rows)) & (rows[np.minimum(at, len(rows) - 1)] == drop)]
+                    rows, names = np.delete(rows, at), np.delete(names, at)
                 for row, (end, name) in steps.changed.items():
-                    pos = np.searchsorted(rows, row)
-                    dur[pos] = end - self.start[row]
+                    pos = int(np.searchsorted(rows, row))
+                    changed[pos] = end - int(self.start[row])
                     if name is not None:
                         renamed[row] = name
             for row, name in renamed.items():
                 pos = np.searchsorted(rows, row)
                 if pos < len(rows) and rows[pos] == row:
                     names[pos] = self.names.id(name)
+        at = np.array(sorted(changed), np.int64)
+        new_ps = np.array([changed[k] for k in at.tolist()], np.int64)
         if self.split_raw:  # pid, tid and start stay in the frame, durations where a step changed them
-            changed = np.flatnonzero(dur != self.dur[rows])
-            self.raw_part = RawEvents(self.f, rows, names, changed, dur[changed], line_pid.astype(np.uint32),
+            moved = new_ps != self.dur[rows[at]]
+            self.raw_part = RawEvents(self.f, rows, names, at[moved], new_ps[moved], line_pid.astype(np.uint32),
                                       line_tid.astype(np.uint32))
         else:  # final dtypes from the start (uint32 ids), so the join below copies the least
+            dur = self.dur[rows]
+            dur[at] = new_ps
+            ev_line = r.event_line[rows]
             self.chunks.append((line_pid.astype(np.uint32)[ev_line], line_tid.astype(np.uint32)[ev_line],
-                                self.start[rows], dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
-        del ev_line, names, dur
+                                self.start[rows], dur, names, rows.astype(np.int64), np.zeros(len(rows), np.uint8)))
+            del ev_line, dur
+        del names
         links, links_later = None, None
         if md_names is not None:
             # Counters and flows need only the raw events (the first rows, their positions final):
@@ -393,7 +403,7 @@ class _Build:
                 links_later = args
             else:
                 links = _Links(*args)
-        del rows, keep
+        del rows
 
         threads = [(int(plane_pid[r.line_plane[li]]), int(line_tid[li]), line_shown_name[li])
                    for li in range(len(r.line_id)) if plane_pid[r.line_plane[li]] >= 0 and not counter_line[li]]
@@ -666,14 +676,15 @@ class _Build:
         has_c = np.zeros(n, bool)
         c = self.event_stat("_c")
         has_c[c["owner"].to_numpy()] = True
-        idx = np.arange(n)
-        is_start = is_start_md[self.ev_md] & has_c
-        is_stop = is_stop_md[self.ev_md]
-        # The latest qualifying StartRegion before each event, within its own line.
-        last = np.maximum.accumulate(np.where(is_start, idx, -1))
-        first_of_line = r.line_first_event[r.event_line]
-        stops = np.flatnonzero(is_stop & (last >= first_of_line))
-        starts = last[stops]
+        start_rows = np.flatnonzero(is_start_md[self.ev_md] & has_c)
+        del has_c
+        stops = np.flatnonzero(is_stop_md[self.ev_md])
+        # The latest qualifying StartRegion before each StopRegion, within its own line (searched
+        # among the few starts: no pass over every event).
+        at = np.searchsorted(start_rows, stops, "right") - 1
+        starts = start_rows[np.maximum(at, 0)] if len(start_rows) else np.zeros(len(stops), np.int64)
+        ok = (at >= 0) & (starts >= r.line_first_event[r.event_line[stops]])
+        stops, starts = stops[ok], starts[ok]
         t0 = self.start[starts]
         ok = t0 != 0  # XProf treats a start at time 0 as "no start seen"
         stops, starts, t0 = stops[ok], starts[ok], t0[ok]

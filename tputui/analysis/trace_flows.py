@@ -85,15 +85,31 @@ class FlowTable:
 
 
 def _sorted(src, dst, kind, cat, fid) -> FlowTable:
-    keep = src != dst
-    src, dst, kind, cat, fid = src[keep], dst[keep], kind[keep], cat[keep], fid[keep]
-    order = np.lexsort((dst, src))
-    src, dst, kind, cat, fid = src[order], dst[order], kind[order], cat[order], fid[order]
+    return _sorted_columns([src, dst, kind, cat, fid])
+
+
+def _sorted_columns(cols: list[np.ndarray]) -> FlowTable:
+    """A FlowTable of the links in cols (src, dst, kind, cat, fid; emptied as they are used, so
+    each column's old copy goes as its new one is made): sorted by (src, dst), one per pair."""
+    keep = cols[0] != cols[1]
+    if not keep.all():
+        for k in range(5):
+            cols[k] = cols[k][keep]
+    order = np.lexsort((cols[1], cols[0]))
+    for k in range(5):
+        cols[k] = cols[k][order]
+    del order
+    src, dst = cols[0], cols[1]
     if len(src) > 1:  # one link per (src, dst): the first rule that links them
-        first = np.concatenate(([True], (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])))
-        src, dst, kind, cat, fid = src[first], dst[first], kind[first], cat[first], fid[first]
-    return FlowTable(src.astype(np.int64), dst.astype(np.int64), kind.astype(np.uint8), cat.astype(np.uint8),
-                     fid.astype(np.uint64))
+        first = np.ones(len(src), bool)
+        first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+        del src, dst
+        if not first.all():
+            for k in range(5):
+                cols[k] = cols[k][first]
+    out = [c.astype(t, copy=False) for c, t in zip(cols, (np.int64, np.int64, np.uint8, np.uint8, np.uint64))]
+    cols.clear()
+    return FlowTable(*out)
 
 
 def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
@@ -104,7 +120,9 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
     names = set(frame.raw.sm_name)
     if not names & {"_p", "_c", "correlation_id", "flow"}:
         return FlowTable.empty()
-    src_rows = np.asarray(source, np.int64)
+    src_rows = np.asarray(source)
+    if src_rows.dtype != np.int32:
+        src_rows = src_rows.astype(np.int64, copy=False)
     is_raw = np.asarray(kind) == KIND_RAW
     by_row: np.ndarray | None
     if is_raw.all() and (len(src_rows) < 2 or bool((src_rows[1:] > src_rows[:-1]).all())):
@@ -116,7 +134,7 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
 
     def position(rows: np.ndarray) -> np.ndarray:
         """Event position of each frame row, -1 when the trace viewer does not show it."""
-        j = np.searchsorted(rows_sorted, rows)
+        j = np.searchsorted(rows_sorted, rows.astype(rows_sorted.dtype, copy=False))  # no copy of the events' rows
         jc = np.minimum(j, max(len(rows_sorted) - 1, 0))
         hit = (j < len(rows_sorted)) & (rows_sorted[jc] == rows) if len(rows_sorted) else np.zeros(len(rows), bool)
         return np.where(hit, jc if by_row is None else by_row[jc], -1)
@@ -125,8 +143,9 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
     parts = [p for p in found if p is not None and len(p[0])]
     if not parts:
         return FlowTable.empty()
-    src, dst, kind_, cat, fid = (np.concatenate(c) for c in zip(*parts))
-    return _sorted(src, dst, kind_, cat, fid)
+    cols = [np.concatenate(c) for c in zip(*parts)]
+    del parts, found
+    return _sorted_columns(cols)
 
 
 # The links are numpy sorts and searches over the flow stats' rows: Polars' joins kept ~250 MB of
@@ -164,30 +183,29 @@ def _placed(owner: np.ndarray, position, frame) -> tuple[np.ndarray, np.ndarray,
 
 
 def _groups(*columns: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """A group id per producer and per consumer row, equal exactly where all key columns are;
-    columns: (producers' values, consumers' values) of each key. Ids are >= 0 and below
-    GROUPS_MAX / (the rows + 1), so _link's (group, time) keys fit an int64."""
+    """A group id per producer and per consumer row, equal exactly where every key column is;
+    columns: (producers' values, consumers' values) of each key. The ids number the producers'
+    distinct keys (the consumers' are looked up: less to sort); a consumer whose key no producer
+    has gets -1. Ids stay below GROUPS_MAX / (2 * producers + 1), so _link's keys fit an int64."""
     n = len(columns[0][0])
-    total = n + len(columns[0][1])
-    group = np.zeros(total, np.int64)
+    p_group = np.zeros(n, np.int64)
+    c_group = np.zeros(len(columns[0][1]), np.int64)
     for prod, cons in columns:
-        both = np.concatenate((prod, cons))
-        lo, hi = (int(both.min()), int(both.max())) if total else (0, 0)
-        if 0 <= lo and hi < SMALL_KEY:  # small values (context types): themselves
-            values, size = both, hi + 1
-        else:
-            values = np.unique(both, return_inverse=True)[1].reshape(-1)
-            size = int(values.max(initial=0)) + 1
-        del both
-        group *= size
-        group += values
-        del values
-        if (int(group.max(initial=0)) + 1) * SMALL_KEY >= GROUPS_MAX // (total + 1):
-            group = np.unique(group, return_inverse=True)[1].reshape(-1)  # dense again before it can overflow
-    return group[:n], group[n:]
+        values, code = np.unique(prod, return_inverse=True)
+        p_group *= len(values)
+        p_group += code.reshape(-1)
+        del code
+        at = np.minimum(np.searchsorted(values, cons), max(len(values) - 1, 0))
+        found = (values[at] == cons) & (c_group >= 0) if len(values) else np.zeros(len(cons), bool)
+        c_group = np.where(found, c_group * len(values) + at, -1)
+        if (int(p_group.max(initial=0)) + 1) * (2 * n + 1) >= GROUPS_MAX:  # numbered again before it can overflow
+            values, code = np.unique(p_group, return_inverse=True)
+            p_group = code.reshape(-1)
+            at = np.minimum(np.searchsorted(values, c_group), max(len(values) - 1, 0))
+            c_group = np.where((c_group >= 0) & (values[at] == c_group), at, -1)
+    return p_group, c_group
 
 
-SMALL_KEY = 1 << 16
 GROUPS_MAX = 1 << 62
 LINK_BLOCK = 1 << 18  # consumers searched at a time (bounds the searches' working arrays)
 _PASSES = (("right", -1), ("left", -1), ("right", 0))  # at or before, strictly before, strictly after
@@ -212,15 +230,25 @@ def _link(prod: tuple, cons: tuple, kind: int) -> Links | None:
     # rank among the producers' distinct times (1, 3, 5, ...; a consumer's between or equal).
     times, rank = np.unique(p_t, return_inverse=True)
     span = 2 * len(times) + 1
-    p_key = p_group * span + 2 * rank.reshape(-1) + 1
+    p_key = p_group * span
+    rank = rank.reshape(-1)
+    rank *= 2
+    p_key += rank
+    p_key += 1
     del rank
     at = np.searchsorted(times, c_t)
-    c_key = 2 * at + (times[np.minimum(at, len(times) - 1)] == c_t)
-    del at, times
-    c_key += c_group * span
+    same = times[np.minimum(at, len(times) - 1)] == c_t
+    del times
+    c_key = c_group * span
+    at *= 2
+    c_key += at
+    del at
+    c_key += same
+    del same
     order = np.argsort(p_key, kind="stable")
     p_key = p_key[order]
     by_time = np.argsort(c_t, kind="stable")
+    by_time = by_time[c_group[by_time] >= 0]  # the others' keys have no producer
     found: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in _PASSES]
     for a in range(0, len(by_time), LINK_BLOCK):
         todo = by_time[a:a + LINK_BLOCK]
@@ -234,8 +262,12 @@ def _link(prod: tuple, cons: tuple, kind: int) -> Links | None:
             todo = todo[~ok]
             if not len(todo):
                 break
+    del p_key, c_key, order, by_time, todo
     pairs = [pair for per_pass in found for pair in per_pass]
-    ci, pi = np.concatenate([c for c, _ in pairs]), np.concatenate([p for _, p in pairs])
+    del found
+    ci = np.concatenate([c for c, _ in pairs])
+    pi = np.concatenate([p for _, p in pairs])
+    del pairs
     return (p_pos[pi], c_pos[ci], np.full(len(ci), kind, np.uint8), p_cat[pi].astype(np.uint8),
             p_id[pi].view(np.uint64) & np.uint64(FLOW_ID_MASK))
 
