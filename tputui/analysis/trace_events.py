@@ -212,7 +212,7 @@ class RawEvents:
 
     frame: XSpaceFrame
     rows: np.ndarray  # int32 frame rows (the events' `source`; int64 past 2**31 events)
-    name: np.ndarray  # int32 into the names
+    name: np.ndarray  # into the names: uint16 when they are few enough, else int32
     changed: np.ndarray  # positions whose duration is not the frame's (a step's end moved), ascending
     changed_ps: np.ndarray  # their durations
     line_pid: np.ndarray  # uint32 per frame line
@@ -382,6 +382,8 @@ class _Build:
         new_ps = np.array([changed[k] for k in at.tolist()], np.int64)
         if self.split_raw:  # pid, tid and start stay in the frame, durations where a step changed them
             moved = new_ps != self.dur[rows[at]]
+            if len(self.names.strings) <= 1 << 16:  # the ids fit 16 bits (the writer widens each block)
+                names = names.astype(np.uint16)
             self.raw_part = RawEvents(self.f, rows, names, at[moved], new_ps[moved], line_pid.astype(np.uint32),
                                       line_tid.astype(np.uint32))
         else:  # final dtypes from the start (uint32 ids), so the join below copies the least
