@@ -255,6 +255,10 @@ class SplitEvents:
     counters = property(lambda self: self._links()[0])
     flows = property(lambda self: self._links()[1])
 
+    def finish_links(self) -> None:
+        """Wait for the counters and flows (built on a worker thread since the split)."""
+        self._links()
+
     def _links(self) -> tuple[Any, Any]:
         if self.links is not None:
             self.rest.counters, self.rest.flows = self.links.result()

@@ -95,7 +95,9 @@ def _sorted_columns(cols: list[np.ndarray]) -> FlowTable:
     if not keep.all():
         for k in range(5):
             cols[k] = cols[k][keep]
-    order = np.lexsort((cols[1], cols[0]))
+    src, dst = cols[0].astype(np.int64, copy=False), cols[1].astype(np.int64, copy=False)
+    order = np.argsort(src * (int(dst.max(initial=0)) + 1) + dst, kind="stable")  # by (src, dst): positions >= 0
+    del src, dst
     for k in range(5):
         cols[k] = cols[k][order]
     del order
@@ -208,7 +210,15 @@ def _groups(*columns: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.nda
 
 GROUPS_MAX = 1 << 62
 LINK_BLOCK = 1 << 18  # consumers searched at a time (bounds the searches' working arrays)
-_PASSES = (("right", -1), ("left", -1), ("right", 0))  # at or before, strictly before, strictly after
+_PASSES = 3  # at or before, strictly before, strictly after
+
+
+def _sorted_search(keys: np.ndarray, values: np.ndarray, order: np.ndarray, side: str) -> np.ndarray:
+    """np.searchsorted(keys, values, side), searched in `order` (values' ascending order: each
+    search starts where the last ended) and given back in the values' own order."""
+    out = np.empty(len(values), np.int32 if len(keys) < 2**31 else np.int64)
+    out[order] = np.searchsorted(keys, values[order], side)  # type: ignore[call-overload]
+    return out
 
 
 def _link(prod: tuple, cons: tuple, kind: int) -> Links | None:
@@ -226,6 +236,7 @@ def _link(prod: tuple, cons: tuple, kind: int) -> Links | None:
     n = len(p_pos)
     if not (n and len(c_pos)):
         return None
+    by_time = np.argsort(c_t, kind="stable")
     # One int64 per (group, time): the group times the number of time ranks, plus the time's
     # rank among the producers' distinct times (1, 3, 5, ...; a consumer's between or equal).
     times, rank = np.unique(p_t, return_inverse=True)
@@ -236,33 +247,35 @@ def _link(prod: tuple, cons: tuple, kind: int) -> Links | None:
     p_key += rank
     p_key += 1
     del rank
-    at = np.searchsorted(times, c_t)
-    same = times[np.minimum(at, len(times) - 1)] == c_t
+    c_key = _sorted_search(times, c_t, by_time, "left").astype(np.int64)
+    same = times[np.minimum(c_key, len(times) - 1)] == c_t
     del times
-    c_key = c_group * span
-    at *= 2
-    c_key += at
-    del at
+    c_key *= 2
     c_key += same
     del same
+    c_key += c_group * span
     order = np.argsort(p_key, kind="stable")
     p_key = p_key[order]
-    by_time = np.argsort(c_t, kind="stable")
+    # Each consumer's place among the producers' keys, searched in key order (fast), once: the
+    # last producer at or before it ends at `right`, strictly before at `left`.
+    by_key = np.argsort(c_key, kind="stable")
+    right = _sorted_search(p_key, c_key, by_key, "right")
+    left = _sorted_search(p_key, c_key, by_key, "left")
+    del by_key
     by_time = by_time[c_group[by_time] >= 0]  # the others' keys have no producer
-    found: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in _PASSES]
+    found: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(_PASSES)]
     for a in range(0, len(by_time), LINK_BLOCK):
         todo = by_time[a:a + LINK_BLOCK]
-        for k, (side, shift) in enumerate(_PASSES):
-            ck = c_key[todo]
-            j = np.searchsorted(p_key, ck, side) + shift
+        for k, (place, shift) in enumerate(((right, -1), (left, -1), (right, 0))):
+            j = place[todo] + shift
             jc = np.clip(j, 0, n - 1)
             src = order[jc]
-            ok = (j >= 0) & (j < n) & (p_key[jc] // span == ck // span) & (p_pos[src] != c_pos[todo])
+            ok = (j >= 0) & (j < n) & (p_key[jc] // span == c_key[todo] // span) & (p_pos[src] != c_pos[todo])
             found[k].append((todo[ok], src[ok]))
             todo = todo[~ok]
             if not len(todo):
                 break
-    del p_key, c_key, order, by_time, todo
+    del p_key, c_key, order, by_time, todo, right, left
     pairs = [pair for per_pass in found for pair in per_pass]
     del found
     ci = np.concatenate([c for c, _ in pairs])
