@@ -146,7 +146,9 @@ def flow_lines(ev: Any, names: dict[int, str], categories: tuple[str, ...], use_
     for k in range(len(ends)):  # one column at a time: each old copy goes as its sorted one comes
         ends[k] = ends[k][order]
     ncat = len(categories)
-    code = np.asarray(fl.kind, np.int64)[order] * ncat + np.asarray(fl.category, np.int64)[order]
+    code = np.asarray(fl.kind)[order].astype(np.int64)
+    code *= ncat
+    code += np.asarray(fl.category)[order]
     del order
     sp, st, ss, dp, dt, ds = ends
     ends.clear()
