@@ -141,17 +141,17 @@ def flow_lines(ev: Any, names: dict[int, str], categories: tuple[str, ...], use_
     # Links numbered in time order of their ends (then track, rule, category), not in event-row
     # order: the same profile read another way (a riegeli run's merged lines) numbers them alike.
     # The ends are gathered once, sorted, and written from the sorted copies.
-    ends = [*placed(fl.src), *placed(fl.dst)]  # sp, st, ss, dp, dt, ds
-    order = np.lexsort((fl.category, fl.kind, ends[4], ends[3], ends[5], ends[1], ends[0], ends[2]))
-    for k in range(len(ends)):  # one column at a time: each old copy goes as its sorted one comes
-        ends[k] = ends[k][order]
+    cols = [*placed(fl.src), *placed(fl.dst)]  # sp, st, ss, dp, dt, ds
+    order = np.lexsort((fl.category, fl.kind, cols[4], cols[3], cols[5], cols[1], cols[0], cols[2]))
+    for k in range(len(cols)):  # one column at a time: each old copy goes as its sorted one comes
+        cols[k] = cols[k][order]
     ncat = len(categories)
     code = np.asarray(fl.kind)[order].astype(np.int64)
     code *= ncat
     code += np.asarray(fl.category)[order]
     del order
-    sp, st, ss, dp, dt, ds = ends
-    ends.clear()
+    sp, st, ss, dp, dt, ds = cols
+    cols.clear()
     kinds = max(names) + 1
     tails = [f',"name":{json.dumps(names.get(k, ""))},"cat":{json.dumps(categories[c] or "flow")}}},\n'
              for k in range(kinds) for c in range(ncat)]
