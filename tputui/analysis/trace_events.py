@@ -403,7 +403,8 @@ class _Build:
             # Counters and flows need only the raw events (the first rows, their positions final):
             # built on a worker thread (Polars and numpy let the GIL go) while the derived lines are.
             # Split (the export): started once the derived lines are built, so their working
-            # memory and the links' are not alive together; the writer waits for it after the events.
+            # memory and the links' are not alive together; the writer waits for it after the
+            # events, or before them on a large profile (trace_export.LINKS_FIRST_EVENTS).
             args = (self.f, plane_pid, counter_lines, md_names, rows)
             if self.split_raw:
                 links_later = args

@@ -26,8 +26,7 @@ except ImportError:  # built without a C compiler: the Polars reference
     _trace_json = None
 
 FLOAT_EXACT_PS = 10**15  # below this, float text of ps / 1e6 is exact (<= 15 significant digits)
-BLOCK_ROWS = 1 << 18  # raw events gathered from the frame at a time (SplitEvents: ~7 MB of columns, beside the
-# flows being built on another thread)
+BLOCK_ROWS = 1 << 18  # raw events gathered from the frame at a time (SplitEvents: ~7 MB of columns)
 CHUNK_ROWS = 1 << 16  # events per written chunk (~9 MB of JSON: below malloc's mmap threshold, so
 # the chunks reuse heap memory instead of each faulting in fresh zeroed pages: 0.25 -> 0.16 s at 2.7M events)
 
