@@ -44,7 +44,7 @@ def test_split_events_joined_are_the_trace_events(root):
         assert np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("links_first", [False, True], ids=["links-beside", "links-first"])
+@pytest.mark.parametrize("links_first", [False, True], ids=["flows-beside", "flows-first"])
 @pytest.mark.parametrize("use_c", [True, False], ids=["c", "polars"])
 @pytest.mark.parametrize("root", CASES, ids=lambda p: p.name)
 def test_split_events_write_the_same_json(root, use_c, links_first, monkeypatch):
@@ -52,7 +52,7 @@ def test_split_events_write_the_same_json(root, use_c, links_first, monkeypatch)
     in one block or many, the document is the one trace_events' table gives."""
     if use_c and trace_json._trace_json is None:
         pytest.skip("the _trace_json extension is not built")
-    monkeypatch.setattr(trace_export, "LINKS_FIRST_EVENTS", 0 if links_first else 10**12)
+    monkeypatch.setattr(trace_export, "FLOWS_FIRST_EVENTS", 0 if links_first else 10**12)
     result = analyze(_run(root))
     assert isinstance(result.parts, SplitEvents)  # the export path splits
     whole = trace_events(_run(root).frame())

@@ -253,11 +253,16 @@ class SplitEvents:
     threads = property(lambda self: self.rest.threads)
     frame = property(lambda self: self.rest.frame)
     counters = property(lambda self: self._links()[0])
-    flows = property(lambda self: self._links()[1])
 
-    def finish_links(self) -> None:
-        """Wait for the counters and flows (built on a worker thread since the split)."""
-        self._links()
+    @property
+    def flows(self) -> Any:
+        """The flow table (waits for it; not for the counters, built after it)."""
+        return self.links.flows() if self.links is not None else self.rest.flows
+
+    def wait_for_flows(self) -> None:
+        """Return once the flow table is built (the counters may still be being built)."""
+        if self.links is not None:
+            self.links.flows()
 
     def _links(self) -> tuple[Any, Any]:
         if self.links is not None:
@@ -404,7 +409,7 @@ class _Build:
             # built on a worker thread (Polars and numpy let the GIL go) while the derived lines are.
             # Split (the export): started once the derived lines are built, so their working
             # memory and the links' are not alive together; the writer waits for it after the
-            # events, or before them on a large profile (trace_export.LINKS_FIRST_EVENTS).
+            # events, or for the flows before them on a large profile (trace_export.FLOWS_FIRST_EVENTS).
             args = (self.f, plane_pid, counter_lines, md_names, rows)
             if self.split_raw:
                 links_later = args
@@ -705,15 +710,18 @@ class _Build:
 
 
 class _Links:
-    """The counter table and the flow table of a frame's raw events, built on a worker thread.
+    """The flow table and the counter table of a frame's raw events, built on a worker thread
+    (the flows first: a writer may wait for them alone, and let the counters be built beside it).
 
     `rows` are the raw events' frame rows, in the order they open the events table (a flow's
     positions index it)."""
 
     def __init__(self, frame: XSpaceFrame, plane_pid: np.ndarray, counter_lines: np.ndarray, md_names: np.ndarray,
                  rows: np.ndarray) -> None:
-        self._out: tuple | None = None
+        self._flows: Any = None
+        self._counters: CounterTable | None = None
         self._error: BaseException | None = None
+        self._flows_done = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(frame, plane_pid, counter_lines, md_names, rows),
                                         name="tputui-trace-links", daemon=True)
         self._thread.start()
@@ -722,18 +730,29 @@ class _Links:
         from tputui.analysis.trace_flows import flow_table  # trace_flows reads KIND_RAW from here
 
         try:
-            counters = counter_table(frame, plane_pid, counter_lines, md_names)
-            self._out = (counters, flow_table(frame, rows, np.full(len(rows), KIND_RAW, np.uint8)))
+            try:
+                self._flows = flow_table(frame, rows, np.full(len(rows), KIND_RAW, np.uint8))
+            finally:
+                self._flows_done.set()
             release_free_memory()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller in result()
+            self._counters = counter_table(frame, plane_pid, counter_lines, md_names)
+            release_free_memory()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller in flows() / result()
             self._error = e
+
+    def flows(self) -> Any:
+        """The flow table, once built (the counters may still be being built)."""
+        self._flows_done.wait()
+        if self._flows is None:
+            return self.result()[1]  # the flows failed: their error
+        return self._flows
 
     def result(self) -> tuple[CounterTable, Any]:
         self._thread.join()
         if self._error is not None:
             raise self._error
-        assert self._out is not None
-        return self._out
+        assert self._counters is not None
+        return self._counters, self._flows
 
 
 class _DeviceLines:
