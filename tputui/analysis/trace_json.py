@@ -139,37 +139,33 @@ def flow_lines(ev: Any, names: dict[int, str], categories: tuple[str, ...], use_
 
     # Links numbered in time order of their ends (then track, rule, category), not in event-row
     # order: the same profile read another way (a riegeli run's merged lines) numbers them alike.
-    # The ends are gathered once, sorted, and written from the sorted copies.
-    cols = [*placed(fl.src), *placed(fl.dst)]  # sp, st, ss, dp, dt, ds
-    order = np.lexsort((fl.category, fl.kind, cols[4], cols[3], cols[5], cols[1], cols[0], cols[2]))
-    for k in range(len(cols)):  # one column at a time: each old copy goes as its sorted one comes
-        cols[k] = cols[k][order]
+    # The ends are gathered once and sorted; each chunk takes its rows in that order.
+    ends = [*placed(fl.src), *placed(fl.dst)]  # sp, st, ss, dp, dt, ds
+    kind, category = np.asarray(fl.kind), np.asarray(fl.category)
+    order = np.lexsort((category, kind, ends[4], ends[3], ends[5], ends[1], ends[0], ends[2]))
     ncat = len(categories)
-    code = np.asarray(fl.kind)[order].astype(np.int64)
-    code *= ncat
-    code += np.asarray(fl.category)[order]
-    del order
-    sp, st, ss, dp, dt, ds = cols
-    cols.clear()
     kinds = max(names) + 1
     tails = [f',"name":{json.dumps(names.get(k, ""))},"cat":{json.dumps(categories[c] or "flow")}}},\n'
              for k in range(kinds) for c in range(ncat)]
     blob, off = _blob(tails)
-    for a in range(0, len(code), rows):
-        b = min(a + rows, len(code))
+    for a in range(0, len(order), rows):
+        b = min(a + rows, len(order))
+        at = order[a:b]
+        sp, st, ss, dp, dt, ds = (c[at] for c in ends)
+        code = kind[at].astype(np.int64) * ncat + category[at]
         if _trace_json is not None and use_c:
-            yield _trace_json.flows(sp[a:b], st[a:b], ss[a:b], dp[a:b], dt[a:b], ds[a:b], code[a:b], blob, off, a + 1)
+            yield _trace_json.flows(sp, st, ss, dp, dt, ds, code, blob, off, a + 1)
             continue
         ids = pl.Series(np.arange(a + 1, b + 1, dtype=np.int64)).cast(pl.String)
-        tail = pl.Series(tails, dtype=pl.String).gather(pl.Series(code[a:b].astype(np.uint32)))
+        tail = pl.Series(tails, dtype=pl.String).gather(pl.Series(code.astype(np.uint32)))
         head = [pl.lit(',"id":'), ids, pl.lit(',"bind_id":'), ids, tail]
-        starts = pl.concat_str([pl.lit('{"pid":'), pl.Series(sp[a:b]).cast(pl.String), pl.lit(',"tid":'),
-                                pl.Series(st[a:b]).cast(pl.String), pl.lit(',"ts":'), us_text(ss[a:b]),
+        starts = pl.concat_str([pl.lit('{"pid":'), pl.Series(sp).cast(pl.String), pl.lit(',"tid":'),
+                                pl.Series(st).cast(pl.String), pl.lit(',"ts":'), us_text(ss),
                                 pl.lit(',"ph":"s"'), *head])
-        ends = pl.concat_str([pl.lit('{"pid":'), pl.Series(dp[a:b]).cast(pl.String), pl.lit(',"tid":'),
-                              pl.Series(dt[a:b]).cast(pl.String), pl.lit(',"ts":'), us_text(ds[a:b]),
-                              pl.lit(',"ph":"f","bp":"e"'), *head])
-        both = pl.select(s=starts, f=ends).select(pl.concat_str([pl.col("s"), pl.col("f")]).str.join(""))
+        finishes = pl.concat_str([pl.lit('{"pid":'), pl.Series(dp).cast(pl.String), pl.lit(',"tid":'),
+                                  pl.Series(dt).cast(pl.String), pl.lit(',"ts":'), us_text(ds),
+                                  pl.lit(',"ph":"f","bp":"e"'), *head])
+        both = pl.select(s=starts, f=finishes).select(pl.concat_str([pl.col("s"), pl.col("f")]).str.join(""))
         yield both.item().encode("utf-8")
 
 
