@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import polars as pl
 import pytest
 from conftest import FIXTURES, PROFILES
 
 from tputui.analysis.trace_cache import cached_events, finish_index, open_index
 from tputui.analysis.trace_events import HOST_PID, KIND_RAW, trace_events
-from tputui.analysis.trace_flows import FLOW_GPU_LAUNCH, FLOW_PRODUCER, FLOW_XFLOW, flow_table
+from tputui.analysis.trace_flows import FLOW_GPU_LAUNCH, FLOW_PRODUCER, FLOW_XFLOW, _groups, _link, flow_table
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 
@@ -143,3 +144,39 @@ def test_the_index_and_its_saved_copy_keep_the_links(tmp_path):
     back = cached_events(RunData(run.run), None)  # the export's events from the saved index
     assert {(int(back.start_ps[a]), back.name_of(a), int(back.start_ps[b]), back.name_of(b))
             for a, b in zip(back.flows.src.tolist(), back.flows.dst.tolist())} == expect
+
+
+def _join_asof_links(prod: pl.DataFrame, cons: pl.DataFrame) -> list[tuple[int, int]]:
+    """The link rule with Polars' join_asof (the reference for trace_flows._link): each consumer
+    (by time) from the latest producer of its key at or before it, else strictly before (not
+    itself), else the first after; (consumer row, producer row) in that pass order."""
+    p = prod.with_row_index("p").sort("t")
+    todo = cons.with_row_index("c").sort("t")
+    out: list[tuple[int, int]] = []
+    for strategy, exact in (("backward", True), ("backward", False), ("forward", False)):
+        j = todo.join_asof(p, on="t", by="key", strategy=strategy, allow_exact_matches=exact, check_sortedness=False)
+        ok = pl.col("p").is_not_null() & (pl.col("pos") != pl.col("pos_right"))
+        out += list(zip(*(j.filter(ok)[c].to_list() for c in ("c", "p"))))
+        todo = j.filter(~ok.fill_null(False)).select(cons.columns + ["c"])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_link_rule_matches_join_asof_with_ties(seed):
+    """Many producers and consumers per key at the same times (ties), events that are both
+    (in-out flows), consumers before every producer and keys no producer has."""
+    rng = np.random.default_rng(seed)
+    n_p, n_c = int(rng.integers(1, 300)), int(rng.integers(1, 300))
+    pos = rng.permutation(400)
+    prod = pl.DataFrame({"key": rng.integers(0, 12, n_p), "t": rng.integers(0, 25, n_p), "pos": pos[:n_p]})
+    cons = pl.DataFrame({"key": rng.integers(0, 14, n_c), "t": rng.integers(-3, 28, n_c),
+                         "pos": np.where(rng.random(n_c) < 0.3, rng.choice(pos[:n_p], n_c), pos[-n_c:])})
+    p_group, c_group = _groups((prod["key"].to_numpy(), cons["key"].to_numpy()))
+    ids = prod["key"].to_numpy()
+    got = _link((prod["pos"].to_numpy(), prod["t"].to_numpy(), p_group, np.zeros(n_p, np.uint8), ids),
+                (cons["pos"].to_numpy(), cons["t"].to_numpy(), c_group), FLOW_XFLOW)
+    want = _join_asof_links(prod, cons)
+    assert want, "the case links something"
+    assert got is not None
+    src, dst = got[0], got[1]
+    assert list(zip(dst.tolist(), src.tolist())) == [(int(cons["pos"][c]), int(prod["pos"][p])) for c, p in want]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import PROFILES
 
-from tputui.analysis import trace_json
+from tputui.analysis import trace_export, trace_json
 from tputui.analysis.trace_events import SplitEvents, split_trace_events, trace_events
 from tputui.analysis.trace_export import TraceExport, analyze
 from tputui.analysis.trace_flows import CONTEXT_TYPES, FLOW_NAMES
@@ -44,11 +44,15 @@ def test_split_events_joined_are_the_trace_events(root):
         assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("links_first", [False, True], ids=["flows-beside", "flows-first"])
 @pytest.mark.parametrize("use_c", [True, False], ids=["c", "polars"])
 @pytest.mark.parametrize("root", CASES, ids=lambda p: p.name)
-def test_split_events_write_the_same_json(root, use_c, monkeypatch):
+def test_split_events_write_the_same_json(root, use_c, links_first, monkeypatch):
+    """Whether the flows are built beside the events' writing or before it (large profiles),
+    in one block or many, the document is the one trace_events' table gives."""
     if use_c and trace_json._trace_json is None:
         pytest.skip("the _trace_json extension is not built")
+    monkeypatch.setattr(trace_export, "FLOWS_FIRST_EVENTS", 0 if links_first else 10**12)
     result = analyze(_run(root))
     assert isinstance(result.parts, SplitEvents)  # the export path splits
     whole = trace_events(_run(root).frame())
@@ -58,6 +62,9 @@ def test_split_events_write_the_same_json(root, use_c, monkeypatch):
         assert got == b"".join(trace_json.event_chunks(whole, use_c=use_c, rows=5))
     assert (b"".join(trace_json.flow_lines(result.parts, FLOW_NAMES, CONTEXT_TYPES, use_c=use_c))
             == b"".join(trace_json.flow_lines(whole, FLOW_NAMES, CONTEXT_TYPES, use_c=use_c)))
+    for rows in (trace_json.CHUNK_ROWS, 3):  # counter samples in one chunk, then in many
+        assert (b"".join(trace_json.counter_chunks(result.parts, use_c=use_c, rows=rows))
+                == trace_json.counter_lines(whole, use_c=use_c))
     a, b = io.StringIO(), io.StringIO()
     result.write_json(a)
     TraceExport(whole).write_json(b)

@@ -143,7 +143,8 @@ class OutputCache:
 
     MAX_BYTES = 256 << 20
     VERSION = 2
-    QUEUED = 4  # pieces waiting for the compressor (a trace export's are ~9 MB each)
+    QUEUED = 2  # pieces waiting for the compressor (a trace export's are ~9 MB each: each one queued
+    # is memory at the export's peak)
     PIECE_BYTES = 1 << 20  # smaller writes are gathered up to this before the hand-over
     _OUT, _NOTES = "out.zst", "notes.json"
 

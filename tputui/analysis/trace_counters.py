@@ -103,7 +103,8 @@ def counter_table(frame, plane_pid: np.ndarray, counter_lines: np.ndarray, displ
     counter_lines: bool per line, a `_counters_` line of a shown plane; display_names: the
     shown name of each event-metadata row (+1 trailing row for unknown metadata)."""
     r = frame.raw
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # key, pid, name, t, v
+    names = _Interned()
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # pid, name id, t, value
     if counter_lines.any():
         rows = np.flatnonzero(counter_lines[r.event_line])
         values = _counter_values(frame, rows)
@@ -111,19 +112,42 @@ def counter_table(frame, plane_pid: np.ndarray, counter_lines: np.ndarray, displ
         rows = rows[ok]
         md = frame.events["metadata"].to_numpy()[rows]
         pid = plane_pid[r.line_plane[r.event_line[rows]]]
-        parts.append((display_names[md], pid, display_names[md], frame.start_ps[rows], values[ok]))
-    mem = _memory_samples(frame, plane_pid)
+        kinds, at = np.unique(md, return_inverse=True)
+        name_id = np.array([names.id(str(display_names[m])) for m in kinds.tolist()], np.int64)[at.reshape(-1)]
+        parts.append((pid, name_id, frame.start_ps[rows], values[ok]))
+    mem = _memory_samples(frame, plane_pid, names)
     if mem is not None:
         parts.append(mem)
     if not parts:
         return CounterTable.empty()
-    name = np.concatenate([p[2] for p in parts]).astype(object)
-    pid = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    keys = pl.DataFrame({"pid": pid, "name": pl.Series(name.tolist(), dtype=pl.String)})
-    uniq = keys.unique(maintain_order=True).sort("pid", maintain_order=True).with_row_index("series")
-    series = keys.join(uniq, on=["pid", "name"], how="left", maintain_order="left")["series"].to_numpy()
-    return build(uniq["name"].to_list(), uniq["pid"].to_list(), series,
-                 np.concatenate([p[3] for p in parts]), np.concatenate([p[4] for p in parts]))
+    pid = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    name_id = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    # A series per (pid, name), numbered by pid, then in the order the samples first show it.
+    key = pid * max(len(names.strings), 1) + name_id
+    uniq, first, series_of_key = np.unique(key, return_index=True, return_inverse=True)
+    seen = np.argsort(first, kind="stable")
+    numbered = seen[np.argsort((uniq[seen] // max(len(names.strings), 1)), kind="stable")]
+    rank = np.empty(len(uniq), np.int64)
+    rank[numbered] = np.arange(len(uniq))
+    series = rank[series_of_key.reshape(-1)]
+    return build([names.strings[int(name_id[first[u]])] for u in numbered.tolist()],
+                 [int(pid[first[u]]) for u in numbered.tolist()], series,
+                 np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts]))
+
+
+class _Interned:
+    """Series names: strings -> dense ids."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def id(self, s: str) -> int:
+        i = self._index.get(s)
+        if i is None:
+            i = self._index[s] = len(self.strings)
+            self.strings.append(s)
+        return i
 
 
 def _counter_values(frame, rows: np.ndarray) -> np.ndarray:
@@ -146,7 +170,9 @@ def _counter_values(frame, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _memory_samples(frame, plane_pid: np.ndarray):
+def _memory_samples(frame, plane_pid: np.ndarray, names: _Interned):
+    """(pid, name id, t, value) of the allocator's samples: bytes_allocated after each
+    MemoryAllocation / MemoryDeallocation event of a shown plane (NaN when not an integer)."""
     r = frame.raw
     if MEMORY_VALUE not in r.sm_name:
         return None
@@ -158,19 +184,48 @@ def _memory_samples(frame, plane_pid: np.ndarray):
     pid = plane_pid[r.line_plane[r.event_line[rows]]]
     keep = pid >= 0
     rows, pid = rows[keep], pid[keep]
-    val = frame.stat_values("event", MEMORY_VALUE).select("owner", v=pl.col("int"))
-    alloc = frame.stat_values("event", "allocator_name").select("owner", tid=pl.col("text_id"))
-    ordinal = [frame.stat_values("event", n).select("owner", **{n: pl.col("int")}) for n in ORDINAL_STATS]
-    df = (pl.DataFrame({"owner": rows, "pid": pid}).join(val, on="owner", how="inner", maintain_order="left")
-          .join(alloc, on="owner", how="left", maintain_order="left"))
-    for o in ordinal:
-        df = df.join(o, on="owner", how="left", maintain_order="left")
-    if not df.height:
+    # The events with the stat (of any kind), each with its integer value.
+    owner = frame.stat_arrays("event", MEMORY_VALUE, "any")[0]
+    at = _lookup(owner, rows)
+    rows, pid = rows[at >= 0], pid[at >= 0]
+    if not len(rows):
         return None
-    allocator = frame.texts_of(df["tid"].fill_null(-1).to_numpy())
+    value = _stat_at(frame, MEMORY_VALUE, "int", rows).astype(np.float64)
+    value[~_has(frame, MEMORY_VALUE, "int", rows)] = np.nan
     # XProf's memory id: the allocator name, else the device ordinal, else the index on host.
-    number = df.select(pl.coalesce(*ORDINAL_STATS).cast(pl.String).fill_null("")).to_series().to_list()
-    ids = [a or n for a, n in zip(allocator.tolist(), number)]
-    name = np.array([f"{MEMORY_SERIES}: {a}" if a else MEMORY_SERIES for a in ids], dtype=object)
-    owner = df["owner"].to_numpy()
-    return (name, df["pid"].to_numpy(), name, frame.start_ps[owner], df["v"].to_numpy().astype(np.float64))
+    allocator = _stat_at(frame, "allocator_name", "text", rows, missing=-1)
+    number = np.zeros(len(rows), np.int64)
+    has_number = np.zeros(len(rows), bool)
+    for stat in reversed(ORDINAL_STATS):  # the first that is there wins
+        has = _has(frame, stat, "int", rows)
+        number[has] = _stat_at(frame, stat, "int", rows)[has]
+        has_number |= has
+    a_values, a_code = np.unique(allocator, return_inverse=True)
+    n_values, n_code = np.unique(number, return_inverse=True)
+    combo = (a_code.reshape(-1) * len(n_values) + n_code.reshape(-1)) * 2 + has_number
+    _, first, at = np.unique(combo, return_index=True, return_inverse=True)
+    name_of_combo = []
+    for i in first.tolist():  # per distinct memory id, not per sample
+        ident = frame.text(int(allocator[i])) or (str(int(number[i])) if has_number[i] else "")
+        name_of_combo.append(names.id(f"{MEMORY_SERIES}: {ident}" if ident else MEMORY_SERIES))
+    name_id = np.array(name_of_combo, np.int64)[at.reshape(-1)]
+    return pid, name_id, frame.start_ps[rows], value
+
+
+def _lookup(owners: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Index in `owners` (ascending) of each of `rows`, -1 where absent (the first when repeated)."""
+    j = np.searchsorted(owners, rows)
+    jc = np.minimum(j, max(len(owners) - 1, 0))
+    return np.where((j < len(owners)) & (owners[jc] == rows), jc, -1) if len(owners) else np.full(len(rows), -1)
+
+
+def _has(frame, stat: str, kind: str, rows: np.ndarray) -> np.ndarray:
+    """Whether each of `rows` has the event stat with a value of `kind`."""
+    return _lookup(frame.stat_arrays("event", stat, kind)[0], rows) >= 0
+
+
+def _stat_at(frame, stat: str, kind: str, rows: np.ndarray, missing: int = 0) -> np.ndarray:
+    """The event stat's value (of `kind`) at each of `rows`, `missing` where it has none."""
+    owner, value = frame.stat_arrays("event", stat, kind)
+    at = _lookup(owner, rows)
+    return np.where(at >= 0, value[np.maximum(at, 0)] if len(value) else missing, missing).astype(np.int64)

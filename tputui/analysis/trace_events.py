@@ -211,8 +211,8 @@ class RawEvents:
     """The raw events of a SplitEvents: frame rows `rows` with their final names and durations."""
 
     frame: XSpaceFrame
-    rows: np.ndarray  # int64 frame rows (the events' `source`)
-    name: np.ndarray  # int32 into the names
+    rows: np.ndarray  # int32 frame rows (the events' `source`; int64 past 2**31 events)
+    name: np.ndarray  # into the names: uint16 when they are few enough, else int32
     changed: np.ndarray  # positions whose duration is not the frame's (a step's end moved), ascending
     changed_ps: np.ndarray  # their durations
     line_pid: np.ndarray  # uint32 per frame line
@@ -253,7 +253,16 @@ class SplitEvents:
     threads = property(lambda self: self.rest.threads)
     frame = property(lambda self: self.rest.frame)
     counters = property(lambda self: self._links()[0])
-    flows = property(lambda self: self._links()[1])
+
+    @property
+    def flows(self) -> Any:
+        """The flow table (waits for it; not for the counters, built after it)."""
+        return self.links.flows() if self.links is not None else self.rest.flows
+
+    def wait_for_flows(self) -> None:
+        """Return once the flow table is built (the counters may still be being built)."""
+        if self.links is not None:
+            self.links.flows()
 
     def _links(self) -> tuple[Any, Any]:
         if self.links is not None:
@@ -347,10 +356,13 @@ class _Build:
         keep = line_ok[r.event_line]
         if self.md_internal.any():
             keep &= ~self.md_internal[self.ev_md]
-        rows = np.arange(r.num_events) if keep.all() else np.flatnonzero(keep)
-        ev_line = r.event_line[rows]
+        # Frame rows as int32 when they fit: the export keeps them (and the flows search them).
+        row_type = np.int32 if r.num_events < 2**31 else np.int64
+        rows = np.arange(r.num_events, dtype=row_type) if keep.all() else np.flatnonzero(keep).astype(row_type)
+        del keep
         names = self.md_shown[self.ev_md[rows]]
-        dur = self.dur[rows]
+        # Durations the steps change, as (position, duration) pairs (the rest are the frame's).
+        changed: dict[int, int] = {}
         self.device_steps: dict[int, _DeviceSteps] = {}
         self.apply_step_name_stats(rows, names)
         if not grouped:
@@ -363,37 +375,47 @@ class _Build:
                 steps = _DeviceSteps.finish(list(self.device_steps.values()), groups)
                 drop = np.array(sorted(steps.dropped), np.int64)
                 if len(drop):
-                    keep_pos = ~np.isin(rows, drop)
-                    rows, ev_line, names, dur = rows[keep_pos], ev_line[keep_pos], names[keep_pos], dur[keep_pos]
+                    at = np.searchsorted(rows, drop)
+                    at = at[(at < len(rows)) & (rows[np.minimum(at, len(rows) - 1)] == drop)]
+                    rows, names = np.delete(rows, at), np.delete(names, at)
                 for row, (end, name) in steps.changed.items():
-                    pos = np.searchsorted(rows, row)
-                    dur[pos] = end - self.start[row]
+                    pos = int(np.searchsorted(rows, row))
+                    changed[pos] = end - int(self.start[row])
                     if name is not None:
                         renamed[row] = name
             for row, name in renamed.items():
                 pos = np.searchsorted(rows, row)
                 if pos < len(rows) and rows[pos] == row:
                     names[pos] = self.names.id(name)
+        at = np.array(sorted(changed), np.int64)
+        new_ps = np.array([changed[k] for k in at.tolist()], np.int64)
         if self.split_raw:  # pid, tid and start stay in the frame, durations where a step changed them
-            changed = np.flatnonzero(dur != self.dur[rows])
-            self.raw_part = RawEvents(self.f, rows, names, changed, dur[changed], line_pid.astype(np.uint32),
+            moved = new_ps != self.dur[rows[at]]
+            if len(self.names.strings) <= 1 << 16:  # the ids fit 16 bits (the writer widens each block)
+                names = names.astype(np.uint16)
+            self.raw_part = RawEvents(self.f, rows, names, at[moved], new_ps[moved], line_pid.astype(np.uint32),
                                       line_tid.astype(np.uint32))
         else:  # final dtypes from the start (uint32 ids), so the join below copies the least
+            dur = self.dur[rows]
+            dur[at] = new_ps
+            ev_line = r.event_line[rows]
             self.chunks.append((line_pid.astype(np.uint32)[ev_line], line_tid.astype(np.uint32)[ev_line],
-                                self.start[rows], dur, names, rows, np.zeros(len(rows), np.uint8)))  # KIND_RAW
-        del ev_line, names, dur
+                                self.start[rows], dur, names, rows.astype(np.int64), np.zeros(len(rows), np.uint8)))
+            del ev_line, dur
+        del names
         links, links_later = None, None
         if md_names is not None:
             # Counters and flows need only the raw events (the first rows, their positions final):
             # built on a worker thread (Polars and numpy let the GIL go) while the derived lines are.
             # Split (the export): started once the derived lines are built, so their working
-            # memory and the links' are not alive together; the writer waits for it after the events.
+            # memory and the links' are not alive together; the writer waits for it after the
+            # events, or for the flows before them on a large profile (trace_export.FLOWS_FIRST_EVENTS).
             args = (self.f, plane_pid, counter_lines, md_names, rows)
             if self.split_raw:
                 links_later = args
             else:
                 links = _Links(*args)
-        del rows, keep
+        del rows
 
         threads = [(int(plane_pid[r.line_plane[li]]), int(line_tid[li]), line_shown_name[li])
                    for li in range(len(r.line_id)) if plane_pid[r.line_plane[li]] >= 0 and not counter_line[li]]
@@ -666,14 +688,15 @@ class _Build:
         has_c = np.zeros(n, bool)
         c = self.event_stat("_c")
         has_c[c["owner"].to_numpy()] = True
-        idx = np.arange(n)
-        is_start = is_start_md[self.ev_md] & has_c
-        is_stop = is_stop_md[self.ev_md]
-        # The latest qualifying StartRegion before each event, within its own line.
-        last = np.maximum.accumulate(np.where(is_start, idx, -1))
-        first_of_line = r.line_first_event[r.event_line]
-        stops = np.flatnonzero(is_stop & (last >= first_of_line))
-        starts = last[stops]
+        start_rows = np.flatnonzero(is_start_md[self.ev_md] & has_c)
+        del has_c
+        stops = np.flatnonzero(is_stop_md[self.ev_md])
+        # The latest qualifying StartRegion before each StopRegion, within its own line (searched
+        # among the few starts: no pass over every event).
+        at = np.searchsorted(start_rows, stops, "right") - 1
+        starts = start_rows[np.maximum(at, 0)] if len(start_rows) else np.zeros(len(stops), np.int64)
+        ok = (at >= 0) & (starts >= r.line_first_event[r.event_line[stops]])
+        stops, starts = stops[ok], starts[ok]
         t0 = self.start[starts]
         ok = t0 != 0  # XProf treats a start at time 0 as "no start seen"
         stops, starts, t0 = stops[ok], starts[ok], t0[ok]
@@ -687,15 +710,18 @@ class _Build:
 
 
 class _Links:
-    """The counter table and the flow table of a frame's raw events, built on a worker thread.
+    """The flow table and the counter table of a frame's raw events, built on a worker thread
+    (the flows first: a writer may wait for them alone, and let the counters be built beside it).
 
     `rows` are the raw events' frame rows, in the order they open the events table (a flow's
     positions index it)."""
 
     def __init__(self, frame: XSpaceFrame, plane_pid: np.ndarray, counter_lines: np.ndarray, md_names: np.ndarray,
                  rows: np.ndarray) -> None:
-        self._out: tuple | None = None
+        self._flows: Any = None
+        self._counters: CounterTable | None = None
         self._error: BaseException | None = None
+        self._flows_done = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(frame, plane_pid, counter_lines, md_names, rows),
                                         name="tputui-trace-links", daemon=True)
         self._thread.start()
@@ -704,18 +730,29 @@ class _Links:
         from tputui.analysis.trace_flows import flow_table  # trace_flows reads KIND_RAW from here
 
         try:
-            counters = counter_table(frame, plane_pid, counter_lines, md_names)
-            self._out = (counters, flow_table(frame, rows, np.full(len(rows), KIND_RAW, np.uint8)))
+            try:
+                self._flows = flow_table(frame, rows, np.full(len(rows), KIND_RAW, np.uint8))
+            finally:
+                self._flows_done.set()
             release_free_memory()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller in result()
+            self._counters = counter_table(frame, plane_pid, counter_lines, md_names)
+            release_free_memory()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller in flows() / result()
             self._error = e
+
+    def flows(self) -> Any:
+        """The flow table, once built (the counters may still be being built)."""
+        self._flows_done.wait()
+        if self._flows is None:
+            return self.result()[1]  # the flows failed: their error
+        return self._flows
 
     def result(self) -> tuple[CounterTable, Any]:
         self._thread.join()
         if self._error is not None:
             raise self._error
-        assert self._out is not None
-        return self._out
+        assert self._counters is not None
+        return self._counters, self._flows
 
 
 class _DeviceLines:

@@ -15,17 +15,15 @@ XProf links events before it converts a host (tsl's `AddFlowsToXplane`, run by
 
 Only events the trace viewer shows straight from the file (TraceEvents.kind == KIND_RAW) take
 part: derived events point at a covered op through `source` and would borrow its links.
-The table is built with array joins (no Python object per event): `src`, `dst` (event
+The table is built with numpy sorts and searches (no Python object per event): `src`, `dst` (event
 positions in the caller's numbering), `kind` (FLOW_*) and `flow_id` (the id Chrome-trace flow
 events bind on), sorted by (src, dst).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
-import polars as pl
 
 from tputui.analysis.trace_events import KIND_RAW
 
@@ -87,15 +85,33 @@ class FlowTable:
 
 
 def _sorted(src, dst, kind, cat, fid) -> FlowTable:
-    keep = src != dst
-    src, dst, kind, cat, fid = src[keep], dst[keep], kind[keep], cat[keep], fid[keep]
-    order = np.lexsort((dst, src))
-    src, dst, kind, cat, fid = src[order], dst[order], kind[order], cat[order], fid[order]
+    return _sorted_columns([src, dst, kind, cat, fid])
+
+
+def _sorted_columns(cols: list[np.ndarray]) -> FlowTable:
+    """A FlowTable of the links in cols (src, dst, kind, cat, fid; emptied as they are used, so
+    each column's old copy goes as its new one is made): sorted by (src, dst), one per pair."""
+    keep = cols[0] != cols[1]
+    if not keep.all():
+        for k in range(5):
+            cols[k] = cols[k][keep]
+    src, dst = cols[0].astype(np.int64, copy=False), cols[1].astype(np.int64, copy=False)
+    order = np.argsort(src * (int(dst.max(initial=0)) + 1) + dst, kind="stable")  # by (src, dst): positions >= 0
+    del src, dst
+    for k in range(5):
+        cols[k] = cols[k][order]
+    del order
+    src, dst = cols[0], cols[1]
     if len(src) > 1:  # one link per (src, dst): the first rule that links them
-        first = np.concatenate(([True], (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])))
-        src, dst, kind, cat, fid = src[first], dst[first], kind[first], cat[first], fid[first]
-    return FlowTable(src.astype(np.int64), dst.astype(np.int64), kind.astype(np.uint8), cat.astype(np.uint8),
-                     fid.astype(np.uint64))
+        first = np.ones(len(src), bool)
+        first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+        del src, dst
+        if not first.all():
+            for k in range(5):
+                cols[k] = cols[k][first]
+    out = [c.astype(t, copy=False) for c, t in zip(cols, (np.int64, np.int64, np.uint8, np.uint8, np.uint64))]
+    cols.clear()
+    return FlowTable(*out)
 
 
 def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
@@ -106,7 +122,9 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
     names = set(frame.raw.sm_name)
     if not names & {"_p", "_c", "correlation_id", "flow"}:
         return FlowTable.empty()
-    src_rows = np.asarray(source, np.int64)
+    src_rows = np.asarray(source)
+    if src_rows.dtype != np.int32:
+        src_rows = src_rows.astype(np.int64, copy=False)
     is_raw = np.asarray(kind) == KIND_RAW
     by_row: np.ndarray | None
     if is_raw.all() and (len(src_rows) < 2 or bool((src_rows[1:] > src_rows[:-1]).all())):
@@ -118,118 +136,228 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
 
     def position(rows: np.ndarray) -> np.ndarray:
         """Event position of each frame row, -1 when the trace viewer does not show it."""
-        j = np.searchsorted(rows_sorted, rows)
+        j = np.searchsorted(rows_sorted, rows.astype(rows_sorted.dtype, copy=False))  # no copy of the events' rows
         jc = np.minimum(j, max(len(rows_sorted) - 1, 0))
         hit = (j < len(rows_sorted)) & (rows_sorted[jc] == rows) if len(rows_sorted) else np.zeros(len(rows), bool)
         return np.where(hit, jc if by_row is None else by_row[jc], -1)
 
     found = (_producer_links(frame, position), _launch_links(frame, position), _xflow_links(frame, position))
-    parts = [p for p in found if p is not None and p.height]
+    parts = [p for p in found if p is not None and len(p[0])]
     if not parts:
         return FlowTable.empty()
-    df = pl.concat(parts)
-    return _sorted(df["src"].to_numpy(), df["dst"].to_numpy(), df["kind"].to_numpy(), df["cat"].to_numpy(),
-                   df["fid"].to_numpy())
+    cols = [np.concatenate(c) for c in zip(*parts)]
+    del parts, found
+    return _sorted_columns(cols)
 
 
-def _int_stat(frame, name: str) -> pl.DataFrame:
+# The links are numpy sorts and searches over the flow stats' rows: Polars' joins kept ~250 MB of
+# a 10M-event profile's working memory in its allocator after they were done.
+Links = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # src, dst, kind, cat, fid
+
+
+def _int_stat(frame, name: str) -> tuple[np.ndarray, np.ndarray]:
     """owner (frame event row), value (int64 bits) of an event stat, metadata stats included
-    (an event's own stat wins)."""
-    # The plain columns (stat_arrays), not stat_values' memoized table: at 10M events the flow
-    # stats' tables are ~200 MB the frame would keep.
-    ev = pl.DataFrame(dict(zip(("owner", "value"), frame.stat_arrays("event", name, "int"))),
-                      schema={"owner": pl.Int64, "value": pl.Int64})
-    md = pl.DataFrame(dict(zip(("md", "mval"), frame.stat_arrays("metadata", name, "int"))),
-                      schema={"md": pl.Int64, "mval": pl.Int64})
-    if md.height:
-        # Events whose metadata has the stat, found through a per-metadata table (no frame-wide
-        # join: at 10M events that cost ~200 MB), each taking its metadata's value.
-        n_md = len(frame.raw.em_name) + 1
-        md_rows, md_vals = md["md"].to_numpy().astype(np.int64), md["mval"].to_numpy()
-        first = np.unique(md_rows, return_index=True)[1]  # a metadata row listed twice: its first value
-        value_of = np.zeros(n_md, np.int64)
-        has = np.zeros(n_md, bool)
-        value_of[md_rows[first]], has[md_rows[first]] = md_vals[first], True
-        ev_md = frame.events["metadata"].to_numpy()
-        owners = np.flatnonzero(has[ev_md])
-        from_md = pl.DataFrame({"owner": owners, "value": value_of[ev_md[owners]]})
-        ev = pl.concat([ev.with_columns(pl.col("owner").cast(pl.Int64)), from_md]).unique("owner", keep="first")
-    return ev.with_columns(pl.col("owner").cast(pl.Int64))
+    (an event's own stat wins; then one row per owner, by owner)."""
+    owner, value = frame.stat_arrays("event", name, "int")
+    md_rows, md_vals = frame.stat_arrays("metadata", name, "int")
+    if not len(md_rows):
+        return owner, value
+    # Events whose metadata has the stat, found through a per-metadata table (no frame-wide
+    # join), each taking its metadata's value.
+    n_md = len(frame.raw.em_name) + 1
+    first = np.unique(md_rows, return_index=True)[1]  # a metadata row listed twice: its first value
+    value_of = np.zeros(n_md, np.int64)
+    has = np.zeros(n_md, bool)
+    value_of[md_rows[first]], has[md_rows[first]] = md_vals[first], True
+    ev_md = frame.events["metadata"].to_numpy()
+    from_md = np.flatnonzero(has[ev_md])
+    owner = np.concatenate((owner, from_md))
+    value = np.concatenate((value, value_of[ev_md[from_md]]))
+    keep = np.unique(owner, return_index=True)[1]  # the first row of each owner: its own stat
+    return owner[keep], value[keep]
 
 
-def _placed(df: pl.DataFrame, position, frame) -> pl.DataFrame:
-    """The stat rows of shown events, with their position and start time (`t`)."""
-    owner = df["owner"].to_numpy() if df.height else np.zeros(0, np.int64)
-    pos = position(owner) if df.height else np.zeros(0, np.int64)
-    return (df.with_columns(pos=pl.Series(pos, dtype=pl.Int64), t=pl.Series(frame.start_ps[owner], dtype=pl.Int64))
-            .filter(pl.col("pos") >= 0))
+def _placed(owner: np.ndarray, position, frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kept stat rows, their event positions, their start times): the stats of shown events."""
+    pos = position(owner)
+    keep = np.flatnonzero(pos >= 0)
+    return keep, pos[keep], frame.start_ps[owner[keep]]
 
 
-def _link(prod: pl.DataFrame, cons: pl.DataFrame, on: list[str], kind: int, cat: pl.Expr) -> pl.DataFrame:
-    """Each consumer linked to the latest producer of its key that starts no later than it (else
-    the first one after it): an id a profile reuses links each use once, where a plain join
-    would link every producer to every consumer."""
-    if not (prod.height and cons.height):
-        return pl.DataFrame()
-    p = prod.rename({"pos": "src"}).sort("t")
-    c = cons.rename({"pos": "dst"}).sort("t")
-    found, todo = [], c
-    # Latest producer at or before, then strictly before (an in-out event is its own producer at
-    # its time), then the first after; each pass takes the consumers the previous left unlinked.
-    passes: tuple[tuple[Literal["backward", "forward"], bool], ...] = (
-        ("backward", True), ("backward", False), ("forward", False))
-    for strategy, exact in passes:
-        j = todo.join_asof(p, on="t", by=on, strategy=strategy, allow_exact_matches=exact, check_sortedness=False)
-        ok = pl.col("src").is_not_null() & (pl.col("src") != pl.col("dst"))
-        found.append(j.filter(ok))
-        todo = j.filter(~ok.fill_null(False)).select(c.columns)
-        if not todo.height:
-            break
-    j = pl.concat(found, how="diagonal_relaxed")
-    fid = pl.col(on[-1]).reinterpret(signed=False) & FLOW_ID_MASK  # int64 bits of a uint64 id
-    return j.select(pl.col("src"), pl.col("dst"), kind=pl.lit(kind, pl.UInt8), cat=cat.cast(pl.UInt8), fid=fid)
+def _groups(*columns: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A group id per producer and per consumer row, equal exactly where every key column is;
+    columns: (producers' values, consumers' values) of each key. The ids number the producers'
+    distinct keys (the consumers' are looked up: less to sort); a consumer whose key no producer
+    has gets -1. Ids stay below GROUPS_MAX / (2 * producers + 1), so _link's keys fit an int64."""
+    n = len(columns[0][0])
+    p_group = np.zeros(n, np.int64)
+    c_group = np.zeros(len(columns[0][1]), np.int64)
+    for prod, cons in columns:
+        values, code = np.unique(prod, return_inverse=True)
+        p_group *= len(values)
+        p_group += code.reshape(-1)
+        del code
+        at = np.minimum(np.searchsorted(values, cons), max(len(values) - 1, 0))
+        found = (values[at] == cons) & (c_group >= 0) if len(values) else np.zeros(len(cons), bool)
+        c_group = np.where(found, c_group * len(values) + at, -1)
+        if (int(p_group.max(initial=0)) + 1) * (2 * n + 1) >= GROUPS_MAX:  # numbered again before it can overflow
+            values, code = np.unique(p_group, return_inverse=True)
+            p_group = code.reshape(-1)
+            at = np.minimum(np.searchsorted(values, c_group), max(len(values) - 1, 0))
+            c_group = np.where((c_group >= 0) & (values[at] == c_group), at, -1)
+    return p_group, c_group
 
 
-def _producer_links(frame, position) -> pl.DataFrame | None:
+GROUPS_MAX = 1 << 62
+LINK_BLOCK = 1 << 18  # consumers searched at a time (bounds the searches' working arrays)
+_PASSES = 3  # at or before, strictly before, strictly after
+
+
+def _sorted_search(keys: np.ndarray, values: np.ndarray, order: np.ndarray, side: str) -> np.ndarray:
+    """np.searchsorted(keys, values, side), searched in `order` (values' ascending order: each
+    search starts where the last ended) and given back in the values' own order."""
+    out = np.empty(len(values), np.int32 if len(keys) < 2**31 else np.int64)
+    out[order] = np.searchsorted(keys, values[order], side)  # type: ignore[call-overload]
+    return out
+
+
+def _link(prod: tuple, cons: tuple, kind: int) -> Links | None:
+    """Each consumer linked to the latest producer of its group that starts no later than it
+    (else the first one after it): an id a profile reuses links each use once, where a plain
+    join would link every producer to every consumer.
+
+    prod: (pos, t, group, cat, id) and cons: (pos, t, group) arrays; `group` (_groups) stands for
+    the key a link must agree on, `id` is the flow id's bits, `cat` the producer's category.
+    Ties follow each side's order by time (stable): at equal times the last producer before,
+    the first after. The links: the consumers linked at or before their time, then strictly
+    before (an in-out event is its own producer at its time), then after; each in time order."""
+    p_pos, p_t, p_group, p_cat, p_id = prod
+    c_pos, c_t, c_group = cons
+    n = len(p_pos)
+    if not (n and len(c_pos)):
+        return None
+    by_time = np.argsort(c_t, kind="stable")
+    # One int64 per (group, time): the group times the number of time ranks, plus the time's
+    # rank among the producers' distinct times (1, 3, 5, ...; a consumer's between or equal).
+    times, rank = np.unique(p_t, return_inverse=True)
+    span = 2 * len(times) + 1
+    p_key = p_group * span
+    rank = rank.reshape(-1)
+    rank *= 2
+    p_key += rank
+    p_key += 1
+    del rank
+    c_key = _sorted_search(times, c_t, by_time, "left").astype(np.int64)
+    same = times[np.minimum(c_key, len(times) - 1)] == c_t
+    del times
+    c_key *= 2
+    c_key += same
+    del same
+    c_key += c_group * span
+    order = np.argsort(p_key, kind="stable")
+    p_key = p_key[order]
+    # Each consumer's place among the producers' keys, searched in key order (fast), once: the
+    # last producer at or before it ends at `right`, strictly before at `left`.
+    by_key = np.argsort(c_key, kind="stable")
+    right = _sorted_search(p_key, c_key, by_key, "right")
+    left = _sorted_search(p_key, c_key, by_key, "left")
+    del by_key
+    by_time = by_time[c_group[by_time] >= 0]  # the others' keys have no producer
+    found: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(_PASSES)]
+    for a in range(0, len(by_time), LINK_BLOCK):
+        todo = by_time[a:a + LINK_BLOCK]
+        for k, (place, shift) in enumerate(((right, -1), (left, -1), (right, 0))):
+            j = place[todo] + shift
+            jc = np.clip(j, 0, n - 1)
+            src = order[jc]
+            ok = (j >= 0) & (j < n) & (p_key[jc] // span == c_key[todo] // span) & (p_pos[src] != c_pos[todo])
+            found[k].append((todo[ok], src[ok]))
+            todo = todo[~ok]
+            if not len(todo):
+                break
+    del p_key, c_key, order, by_time, todo, right, left
+    pairs = [pair for per_pass in found for pair in per_pass]
+    del found
+    ci = np.concatenate([c for c, _ in pairs])
+    pi = np.concatenate([p for _, p in pairs])
+    del pairs
+    return (p_pos[pi], c_pos[ci], np.full(len(ci), kind, np.uint8), p_cat[pi].astype(np.uint8),
+            p_id[pi].view(np.uint64) & np.uint64(FLOW_ID_MASK))
+
+
+def _context(values: np.ndarray) -> np.ndarray:
+    """A context type value -> its index in CONTEXT_TYPES (0 when unknown)."""
+    return np.where((values >= 0) & (values < len(CONTEXT_TYPES)), values, 0)
+
+
+def _producer_links(frame, position) -> Links | None:
     if "_p" not in frame.raw.sm_name or "_c" not in frame.raw.sm_name:
         return None
 
-    def side(id_stat: str, type_stat: str) -> pl.DataFrame:
-        ids = _int_stat(frame, id_stat).rename({"value": "id"})
-        types = _int_stat(frame, type_stat).rename({"value": "type"})
-        return _placed(ids.join(types, on="owner", how="left").with_columns(pl.col("type").fill_null(0)), position,
-                       frame)
+    def side(id_stat: str, type_stat: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(pos, t, type, id) per (id stat, type stat) pair of a shown event (type 0 when absent)."""
+        owner, ids = _int_stat(frame, id_stat)
+        t_owner, types = _int_stat(frame, type_stat)
+        if np.array_equal(owner, t_owner):  # every id with its type, one each: the usual case
+            typ = types
+        else:
+            left, right = _left_join(owner, t_owner)
+            owner, ids = owner[left], ids[left]
+            typ = np.where(right >= 0, types[np.maximum(right, 0)], 0)
+        keep, pos, t = _placed(owner, position, frame)
+        return pos, t, typ[keep], ids[keep]
 
-    cat = pl.when(pl.col("type").is_between(0, len(CONTEXT_TYPES) - 1)).then(pl.col("type")).otherwise(0)
-    return _link(side("_p", "_pt").drop("owner"), side("_c", "_ct").drop("owner"), ["type", "id"], FLOW_PRODUCER, cat)
+    p_pos, p_t, p_type, p_id = side("_p", "_pt")
+    c_pos, c_t, c_type, c_id = side("_c", "_ct")
+    p_group, c_group = _groups((p_type, c_type), (p_id, c_id))
+    del c_type, c_id
+    p_cat = _context(p_type).astype(np.uint8)
+    del p_type
+    return _link((p_pos, p_t, p_group, p_cat, p_id), (c_pos, c_t, c_group), FLOW_PRODUCER)
 
 
-def _launch_links(frame, position) -> pl.DataFrame | None:
+def _left_join(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row pairs of a left join on equal owners: each left row with every right row of its owner
+    (in right order), or with -1 when there is none; in left order."""
+    order = np.argsort(right, kind="stable")
+    rs = right[order]
+    lo = np.searchsorted(rs, left, "left")
+    count = np.searchsorted(rs, left, "right") - lo
+    reps = np.maximum(count, 1)
+    li = np.repeat(np.arange(len(left)), reps)
+    within = np.arange(len(li)) - np.repeat(np.cumsum(reps) - reps, reps)
+    at = np.minimum(np.repeat(lo, reps) + within, max(len(rs) - 1, 0))
+    ri = np.where(np.repeat(count, reps) > 0, order[at] if len(rs) else -1, -1)
+    return li, ri
+
+
+def _launch_links(frame, position) -> Links | None:
     if "correlation_id" not in frame.raw.sm_name:
         return None
-    st = _placed(_int_stat(frame, "correlation_id").rename({"value": "id"}), position, frame)
-    if not st.height:
+    owner, ids = _int_stat(frame, "correlation_id")
+    keep, pos, t = _placed(owner, position, frame)
+    if not len(keep):
         return None
-    plane_names = np.array(frame.raw.plane_name + [""], dtype=object)
-    on_device = np.array([str(n).startswith("/device") for n in plane_names])
-    ev_plane = frame.events["plane"].to_numpy()
-    dev = on_device[ev_plane[st["owner"].to_numpy()]]
-    st = st.with_columns(dev=pl.Series(dev))
-    host, device = st.filter(~pl.col("dev")).select("id", "pos", "t"), st.filter(pl.col("dev")).select("id", "pos", "t")
-    return _link(host, device, ["id"], FLOW_GPU_LAUNCH, pl.lit(CONTEXT_TYPES.index("gpu_launch")))
+    owner, ids = owner[keep], ids[keep]
+    on_device = np.array([n.startswith("/device") for n in frame.raw.plane_name] + [False])
+    dev = on_device[frame.events["plane"].to_numpy()[owner]]
+    h, d = np.flatnonzero(~dev), np.flatnonzero(dev)
+    h_group, d_group = _groups((ids[h], ids[d]))
+    cat = np.full(len(h), CONTEXT_TYPES.index("gpu_launch"), np.int64)
+    return _link((pos[h], t[h], h_group, cat, ids[h]), (pos[d], t[d], d_group), FLOW_GPU_LAUNCH)
 
 
-def _xflow_links(frame, position) -> pl.DataFrame | None:
+def _xflow_links(frame, position) -> Links | None:
     if "flow" not in frame.raw.sm_name:
         return None
-    st = _placed(_int_stat(frame, "flow"), position, frame)
-    if not st.height:
+    owner, value = _int_stat(frame, "flow")
+    keep, pos, t = _placed(owner, position, frame)
+    if not len(keep):
         return None
-    v = st["value"].to_numpy().view(np.uint64)
-    direction = (v & np.uint64(3)).astype(np.uint8)
-    st = st.with_columns(id=pl.Series((v >> np.uint64(2)) & np.uint64(FLOW_ID_MASK)),
-                         cat=pl.Series((v >> np.uint64(58)).astype(np.uint8)), dir=pl.Series(direction))
-    out = st.filter((pl.col("dir") & 2) != 0).select("id", "pos", "t", "cat")
-    inn = st.filter((pl.col("dir") & 1) != 0).select("id", "pos", "t")
-    cat = pl.when(pl.col("cat") < len(CONTEXT_TYPES)).then(pl.col("cat")).otherwise(0)
-    return _link(out, inn, ["id"], FLOW_XFLOW, cat)
+    v = value[keep].view(np.uint64)
+    direction = v & np.uint64(3)
+    ids = ((v >> np.uint64(2)) & np.uint64(FLOW_ID_MASK)).view(np.int64)
+    cat = (v >> np.uint64(58)).view(np.int64)
+    out, inn = np.flatnonzero(direction & np.uint64(2)), np.flatnonzero(direction & np.uint64(1))
+    o_group, i_group = _groups((ids[out], ids[inn]))
+    return _link((pos[out], t[out], o_group, _context(cat[out]), ids[out]), (pos[inn], t[inn], i_group), FLOW_XFLOW)

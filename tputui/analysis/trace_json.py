@@ -26,7 +26,7 @@ except ImportError:  # built without a C compiler: the Polars reference
     _trace_json = None
 
 FLOAT_EXACT_PS = 10**15  # below this, float text of ps / 1e6 is exact (<= 15 significant digits)
-BLOCK_ROWS = 1 << 20  # raw events gathered from the frame at a time (SplitEvents: ~30 MB of columns)
+BLOCK_ROWS = 1 << 18  # raw events gathered from the frame at a time (SplitEvents: ~7 MB of columns)
 CHUNK_ROWS = 1 << 16  # events per written chunk (~9 MB of JSON: below malloc's mmap threshold, so
 # the chunks reuse heap memory instead of each faulting in fresh zeroed pages: 0.25 -> 0.16 s at 2.7M events)
 
@@ -139,53 +139,69 @@ def flow_lines(ev: Any, names: dict[int, str], categories: tuple[str, ...], use_
 
     # Links numbered in time order of their ends (then track, rule, category), not in event-row
     # order: the same profile read another way (a riegeli run's merged lines) numbers them alike.
-    # The ends are gathered once, sorted, and written from the sorted copies.
-    (sp, st, ss), (dp, dt, ds) = placed(fl.src), placed(fl.dst)
-    order = np.lexsort((fl.category, fl.kind, dt, dp, ds, st, sp, ss))
-    sp, st, ss, dp, dt, ds = (c[order] for c in (sp, st, ss, dp, dt, ds))
+    # The ends are gathered once and sorted; each chunk takes its rows in that order.
+    ends = [*placed(fl.src), *placed(fl.dst)]  # sp, st, ss, dp, dt, ds
+    kind, category = np.asarray(fl.kind), np.asarray(fl.category)
+    order = np.lexsort((category, kind, ends[4], ends[3], ends[5], ends[1], ends[0], ends[2]))
     ncat = len(categories)
-    code = np.asarray(fl.kind, np.int64)[order] * ncat + np.asarray(fl.category, np.int64)[order]
     kinds = max(names) + 1
     tails = [f',"name":{json.dumps(names.get(k, ""))},"cat":{json.dumps(categories[c] or "flow")}}},\n'
              for k in range(kinds) for c in range(ncat)]
     blob, off = _blob(tails)
     for a in range(0, len(order), rows):
         b = min(a + rows, len(order))
+        at = order[a:b]
+        sp, st, ss, dp, dt, ds = (c[at] for c in ends)
+        code = kind[at].astype(np.int64) * ncat + category[at]
         if _trace_json is not None and use_c:
-            yield _trace_json.flows(sp[a:b], st[a:b], ss[a:b], dp[a:b], dt[a:b], ds[a:b], code[a:b], blob, off, a + 1)
+            yield _trace_json.flows(sp, st, ss, dp, dt, ds, code, blob, off, a + 1)
             continue
         ids = pl.Series(np.arange(a + 1, b + 1, dtype=np.int64)).cast(pl.String)
-        tail = pl.Series(tails, dtype=pl.String).gather(pl.Series(code[a:b].astype(np.uint32)))
+        tail = pl.Series(tails, dtype=pl.String).gather(pl.Series(code.astype(np.uint32)))
         head = [pl.lit(',"id":'), ids, pl.lit(',"bind_id":'), ids, tail]
-        starts = pl.concat_str([pl.lit('{"pid":'), pl.Series(sp[a:b]).cast(pl.String), pl.lit(',"tid":'),
-                                pl.Series(st[a:b]).cast(pl.String), pl.lit(',"ts":'), us_text(ss[a:b]),
+        starts = pl.concat_str([pl.lit('{"pid":'), pl.Series(sp).cast(pl.String), pl.lit(',"tid":'),
+                                pl.Series(st).cast(pl.String), pl.lit(',"ts":'), us_text(ss),
                                 pl.lit(',"ph":"s"'), *head])
-        ends = pl.concat_str([pl.lit('{"pid":'), pl.Series(dp[a:b]).cast(pl.String), pl.lit(',"tid":'),
-                              pl.Series(dt[a:b]).cast(pl.String), pl.lit(',"ts":'), us_text(ds[a:b]),
-                              pl.lit(',"ph":"f","bp":"e"'), *head])
-        both = pl.select(s=starts, f=ends).select(pl.concat_str([pl.col("s"), pl.col("f")]).str.join(""))
+        finishes = pl.concat_str([pl.lit('{"pid":'), pl.Series(dp).cast(pl.String), pl.lit(',"tid":'),
+                                  pl.Series(dt).cast(pl.String), pl.lit(',"ts":'), us_text(ds),
+                                  pl.lit(',"ph":"f","bp":"e"'), *head])
+        both = pl.select(s=starts, f=finishes).select(pl.concat_str([pl.col("s"), pl.col("f")]).str.join(""))
         yield both.item().encode("utf-8")
 
 
 def counter_lines(ev: Any, use_c: bool = True) -> bytes:
     """A `"ph":"C"` event per counter sample: `args.value` is the series' value from then on
     (the integer when it is one, else the float's repr)."""
+    return b"".join(counter_chunks(ev, use_c))
+
+
+def counter_chunks(ev: Any, use_c: bool = True, rows: int = CHUNK_ROWS) -> Iterator[bytes]:
+    """counter_lines in chunks of `rows` samples (a writer holds one chunk at a time)."""
     c = ev.counters
     if c is None or not len(c):
-        return b""
+        return
     pid = np.ascontiguousarray(np.asarray(c.pid, np.uint32)[c.series])
     series, t = np.ascontiguousarray(c.series, np.int64), np.ascontiguousarray(c.t_ps, np.int64)
     value = np.ascontiguousarray(c.value, np.float64)
     names = [json.dumps(n, ensure_ascii=False) for n in c.names]
-    if _trace_json is not None and use_c:
-        blob, off = _blob(names)
-        return _trace_json.counters(pid, series, t, value, blob, off)
+    blob, off = _blob(names)
+    name_texts = pl.Series(names, dtype=pl.String)
+    for a in range(0, len(t), rows):
+        b = min(a + rows, len(t))
+        if _trace_json is not None and use_c:
+            yield _trace_json.counters(pid[a:b], series[a:b], t[a:b], value[a:b], blob, off)
+        else:
+            yield _counter_text(pid[a:b], series[a:b], t[a:b], value[a:b], name_texts)
+
+
+def _counter_text(pid: np.ndarray, series: np.ndarray, t: np.ndarray, value: np.ndarray, names: pl.Series) -> bytes:
+    """The Polars reference of the C writer's counter lines."""
     integral = np.isfinite(value) & (value == np.floor(value)) & (np.abs(value) < 2.0**63)
     vtext = pl.Series(np.where(integral, value, 0).astype(np.int64)).cast(pl.String)
     other = np.flatnonzero(~integral)
     if len(other):
         vtext = vtext.scatter(other, [repr(float(v)) for v in value[other].tolist()])
     line = pl.concat_str([pl.lit('{"pid":'), pl.Series(pid).cast(pl.String), pl.lit(',"name":'),
-                          pl.Series(names, dtype=pl.String).gather(pl.Series(series.astype(np.uint32))),
+                          names.gather(pl.Series(series.astype(np.uint32))),
                           pl.lit(',"ph":"C","ts":'), us_text(t), pl.lit(',"args":{"value":'), vtext, pl.lit("}},\n")])
     return pl.select(line.str.join("")).item().encode("utf-8")
