@@ -81,29 +81,31 @@ def memory_events(frame: XSpaceFrame) -> pl.DataFrame:
 
 
 def _stat_columns(frame: XSpaceFrame, rows: np.ndarray) -> pl.DataFrame:
-    """Event stats of `rows` as one column each (XProf reads event stats, then metadata stats)."""
-    names = _INT_STATS + _TEXT_STATS + _FLOAT_STATS
-    ev = frame.stat_values("event", names).filter(pl.col("owner").is_in(rows))
-    # Metadata stats apply to every event of that metadata (the event's own stat wins).
+    """Event stats of `rows` as one column each (XProf reads event stats, then metadata stats).
+    One stat at a time: the tables of all of them at once (millions of rows on a big profile)
+    cost hundreds of MB at the peak."""
     md_of = pl.DataFrame({"row": rows, "metadata": frame.events["metadata"].to_numpy()[rows]})
-    mds = frame.stat_values("metadata", names)
-    if len(mds):
-        mds = md_of.join(mds.rename({"owner": "metadata"}), on="metadata").drop("metadata") \
-            .rename({"row": "owner"}).with_columns(pl.lit(1).alias("_meta"))
-        ev = pl.concat([mds, ev.with_columns(pl.lit(2).alias("_meta"))], how="diagonal_relaxed")
-    else:
-        ev = ev.with_columns(pl.lit(2).alias("_meta"))
     texts = pl.Series("text", frame.texts + [""], dtype=pl.String)
-    ev = ev.with_columns(
-        text=texts.gather(pl.Series(np.where(ev["text_id"].to_numpy() >= 0, ev["text_id"].to_numpy(),
-                                             len(frame.texts)))) if len(ev) else pl.lit("", pl.String))
-    # The last value in XProf's visiting order wins: event stats after metadata stats.
-    ev = ev.sort("owner", "_meta", maintain_order=True)
     out = pl.DataFrame({"row": rows})
-    for name in names:
-        s = ev.filter(pl.col("stat_name") == name).group_by("owner", maintain_order=True).last()
+    wanted = np.zeros(frame.num_events, bool)
+    wanted[rows] = True
+    for name in _INT_STATS + _TEXT_STATS + _FLOAT_STATS:
+        ev = frame.stat_values("event", name)
+        ev = ev.filter(pl.Series(wanted[ev["owner"].to_numpy()])) if len(ev) else ev
+        # Metadata stats apply to every event of that metadata (the event's own stat wins).
+        mds = frame.stat_values("metadata", name)
+        if len(mds):
+            mds = md_of.join(mds.rename({"owner": "metadata"}), on="metadata").drop("metadata") \
+                .rename({"row": "owner"}).with_columns(pl.lit(1).alias("_meta"))
+            ev = pl.concat([mds, ev.with_columns(pl.lit(2).alias("_meta"))], how="diagonal_relaxed")
+        else:
+            ev = ev.with_columns(pl.lit(2).alias("_meta"))
+        # The last value in XProf's visiting order wins: event stats after metadata stats.
+        s = ev.sort("owner", "_meta", maintain_order=True).group_by("owner", maintain_order=True).last()
         if name in _TEXT_STATS:
-            col = s.select(pl.col("owner").alias("row"), pl.col("text").alias(name))
+            ids = s["text_id"].to_numpy() if len(s) else np.zeros(0, np.int64)
+            text = texts.gather(pl.Series(np.where(ids >= 0, ids, len(frame.texts))))
+            col = s.select(pl.col("owner").alias("row")).with_columns(text.alias(name))
         elif name in _FLOAT_STATS:
             col = s.select(pl.col("owner").alias("row"), pl.col("float").fill_null(0.0).alias(name))
         else:
