@@ -112,3 +112,31 @@ def test_memory_series_follow_the_memory_profile_per_memory_id():
             sl = c.samples(ours[mid])
             assert np.array_equal(c.value[sl], snap["heap_bytes"].to_numpy().astype(float)), (profile, mid)
             assert np.array_equal(np.diff(c.t_ps[sl]), np.diff(snap["time_ps"].to_numpy())), (profile, mid)
+
+
+def test_an_event_repeating_its_heap_stat_gives_one_sample_with_the_last_value():
+    """XProf visits an event's stats in order, so a repeated stat ends at its last value: the
+    allocator series takes that one (one sample per event), as the memory profile does."""
+    from tputui.data.xspace import decode
+    from tputui.proto import xplane_pb2
+
+    path = next((FIXTURES / "flows" / "gpu_launch").rglob("*.xplane.pb"))
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    changed = None
+    for plane in space.planes:
+        sm_id = next((k for k, m in plane.stat_metadata.items() if m.name == "bytes_allocated"), None)
+        em_ids = {k for k, m in plane.event_metadata.items() if m.name == "MemoryAllocation"}
+        for line in plane.lines:
+            for ev in line.events:
+                if changed is None and sm_id is not None and ev.metadata_id in em_ids:
+                    first = next(s for s in ev.stats if s.metadata_id == sm_id)
+                    ev.stats.add(metadata_id=sm_id, int64_value=first.int64_value + 12345)
+                    changed = first.int64_value + 12345
+    assert changed is not None
+    frame = decode(space.SerializeToString())
+    c = trace_events(frame).counters
+    k = c.names.index("Memory in use: GPU_0_bfc")
+    rows = [row for row in range(frame.num_events)
+            if frame.raw.em_name[int(frame.events["metadata"][row])] in ("MemoryAllocation", "MemoryDeallocation")]
+    assert len(series_samples(c, k)) == len(rows)  # one sample per event, not per stat
+    assert changed in c.value[c.samples(k)].tolist()

@@ -213,10 +213,13 @@ def _memory_samples(frame, plane_pid: np.ndarray, names: _Interned):
 
 
 def _lookup(owners: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Index in `owners` (ascending) of each of `rows`, -1 where absent (the first when repeated)."""
-    j = np.searchsorted(owners, rows)
-    jc = np.minimum(j, max(len(owners) - 1, 0))
-    return np.where((j < len(owners)) & (owners[jc] == rows), jc, -1) if len(owners) else np.full(len(rows), -1)
+    """Index in `owners` (ascending) of each of `rows`, -1 where absent; an event that repeats a
+    stat gives its last value, as the memory profile reads it (XProf visits stats in order)."""
+    if not len(owners):
+        return np.full(len(rows), -1)
+    j = np.searchsorted(owners, rows, side="right") - 1
+    jc = np.maximum(j, 0)
+    return np.where((j >= 0) & (owners[jc] == rows), jc, -1)
 
 
 def _has(frame, stat: str, kind: str, rows: np.ndarray) -> np.ndarray:
