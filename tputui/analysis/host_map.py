@@ -192,8 +192,7 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
             freed.put(None)
             feeder.join()
     finally:
-        # The workers exit (their interpreters finalize numpy and Polars, ~0.1 s) while the
-        # reduce runs, not before it.
+        # The workers exit while the reduce runs, not before it.
         pool.shutdown(wait=False)
 
 

@@ -118,12 +118,14 @@ def self_times(start: np.ndarray, end: np.ndarray, parent: np.ndarray | None = N
 
 # --- stats helpers ---------------------------------------------------------------------------
 def event_stat(frame: XSpaceFrame, name: str, rows: np.ndarray | None = None,
-               kind: str = "int") -> tuple[np.ndarray, np.ndarray]:
+               kind: str = "int", memo: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(present mask, values) of one event stat for event rows (all events when None).
 
-    kind: "int" (int64/uint64), "float", "text" (str/ref resolved to a text id, -1 absent).
+    kind: "int" (int64/uint64), "float", "text" (str/ref resolved to a text id, -1 absent), "any"
+    (present whatever the kind). memo=False: the stat's columns are not kept on the frame (a
+    one-shot reader whose frame must not grow, such as the trace export's counters).
     """
-    owners, vals = _stat_by_owner(frame, name, kind)
+    owners, vals = _stat_by_owner(frame, name, kind, memo)
     default = -1 if kind == "text" else 0
     dtype = np.float64 if kind == "float" else np.int64
     if rows is None:
@@ -151,9 +153,10 @@ def event_stat(frame: XSpaceFrame, name: str, rows: np.ndarray | None = None,
     return present, np.where(present, vals[i], default).astype(dtype)
 
 
-def _stat_by_owner(frame: XSpaceFrame, name: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
+def _stat_by_owner(frame: XSpaceFrame, name: str, kind: str, memo: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(owner rows in event order, values) of one event stat where it has a value; kept on the
-    frame, since the device planes' lines, the step engine and several tools ask for the same."""
+    frame (unless memo=False), since the device planes' lines, the step engine and several tools
+    ask for the same."""
     def compute() -> tuple[np.ndarray, np.ndarray]:
         owners, vals = frame.stat_arrays("event", name, kind)
         if kind == "text":
@@ -164,6 +167,8 @@ def _stat_by_owner(frame: XSpaceFrame, name: str, kind: str) -> tuple[np.ndarray
             owners, vals = owners[order], vals[order]
         return owners, vals
 
+    if not memo:
+        return compute()
     return frame.derived(("event_stat", name, kind), compute)  # type: ignore[return-value]
 
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from tputui.analysis.interned import Interned
+from tputui.analysis.op_metrics import event_stat
 from tputui.data.raw import KIND_DOUBLE, KIND_INT64, KIND_UINT64
 
 COUNTER_LINE = "_counters_"
@@ -103,7 +105,7 @@ def counter_table(frame, plane_pid: np.ndarray, counter_lines: np.ndarray, displ
     counter_lines: bool per line, a `_counters_` line of a shown plane; display_names: the
     shown name of each event-metadata row (+1 trailing row for unknown metadata)."""
     r = frame.raw
-    names = _Interned()
+    names = Interned()
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # pid, name id, t, value
     if counter_lines.any():
         rows = np.flatnonzero(counter_lines[r.event_line])
@@ -135,21 +137,6 @@ def counter_table(frame, plane_pid: np.ndarray, counter_lines: np.ndarray, displ
                  np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts]))
 
 
-class _Interned:
-    """Series names: strings -> dense ids."""
-
-    def __init__(self) -> None:
-        self.strings: list[str] = []
-        self._index: dict[str, int] = {}
-
-    def id(self, s: str) -> int:
-        i = self._index.get(s)
-        if i is None:
-            i = self._index[s] = len(self.strings)
-            self.strings.append(s)
-        return i
-
-
 def _counter_values(frame, rows: np.ndarray) -> np.ndarray:
     """Per event row: counter_value, else its first numeric stat (NaN when none)."""
     out = np.full(len(rows), np.nan)
@@ -170,7 +157,7 @@ def _counter_values(frame, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _memory_samples(frame, plane_pid: np.ndarray, names: _Interned):
+def _memory_samples(frame, plane_pid: np.ndarray, names: Interned):
     """(pid, name id, t, value) of the allocator's samples: bytes_allocated after each
     MemoryAllocation / MemoryDeallocation event of a shown plane (NaN when not an integer)."""
     r = frame.raw
@@ -184,21 +171,21 @@ def _memory_samples(frame, plane_pid: np.ndarray, names: _Interned):
     pid = plane_pid[r.line_plane[r.event_line[rows]]]
     keep = pid >= 0
     rows, pid = rows[keep], pid[keep]
-    # The events with the stat (of any kind), each with its integer value.
-    owner = frame.stat_arrays("event", MEMORY_VALUE, "any")[0]
-    at = _lookup(owner, rows)
-    rows, pid = rows[at >= 0], pid[at >= 0]
+    # The events with the stat (of any kind), each with its integer value (NaN when another kind).
+    present = event_stat(frame, MEMORY_VALUE, rows, "any", memo=False)[0]
+    rows, pid = rows[present], pid[present]
     if not len(rows):
         return None
-    value = _stat_at(frame, MEMORY_VALUE, "int", rows).astype(np.float64)
-    value[~_has(frame, MEMORY_VALUE, "int", rows)] = np.nan
+    is_int, ints = event_stat(frame, MEMORY_VALUE, rows, "int", memo=False)
+    value = ints.astype(np.float64)
+    value[~is_int] = np.nan
     # XProf's memory id: the allocator name, else the device ordinal, else the index on host.
-    allocator = _stat_at(frame, "allocator_name", "text", rows, missing=-1)
+    allocator = event_stat(frame, "allocator_name", rows, "text", memo=False)[1]
     number = np.zeros(len(rows), np.int64)
     has_number = np.zeros(len(rows), bool)
     for stat in reversed(ORDINAL_STATS):  # the first that is there wins
-        has = _has(frame, stat, "int", rows)
-        number[has] = _stat_at(frame, stat, "int", rows)[has]
+        has, values = event_stat(frame, stat, rows, "int", memo=False)
+        number[has] = values[has]
         has_number |= has
     a_values, a_code = np.unique(allocator, return_inverse=True)
     n_values, n_code = np.unique(number, return_inverse=True)
@@ -210,25 +197,3 @@ def _memory_samples(frame, plane_pid: np.ndarray, names: _Interned):
         name_of_combo.append(names.id(f"{MEMORY_SERIES}: {ident}" if ident else MEMORY_SERIES))
     name_id = np.array(name_of_combo, np.int64)[at.reshape(-1)]
     return pid, name_id, frame.start_ps[rows], value
-
-
-def _lookup(owners: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Index in `owners` (ascending) of each of `rows`, -1 where absent; an event that repeats a
-    stat gives its last value, as the memory profile reads it (XProf visits stats in order)."""
-    if not len(owners):
-        return np.full(len(rows), -1)
-    j = np.searchsorted(owners, rows, side="right") - 1
-    jc = np.maximum(j, 0)
-    return np.where((j >= 0) & (owners[jc] == rows), jc, -1)
-
-
-def _has(frame, stat: str, kind: str, rows: np.ndarray) -> np.ndarray:
-    """Whether each of `rows` has the event stat with a value of `kind`."""
-    return _lookup(frame.stat_arrays("event", stat, kind)[0], rows) >= 0
-
-
-def _stat_at(frame, stat: str, kind: str, rows: np.ndarray, missing: int = 0) -> np.ndarray:
-    """The event stat's value (of `kind`) at each of `rows`, `missing` where it has none."""
-    owner, value = frame.stat_arrays("event", stat, kind)
-    at = _lookup(owner, rows)
-    return np.where(at >= 0, value[np.maximum(at, 0)] if len(value) else missing, missing).astype(np.int64)

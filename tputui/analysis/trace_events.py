@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis.interned import Interned
 from tputui.analysis.stdsort import sort_order
 from tputui.analysis.trace_counters import COUNTER_LINE, CounterTable, counter_table
 from tputui.data import schema
@@ -143,21 +144,6 @@ class TraceEvents:
     def take(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """pid, tid, start_ps at positions `pos`."""
         return self.pid[pos], self.tid[pos], self.start_ps[pos]
-
-
-class _Names:
-    """Interned event names: strings -> dense int ids."""
-
-    def __init__(self) -> None:
-        self.strings: list[str] = []
-        self.index: dict[str, int] = {}
-
-    def id(self, s: str) -> int:
-        i = self.index.get(s)
-        if i is None:
-            i = self.index[s] = len(self.strings)
-            self.strings.append(s)
-        return i
 
 
 def trace_events(frame: XSpaceFrame, derived: bool = True) -> TraceEvents:
@@ -307,7 +293,7 @@ class _Build:
         self.split_raw = split_raw
         self.raw_part: RawEvents | None = None
         self.r = frame.raw
-        self.names = _Names()
+        self.names = Interned()
         self.chunks: list[tuple] = []  # (pid, tid, start, dur, name, source, kind) arrays
         r = self.r
         self.ev_md = frame.events["metadata"].to_numpy()  # -1 (unknown) picks the trailing row below

@@ -62,7 +62,7 @@ class FlowTable:
         if not len(self):
             return self
         pos = np.asarray(positions, np.int64)
-        return _sorted(pos[self.src], pos[self.dst], self.kind, self.category, self.flow_id)
+        return _sorted_columns([pos[self.src], pos[self.dst], self.kind, self.category, self.flow_id])
 
     def outgoing(self, event: int) -> np.ndarray:
         """Rows of the links leaving `event`."""
@@ -82,10 +82,6 @@ class FlowTable:
         rows = np.concatenate((inc, out))
         ev = np.concatenate((self.src[inc], self.dst[out]))
         return ev, rows, np.concatenate((np.zeros(len(inc), bool), np.ones(len(out), bool)))
-
-
-def _sorted(src, dst, kind, cat, fid) -> FlowTable:
-    return _sorted_columns([src, dst, kind, cat, fid])
 
 
 def _sorted_columns(cols: list[np.ndarray]) -> FlowTable:
