@@ -53,12 +53,6 @@ def new_folder(parent: str) -> str:
     return tempfile.mkdtemp(dir=parent, prefix=".tmp-")
 
 
-def is_being_built(folder: str) -> bool:
-    """True for a folder from new_folder: what is written there will be fsynced into an entry,
-    so a writer streaming big columns in may start their writeback early."""
-    return os.path.basename(os.path.normpath(folder)).startswith(".tmp-")
-
-
 def column_paths(folder: str) -> dict[str, str]:
     """Where the event and event-stat columns of an entry built in `folder` go (riegeli_columns
     names: metadata_id, ..., line, es.owner, ...): a merge streams them in before `save`."""

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from typing import TypeVar
 
-from tputui.data.cache_entry import column_paths, is_being_built
+from tputui.data.cache_entry import column_paths
 from tputui.data.logdir import HostFile
 from tputui.data.raw import RawXSpace
 from tputui.data.riegeli import RecordReader, RiegeliError
@@ -194,7 +194,7 @@ def _merge(reader: RecordReader, counted: dict[int, RecordLines], planes: PlaneS
                     raise _Dropped(i, e) from None
         raise RiegeliError(f"{reader.name}: changed while it was read (fewer records the second time)")
     layout = Layout([counted[i] for i in numbers])
-    out: FileColumns | MemoryColumns = (FileColumns(column_paths(folder), durable=is_being_built(folder))
+    out: FileColumns | MemoryColumns = (FileColumns(column_paths(folder))
                                         if folder else MemoryColumns())
     merger = XSpaceMerger(layout, out)
     try:
