@@ -532,3 +532,29 @@ def test_without_the_c_decoder_records_are_counted_by_decoding_them(monkeypatch,
         assert np.array_equal(getattr(with_c, name), getattr(without, name)), name
     assert without.event_offset_ps.tolist() == [0, 1000, 1009]  # the later record starts 1 ns earlier: sorted first
     assert np.array_equal(with_c.event_stats.value, without.event_stats.value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_order_facts_equal_a_line_by_line_reading(seed):
+    """The merge's order facts (whole-record passes, pairs across lines dropped) equal reading each
+    line alone: sorted by begin then longer first, aggregated events beginning at 0."""
+    from types import SimpleNamespace
+
+    from tputui.data.xspace_merge import _order_facts
+
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 6, 40)  # empty lines too
+    n = int(counts.sum())
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    r = SimpleNamespace(
+        event_offset_ps=rng.integers(0, 4, n) * 10, event_duration_ps=rng.integers(0, 3, n),  # ties are common
+        event_num_occurrences=np.where(rng.random(n) < 0.1, 2, 0), event_line=np.repeat(np.arange(40), counts),
+        line_first_event=first, line_num_events=counts)
+    facts = _order_facts(r)
+    for li in range(40):
+        a, k = int(first[li]), int(counts[li])
+        occ, off, dur = (x[a:a + k].tolist() for x in (r.event_num_occurrences, r.event_offset_ps, r.event_duration_ps))
+        keys = [(0 if o > 0 else b, -d) for o, b, d in zip(occ, off, dur)]
+        want = (keys == sorted(keys), any(o > 0 for o in occ),
+                (off[0], dur[0]) if k else (0, 0), (off[-1], dur[-1]) if k else (0, 0))
+        assert facts(li) == want, li

@@ -140,13 +140,25 @@ def _intern(table: list, index: dict, items: list) -> np.ndarray:
 def _order_facts(r: RawXSpace):
     """line -> (sorted, aggregated, (offset, duration) of the first and of the last event) of one
     record's lines. Sorted: no neighbour out of XProf's order (begin, then longer first; an
-    aggregated event, with num_occurrences, begins at 0)."""
+    aggregated event, with num_occurrences, begins at 0). A few whole-record passes: every
+    neighbour pair is compared, the pairs across line boundaries dropped after."""
     occ, off, dur = r.event_num_occurrences, r.event_offset_ps, r.event_duration_ps
-    begin = np.where(occ > 0, 0, off)
-    same = r.event_line[1:] == r.event_line[:-1]
-    bad = same & ((begin[1:] < begin[:-1]) | ((begin[1:] == begin[:-1]) & (dur[1:] > dur[:-1])))
-    unsorted = set(np.unique(r.event_line[1:][bad]).tolist())
-    aggregated = set(np.unique(r.event_line[occ > 0]).tolist())
+    agg_rows = np.flatnonzero(occ > 0)
+    begin = off
+    if len(agg_rows):
+        begin = off.copy()
+        begin[agg_rows] = 0
+    unsorted: set[int] = set()
+    if len(begin) > 1:
+        bad = begin[1:] < begin[:-1]
+        tie = np.flatnonzero(begin[1:] == begin[:-1])
+        bad[tie[dur[tie + 1] > dur[tie]]] = True
+        bad_at = np.flatnonzero(bad)
+        if len(bad_at):  # pair i compares events i and i + 1: count it when both are on one line
+            lines = r.event_line
+            bad_at = bad_at[lines[bad_at] == lines[bad_at + 1]]
+            unsorted = set(np.unique(lines[bad_at]).tolist())
+    aggregated = set(np.unique(r.event_line[agg_rows]).tolist())
 
     def facts(li: int):
         a, n = int(r.line_first_event[li]), int(r.line_num_events[li])
