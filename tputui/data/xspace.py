@@ -196,6 +196,18 @@ def _codes(names: list[str]) -> tuple[list[str], np.ndarray]:
     return cats, np.array([index[n] for n in names] + [index[""]], np.uint32)
 
 
+def _event_planes(raw: RawXSpace) -> np.ndarray:
+    """Each event's plane (int32). Events come grouped by line, so the lines' planes repeated by
+    their event counts: no pass over event_line, which for a merged riegeli host is GBs of mapped
+    file read page by page (a cache entry that breaks the grouping falls back to the lookup)."""
+    first, count = raw.line_first_event, raw.line_num_events
+    grouped = int(count.sum()) == len(raw.event_line) and (
+        not len(first) or (first[0] == 0 and np.array_equal(first[1:], np.cumsum(count[:-1]))))
+    if grouped:
+        return np.repeat(raw.line_plane.astype(np.int32, copy=False), count)
+    return raw.line_plane[raw.event_line] if len(raw.event_line) else np.zeros(0, np.int32)
+
+
 class XSpaceFrame:
     """One host's profile as columnar tables (Polars DataFrames over numpy arrays).
 
@@ -214,7 +226,7 @@ class XSpaceFrame:
     def __init__(self, raw: RawXSpace):
         self.raw = raw
         self.hostnames, self.errors, self.warnings = raw.hostnames, raw.errors, raw.warnings
-        self._event_plane = raw.line_plane[raw.event_line] if len(raw.event_line) else np.zeros(0, np.int32)
+        self._event_plane = _event_planes(raw)
         self._event_md = lookup_rows(raw.em_plane, raw.em_id, self._event_plane, raw.event_metadata_id)  # int32
         # Texts: stat-metadata names (what ref values point at) then str values.
         self.texts: list[str] = raw.sm_name + raw.strings
