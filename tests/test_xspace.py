@@ -179,3 +179,21 @@ def test_big_columns_in_their_own_mappings_decode_count_and_free():
     frame = decode(data)
     assert frame.num_events == 60_000 and int(frame.start_ps[-1]) == 29_999 * 1000 + 5
     del frame, counts
+
+
+def test_event_planes_repeat_the_line_planes_and_fall_back_when_not_grouped():
+    """Each event's plane comes from its line's plane repeated by the event counts; a raw whose
+    lines do not tile the events (a hand-edited cache entry) takes the per-event lookup instead."""
+    import dataclasses
+
+    from tputui.data.xspace import _event_planes
+
+    raw = decode_raw(next((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb")).read_bytes())
+    assert len(set(raw.line_plane.tolist())) > 1
+    assert np.array_equal(_event_planes(raw), raw.line_plane[raw.event_line])
+    lines = len(raw.line_plane)
+    moved = dataclasses.replace(raw, line_first_event=raw.line_first_event[::-1].copy(),
+                                line_num_events=raw.line_num_events[::-1].copy(),
+                                event_line=(lines - 1 - raw.event_line).astype(np.int32))
+    got = _event_planes(moved)
+    assert got.dtype == np.int32 and np.array_equal(got, raw.line_plane[moved.event_line])
