@@ -197,3 +197,16 @@ def test_event_planes_repeat_the_line_planes_and_fall_back_when_not_grouped():
                                 event_line=(lines - 1 - raw.event_line).astype(np.int32))
     got = _event_planes(moved)
     assert got.dtype == np.int32 and np.array_equal(got, raw.line_plane[moved.event_line])
+
+
+def test_str_stat_texts_are_kept_once_in_first_use_order():
+    """The decoder interns str stat values (the C side makes and looks up each text): every text
+    once in `strings`, numbered in the order the event, metadata and plane stats first use them."""
+    from tputui.data.raw import KIND_STR
+
+    raw = wire.decode(next((PROFILES / "tpu_v6e_inference").rglob("*.xplane.pb")).read_bytes())
+    codes = np.concatenate([s.value[s.kind == KIND_STR] for s in (raw.event_stats, raw.metadata_stats,
+                                                                  raw.plane_stats)])
+    assert len(codes) > 10 * len(raw.strings) > 0 and len(set(raw.strings)) == len(raw.strings)
+    _, first = np.unique(codes, return_index=True)
+    assert codes[np.sort(first)].tolist() == list(range(len(raw.strings)))

@@ -117,13 +117,7 @@ def decode(data: bytes | mmap.mmap | memoryview, keep: Callable[[str], bool] | N
         value = i64[f"{prefix}_val"]  # writable: the C side hands over its own buffer
         lens = i64[f"{prefix}_len"]
         # str / bytes values: (offset, length) into the buffer -> index into strings / blobs.
-        for i in np.flatnonzero(kind == KIND_STR).tolist():
-            s = str(buf[value[i]:value[i] + lens[i]], "utf-8")
-            j = string_index.get(s)
-            if j is None:
-                j = string_index[s] = len(strings)
-                strings.append(s)
-            value[i] = j
+        _wire.intern_strings(buf, kind, value, lens, KIND_STR, strings, string_index)
         for i in np.flatnonzero(kind == KIND_BYTES).tolist():
             blobs.append(bytes(buf[value[i]:value[i] + lens[i]]))
             value[i] = len(blobs) - 1
