@@ -558,3 +558,17 @@ def test_order_facts_equal_a_line_by_line_reading(seed):
         want = (keys == sorted(keys), any(o > 0 for o in occ),
                 (off[0], dur[0]) if k else (0, 0), (off[-1], dur[-1]) if k else (0, 0))
         assert facts(li) == want, li
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_remap_changes_the_mapped_ids_only(big):
+    """A plane's id mapping, by table (small ids) or by search (an id past the table's limit):
+    mapped ids change, every other id (below, between, above the keys, negative) stays."""
+    from tputui.data.xspace_merge import _Remap
+
+    top = _Remap.TABLE_MAX + 5 if big else 40
+    remap = _Remap({3: 7, 10: 2, top: 1})
+    assert (remap.table is None) == big
+    ids = np.array([-1, 0, 3, 4, 10, 11, top, top + 1, 3], np.int64)
+    assert remap(ids).tolist() == [-1, 0, 7, 4, 2, 11, 1, top + 1, 7]
+    assert _Remap({})(ids) is ids

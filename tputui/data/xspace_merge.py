@@ -80,16 +80,31 @@ class _Plane:
     lines: list = field(default_factory=list)
 
 
-def _remap(ids: np.ndarray, mapping: dict[int, int]) -> np.ndarray:
-    """ids through `mapping`; ids it does not name stay as they are."""
-    if not mapping or not len(ids):
-        return ids
-    keys = np.fromiter(mapping.keys(), np.int64, len(mapping))
-    vals = np.fromiter(mapping.values(), np.int64, len(mapping))
-    order = np.argsort(keys)
-    keys, vals = keys[order], vals[order]
-    pos = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
-    return np.where(keys[pos] == ids, vals[pos], ids)
+class _Remap:
+    """Ids through a {from: to} mapping (ids it does not name stay as they are), built once per
+    plane of a record and applied to each of its lines: a table indexed by id (ids are small
+    metadata ids) when the largest mapped id allows, else sorted keys searched."""
+
+    TABLE_MAX = 1 << 22  # ids above this: search instead of a table
+
+    def __init__(self, mapping: dict[int, int]):
+        keys = np.fromiter(mapping.keys(), np.int64, len(mapping))
+        vals = np.fromiter(mapping.values(), np.int64, len(mapping))
+        order = np.argsort(keys)
+        self.keys, self.vals = keys[order], vals[order]
+        self.table: np.ndarray | None = None
+        if len(keys) and 0 <= self.keys[0] and self.keys[-1] < self.TABLE_MAX:
+            self.table = np.arange(int(self.keys[-1]) + 1, dtype=np.int64)
+            self.table[self.keys] = self.vals
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        if not len(self.keys) or not len(ids):
+            return ids
+        if self.table is not None:
+            mapped = self.table.take(ids, mode="clip")  # right where 0 <= id <= the largest key
+            return np.where((ids >= 0) & (ids < len(self.table)), mapped, ids)
+        pos = np.minimum(np.searchsorted(self.keys, ids), len(self.keys) - 1)
+        return np.where(self.keys[pos] == ids, self.vals[pos], ids)
 
 
 class _Stats:
@@ -246,15 +261,16 @@ class XSpaceMerger:
             plane = self.planes[target]
             em_map = self._merge_metadata(plane, r, p, blob_map, str_map, event=True)
             sm_map = self._merge_metadata(plane, r, p, blob_map, str_map, event=False)
+            em_remap, sm_remap = _Remap(em_map), _Remap(sm_map)
             to_lines = {line.id: line for line in plane.lines}
             for li in lines:
                 a = int(r.line_first_event[li])
                 b = a + int(r.line_num_events[li])
                 if em_map:  # usually empty: records of one profile share their metadata ids
-                    ev_mid[a:b] = _remap(ev_mid[a:b], em_map)
+                    ev_mid[a:b] = em_remap(ev_mid[a:b])
                 if sm_map:
                     sa, sb = int(stat_first[li]), int(stat_end[li])
-                    es_stat[sa:sb] = _remap(es_stat[sa:sb], sm_map)
+                    es_stat[sa:sb] = sm_remap(es_stat[sa:sb])
                 line = to_lines.get(int(r.line_id[li]))
                 if line is None:
                     plane.lines.append(self._line(r, li, run(li)))
