@@ -11,8 +11,8 @@ Builds, in a temp dir (never committed, deleted afterwards unless --keep):
     record (the records merge into the same planes and lines: one frame of all the events);
   - PB: the same records, each as its own .xplane.pb host file (a protobuf message is capped at
     2 GB): the same bytes of XSpace, decoded file by file.
-Then, each step a fresh process after a sync (min / median of --repeat runs for the opens; one run
-for the others):
+Then, each step a fresh process started from the same state (settle()), min / median of --repeat
+runs for the opens, one run for the others:
   - open: decode to the frame (`load_frame`, no cache), every file of the run one after the other;
   - columns only: the decode without building the frame (for riegeli: the merge, columns mapped);
   - open, cache on: the same into an empty cache dir, ending when the entries are on disk (the
@@ -201,15 +201,24 @@ def env_with_cache(cache: str) -> dict:
     return dict(os.environ, XDG_CACHE_HOME=cache, PYTHONPATH=str(ROOT))
 
 
-def settle() -> None:
-    """Start each step with no dirty pages left by the one before (GBs of cache entries or merged
-    columns still being written back would slow whichever step comes next)."""
+def settle(logdir: pathlib.Path) -> None:
+    """Start each step from the same state: no dirty pages left by the one before (GBs of cache
+    entries or merged columns still being written back would slow whichever step comes next);
+    where allowed (root), the page cache dropped, so the step's GBs of new pages come from free
+    memory rather than from reclaiming the last step's (which put up to 8 s of kernel time on
+    either side, at random); then the step's own input read once, so both sides start warm."""
     os.sync()
+    with contextlib.suppress(OSError), open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+    for path in sorted(p for p in logdir.rglob("*") if p.is_file()):
+        with open(path, "rb") as f:
+            while f.read(16 << 20):
+                pass
 
 
 def measure_open(logdir: pathlib.Path, cap_mb: float, cache_on: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as cache, big_lock(True):
-        settle()
+        settle(logdir)
         r = run_child([PY, "-c", OPEN_CHILD, str(logdir), "cache" if cache_on else "no-cache"],
                       env_with_cache(cache), cap_mb)
     if not r["capped"]:
@@ -219,15 +228,20 @@ def measure_open(logdir: pathlib.Path, cap_mb: float, cache_on: bool = False) ->
 
 def measure_columns(logdir: pathlib.Path, cap_mb: float) -> dict:
     with tempfile.TemporaryDirectory() as cache, big_lock(True):
-        settle()
+        settle(logdir)
         return run_child([PY, "-c", COLUMNS_CHILD, str(logdir)], env_with_cache(cache), cap_mb)
 
 
 def measure_export(logdir: pathlib.Path, tool: str, cap_mb: float) -> dict:
     cmd = [PY, "-m", "tputui.cli", "export", str(logdir), "--tool", tool, "--format", "json", "-o", os.devnull]
     with tempfile.TemporaryDirectory() as cache, big_lock(True):
-        settle()
+        settle(logdir)
         return run_child(cmd, env_with_cache(cache), cap_mb)
+
+
+def dropped() -> bool:
+    """Whether settle() can drop the page cache here."""
+    return os.access("/proc/sys/vm/drop_caches", os.W_OK)
 
 
 # What each step's ratio is held to. Opening a run is what `tputui LOGDIR` does: the cache on, so
@@ -333,7 +347,8 @@ def main() -> None:
         "exports = the whole `tputui export --tool T` "
         f"process, cold (cache entries written as part of it). Steps whose process with its workers passes "
         f"{a.cap_gb:.0f} GB RSS are stopped (a shared machine; the CPU of a stopped step with workers is its own "
-        "process's only). Each step starts after a sync (no dirty pages left by the step before). "
+        "process's only). Each step starts after a sync (no dirty pages left by the step before), "
+        f"{'the page cache dropped, ' if dropped() else ''}its input read once (warm). "
         "Targets (issue #14): riegeli peak RSS <= 2.5 GB; time per MB <= 1.3x the .pb files' for opening "
         "a run as `tputui LOGDIR` does (cache on). With the cache off a riegeli host still writes its "
         "merged columns to a scratch file (in memory a 3 GB host's would pass the RSS target) and "
