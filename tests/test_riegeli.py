@@ -534,13 +534,21 @@ def test_without_the_c_decoder_records_are_counted_by_decoding_them(monkeypatch,
     assert np.array_equal(with_c.event_stats.value, without.event_stats.value)
 
 
+@pytest.mark.parametrize("c", [True, False])
 @pytest.mark.parametrize("seed", range(4))
-def test_order_facts_equal_a_line_by_line_reading(seed):
-    """The merge's order facts (whole-record passes, pairs across lines dropped) equal reading each
-    line alone: sorted by begin then longer first, aggregated events beginning at 0."""
+def test_order_facts_equal_a_line_by_line_reading(seed, c, monkeypatch):
+    """The merge's order facts (one C pass, or whole-record numpy passes with the pairs across
+    lines dropped) equal reading each line alone: sorted by begin then longer first, aggregated
+    events beginning at 0."""
     from types import SimpleNamespace
 
+    from tputui.data import xspace_merge
     from tputui.data.xspace_merge import _order_facts
+
+    if not c:
+        monkeypatch.setattr(xspace_merge, "_columns", None)
+    elif xspace_merge._columns is None:
+        pytest.skip("the C extension is not built")
 
     rng = np.random.default_rng(seed)
     counts = rng.integers(0, 6, 40)  # empty lines too

@@ -1,4 +1,4 @@
-/* Two whole-column passes of the decoded frame, in C: numpy needs several full passes and
+/* Whole-column passes of the decoded frame, in C: numpy needs several full passes and
  * temporaries for each (the per-plane gather through an id table, then the selection by stat
  * name), which cost seconds at ten million stats.
  *
@@ -10,6 +10,11 @@
  * group(keys, n) -> (bytearray int64 offsets[n + 2], bytearray int32 order); keys int32
  *     A stable counting sort: order[offsets[k]:offsets[k + 1]] are the rows with key k, in row
  *     order; key -1 (and anything outside 0..n-1) is bucket n.
+ *
+ * order_facts(first, count, occurrences, offset, duration) -> bytearray, a byte per line; int64
+ *     Bit 1: the line's events are in XProf's order (by begin, then the longer first; an event
+ *     with occurrences begins at 0); bit 2: the line holds such an event. What a riegeli merge
+ *     keeps of each record's lines (xspace_merge._order_facts, whose numpy passes are the reference).
  *
  * Inputs are any C-contiguous buffers of the stated widths (numpy arrays); the GIL is released
  * during the passes. Rows are int32 (tables of up to 2**31 - 1 rows): at ten million stats each
@@ -203,9 +208,57 @@ static PyObject *columns_group(PyObject *self, PyObject *args) {
     return result;
 }
 
+static PyObject *columns_order_facts(PyObject *self, PyObject *args) {
+    Py_buffer first, count, occ, off, dur;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &first, &count, &occ, &off, &dur)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t lines = first.len / 8, n = occ.len / 8;
+    if (count.len != first.len || off.len != occ.len || dur.len != occ.len) {
+        PyErr_SetString(PyExc_ValueError, "order_facts: columns of different lengths");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, lines);
+    if (!result) goto done;
+    uint8_t *out = (uint8_t *)PyByteArray_AS_STRING(result);
+    const int64_t *f = first.buf, *c = count.buf, *o = occ.buf, *b = off.buf, *d = dur.buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t li = 0; li < lines; li++) {
+        int64_t a = f[li], k = c[li];
+        if (a < 0 || k < 0 || a > n || k > n - a) {
+            bad = 1;
+            break;
+        }
+        int sorted = 1, aggregated = 0;
+        int64_t last_begin = 0, last_duration = 0;
+        for (int64_t i = a; i < a + k; i++) {
+            int64_t begin = o[i] > 0 ? 0 : b[i];
+            aggregated |= o[i] > 0;
+            if (i > a && (begin < last_begin || (begin == last_begin && d[i] > last_duration))) sorted = 0;
+            last_begin = begin;
+            last_duration = d[i];
+        }
+        out[li] = (uint8_t)(sorted | (aggregated << 1));
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        Py_CLEAR(result);
+        PyErr_SetString(PyExc_ValueError, "order_facts: a line's events lie outside the columns");
+    }
+done:
+    PyBuffer_Release(&first);
+    PyBuffer_Release(&count);
+    PyBuffer_Release(&occ);
+    PyBuffer_Release(&off);
+    PyBuffer_Release(&dur);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"lookup", columns_lookup, METH_VARARGS, "lookup(keys_plane, keys_id, plane, ids[, owner]) -> bytearray int32"},
     {"group", columns_group, METH_VARARGS, "group(keys int32, n) -> (offsets int64, order int32) bytearrays"},
+    {"order_facts", columns_order_facts, METH_VARARGS,
+     "order_facts(first, count, occurrences, offset, duration) -> bytearray: per line 1 sorted | 2 aggregated"},
     {NULL, NULL, 0, NULL},
 };
 

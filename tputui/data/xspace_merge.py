@@ -35,6 +35,7 @@ import numpy as np
 from tputui.data.raw import KIND_BYTES, KIND_STR, RawXSpace, StatColumns
 from tputui.data.riegeli_columns import EVENT_COLUMNS, STAT_COLUMNS, FileColumns, MemoryColumns, Write
 from tputui.data.riegeli_layout import Layout, lines_of
+from tputui.data.xspace import _columns
 
 
 class LayoutMismatch(Exception):
@@ -155,8 +156,30 @@ def _intern(table: list, index: dict, items: list) -> np.ndarray:
 def _order_facts(r: RawXSpace):
     """line -> (sorted, aggregated, (offset, duration) of the first and of the last event) of one
     record's lines. Sorted: no neighbour out of XProf's order (begin, then longer first; an
-    aggregated event, with num_occurrences, begins at 0). A few whole-record passes: every
-    neighbour pair is compared, the pairs across line boundaries dropped after."""
+    aggregated event, with num_occurrences, begins at 0). One C pass over the record's events
+    (`_columns.order_facts`); `_order_sets` is the numpy way, used without the C extension."""
+    occ, off, dur = r.event_num_occurrences, r.event_offset_ps, r.event_duration_ps
+    first, count = r.line_first_event, r.line_num_events
+    if _columns is not None:
+        i64 = lambda a: np.ascontiguousarray(a, np.int64)  # noqa: E731
+        flags = np.frombuffer(_columns.order_facts(i64(first), i64(count), i64(occ), i64(off), i64(dur)), np.uint8)
+        unsorted = set(np.flatnonzero((flags & 1) == 0).tolist())
+        aggregated = set(np.flatnonzero(flags & 2).tolist())
+    else:
+        unsorted, aggregated = _order_sets(r)
+
+    def facts(li: int):
+        a, n = int(first[li]), int(count[li])
+        if not n:
+            return True, False, (0, 0), (0, 0)
+        z = a + n - 1
+        return (li not in unsorted, li in aggregated, (int(off[a]), int(dur[a])), (int(off[z]), int(dur[z])))
+    return facts
+
+
+def _order_sets(r: RawXSpace) -> tuple[set[int], set[int]]:
+    """(lines with a neighbour pair out of order, lines with an aggregated event), in whole-record
+    numpy passes: every neighbour pair compared, the pairs across line boundaries dropped after."""
     occ, off, dur = r.event_num_occurrences, r.event_offset_ps, r.event_duration_ps
     agg_rows = np.flatnonzero(occ > 0)
     begin = off
@@ -173,15 +196,7 @@ def _order_facts(r: RawXSpace):
             lines = r.event_line
             bad_at = bad_at[lines[bad_at] == lines[bad_at + 1]]
             unsorted = set(np.unique(lines[bad_at]).tolist())
-    aggregated = set(np.unique(r.event_line[agg_rows]).tolist())
-
-    def facts(li: int):
-        a, n = int(r.line_first_event[li]), int(r.line_num_events[li])
-        if not n:
-            return True, False, (0, 0), (0, 0)
-        z = a + n - 1
-        return (li not in unsorted, li in aggregated, (int(off[a]), int(dur[a])), (int(off[z]), int(dur[z])))
-    return facts
+    return unsorted, set(np.unique(r.event_line[agg_rows]).tolist())
 
 
 class XSpaceMerger:
