@@ -173,6 +173,23 @@ def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=
                 raise RiegeliError(f"{name}: no readable XSpace record ({'; '.join(reader.skipped)})") from None
 
 
+def _decoded(reader: RecordReader, numbers: list[int], planes: PlaneSelector) -> Iterator[tuple]:
+    """(record number, its size, its columns or None, None or its DecodeError) of the records
+    `numbers` (ascending), read again and decoded in file order."""
+    wanted, last = set(numbers), numbers[-1]
+    for i, record in enumerate(reader.replay()):
+        if i in wanted:
+            raw, error = None, None
+            try:
+                raw = decode_raw(record, planes)
+            except DecodeError as e:
+                error = e
+            yield i, len(record), raw, error
+            del raw
+        if i >= last:
+            return
+
+
 class _Dropped(Exception):
     """(record number, why): a record to merge without."""
 
@@ -198,23 +215,18 @@ def _merge(reader: RecordReader, counted: dict[int, RecordLines], planes: PlaneS
                                         if folder else MemoryColumns())
     merger = XSpaceMerger(layout, out)
     try:
-        wanted = iter(numbers)
-        at = next(wanted)
-        for i, record in enumerate(ahead(reader.replay(), "tputui-riegeli-read")):
-            if i != at:
-                continue
+        # A thread reads and decodes the next records while this one is merged (the decoder lets
+        # go of the GIL, and so do numpy's big loops: the merge's own work fills the other core).
+        for i, size, raw, error in ahead(_decoded(reader, numbers, planes), "tputui-riegeli-decode"):
             if progress:
-                progress(f"decoding {label} record {i + 1} ({len(record) / 1e6:.1f} MB)")
+                progress(f"decoding {label} record {i + 1} ({size / 1e6:.1f} MB)")
+            if error is not None:
+                raise _Dropped(i, error)
             try:
-                merger.add(decode_raw(record, planes))
-            except DecodeError as e:
-                raise _Dropped(i, e) from None
+                merger.add(raw)
             except LayoutMismatch:
                 raise _Dropped(i, "its lines differ from the ones counted") from None
-            del record
-            at = next(wanted, -1)
-            if at < 0:
-                break
+            del raw
         if merger.records != len(numbers):
             raise RiegeliError(f"{reader.name}: changed while it was read (fewer records the second time)")
         return merger.finish()
