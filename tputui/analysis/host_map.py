@@ -119,6 +119,8 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
                 frame = run.frame(hf.host)
             except UserError as e:
                 raise HostUnreadable(hf.host, str(e)) from None
+            if report:  # decoded: what is left is the op stats themselves (seconds at 100M events)
+                report(f"op stats: host {i + 1}/{len(files)} ({hf.host}, {frame.num_events:,} events)")
             yield hf.host, op_stats.map_host(frame, hf.host)
         else:
             yield hf.host, map_host_file(hf, run.use_cache)

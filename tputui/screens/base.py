@@ -20,6 +20,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
@@ -57,6 +58,8 @@ class ToolScreen(Screen):
         self.result: Any = None
         self.error: str | None = None
         self._started = 0.0
+        self._progress_text = ""
+        self._ticker: Timer | None = None  # keeps the elapsed seconds moving between progress lines
 
     @property
     def body(self) -> Vertical:
@@ -139,14 +142,26 @@ class ToolScreen(Screen):
         return self.tool.analyze_fn()(self.run_data, self.host, progress=progress, **self.options)
 
     def on_tool_screen_load_progress(self, event: LoadProgress) -> None:
+        self._progress_text = event.text
+        if self._ticker is None:  # one repaint a second: a long step (GBs of events) shows it is alive
+            self._ticker = self.set_interval(1.0, self._show_progress)
+        self._show_progress()
+
+    def _show_progress(self) -> None:
+        elapsed = time.monotonic() - self._started
         for w in self.query("#progress"):
-            elapsed = time.monotonic() - self._started
-            w.update(f"{event.text}  ({elapsed:.1f} s)" if elapsed > 0.3 else event.text)
+            w.update(f"{self._progress_text}  ({elapsed:.1f} s)" if elapsed > 0.3 else self._progress_text)
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
 
     async def _clear_body(self) -> None:
         await self.body.remove_children()
 
     async def on_tool_screen_loaded(self, event: Loaded) -> None:
+        self._stop_ticker()
         self.result, self.error = event.result, None
         await self._clear_body()
         self.show(event.result)
@@ -156,6 +171,7 @@ class ToolScreen(Screen):
                         title=self.tool.title, severity="warning", timeout=8)
 
     async def on_tool_screen_load_failed(self, event: LoadFailed) -> None:
+        self._stop_ticker()
         message, no_data = event.text, event.no_data
         self.error = message
         await self._clear_body()
