@@ -65,9 +65,10 @@ class PickerScreen(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
     def on_key(self, event) -> None:
-        # Typing a printable character while the list has focus starts filtering.
+        # Typing a printable character while the list has focus starts filtering; a space only
+        # once a filter is begun (keys typed fast or pasted reach the list before the focus moves).
         inp = self.query_one(Input)
-        if event.is_printable and not inp.has_focus and event.character not in (" ",):
+        if event.is_printable and not inp.has_focus and (event.character != " " or inp.value):
             inp.focus()
             inp.insert_text_at_cursor(event.character)
             event.stop()
