@@ -4,9 +4,10 @@ Each record is one serialized XSpace (XLA's profiler writes a long profile chunk
 The records are read twice: first each is counted (where its lines go in the merged columns),
 then each is decoded and its columns written there (xspace_merge.py), into files in `folder`
 when one is given (cache.py passes the cache entry being built), so memory follows the largest
-record, not the file. A thread reads the next record meanwhile (checking hashes the first time). Damaged regions are skipped
-with a warning on the `tputui` logger, as XProf's reader skips them; a file with no readable
-record is a one-line error.
+record, not the file. A thread works one record ahead: the first time it reads the next record
+and checks its hashes while this one is counted, the second time it reads and decodes the next
+records while this one is merged. Damaged regions are skipped with a warning on the `tputui`
+logger, as XProf's reader skips them; a file with no readable record is a one-line error.
 """
 from __future__ import annotations
 
