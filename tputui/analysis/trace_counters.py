@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tputui.analysis.interned import Interned
 from tputui.analysis.op_metrics import event_stat
+from tputui.data.interned import Interned
 from tputui.data.raw import KIND_DOUBLE, KIND_INT64, KIND_UINT64
 
 COUNTER_LINE = "_counters_"

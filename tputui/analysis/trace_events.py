@@ -47,10 +47,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tputui.analysis.interned import Interned
 from tputui.analysis.stdsort import sort_order
 from tputui.analysis.trace_counters import COUNTER_LINE, CounterTable, counter_table
 from tputui.data import schema
+from tputui.data.interned import Interned
 from tputui.data.xspace import XSpaceFrame
 
 _derive: ModuleType | None  # None: the C extension is not built

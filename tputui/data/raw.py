@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tputui.data.interned import Interned
+
 # Stat value kinds (the XStat oneof, in wire order).
 KIND_NONE, KIND_DOUBLE, KIND_UINT64, KIND_INT64, KIND_STR, KIND_BYTES, KIND_REF = range(7)
 STAT_OWNERS = ("event", "metadata", "plane")
@@ -197,20 +199,13 @@ class _Builder:
         self.event_stats = [[], [], [], []]
         self.metadata_stats = [[], [], [], []]
         self.plane_stats = [[], [], [], []]
-        self.strings = []
+        self._texts = Interned()
+        self.strings = self._texts.strings
         self.blobs = []
-        self._string_index: dict[str, int] = {}
 
     def blob(self, data: bytes) -> int:
         self.blobs.append(bytes(data))
         return len(self.blobs) - 1
-
-    def string(self, s: str) -> int:
-        i = self._string_index.get(s)
-        if i is None:
-            i = self._string_index[s] = len(self.strings)
-            self.strings.append(s)
-        return i
 
     def add_stats(self, cols: list[list[int]], owner: int, stats: Iterable[Any]) -> None:
         for st in stats:
@@ -222,7 +217,7 @@ class _Builder:
             elif which == "int64_value":
                 kind, val = KIND_INT64, st.int64_value
             elif which == "str_value":
-                kind, val = KIND_STR, self.string(st.str_value)
+                kind, val = KIND_STR, self._texts.id(st.str_value)
             elif which == "bytes_value":
                 kind, val = KIND_BYTES, self.blob(st.bytes_value)
             elif which == "ref_value":

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from tputui.data import _wire  # noqa: F401  (ImportError here selects the fallback)
+from tputui.data.interned import Interned
 from tputui.data.raw import KIND_BYTES, KIND_STR, RawXSpace, StatColumns
 
 _I32 = ("line_plane", "ev_line", "em_plane", "sm_plane")
@@ -108,16 +109,15 @@ def decode(data: bytes | mmap.mmap | memoryview, keep: Callable[[str], bool] | N
     kinds = {k: np.frombuffer(v, np.uint8) for k, v in c.items() if k.endswith("_kind")}
     _keep_last_map_entries(i64, i32, kinds)
     buf = memoryview(data)
-    strings: list[str] = []
+    texts = Interned()
     blobs: list[bytes] = []
-    string_index: dict[str, int] = {}
 
     def stats(prefix: str) -> StatColumns:
         kind = kinds[f"{prefix}_kind"]
         value = i64[f"{prefix}_val"]  # writable: the C side hands over its own buffer
         lens = i64[f"{prefix}_len"]
         # str / bytes values: (offset, length) into the buffer -> index into strings / blobs.
-        _wire.intern_strings(buf, kind, value, lens, KIND_STR, strings, string_index)
+        _wire.intern_strings(buf, kind, value, lens, KIND_STR, texts.strings, texts.index)
         for i in np.flatnonzero(kind == KIND_BYTES).tolist():
             blobs.append(bytes(buf[value[i]:value[i] + lens[i]]))
             value[i] = len(blobs) - 1
@@ -150,5 +150,5 @@ def decode(data: bytes | mmap.mmap | memoryview, keep: Callable[[str], bool] | N
         sm_name=_texts(buf, i64["sm_name_off"], i64["sm_name_len"]),
         sm_description=_texts(buf, i64["sm_desc_off"], i64["sm_desc_len"]),
         event_stats=event_stats, metadata_stats=metadata_stats, plane_stats=plane_stats,
-        strings=strings, blobs=blobs,
+        strings=texts.strings, blobs=blobs,
     )
