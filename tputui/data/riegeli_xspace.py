@@ -146,10 +146,11 @@ def ahead(items: Iterator[T], name: str) -> Iterator[T]:
 def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=None,
                 label: str = "", folder: str | None = None) -> tuple[RawXSpace, list[str]]:
     """Two passes over the records: each counted (riegeli_layout.py: where its lines go), then
-    each decoded and written to its final rows (xspace_merge.py), a thread reading one record
-    ahead in both."""
-    # A record is counted or decoded while the next waits in ahead()'s queue and a thread reads
-    # the one after: 4 buffers in turn keep every record's bytes as read until it is done with.
+    each decoded and written to its final rows (xspace_merge.py), a thread working ahead in both
+    (reading and hashing the next record, then reading and decoding the next records)."""
+    # A record is counted while the next waits in ahead()'s queue and a thread reads the one
+    # after: 4 buffers in turn keep every record's bytes as read until it is done with (the second
+    # pass decodes each record in the thread that read it, before the next read).
     reader = RecordReader(f, name, size, warn=log.warning, reuse=4)
     counted: dict[int, RecordLines] = {}  # record number -> its lines, for the records that count
     for i, record in enumerate(ahead(reader.records(), "tputui-riegeli-read")):
