@@ -455,6 +455,53 @@ def test_counted_lines_are_the_decoded_lines(planes):
     assert any(len(count_record(d, planes).lines) for d in sources)
 
 
+def test_counting_skips_varints_of_every_length_and_stops_where_the_decoder_does():
+    """The count skips varints by finding their last byte in one 8-byte load where 8 bytes are
+    left: 1- to 10-byte values (a negative int64 is 10), in the last bytes of a record, and keys
+    of more than one byte or other wire types still give the decoded lines; a varint cut off by
+    the record's end fails the count as it fails the decode."""
+    from tputui.data.riegeli_layout import count_record, lines_of
+    from tputui.data.xspace import DecodeError, decode_raw
+    from tputui.proto import xplane_pb2
+
+    space = xplane_pb2.XSpace(hostnames=["h"])
+    plane = space.planes.add(id=1, name="/host:CPU")
+    plane.event_metadata[1].id = 1
+    plane.stat_metadata[1].id = 1
+    values = [0, 1, 127, 128, 1 << 20, 1 << 35, 1 << 49, 1 << 56, 1 << 62, -1, -(1 << 40)]
+    for li, v in enumerate(values):
+        line = plane.lines.add(id=li, timestamp_ns=abs(v) % 1000, duration_ps=abs(v))
+        for k in range(li + 1):
+            ev = line.events.add(metadata_id=1, offset_ps=v, duration_ps=abs(v) >> k, num_occurrences=k % 2)
+            for _ in range(k % 3):
+                ev.stats.add(metadata_id=1, int64_value=v)
+            if k == 2:
+                ev.stats.add(metadata_id=1, double_value=0.5)
+    last = plane.lines.add(id=99)
+    last.events.add(metadata_id=1, offset_ps=-1)  # ends in a 10-byte varint: no last byte in 8
+    data = space.SerializeToString()
+    assert np.array_equal(count_record(data).lines, lines_of(decode_raw(data)).lines)
+    # An unknown field 200 (a two-byte key) and a fixed64 field in every event take the long path.
+    wide = xplane_pb2.XEvent(metadata_id=1, offset_ps=5).SerializeToString() + b"\xc0\x0c\x07" + b"\x09" + bytes(8)
+    odd = _one_line_space([wide] * 3)
+    assert count_record(odd).lines[:, 4].tolist() == [3]
+    assert np.array_equal(count_record(odd).lines, lines_of(decode_raw(odd)).lines)
+    # A varint cut off by its event's end (9 bytes, none the last): both fail.
+    cut = _one_line_space([b"\x08\x01\x10" + b"\xff" * 9])
+    for walk in (count_record, decode_raw):
+        with pytest.raises(DecodeError):
+            walk(cut)
+
+
+def _one_line_space(events: list[bytes]) -> bytes:
+    """An XSpace of one plane (id 2, "p") with one line (id 3) holding these serialized events."""
+    def field(number: int, body: bytes) -> bytes:
+        assert len(body) < 128
+        return bytes([number << 3 | 2, len(body)]) + body
+    line = b"\x08\x03" + b"".join(field(4, e) for e in events)
+    return field(1, b"\x08\x02" + field(2, b"p") + field(3, line))
+
+
 @pytest.mark.parametrize("copies", [[1, 0, 2], [0, 1]])
 def test_records_are_written_where_the_plain_merge_puts_them(copies, tmp_path):
     """Uncompressed records spanning many blocks (their bytes cut into reused buffers, read
