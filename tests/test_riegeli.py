@@ -627,3 +627,27 @@ def test_remap_changes_the_mapped_ids_only(big):
     ids = np.array([-1, 0, 3, 4, 10, 11, top, top + 1, 3], np.int64)
     assert remap(ids).tolist() == [-1, 0, 7, 4, 2, 11, 1, top + 1, 7]
     assert _Remap({})(ids) is ids
+
+
+def test_merged_column_files_leave_slices_of_zeros_unwritten(tmp_path):
+    """FileColumns skips a slice of zeros (num_occurrences of a profile without aggregated events,
+    a repeated 0): the file keeps a hole there, which reads as zeros, and every other row is
+    where it was written."""
+    from tputui.data.cache_entry import column_paths
+    from tputui.data.riegeli_columns import FileColumns
+
+    n = 1 << 20
+    out = FileColumns(column_paths(str(tmp_path)))
+    out.begin(n, 4)
+    offsets = np.arange(n, dtype=np.int64) + 7
+    zeros = np.zeros(n, np.int64)
+    out.write([("offset_ps", offsets, n, 0), ("num_occurrences", zeros, n, 0), ("line", 0, n // 2, 0),
+               ("line", 3, n - n // 2, n // 2), ("metadata_id", zeros[:10], 10, 5), ("es.value", zeros[:4], 4, 0)])
+    out.write([("metadata_id", offsets[:5], 5, 0)])
+    cols = out.result()
+    assert np.array_equal(cols["offset_ps"], offsets)
+    assert not cols["num_occurrences"].any() and len(cols["num_occurrences"]) == n
+    assert np.array_equal(cols["line"], np.repeat(np.array([0, 3], np.int32), [n // 2, n - n // 2]))
+    assert cols["metadata_id"][:5].tolist() == offsets[:5].tolist() and not cols["metadata_id"][5:].any()
+    occ = os.stat(column_paths(str(tmp_path))["num_occurrences"])
+    assert occ.st_size > 8 * n and occ.st_blocks * 512 < n  # the 8 MB of zeros were never written

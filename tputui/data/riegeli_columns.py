@@ -61,7 +61,10 @@ class FileColumns:
     Another thread flushes the files to disk while they are written (fdatasync after each batch).
     The frame is GBs: left dirty, it passes the kernel's dirty-page limit half way and the writer
     is throttled to disk speed from there on (a 3 GB riegeli host opened without the cache: 30 s
-    instead of 16 s); a cache entry's final fsync also finds little left to write."""
+    instead of 16 s); a cache entry's final fsync also finds little left to write.
+
+    The files start sparse and each row is written once (a line sorted at the end gets its own
+    rows again, permuted), so a slice of zeros is not written at all: those rows read as zeros."""
 
     def __init__(self, paths: dict[str, str], depth: int = 1) -> None:
         self.paths = paths
@@ -115,7 +118,11 @@ class FileColumns:
             dtype = DTYPES[name]
             offset = self.data_at[name] + at * dtype.itemsize
             if isinstance(values, np.ndarray):
+                if _zeros(values):
+                    continue  # rows not written read as zeros (the file is sparse)
                 _write_all(self.files[name], _bytes_of(np.ascontiguousarray(values, dtype)), offset)
+                continue
+            if values == 0:
                 continue
             buf = self.fill_buf.get(name)
             if buf is None:
@@ -184,6 +191,13 @@ class FileColumns:
             except OSError:
                 pass
         self.files.clear()
+
+
+def _zeros(values: np.ndarray) -> bool:
+    """Whether every value is 0, looked at whole only when the first and last are (most
+    columns fail at once; num_occurrences is 0 throughout a profile without aggregated events:
+    0.8 GB of a 101M-event host that need not be copied, flushed nor fsynced)."""
+    return len(values) > 0 and values[0] == 0 and values[-1] == 0 and not values.any()
 
 
 def _npy_header(dtype: np.dtype, length: int) -> bytes:
