@@ -651,3 +651,56 @@ def test_merged_column_files_leave_slices_of_zeros_unwritten(tmp_path):
     assert cols["metadata_id"][:5].tolist() == offsets[:5].tolist() and not cols["metadata_id"][5:].any()
     occ = os.stat(column_paths(str(tmp_path))["num_occurrences"])
     assert occ.st_size > 8 * n and occ.st_blocks * 512 < n  # the 8 MB of zeros were never written
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_record_fixes_in_c_equal_numpy(seed, monkeypatch):
+    """The merge's per-record fixes (owners in order?, a shift added to each line's slice, str and
+    bytes values through their maps) give the same in C as their numpy fallbacks: empty slices,
+    zero shifts, a kind with an empty map (left as it is)."""
+    from tputui.data import xspace_merge
+    from tputui.data.raw import KIND_BYTES, KIND_STR
+
+    if xspace_merge._columns is None:
+        pytest.skip("the C extension is not built")
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 5, 30)
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    add = np.where(rng.random(30) < 0.3, 0, rng.integers(-1000, 1000, 30))
+    column = rng.integers(0, 1 << 40, int(counts.sum()))
+    kind = rng.choice(np.array([0, KIND_STR, KIND_BYTES, 3], np.uint8), 200)
+    value = np.where(kind == KIND_STR, rng.integers(0, 6, 200), np.where(kind == KIND_BYTES, rng.integers(0, 4, 200),
+                                                                         rng.integers(-9, 9, 200)))
+    maps = [(rng.permutation(6) + 10, rng.permutation(4) + 100), (rng.permutation(6) + 10, np.zeros(0, np.int64))]
+    owners = [np.sort(rng.integers(0, 50, 100)), rng.integers(0, 50, 100), np.zeros(0, np.int64), np.array([3])]
+
+    def run():
+        col = column.copy()
+        xspace_merge._add_to_slices(col, first, counts, add)
+        shifted = [xspace_merge._shift_values(kind, value, s, b) for s, b in maps]
+        return col, shifted, [xspace_merge._nondecreasing(o) for o in owners]
+
+    with_c = run()
+    monkeypatch.setattr(xspace_merge, "_columns", None)
+    without = run()
+    assert np.array_equal(with_c[0], without[0]) and not np.array_equal(with_c[0], column)
+    assert all(np.array_equal(a, b) for a, b in zip(with_c[1], without[1]))
+    assert with_c[1][1][kind == KIND_BYTES].tolist() == value[kind == KIND_BYTES].tolist()
+    assert with_c[2] == without[2] == [True, False, True, True]
+
+
+@pytest.mark.parametrize("fixture", ["tpu_lines_zstd", "tpu_planes_brotli", "tf_loop_none"])
+def test_merges_with_and_without_the_c_fixes_are_the_same(fixture, monkeypatch, tmp_path):
+    """A whole riegeli merge (ids remapped, lines shifted, str values moved into the merged table)
+    equals the same merge with the record fixes done by numpy."""
+    from tputui.data import xspace_merge
+    from tputui.data.riegeli_xspace import read_stream
+
+    if xspace_merge._columns is None:
+        pytest.skip("the C extension is not built")
+    data = next((RIEGELI / fixture).rglob("*.riegeli")).read_bytes()
+    assert len(read_all(data)) > 1
+    with_c, _ = read_stream(io.BytesIO(data), len(data), "t", folder=str(tmp_path))
+    monkeypatch.setattr(xspace_merge, "_columns", None)
+    without, _ = read_stream(io.BytesIO(data), len(data), "t")
+    _same_raw(with_c, without)

@@ -124,10 +124,40 @@ class _Stats:
         return StatColumns(*(np.concatenate([p[i] for p in self.parts]) for i in range(4)))
 
 
+def _i64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, np.int64)
+
+
+def _c_writable(a: np.ndarray, dtype) -> bool:
+    """Whether `a` can be changed in place by the C passes (`_columns`)."""
+    return _columns is not None and a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable
+
+
+def _nondecreasing(a: np.ndarray) -> bool:
+    if _columns is not None and a.dtype == np.int64 and a.flags.c_contiguous:
+        return _columns.nondecreasing(a)
+    return len(a) < 2 or bool(np.all(a[1:] >= a[:-1]))
+
+
+def _add_to_slices(column: np.ndarray, first: np.ndarray, count: np.ndarray, add: np.ndarray) -> None:
+    """column[first[i]:first[i] + count[i]] += add[i], in place (one C pass, or a numpy add per slice)."""
+    if _c_writable(column, np.int64):
+        _columns.add_to_slices(column, _i64(first), _i64(count), _i64(add))
+        return
+    for a, n, d in zip(first.tolist(), count.tolist(), add.tolist()):
+        if n and d:
+            column[a:a + n] += d
+
+
 def _shift_values(kind: np.ndarray, value: np.ndarray, str_map: np.ndarray, blob_map: np.ndarray,
                   in_place: bool = False) -> np.ndarray:
     """Str / bytes values index the record's own tables: point them into the merged tables."""
     value = value if in_place else value.copy()
+    if _c_writable(value, np.int64) and kind.dtype == np.uint8 and kind.flags.c_contiguous:
+        # A kind whose map is empty has no values to move (-1: no stat has that kind).
+        _columns.remap_kinds(kind, value, KIND_STR if len(str_map) else -1, _i64(str_map),
+                             KIND_BYTES if len(blob_map) else -1, _i64(blob_map))
+        return value
     for k, to in ((KIND_STR, str_map), (KIND_BYTES, blob_map)):
         sel = kind == k
         if len(to) and sel.any():
@@ -249,7 +279,7 @@ class XSpaceMerger:
         ev_mid = _writable(r.event_metadata_id, np.int64, self.in_place)  # remapped and shifted in place: written once
         ev_off = _writable(r.event_offset_ps, np.int64, self.in_place)
         es = r.event_stats
-        if len(es.owner) > 1 and not bool(np.all(es.owner[1:] >= es.owner[:-1])):
+        if not _nondecreasing(es.owner):
             o = np.argsort(es.owner, kind="stable")  # grouped by event, so a line's stats are one run
             es = StatColumns(es.owner[o], es.stat[o], es.kind[o], es.value[o])
         es_owner = _writable(es.owner, np.int64, self.in_place)
@@ -306,20 +336,19 @@ class XSpaceMerger:
         es_value = _shift_values(es.kind, _writable(es.value, np.int64, self.in_place), str_map, blob_map, in_place=True)
         # Each line's slice straight to its final rows: offsets moved to the merged line's start,
         # stat owners to the merged event rows.
+        _add_to_slices(ev_off, r.line_first_event, r.line_num_events, place.shift_ps)
+        _add_to_slices(es_owner, stat_first, stat_end - stat_first, place.event_at - r.line_first_event)
         batch: list[Write] = []
         for li in range(len(r.line_first_event)):
             a, n = int(r.line_first_event[li]), int(r.line_num_events[li])
             if not n:
                 continue
-            at, b, shift = int(place.event_at[li]), a + n, int(place.shift_ps[li])
-            if shift:
-                ev_off[a:b] += shift
+            at, b = int(place.event_at[li]), a + n
             batch += [("metadata_id", ev_mid[a:b], n, at), ("offset_ps", ev_off[a:b], n, at),
                       ("num_occurrences", r.event_num_occurrences[a:b], n, at),
                       ("duration_ps", r.event_duration_ps[a:b], n, at), ("line", int(place.line[li]), n, at)]
             sa, sb = int(stat_first[li]), int(stat_end[li])
             if sb > sa:
-                es_owner[sa:sb] += at - a
                 sat = int(place.stat_at[li])
                 batch += [(name, col[sa:sb], sb - sa, sat) for name, col in
                           (("es.owner", es_owner), ("es.stat", es_stat), ("es.kind", es.kind), ("es.value", es_value))]
