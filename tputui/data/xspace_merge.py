@@ -129,8 +129,8 @@ def _i64(a: np.ndarray) -> np.ndarray:
 
 
 def _c_writable(a: np.ndarray, dtype) -> bool:
-    """Whether `a` can be changed in place by the C passes (`_columns`)."""
-    return _columns is not None and a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable
+    """Whether `a` can be changed in place by the C passes (`_columns`, when built)."""
+    return a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable
 
 
 def _nondecreasing(a: np.ndarray) -> bool:
@@ -141,7 +141,7 @@ def _nondecreasing(a: np.ndarray) -> bool:
 
 def _add_to_slices(column: np.ndarray, first: np.ndarray, count: np.ndarray, add: np.ndarray) -> None:
     """column[first[i]:first[i] + count[i]] += add[i], in place (one C pass, or a numpy add per slice)."""
-    if _c_writable(column, np.int64):
+    if _columns is not None and _c_writable(column, np.int64):
         _columns.add_to_slices(column, _i64(first), _i64(count), _i64(add))
         return
     for a, n, d in zip(first.tolist(), count.tolist(), add.tolist()):
@@ -153,7 +153,7 @@ def _shift_values(kind: np.ndarray, value: np.ndarray, str_map: np.ndarray, blob
                   in_place: bool = False) -> np.ndarray:
     """Str / bytes values index the record's own tables: point them into the merged tables."""
     value = value if in_place else value.copy()
-    if _c_writable(value, np.int64) and kind.dtype == np.uint8 and kind.flags.c_contiguous:
+    if _columns is not None and _c_writable(value, np.int64) and kind.dtype == np.uint8 and kind.flags.c_contiguous:
         # A kind whose map is empty has no values to move (-1: no stat has that kind).
         _columns.remap_kinds(kind, value, KIND_STR if len(str_map) else -1, _i64(str_map),
                              KIND_BYTES if len(blob_map) else -1, _i64(blob_map))
