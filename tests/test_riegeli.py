@@ -704,3 +704,68 @@ def test_merges_with_and_without_the_c_fixes_are_the_same(fixture, monkeypatch, 
     monkeypatch.setattr(xspace_merge, "_columns", None)
     without, _ = read_stream(io.BytesIO(data), len(data), "t")
     _same_raw(with_c, without)
+
+
+def _big_space(events: int, seed: int) -> bytes:
+    """An XSpace of one plane and one line of `events` events (each with an int and a str stat):
+    its decoded columns pass 1 MB, where the C decoder maps them (and a merge pools them)."""
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append(v & 0x7F | (0x80 if v > 0x7F else 0))
+            v >>= 7
+            if not v:
+                return bytes(out)
+
+    def field(number: int, body: bytes) -> bytes:
+        return varint(number << 3 | 2) + varint(len(body)) + body
+
+    rng = np.random.default_rng(seed)
+    offsets = np.sort(rng.integers(0, 1 << 40, events)).tolist()
+    stat_int = field(4, b"\x08\x01\x20" + varint(seed + 1))  # XStat metadata_id 1, int64_value
+    stat_str = field(4, b"\x08\x02" + field(5, b"s%d" % seed))  # metadata_id 2, str_value
+    line = b"\x08\x03" + b"".join(field(4, b"\x08\x01\x10" + varint(o) + b"\x18\x05" + stat_int + stat_str)
+                                  for o in offsets)
+    md = field(4, b"\x08\x01" + field(2, b"\x08\x01\x12\x01e"))  # event_metadata {1: {id 1, name "e"}}
+    sm = field(5, b"\x08\x01" + field(2, b"\x08\x01\x12\x01a")) + field(5, b"\x08\x02" + field(2, b"\x08\x02\x12\x01b"))
+    return field(1, b"\x08\x02" + field(2, b"p") + field(3, line) + md + sm)
+
+
+def test_pooled_decoder_columns_decode_like_fresh_ones():
+    """While a merge pools the decoder's released columns, a record decoded into mappings that
+    held another record's columns gives exactly what a decode into fresh pages gives (nothing
+    relies on the kernel's zeroed pages); the pool fills, is drawn from, and empties when off."""
+    from tputui.data import xspace
+
+    if xspace.wire is None:
+        pytest.skip("the C extension is not built")
+    from tputui.data import _wire
+    from tputui.data.xspace import decode_raw
+
+    first, second = _big_space(300_000, 1), _big_space(200_000, 2)
+    def columns(raw) -> dict[str, np.ndarray]:  # copies, owning their memory
+        out = {k: np.array(v) for k, v in vars(raw).items() if isinstance(v, np.ndarray)}
+        for owner in ("event", "metadata", "plane"):
+            stats = getattr(raw, f"{owner}_stats")
+            out.update({f"{owner}.{part}": np.array(getattr(stats, part)) for part in ("owner", "stat", "kind", "value")})
+        return out
+
+    want = columns(decode_raw(second))
+    assert len(want["event_offset_ps"]) == 200_000 and len(want["event.value"]) == 400_000
+    assert _wire.memory_pool(768 << 20) == 0
+    try:
+        r = decode_raw(first)
+        assert len(r.event_offset_ps) == 300_000
+        del r
+        pooled = _wire.memory_pool(768 << 20)
+        assert pooled > 8 << 20
+        again = decode_raw(second)
+        assert _wire.memory_pool(768 << 20) < pooled  # drawn from the pool
+        got = columns(again)
+        del again
+        assert got.keys() == want.keys()
+        for k, v in want.items():
+            assert np.array_equal(got[k], v), k
+    finally:
+        _wire.memory_pool(0)
+    assert _wire.memory_pool(0) == 0

@@ -9,6 +9,7 @@
  *   decode_planes(buf, [(offset, length), ...], threads=1) -> {column name: bytes}
  *   count_lines(buf, [(offset, length), ...], threads=1) -> bytes (per line: plane, id, times, events, stats)
  *   intern_strings(buf, kind, value, lens, str_kind, strings, index): str stat values -> rows in strings
+ *   memory_pool(limit) -> int: released column mappings kept for the next decode, up to limit bytes (0: none)
  *
  * Any malformed input raises ValueError with the byte offset; nothing is trusted.
  *
@@ -50,10 +51,53 @@ typedef struct {
 #endif
 #define PAGE ((size_t)4096)
 
+/* A pool of released column mappings, on while a riegeli merge decodes record after record
+ * (memory_pool(limit)): a new column takes a pooled mapping instead of fresh pages, which the
+ * kernel would zero (and a VM may have to fault in from its host) for every record. Off (limit 0),
+ * a released mapping is unmapped at once. */
+#define POOL_SLOTS 128
+static struct { char *data; size_t cap; } pool[POOL_SLOTS];
+static int pool_n;
+static size_t pool_bytes, pool_limit;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The smallest pooled mapping of at least `need` bytes (its size in *cap), or NULL. */
+static char *pool_take(size_t need, size_t *cap) {
+    char *d = NULL;
+    pthread_mutex_lock(&pool_lock);
+    int best = -1;
+    for (int i = 0; i < pool_n; i++)
+        if (pool[i].cap >= need && (best < 0 || pool[i].cap < pool[best].cap)) best = i;
+    if (best >= 0) {
+        d = pool[best].data;
+        *cap = pool[best].cap;
+        pool_bytes -= pool[best].cap;
+        pool[best] = pool[--pool_n];
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return d;
+}
+
+static int pool_give(char *data, size_t cap) {
+    int kept = 0;
+    pthread_mutex_lock(&pool_lock);
+    if (pool_n < POOL_SLOTS && pool_bytes + cap <= pool_limit) {
+        pool[pool_n].data = data;
+        pool[pool_n++].cap = cap;
+        pool_bytes += cap;
+        kept = 1;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return kept;
+}
+
 static void col_release(char *data, size_t cap) {
     if (!data) return;
 #if defined(MREMAP_MAYMOVE) && defined(MAP_ANONYMOUS)
-    if (cap >= MAP_FROM) { munmap(data, cap); return; }
+    if (cap >= MAP_FROM) {
+        if (!pool_give(data, cap)) munmap(data, cap);
+        return;
+    }
 #endif
     free(data);
 }
@@ -65,6 +109,14 @@ static int col_reserve(Col *c, size_t extra) {
     char *d;
 #if defined(MREMAP_MAYMOVE) && defined(MAP_ANONYMOUS)
     if (cap >= MAP_FROM) {
+        size_t pooled;
+        if ((d = pool_take(cap, &pooled)) != NULL) {  /* pages in use before: no zeroing, no faults */
+            if (c->len) memcpy(d, c->data, c->len);
+            col_release(c->data, c->cap);
+            c->data = d;
+            c->cap = pooled;
+            return 0;
+        }
         if (c->cap >= MAP_FROM) {
             d = mremap(c->data, c->cap, cap, MREMAP_MAYMOVE);
             if (d == MAP_FAILED) return -1;
@@ -634,10 +686,14 @@ static int put(PyObject *dict, const char *name, Col *c) {
     if (c->data && c->len < c->cap) {  /* give back the growth slack: no later view can reach it */
 #if defined(MREMAP_MAYMOVE) && defined(MAP_ANONYMOUS)
         if (c->cap >= MAP_FROM) {
-            /* Shrunk in place, to whole pages, and kept a mapping (col_release tells by cap). */
+            /* Shrunk in place, to whole pages, and kept a mapping (col_release tells by cap);
+             * kept whole while pooling (the next record's column of this size takes it). */
             size_t keep = (c->len + PAGE - 1) / PAGE * PAGE;
             if (keep < MAP_FROM) keep = MAP_FROM;
-            if (keep < c->cap && mremap(c->data, c->cap, keep, 0) != MAP_FAILED) c->cap = keep;
+            pthread_mutex_lock(&pool_lock);
+            int pooling = pool_limit > 0;
+            pthread_mutex_unlock(&pool_lock);
+            if (!pooling && keep < c->cap && mremap(c->data, c->cap, keep, 0) != MAP_FAILED) c->cap = keep;
         } else
 #endif
         {
@@ -1085,7 +1141,26 @@ done:
     return result;
 }
 
+/* memory_pool(limit) -> bytes pooled before the call: pool released column mappings up to `limit`
+ * bytes; 0 unmaps the pooled ones and pools no more. */
+static PyObject *wire_memory_pool(PyObject *self, PyObject *args) {
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "n", &limit)) return NULL;
+    if (limit < 0) { PyErr_SetString(PyExc_ValueError, "limit must be >= 0"); return NULL; }
+    pthread_mutex_lock(&pool_lock);
+    size_t before = pool_bytes;
+    pool_limit = (size_t)limit;
+    while (pool_n && pool_bytes > pool_limit) {
+        pool_n--;
+        pool_bytes -= pool[pool_n].cap;
+        munmap(pool[pool_n].data, pool[pool_n].cap);
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return PyLong_FromSize_t(before);
+}
+
 static PyMethodDef methods[] = {
+    {"memory_pool", wire_memory_pool, METH_VARARGS, "memory_pool(limit) -> bytes pooled before: pool released column mappings up to limit bytes"},
     {"scan", wire_scan, METH_VARARGS, "scan(buf) -> (planes, hostnames, errors, warnings)"},
     {"decode_planes", wire_decode_planes, METH_VARARGS, "decode_planes(buf, ranges, threads=1) -> {column: buffer}"},
     {"count_lines", wire_count_lines, METH_VARARGS,

@@ -9,3 +9,4 @@ def decode_planes(buf: Buffer, ranges: Sequence[tuple[int, int]], threads: int =
 def count_lines(buf: Buffer, ranges: Sequence[tuple[int, int]], threads: int = 1, /) -> bytes: ...  # int64 rows of 6
 def intern_strings(buf: Buffer, kind: np.ndarray, value: np.ndarray, lens: np.ndarray, str_kind: int, strings: list[str],
                    index: dict[str, int], /) -> None: ...  # value (int64, writable): str offsets -> rows in strings
+def memory_pool(limit: int, /) -> int: ...  # pool released column mappings up to limit bytes (0: unmap them); bytes pooled before
