@@ -102,8 +102,23 @@ static void col_release(char *data, size_t cap) {
     free(data);
 }
 
-static int col_reserve(Col *c, size_t extra) {
-    if (c->len + extra <= c->cap) return 0;
+/* Room for `extra` more bytes: the check inline (it runs for every value pushed), the growth
+ * out of line (kept out of the pushes' code, the check stays a compare and a branch). */
+#if defined(__GNUC__)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define NOINLINE __attribute__((noinline))
+#else
+#define LIKELY(x) (x)
+#define NOINLINE
+#endif
+static int col_grow(Col *c, size_t extra);
+
+static inline int col_reserve(Col *c, size_t extra) {
+    if (LIKELY(c->len + extra <= c->cap)) return 0;
+    return col_grow(c, extra);
+}
+
+NOINLINE static int col_grow(Col *c, size_t extra) {
     size_t cap = c->cap ? c->cap : 4096;
     while (cap < c->len + extra) cap *= 2;
     char *d;
