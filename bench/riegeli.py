@@ -279,16 +279,16 @@ def row(label: str, mb: float, runs: list[dict]) -> str:
     if not ok:
         r = runs[0]
         return (f"| {label} | {mb:.0f} | stopped at the {r['rss'] / 1024:.1f} GB cap after {r['wall']:.0f} s "
-                f"(CPU {r['cpu']:.0f} s) | - | - | > {r['rss']:.0f} | {100 * r.get('steal', 0.0):.0f} |")
+                f"(CPU {r['cpu']:.0f} s) | - | - | > {r['rss']:.0f} | {100 * r['steal']:.0f} |")
     walls = [r["wall"] for r in ok]
-    steal = [100 * r.get("steal", 0.0) for r in ok]
+    steal = [100 * r["steal"] for r in ok]
     return (f"| {label} | {mb:.0f} | {pair(walls)} | {pair([r['cpu'] for r in ok])} | "
             f"{pair([w / mb for w in walls], '{:.4f}')} | {max(r['rss'] for r in ok):.0f} | "
             f"{min(steal):.0f}-{max(steal):.0f} |")
 
 
 def ratio(a: list[dict], b: list[dict], key: str, mb_a: float, mb_b: float) -> str:
-    """a / b per MB by the minima, and by the medians when there are repeats."""
+    """a / b per MB by the minima; with repeats also by the medians and paired."""
     a, b = [r for r in a if not r["capped"]], [r for r in b if not r["capped"]]
     if not a or not b:
         return "-"

@@ -102,8 +102,6 @@ static void col_release(char *data, size_t cap) {
     free(data);
 }
 
-/* Room for `extra` more bytes: the check inline (it runs for every value pushed), the growth
- * out of line (kept out of the pushes' code, the check stays a compare and a branch). */
 #if defined(__GNUC__)
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define NOINLINE __attribute__((noinline))
@@ -111,13 +109,6 @@ static void col_release(char *data, size_t cap) {
 #define LIKELY(x) (x)
 #define NOINLINE
 #endif
-static int col_grow(Col *c, size_t extra);
-
-static inline int col_reserve(Col *c, size_t extra) {
-    if (LIKELY(c->len + extra <= c->cap)) return 0;
-    return col_grow(c, extra);
-}
-
 NOINLINE static int col_grow(Col *c, size_t extra) {
     size_t cap = c->cap ? c->cap : 4096;
     while (cap < c->len + extra) cap *= 2;
@@ -156,6 +147,13 @@ NOINLINE static int col_grow(Col *c, size_t extra) {
     c->data = d;
     c->cap = cap;
     return 0;
+}
+
+/* Room for `extra` more bytes: the check inline (it runs for every value pushed), the growth
+ * out of line (kept out of the pushes' code, the check stays a compare and a branch). */
+static inline int col_reserve(Col *c, size_t extra) {
+    if (LIKELY(c->len + extra <= c->cap)) return 0;
+    return col_grow(c, extra);
 }
 
 /* A finished column handed to Python without a copy: a buffer object owning the malloc'd
