@@ -24,7 +24,7 @@ _TF_DATA_FUNCTION_RUNS = {
     "InstantiatedCapturedFunction::Run", "InstantiatedCapturedFunction::RunAsync",
     "InstantiatedCapturedFunction::RunInstantiated", "InstantiatedCapturedFunction::RunWithBorrowedArgs",
 }
-_LOOP_OPS = {"WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"}
+LOOP_OPS = {"WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"}
 _ITERATOR_GET_NEXT = {"IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute"}
 _MAX_FANOUT = 64  # XProf skips a producer/consumer id with 64+ events on both sides
 
@@ -152,7 +152,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         return GroupedEvents.empty(names)
     spans = [frame.line_events(ln) for ln in frame.lines_of(plane)]
     spans = [sl for sl in spans if sl.stop > sl.start]
-    if not spans or any(nm in _LOOP_OPS for nm in raw.em_name):
+    if not spans or any(nm in LOOP_OPS for nm in raw.em_name):
         # XProf does not group TF graphs with loop ops (While/For) at all.
         return GroupedEvents.empty(names)
     md_all = frame.events["metadata"].to_numpy()

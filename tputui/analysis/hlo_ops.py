@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -111,19 +112,23 @@ def has_device_ops(fr: XSpaceFrame) -> bool:
 
 # --- reading ------------------------------------------------------------------------------
 def perf_env(frames: list[XSpaceFrame]) -> PerfEnv:
+    return combine_perf([perf_env_of(len(planes), fr.plane_stat_map(planes[0]) if planes else None)
+                         for fr in frames for planes in [device_planes(fr)]])
+
+
+def perf_env_of(core_count: int, first_plane_stats: dict | None) -> PerfEnv:
+    """A host's PerfEnv from its device-plane count and its first device plane's stats."""
     env = PerfEnv()
-    for fr in frames:
-        planes = device_planes(fr)
-        env.core_count += len(planes)
-        if planes and env.hardware == "CPU":
-            st = fr.plane_stat_map(planes[0])
-            env.hardware = "TPU"
-            env.device_type = str(st.get("device_type_string", "TPU"))
-            env.peak_tflops = stat_float(st, "peak_teraflops_per_second")
-            env.peak_bws_gbps = [stat_float(st, k) for k in _PEAK_BW_STATS]
-            env.has_megacore = bool(st.get("has_megacore", 0))
-            env.has_merged_vmem = bool(st.get("has_merged_vmem", 0))
-            env.has_cmem = env.peak_bws_gbps[3] > 0 or env.peak_bws_gbps[4] > 0
+    env.core_count = core_count
+    if first_plane_stats is not None:
+        st = first_plane_stats
+        env.hardware = "TPU"
+        env.device_type = str(st.get("device_type_string", "TPU"))
+        env.peak_tflops = stat_float(st, "peak_teraflops_per_second")
+        env.peak_bws_gbps = [stat_float(st, k) for k in _PEAK_BW_STATS]
+        env.has_megacore = bool(st.get("has_megacore", 0))
+        env.has_merged_vmem = bool(st.get("has_merged_vmem", 0))
+        env.has_cmem = env.peak_bws_gbps[3] > 0 or env.peak_bws_gbps[4] > 0
     return env
 
 
@@ -287,16 +292,23 @@ def fused_children_from_hlo(protos: dict[int, bytes], wanted: list[tuple[int, st
 def program_name_entries(fr: XSpaceFrame) -> list[tuple[int, str, bool]]:
     """(program_id, module name, from /host:metadata) in plane order, from `/host:metadata` and the
     device planes' `<module>(<program_id>)` event metadata (see program_names)."""
+    return [e for i in range(len(fr.raw.plane_name)) for e in plane_program_names(fr, i)]
+
+
+def plane_program_names(fr: XSpaceFrame, i: int) -> list[tuple[int, str, bool]]:
+    """program_name_entries of one plane (none unless it is `/host:metadata` or a device plane)."""
+    n = fr.raw.plane_name[i]
+    if n != schema.METADATA_PLANE and not DEVICE_PLANE.match(n):
+        return []
     out = []
-    pat = re.compile(r"^(.*)\((\d+)\)$")
-    for i, n in enumerate(fr.raw.plane_name):
-        if n != schema.METADATA_PLANE and not DEVICE_PLANE.match(n):
-            continue
-        for m in np.flatnonzero(fr.raw.em_plane == i):
-            mt = pat.match(fr.raw.em_name[m])
-            if mt:
-                out.append((int(mt.group(2)), mt.group(1), n == schema.METADATA_PLANE))
+    for m in np.flatnonzero(fr.raw.em_plane == i):
+        mt = _PROGRAM_NAME.match(fr.raw.em_name[m])
+        if mt:
+            out.append((int(mt.group(2)), mt.group(1), n == schema.METADATA_PLANE))
     return out
+
+
+_PROGRAM_NAME = re.compile(r"^(.*)\((\d+)\)$")
 
 
 def program_names(entries: list[list[tuple[int, str, bool]]]) -> dict[int, str]:
@@ -309,41 +321,42 @@ def program_names(entries: list[list[tuple[int, str, bool]]]) -> dict[int, str]:
     return names
 
 
-def _metadata_extras(fr: XSpaceFrame) -> pl.DataFrame:
-    """Per (program_id, name): the per-execution facts op_metrics does not carry (memory traffic
-    by memory space, source, shape) read from the device planes' event metadata."""
+def plane_extras(fr: XSpaceFrame, plane: int, index: int) -> tuple[list[dict], dict[str, list[FusedChild]]]:
+    """One device plane's per-execution facts that op_metrics does not carry (memory traffic by
+    memory space, source, shape), read from its event metadata, with each row's fused children
+    from the metadata. Rows are keyed "<index>:<n>": the plane's place in the host file and the
+    metadata's place in the plane, the same whether the host is read whole or in pieces."""
     raw = fr.raw
     rows = []
-    for plane in device_planes(fr):
-        mds = np.flatnonzero(raw.em_plane == plane)
-        facts = _metadata_facts(fr, mds)
-        for m in mds:
-            f = facts[int(m)]
-            if "program_id" not in f or not f.get("symbol_id"):
-                continue
-            disp, full = raw.em_display_name[m], raw.em_name[m]
-            src = str(f.get("source", "") or "")
-            file_, _, line_s = src.rpartition(":")
-            mem = memory_sums(parse_memory_breakdown(f.get("memory_access_breakdown", b"") or b""))
-            rows.append({
-                "program_id": int(f["program_id"]), "name": disp or full,
-                "source_file": file_ if line_s.isdigit() else "",
-                "source_line": int(line_s) if line_s.isdigit() else 0,
-                "source_stack": str(f.get("source_stack", "")),
-                "shape_with_layout": str(f.get("shape_with_layout", "")),
-                "metadata_key": f"{plane}:{m}", **mem,
-            })
-    if not rows:
-        return pl.DataFrame()
-    return pl.DataFrame(rows, schema_overrides={"program_id": pl.UInt64}).unique(
-        ["program_id", "name"], keep="first", maintain_order=True)
+    fused: dict[str, list[FusedChild]] = {}
+    mds = np.flatnonzero(raw.em_plane == plane)
+    facts = _metadata_facts(fr, mds)
+    for n, m in enumerate(mds.tolist()):
+        f = facts[m]
+        if "program_id" not in f or not f.get("symbol_id"):
+            continue
+        disp, full = raw.em_display_name[m], raw.em_name[m]
+        src = str(f.get("source", "") or "")
+        file_, _, line_s = src.rpartition(":")
+        mem = memory_sums(parse_memory_breakdown(f.get("memory_access_breakdown", b"") or b""))
+        key = f"{index}:{n}"
+        rows.append({
+            "program_id": int(f["program_id"]), "name": disp or full,
+            "source_file": file_ if line_s.isdigit() else "",
+            "source_line": int(line_s) if line_s.isdigit() else 0,
+            "source_stack": str(f.get("source_stack", "")),
+            "shape_with_layout": str(f.get("shape_with_layout", "")),
+            "metadata_key": key, **mem,
+        })
+        fused[key] = _fused_children(fr, m)
+    return rows, fused
 
 
 @dataclass
 class HostDeviceOps:
     """One TPU host's part of the device ops (op_stats' map): its op database plus what the event
     metadata adds (memory traffic, source, shape), fused children per metadata key and program
-    names. Metadata keys are "<plane>:<metadata row>" within the host."""
+    names. Metadata keys are "<plane>:<n>" within the host (plane_extras)."""
 
     db: op_metrics.OpMetricsDb
     extras: pl.DataFrame
@@ -353,20 +366,34 @@ class HostDeviceOps:
 
 def host_device_ops(fr: XSpaceFrame, db: op_metrics.OpMetricsDb) -> HostDeviceOps:
     """The map: one host's device-op facts, read from its frame once."""
-    extras = _metadata_extras(fr)
+    rows: list[dict] = []
     fused: dict[str, list[FusedChild]] = {}
-    if extras.height:
-        for key in extras["metadata_key"].to_list():
-            fused[key] = _fused_children(fr, int(key.split(":")[1]))
-        # XProf takes the fused level from the HLO protos when the metadata has no children.
-        fusions = db.ops.filter(pl.col("category").str.ends_with(" fusion")).select("program_id", "name").join(
-            extras.select("program_id", "name", "metadata_key"), on=["program_id", "name"])
-        missing = [(int(p), n, k) for p, n, k in fusions.iter_rows() if not fused.get(k)]
-        if missing:
-            got = fused_children_from_hlo(hlo_protos([fr]), [(p, n) for p, n, _ in missing])
-            for p, n, k in missing:
-                fused[k] = got.get((p, n), [])
-    return HostDeviceOps(db=db, extras=extras, fused=fused, program_names=program_name_entries(fr))
+    for p in device_planes(fr):
+        r, f = plane_extras(fr, p, p)
+        rows += r
+        fused.update(f)
+    return assemble_device_ops(db, rows, fused, program_name_entries(fr), lambda: hlo_protos([fr]))
+
+
+def assemble_device_ops(db: op_metrics.OpMetricsDb, rows: list[dict], fused: dict[str, list[FusedChild]],
+                        program_names: list[tuple[int, str, bool]],
+                        protos: Callable[[], dict[int, bytes]]) -> HostDeviceOps:
+    """A host's device ops from its device planes' extras rows and fused children (in plane
+    order) and its program names; `protos` gives the host's HLO protos when they are needed."""
+    if not rows:
+        return HostDeviceOps(db=db, extras=pl.DataFrame(), fused={}, program_names=program_names)
+    extras = pl.DataFrame(rows, schema_overrides={"program_id": pl.UInt64}).unique(
+        ["program_id", "name"], keep="first", maintain_order=True)
+    kept = {k: fused[k] for k in extras["metadata_key"].to_list()}
+    # XProf takes the fused level from the HLO protos when the metadata has no children.
+    fusions = db.ops.filter(pl.col("category").str.ends_with(" fusion")).select("program_id", "name").join(
+        extras.select("program_id", "name", "metadata_key"), on=["program_id", "name"])
+    missing = [(int(p), n, k) for p, n, k in fusions.iter_rows() if not kept.get(k)]
+    if missing:
+        got = fused_children_from_hlo(protos(), [(p, n) for p, n, _ in missing])
+        for p, n, k in missing:
+            kept[k] = got.get((p, n), [])
+    return HostDeviceOps(db=db, extras=extras, fused=kept, program_names=program_names)
 
 
 def combine_perf(envs: list[PerfEnv]) -> PerfEnv:

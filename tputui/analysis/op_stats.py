@@ -23,9 +23,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from tputui.analysis import hlo_modules, hlo_ops, steps
+from tputui.analysis import hlo_modules, hlo_ops, steps, tpu_steps
 from tputui.analysis import op_metrics as om
-from tputui.analysis.barrier_cores import HostFractions, special_op_fractions
+from tputui.analysis.barrier_cores import (
+    DEBUG_PRINT,
+    SPECIAL_OP,
+    HostFractions,
+    PlaneFractions,
+    fractions_of,
+    plane_fractions,
+    special_op_fractions,
+)
+from tputui.analysis.event_groups import LOOP_OPS
 from tputui.analysis.gpu_kernels import frame_kernels
 from tputui.analysis.op_metrics import OpMetricsDb
 from tputui.analysis.steps import StepDb
@@ -73,37 +82,171 @@ class HostOpStats:
 # --- the map ---------------------------------------------------------------------------------
 def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
     """Walk one host's frame once into its HostOpStats."""
+    if om.tensor_core_planes(frame):
+        return assemble_tpu_host(host, host_part(frame), [device_part(frame, host_part_launches(frame))])
     hostname = frame.hostnames[0] if frame.hostnames else "localhost"
-    tpu = om.tensor_core_planes(frame)
     gpu = om.gpu_planes(frame)
-    device_type, hardware, peak_tf, peak_bw = "CPU", "CPU_ONLY", 0.0, 0.0
-    if tpu:
-        st = frame.plane_stat_map(tpu[0])
-        device_type, hardware = str(st.get(schema.STAT_DEVICE_TYPE_STRING) or "TPU"), "TPU"
-        peak_tf = stat_float(st, schema.STAT_PEAK_TFLOPS)
-        peak_bw = stat_float(st, schema.STAT_PEAK_HBM_BW)
-    elif gpu:
-        device_type, hardware = "GPU", "GPU"
-    mxu = hbm = 0.0
-    hp = frame.plane_index(schema.HOST_PLANE)
-    if hp is not None:
-        ps = frame.plane_stat_map(hp)
-        mxu = stat_float(ps, "matrix_unit_utilization_percent")
-        hbm = stat_float(ps, "hbm_utilization_percent")
-    device_db = om.device_op_metrics(frame) if (tpu or gpu) else None
+    device_type, hardware = ("GPU", "GPU") if gpu else ("CPU", "CPU_ONLY")
+    mxu, hbm, has_host = _host_plane_utilization(frame)
+    device_db = om.device_op_metrics(frame) if gpu else None
     host_steps, step_db = steps.host_step_dbs(frame, host, hostname)
     return HostOpStats(
         host=host, hostname=hostname, errors=list(frame.errors), warnings=list(frame.warnings),
-        hardware=hardware, device_type=device_type, core_count=len(tpu) or len(gpu),
-        peak_teraflops=peak_tf, peak_hbm_gbps=peak_bw, mxu_utilization_percent=mxu, hbm_utilization_percent=hbm,
-        has_tpu_planes=bool(tpu), has_host_plane=hp is not None, perf=hlo_ops.perf_env([frame]), is_training=is_training(frame),
+        hardware=hardware, device_type=device_type, core_count=len(gpu),
+        peak_teraflops=0.0, peak_hbm_gbps=0.0, mxu_utilization_percent=mxu, hbm_utilization_percent=hbm,
+        has_tpu_planes=False, has_host_plane=has_host, perf=hlo_ops.perf_env([frame]), is_training=is_training(frame),
         host_db=om.host_op_metrics(frame), device_db=device_db, steps=host_steps, step_db=step_db,
-        all_reduce=all_reduce_events(frame) if tpu else {},
-        device_ops=hlo_ops.host_device_ops(frame, device_db) if tpu and device_db is not None else None,
-        kernels=frame_kernels(frame) if gpu else None,
-        send_recv=send_recv_events(frame) if tpu else pl.DataFrame(schema=SEND_RECV_SCHEMA),
-        barrier_cores=special_op_fractions(frame, host),
+        all_reduce={}, device_ops=None, kernels=frame_kernels(frame) if gpu else None,
+        send_recv=pl.DataFrame(schema=SEND_RECV_SCHEMA), barrier_cores=special_op_fractions(frame, host),
         hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, host)),
+    )
+
+
+def _host_plane_utilization(frame: XSpaceFrame) -> tuple[float, float, bool]:
+    """(MXU %, HBM %, has a host plane) from the `/host:CPU` plane's stats."""
+    hp = frame.plane_index(schema.HOST_PLANE)
+    if hp is None:
+        return 0.0, 0.0, False
+    ps = frame.plane_stat_map(hp)
+    return stat_float(ps, "matrix_unit_utilization_percent"), stat_float(ps, "hbm_utilization_percent"), True
+
+
+# A TPU host is mapped in two kinds of parts, so that a giant one can be read in pieces
+# (analysis/host_pieces.py) and still give what one reading of the whole host gives:
+# - the HostPart, from every plane but the TensorCores (host threads, /host:metadata, ...), which is
+#   also the host's first pass: the launch groups every TensorCore needs for its steps;
+# - a DevicePart per piece of TensorCores (whole chips), each core's share kept apart and tagged with
+#   the plane's place in the host file, so assembly combines them in plane order as XProf does.
+@dataclass
+class HostPart:
+    """What a TPU host's op stats take from its planes other than the TensorCores."""
+
+    hostname: str
+    errors: list[str]
+    warnings: list[str]
+    mxu: float
+    hbm: float
+    has_host_plane: bool
+    is_training: bool
+    host_db: OpMetricsDb
+    launches: dict[tuple[int, int, int, int], int]
+    groups_loop_ops: bool  # the host plane has TF loop ops, which stop XProf's grouping
+    hlo_module_names: tuple[str, ...]
+    program_names: list[tuple[int, list[tuple[int, str, bool]]]]  # (plane index, entries) of /host:metadata
+    protos: dict[int, bytes]  # program id -> HloProto, for fusions whose metadata has no children
+
+
+@dataclass
+class CorePart:
+    """One TensorCore's share of its host's op stats."""
+
+    index: int  # the plane's place in the host file: parts combine in this order
+    plane_id: int
+    db: OpMetricsDb
+    steps: tpu_steps.CoreSteps
+    all_reduce: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    send_recv: list[tuple]
+    extras: list[dict]
+    fused: dict[str, list[hlo_ops.FusedChild]]
+    program_names: list[tuple[int, str, bool]]
+    special: PlaneFractions
+    debug_print: PlaneFractions
+
+
+@dataclass
+class DevicePart:
+    """The TensorCores of a piece of a TPU host (whole chips: duty cycles are per chip)."""
+
+    cores: list[CorePart]
+    busy_ps: int
+    idle_ps: int
+    first_plane_stats: dict | None  # device type and peaks: XProf takes them from the first core
+    loop_ops: bool  # a TF loop op name among its metadata (the host's grouping would have stopped)
+
+
+def host_part_launches(frame: XSpaceFrame) -> dict[tuple[int, int, int, int], int]:
+    return tpu_steps.launch_groups(frame)
+
+
+def host_part(frame: XSpaceFrame, index: list[int] | None = None) -> HostPart:
+    """The HostPart of a TPU host from a frame holding (at least) its non-TensorCore planes;
+    `index`: each frame plane's place in the host file (default: the frame is the whole file)."""
+    index = index if index is not None else list(range(len(frame.raw.plane_name)))
+    mxu, hbm, has_host = _host_plane_utilization(frame)
+    meta = frame.plane_index(schema.METADATA_PLANE)
+    return HostPart(
+        hostname=frame.hostnames[0] if frame.hostnames else "localhost",
+        errors=list(frame.errors), warnings=list(frame.warnings), mxu=mxu, hbm=hbm, has_host_plane=has_host,
+        is_training=is_training(frame), host_db=om.host_op_metrics(frame), launches=host_part_launches(frame),
+        groups_loop_ops=has_loop_ops(frame),
+        hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, "")),
+        program_names=[(index[meta], hlo_ops.plane_program_names(frame, meta))] if meta is not None else [],
+        protos=hlo_ops.hlo_protos([frame]),
+    )
+
+
+def device_part(frame: XSpaceFrame, launches: dict, index: list[int] | None = None) -> DevicePart:
+    """The DevicePart of the TensorCore planes in `frame` (whole chips), given the host's launch
+    groups; `index` as for host_part."""
+    index = index if index is not None else list(range(len(frame.raw.plane_name)))
+    hostname = frame.hostnames[0] if frame.hostnames else "localhost"
+    planes = om.tensor_core_planes(frame)
+    reduces = all_reduce_events(frame)
+    cores = []
+    for p in planes:
+        extras, fused = hlo_ops.plane_extras(frame, p, index[p])
+        cores.append(CorePart(
+            index=index[p], plane_id=int(frame.raw.plane_id[p]), db=om.device_plane_op_metrics(frame, p),
+            steps=tpu_steps.core_steps(frame, p, launches, hostname),
+            all_reduce=reduces.get(int(frame.raw.plane_id[p])), send_recv=_plane_send_recv(frame, p),
+            extras=extras, fused=fused, program_names=hlo_ops.plane_program_names(frame, p),
+            special=plane_fractions(frame, p, SPECIAL_OP), debug_print=plane_fractions(frame, p, DEBUG_PRINT),
+        ))
+    busy, idle = om.duty_cycle(frame, planes)
+    return DevicePart(cores=cores, busy_ps=busy, idle_ps=idle,
+                      first_plane_stats=frame.plane_stat_map(planes[0]) if planes else None,
+                      loop_ops=has_loop_ops(frame))
+
+
+def has_loop_ops(frame: XSpaceFrame) -> bool:
+    return any(nm in LOOP_OPS for nm in frame.raw.em_name)
+
+
+class PiecesDisagree(Exception):
+    """A host read in pieces cannot be assembled exactly (read it whole instead)."""
+
+
+def assemble_tpu_host(host: str, hp: HostPart, parts: list[DevicePart]) -> HostOpStats:
+    """A TPU host's op stats from its HostPart and DevicePart(s): the same whether the parts came
+    from one frame of the whole host or from pieces of it."""
+    if any(d.loop_ops for d in parts) and not hp.groups_loop_ops and hp.launches:
+        raise PiecesDisagree("a TensorCore plane names a TF loop op: XProf's grouping stops")
+    cores = sorted((c for d in parts for c in d.cores), key=lambda c: c.index)
+    first = next(d.first_plane_stats for d in sorted(parts, key=lambda d: min((c.index for c in d.cores), default=1 << 30))
+                 if d.first_plane_stats is not None)
+    device_type = str(first.get(schema.STAT_DEVICE_TYPE_STRING) or "TPU")
+    device_db = om.combine([c.db for c in cores])
+    device_db.busy_time_ps = sum(d.busy_ps for d in parts)
+    device_db.idle_duty_ps = sum(d.idle_ps for d in parts)
+    step_db = tpu_steps.combine_core_steps(host, str(first.get("device_type_string", "") or ""), [c.steps for c in cores])
+    extras = [r for c in cores for r in c.extras]
+    fused = {k: v for c in cores for k, v in c.fused.items()}
+    names = sorted(hp.program_names + [(c.index, c.program_names) for c in cores], key=lambda x: x[0])
+    device_ops = hlo_ops.assemble_device_ops(device_db, extras, fused, [e for _, es in names for e in es],
+                                             lambda: hp.protos)
+    send_recv = [r for c in cores for r in c.send_recv]
+    return HostOpStats(
+        host=host, hostname=hp.hostname, errors=hp.errors, warnings=hp.warnings,
+        hardware="TPU", device_type=device_type, core_count=len(cores),
+        peak_teraflops=stat_float(first, schema.STAT_PEAK_TFLOPS), peak_hbm_gbps=stat_float(first, schema.STAT_PEAK_HBM_BW),
+        mxu_utilization_percent=hp.mxu, hbm_utilization_percent=hp.hbm, has_tpu_planes=True,
+        has_host_plane=hp.has_host_plane, perf=hlo_ops.perf_env_of(len(cores), first), is_training=hp.is_training,
+        host_db=hp.host_db, device_db=device_db, steps=steps.device_steps_of(step_db, host), step_db=step_db,
+        all_reduce={c.plane_id: c.all_reduce for c in cores if c.all_reduce is not None},
+        device_ops=device_ops, kernels=None,
+        send_recv=pl.DataFrame(send_recv, schema=SEND_RECV_SCHEMA, orient="row"),
+        barrier_cores=fractions_of(host, [c.special for c in cores], [c.debug_print for c in cores]),
+        hlo_module_names=hp.hlo_module_names,
     )
 
 
@@ -156,27 +299,30 @@ def all_reduce_events(frame: XSpaceFrame) -> dict[int, tuple[np.ndarray, np.ndar
 def send_recv_events(frame: XSpaceFrame) -> pl.DataFrame:
     """Send and recv-done ops of every TensorCore, by HLO op suffix (send.4 / recv-done.4): what the
     pod viewer pairs into channels."""
-    rows = []
-    raw = frame.raw
-    for p in om.tensor_core_planes(frame):
-        ops = line_rows(frame, p, schema.LINE_XLA_OPS)
-        if not len(ops):
-            continue
-        md = frame.events["metadata"].to_numpy()[ops].astype(np.int64)
-        mt = om.metadata_stats_table(frame, [schema.STAT_HLO_CATEGORY, schema.STAT_BYTES_ACCESSED], md)
-        cat_ids = mt["hlo_category.text"]
-        wanted = [t for t in np.unique(cat_ids).tolist() if frame.text(t) in ("send", "recv-done")]
-        sel = np.isin(cat_ids, wanted)  # per category text, not a string per op
-        if not sel.any():
-            continue
-        s, e = om.device_spans(frame, ops[sel])
-        names = frame.metadata_names(md[sel], display=True).to_list()
-        cats = [frame.text(t) for t in cat_ids[sel].tolist()]
-        for nm, cat, a, b, by in zip(names, cats, s, e, mt["bytes_accessed"][sel]):
-            m = _SEND_RECV_SUFFIX.match(nm)
-            if m:
-                rows.append((m.group(2) or "", cat, int(raw.plane_id[p]), nm, int(a), int(b), int(by)))
+    rows = [r for p in om.tensor_core_planes(frame) for r in _plane_send_recv(frame, p)]
     return pl.DataFrame(rows, schema=SEND_RECV_SCHEMA, orient="row")
+
+
+def _plane_send_recv(frame: XSpaceFrame, p: int) -> list[tuple]:
+    rows: list[tuple] = []
+    ops = line_rows(frame, p, schema.LINE_XLA_OPS)
+    if not len(ops):
+        return rows
+    md = frame.events["metadata"].to_numpy()[ops].astype(np.int64)
+    mt = om.metadata_stats_table(frame, [schema.STAT_HLO_CATEGORY, schema.STAT_BYTES_ACCESSED], md)
+    cat_ids = mt["hlo_category.text"]
+    wanted = [t for t in np.unique(cat_ids).tolist() if frame.text(t) in ("send", "recv-done")]
+    sel = np.isin(cat_ids, wanted)  # per category text, not a string per op
+    if not sel.any():
+        return rows
+    s, e = om.device_spans(frame, ops[sel])
+    names = frame.metadata_names(md[sel], display=True).to_list()
+    cats = [frame.text(t) for t in cat_ids[sel].tolist()]
+    for nm, cat, a, b, by in zip(names, cats, s, e, mt["bytes_accessed"][sel]):
+        m = _SEND_RECV_SUFFIX.match(nm)
+        if m:
+            rows.append((m.group(2) or "", cat, int(frame.raw.plane_id[p]), nm, int(a), int(b), int(by)))
+    return rows
 
 
 # --- the reduce --------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ def _overlapping(q_start: np.ndarray, q_end: np.ndarray, s: np.ndarray, e: np.nd
     return np.where(ok, ic, -1)
 
 
-def _launch_groups(frame: XSpaceFrame) -> dict[tuple[int, int, int, int], int]:
+def launch_groups(frame: XSpaceFrame) -> dict[tuple[int, int, int, int], int]:
     """(device_ordinal, queue_id, run_id, core_type) of host program launches -> group id."""
     g = group_events(frame)
     if len(g.rows) == 0:
@@ -186,23 +186,39 @@ def _plane_steps(frame: XSpaceFrame, plane: int, launches: dict) -> tuple[list, 
     return markers, per_group
 
 
+# One TensorCore's share of its host's step database: (plane id, CoreInfo or None, markers
+# [(group, begin, dur)], {group: {category: self ps}}).
+CoreSteps = tuple[int, "CoreInfo | None", list, dict[int, dict[str, int]]]
+
+
 def host_step_db(frame: XSpaceFrame, host: str) -> HostSteps:
     """XProf's step database of one TPU host (see module doc)."""
-    raw = frame.raw
     hostname = frame.hostnames[0] if frame.hostnames else "localhost"
     cores_p = tensor_core_planes(frame)
     device_type = str(frame.plane_stat_map(cores_p[0]).get("device_type_string", "") or "")
+    launches = launch_groups(frame)
+    return combine_core_steps(host, device_type, [core_steps(frame, p, launches, hostname) for p in cores_p])
+
+
+def core_steps(frame: XSpaceFrame, p: int, launches: dict, hostname: str) -> CoreSteps:
+    """One TensorCore's part, given its host's launch groups (a host's first pass)."""
+    pid = int(frame.raw.plane_id[p])
+    info = None
+    cd = frame.plane_stat_map(p).get("core_details")
+    if isinstance(cd, (bytes, bytearray)):
+        f = _parse_core_details(bytes(cd))
+        info = CoreInfo(pid, hostname, int(f.get(5, 0)), int(f.get(3, 0)), int(f.get(4, 0)), int(f.get(2, 0)))
+    markers, per_group = _plane_steps(frame, p, launches)
+    return pid, info, markers, per_group
+
+
+def combine_core_steps(host: str, device_type: str, parts: list[CoreSteps]) -> HostSteps:
+    """The host's step database from its TensorCores' parts, in plane order."""
     cores: dict[int, CoreInfo] = {}
-    launches = _launch_groups(frame)
     combined: dict[int, dict[str, Any]] | None = None  # group -> {"markers": [...], "dbs": {core: cats}}
-    for p in cores_p:
-        pid = int(raw.plane_id[p])
-        cd = frame.plane_stat_map(p).get("core_details")
-        if isinstance(cd, (bytes, bytearray)):
-            f = _parse_core_details(bytes(cd))
-            cores[pid] = CoreInfo(pid, hostname, int(f.get(5, 0)), int(f.get(3, 0)), int(f.get(4, 0)),
-                                  int(f.get(2, 0)))
-        markers, per_group = _plane_steps(frame, p, launches)
+    for pid, info, markers, per_group in parts:
+        if info is not None:
+            cores[pid] = info
         mk_groups: dict[int, list] = {}
         for g, b, d in markers:
             mk_groups.setdefault(g, []).append((b, d))
