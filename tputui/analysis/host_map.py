@@ -16,12 +16,13 @@ hosts, so memory follows the largest host, not their sum.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import queue
 import threading
 from concurrent.futures import Future
 
-from tputui.analysis import map_pool, op_stats, op_stats_format
+from tputui.analysis import host_pieces, map_pool, op_stats, op_stats_format
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
 from tputui.analysis.map_pool import KIND
 from tputui.analysis.op_stats import HostOpStats, OpStats
@@ -47,6 +48,9 @@ def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
     small host file is not written to the cache: decoding it again when a tool needs it (the
     trace viewer of that host) costs less than writing every host's frame during the map."""
     try:
+        pieces = host_pieces.plan(hf)
+        if pieces:
+            return host_pieces.map_in_pieces(hf, pieces)
         frame = load_frame(hf, use_cache=use_cache, write_cache=hf.size >= FRAME_CACHE_MIN_BYTES)
     except UserError as e:
         raise HostUnreadable(hf.host, str(e)) from None
@@ -107,6 +111,14 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
         yield from _on_dask(address, files, run.use_cache, report)
         return
     jobs = map_pool.lanes(files, run.jobs)
+    if len(files) == 1 and not run.has_frame(files[0].host):
+        try:
+            pieces = host_pieces.plan(files[0])
+        except UserError as e:
+            raise HostUnreadable(files[0].host, str(e)) from None
+        if pieces:  # a giant host: its pieces take the lanes a multi-host run gives its hosts
+            yield files[0].host, _pieces_in_lanes(files[0], pieces, run.jobs, report)
+            return
     if jobs > 1:
         yield from _in_processes(files, jobs, run.use_cache, report)
         return
@@ -124,6 +136,54 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
             yield hf.host, op_stats.map_host(frame, hf.host)
         else:
             yield hf.host, map_host_file(hf, run.use_cache)
+
+
+def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | None,
+                     report: Progress | None) -> HostOpStats:
+    """One giant host in pieces (analysis/host_pieces.py): the host piece here, then the device
+    pieces over the lanes, workers taking from the front and this process from the back."""
+    devices = len(pieces) - 1
+    lanes = min(jobs or map_pool.default_jobs(), devices)
+    if report:
+        report(f"op stats: {hf.host} in {len(pieces)} pieces ({hf.size / 1e6:,.0f} MB), {lanes} at a time")
+
+    def run_parts(todo: list[host_pieces.Piece], launches: dict):
+        done = 0
+        pending = collections.deque(todo)
+        pool = map_pool.take(lanes - 1) if lanes > 1 else None
+        futures: list[Future] = []
+
+        def hand_out() -> None:  # a free worker takes the next piece from the front
+            while pool is not None and pending and len(futures) < lanes - 1:
+                futures.append(pool.submit(host_pieces.map_piece, hf, pending.popleft(), launches))
+
+        try:
+            hand_out()
+            while pending or futures:
+                ready = [f for f in futures if f.done()]
+                if not ready and not pending:
+                    ready = [futures[0]]  # nothing left to do here: wait for a worker
+                if ready:
+                    for f in ready:
+                        futures.remove(f)
+                    got = [f.result() for f in ready]
+                    hand_out()
+                else:
+                    with xspace.one_decode_thread() if pool is not None else contextlib.nullcontext():
+                        got = [host_pieces.map_piece(hf, pending.pop(), launches)]
+                for part in got:
+                    done += 1
+                    if report:
+                        report(f"op stats: {hf.host}: piece {done}/{devices} done ({100 * done // devices}%)")
+                    yield part
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+
+    try:
+        return host_pieces.map_in_pieces(hf, pieces, run_parts)
+    except UserError as e:
+        raise HostUnreadable(hf.host, str(e)) from None
 
 
 def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Progress | None):
