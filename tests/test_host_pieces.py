@@ -44,7 +44,10 @@ def test_pieces_give_the_whole_hosts_outputs(logdir, monkeypatch, in_pieces):
     real = host_pieces.map_piece
     monkeypatch.setattr(host_pieces, "map_piece", lambda hf, piece, *a: read.append(piece) or real(hf, piece, *a))
     pieced = _outputs(logdir)
-    assert sum(p.device for p in read) >= 1 and sum(not p.device for p in read) >= 1
+    kinds = {p.kind for p in read}
+    assert {"meta", "device"} <= kinds
+    if logdir.name in ("tpu_v6e_inference", "pod_v4_32", "pod_v5e_single", "dcn_2slices"):
+        assert "threads" in kinds  # host threads: their ops and grouping read in pieces
     monkeypatch.setenv(host_pieces.PIECE_MIN_BYTES_ENV, str(1 << 30))
     whole = _outputs(logdir)
     assert pieced.keys() == whole.keys()
@@ -64,11 +67,13 @@ def test_plan_of_a_tpu_host(in_pieces):
     hf = open_logdir(str(PROFILES / "tpu_v6e_inference")).runs[0].hosts[0]
     pieces = host_pieces.plan(hf)
     assert pieces is not None
-    assert not pieces[0].device and "/host:CPU" in pieces[0].names and "/host:metadata" in pieces[0].names
-    devices = [p.names for p in pieces[1:]]
+    assert pieces[0].kind == "meta" and "/host:CPU" in pieces[0].names and "/host:metadata" in pieces[0].names
+    threads = [p for p in pieces if p.kind == "threads"]
+    assert [line for p in threads for line in p.lines] == list(range(122))  # one line a piece, in order
+    devices = [p.names for p in pieces if p.device]
     assert devices == [("/device:TPU:0",), ("/device:TPU:1",), ("/device:TPU:2",), ("/device:TPU:3",)]
-    index = sorted(i for p in pieces for i in p.index)
-    assert index == list(range(len(index)))  # every plane in exactly one piece
+    index = sorted(i for p in pieces if p.kind != "threads" for i in p.index)
+    assert index == list(range(len(index)))  # every plane in exactly one of the meta and device pieces
 
 
 def test_chips_stay_whole_and_pack_up_to_the_target(monkeypatch, in_pieces):
@@ -81,7 +86,7 @@ def test_chips_stay_whole_and_pack_up_to_the_target(monkeypatch, in_pieces):
     monkeypatch.setattr(host_pieces, "PIECE_TARGET_BYTES", cores[0].size + cores[1].size)
     pieces = host_pieces.plan(hf)
     assert pieces is not None
-    assert [p.names for p in pieces[1:]] == [("/device:TPU:0", "/device:TPU:1"), ("/device:TPU:2", "/device:TPU:3")]
+    assert [p.names for p in pieces if p.device] == [("/device:TPU:0", "/device:TPU:1"), ("/device:TPU:2", "/device:TPU:3")]
 
 
 def test_plane_stat_bytes_reads_core_details():
@@ -108,3 +113,40 @@ def test_small_and_cpu_hosts_are_read_whole(monkeypatch):
     assert host_pieces.plan(hf) is not None
     cpu = open_logdir(str(PROFILES / "jax_mlp")).runs[0].hosts[0]
     assert host_pieces.plan(cpu) is None  # no TensorCore
+
+
+HOST_LOGDIRS = [*(PROFILES / p for p in ("jax_mlp", "jax_named_steps", "jax_two_runs", "tf_keras", "tf_loop",
+                                         "tpu_v6e_inference", "jax_live_capture")),
+                *sorted((FIXTURES / "pod").iterdir()), FIXTURES / "flows" / "gpu_launch"]
+
+
+@pytest.mark.parametrize("logdir", HOST_LOGDIRS, ids=lambda p: p.name)
+def test_grouping_from_thread_pieces_equals_the_whole_planes(logdir):
+    """XProf's groups of the events a giant host's first pass keeps, from one-thread pieces, equal
+    the groups one reading of the whole host plane gives them."""
+    from tputui.analysis import event_groups, group_extract
+    from tputui.data.xspace import decode
+
+    checked = 0
+    for run in open_logdir(str(logdir)).runs:
+        for hf in run.hosts:
+            if hf.format != "pb":
+                continue
+            data = storage.read(hf)
+            frame = decode(bytes(data))
+            whole = event_groups.group_events(frame)
+            one = group_extract.extract(frame)
+            host = next((p for p in plane_directory.plane_directory(data) or [] if p.name == "/host:CPU"), None)
+            if host is None or one.loop_ops:
+                continue
+            texts = plane_directory.space_texts(data)
+            parts = [group_extract.extract(decode(plane_directory.subset_xspace(data, [(host, [i])], texts)))
+                     for i in range(len(plane_directory.line_sizes(data, host)))]
+            pieced, _ = group_extract.groups(parts)
+            expected = whole.group[one.positions]
+            assert pieced.tolist() == expected.tolist(), hf.path
+            assert group_extract.groups([one])[0].tolist() == expected.tolist()
+            assert group_extract.launch_groups(parts) == group_extract.launch_groups([one])
+            checked += int((expected >= 0).sum())
+    if logdir.name in ("jax_mlp", "tf_loop", "pod_v4_32", "dcn_2slices"):
+        assert checked > 0  # steps: some kept events are grouped

@@ -9,6 +9,7 @@ reaches. Host steps (steps.py), the TPU step engine (tpu_steps.py) and the memor
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -19,16 +20,16 @@ from tputui.analysis.nesting import nest_parents, spread_min
 from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
-_IMPLICIT_ROOTS = {"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"}
-_TF_DATA_FUNCTION_RUNS = {
+IMPLICIT_ROOTS = {"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"}
+TF_DATA_FUNCTION_RUNS = {
     "InstantiatedCapturedFunction::Run", "InstantiatedCapturedFunction::RunAsync",
     "InstantiatedCapturedFunction::RunInstantiated", "InstantiatedCapturedFunction::RunWithBorrowedArgs",
 }
 LOOP_OPS = {"WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"}
-_ITERATOR_GET_NEXT = {"IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute"}
+ITERATOR_GET_NEXT = {"IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute"}
 _MAX_FANOUT = 64  # XProf skips a producer/consumer id with 64+ events on both sides
 
-_GROUP_STATS = ["_r", "step_num", "iter_num", "_p", "_pt", "_c", "_ct", "id", "correlation_id",
+GROUP_STATS = ["_r", "step_num", "iter_num", "_p", "_pt", "_c", "_ct", "id", "correlation_id",
                 "is_async", "graph_type"]
 
 
@@ -68,10 +69,10 @@ class GroupedEvents:
         return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool), z)
 
 
-_ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxProcessBatch": 2, "BatchingSessionRun": 1}
+ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxProcessBatch": 2, "BatchingSessionRun": 1}
 
 
-class _Sparse:
+class Sparse:
     """One event stat over the grouped events, kept sparse: positions (sorted) and int values
     (text values as text ids). Most stats sit on few events."""
 
@@ -95,8 +96,8 @@ class _Sparse:
         return int(self.val[i]) if i < len(self.pos) and self.pos[i] == where else None
 
 
-def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray | slice, n: int, names: list[str]) -> dict[str, _Sparse]:
-    """{name: _Sparse} for event stats of the `n` events `rows` (positions index `rows`)."""
+def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray | slice, n: int, names: list[str]) -> dict[str, Sparse]:
+    """{name: Sparse} for event stats of the `n` events `rows` (positions index `rows`)."""
     out = {}
     for name in names:
         own, val = frame.stat_arrays("event", name, "any")
@@ -107,7 +108,7 @@ def _sparse_stats(frame: XSpaceFrame, rows: np.ndarray | slice, n: int, names: l
             i = np.clip(np.searchsorted(rows, own), 0, max(len(rows) - 1, 0))
             ok = rows[i] == own if len(rows) else np.zeros(len(own), bool)
             p = i
-        out[name] = _Sparse(p[ok].astype(np.int64, copy=False), val[ok].astype(np.int64, copy=False))
+        out[name] = Sparse(p[ok].astype(np.int64, copy=False), val[ok].astype(np.int64, copy=False))
     return out
 
 
@@ -144,17 +145,27 @@ def _pair_codes(a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray]:
 
 def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default)."""
+    ev = events_of(frame, plane)
+    if ev is None or any(nm in LOOP_OPS for nm in frame.raw.em_name):
+        # XProf does not group TF graphs with loop ops (While/For) at all.
+        return GroupedEvents.empty(frame.raw.em_name + [""])
+    parent, down_order = nesting(ev)
+    group, group_names, starter, named = label_groups(ev, parent, down_order)
+    return GroupedEvents(ev.rows, ev.start, ev.dur, ev.md_i, ev.names, group, group_names, starter, named, parent)
+
+
+def events_of(frame: XSpaceFrame, plane: int | None = None) -> Events | None:
+    """The host plane's events as grouping reads them (None: no plane, or no events)."""
     if plane is None:
         plane = frame.plane_index(schema.HOST_PLANE)
     raw = frame.raw
     names = raw.em_name + [""]
     if plane is None:
-        return GroupedEvents.empty(names)
+        return None
     spans = [frame.line_events(ln) for ln in frame.lines_of(plane)]
     spans = [sl for sl in spans if sl.stop > sl.start]
-    if not spans or any(nm in LOOP_OPS for nm in raw.em_name):
-        # XProf does not group TF graphs with loop ops (While/For) at all.
-        return GroupedEvents.empty(names)
+    if not spans:
+        return None
     md_all = frame.events["metadata"].to_numpy()
     rows: np.ndarray | slice
     if all(b.start == a.stop for a, b in zip(spans, spans[1:])):  # the plane's lines are one block: slice, don't copy
@@ -169,17 +180,27 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     md_i = md_all[rows]
     if len(md_i) and int(md_i.min()) < 0:  # an unknown metadata id names "" (usually none: keep the view)
         md_i = np.where(md_i >= 0, md_i, len(names) - 1)
-    st = _sparse_stats(frame, rows, n, _GROUP_STATS)
-    name_index: dict[str, list[int]] = {}
-    for i, nm in enumerate(names):
-        name_index.setdefault(nm, []).append(i)
+    return Events(rows, start, dur, line, md_i, names, _sparse_stats(frame, rows, n, GROUP_STATS), frame.text)
 
-    def named_at(where: np.ndarray, *wanted: str) -> np.ndarray:
-        idx = [i for w in wanted for i in name_index.get(w, [])]
-        table = np.zeros(len(names), bool)
-        table[idx] = True
-        return table[md_i[where]]
 
+@dataclass
+class Events:
+    """The events grouping reads, in (line, event) order; `st` positions index these arrays."""
+    rows: np.ndarray | slice  # their rows in the frame
+    start: np.ndarray
+    dur: np.ndarray
+    line: np.ndarray
+    md_i: np.ndarray  # index into names
+    names: list[str]
+    st: dict[str, Sparse]
+    text: Callable[[int], str]  # the text of a text-valued stat
+
+
+def nesting(ev: Events) -> tuple[np.ndarray, np.ndarray | None]:
+    """(nesting parent of each event, -1 for none; an order with parents before children, None
+    when the events' own order is one): per thread, async events left out, as XProf nests."""
+    start, dur, line, st = ev.start, ev.dur, ev.line, ev.st
+    n = len(start)
     # Per-thread nesting (async events stay out of it), in (start, -end) order per line.
     parent = np.full(n, -1, np.int32)
     async_pos = st["is_async"].pos[st["is_async"].val != 0]
@@ -210,6 +231,23 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         down_order = np.concatenate([np.arange(a, b) if w is None else w for a, b, w in
                                      zip(line_bounds[:-1].tolist(), line_bounds[1:].tolist(), walk)])
     del walk
+    return parent, down_order
+
+
+def label_groups(ev: Events, parent: np.ndarray, down_order: np.ndarray | None):
+    """(group id per event, -1 none; group names; group -> starter position; named roots), from
+    the roots, the nesting parents and the flows / links between the events (see module doc)."""
+    start, md_i, names, st = ev.start, ev.md_i, ev.names, ev.st
+    n = len(start)
+    name_index: dict[str, list[int]] = {}
+    for i, nm in enumerate(names):
+        name_index.setdefault(nm, []).append(i)
+
+    def named_at(where: np.ndarray, *wanted: str) -> np.ndarray:
+        idx = [i for w in wanted for i in name_index.get(w, [])]
+        table = np.zeros(len(names), bool)
+        table[idx] = True
+        return table[md_i[where]]
 
     # Flow edges: producer (type, id) -> consumers (type, id).
     flow = _flow_edges(st)
@@ -217,7 +255,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     # Inter-thread: the last ExecutorState::Process with (id, iter_num) -> IteratorGetNext ops.
     keyed = _intersect_sorted(st["id"].pos, st["iter_num"].pos)
     exec_rows = keyed[named_at(keyed, "ExecutorState::Process")]
-    ign_rows = keyed[named_at(keyed, *_ITERATOR_GET_NEXT)]
+    ign_rows = keyed[named_at(keyed, *ITERATOR_GET_NEXT)]
     links = []
     if len(exec_rows) and len(ign_rows):
         pkeys = {}
@@ -230,7 +268,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     links_arr = np.array(links, np.int64).reshape(-1, 2)
 
     # tf.data function runs mark step ids whose roots are skipped.
-    tfd = st["id"].pos[named_at(st["id"].pos, *_TF_DATA_FUNCTION_RUNS)]
+    tfd = st["id"].pos[named_at(st["id"].pos, *TF_DATA_FUNCTION_RUNS)]
     tfdata_ids = set(st["id"].lookup(tfd)[1].tolist())
 
     # Roots: TF loop iterations if any, else `_r` events (and legacy TraceContext, ...).
@@ -244,7 +282,7 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
             root_rows.append(first)
     else:
         by_name = np.zeros(len(names), np.int64)
-        for nm, lvl in list(_ROOT_LEVEL_BY_NAME.items()) + [("TraceContext", 1)]:
+        for nm, lvl in list(ROOT_LEVEL_BY_NAME.items()) + [("TraceContext", 1)]:
             by_name[name_index.get(nm, [])] = lvl
         named_roots = np.flatnonzero(by_name[md_i] > 0) if by_name.any() else np.zeros(0, np.int64)
         cand = np.union1d(st["_r"].pos, named_roots)
@@ -289,11 +327,11 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     named = np.zeros(n, bool)
     for gid, (_rank, r) in enumerate(starters):
         nm = names[md_i[r]]
-        implicit = nm in _IMPLICIT_ROOTS
+        implicit = nm in IMPLICIT_ROOTS
         prefix = ""
         graph = st["graph_type"].get(r)
         if graph is not None:
-            prefix = frame.text(graph) + " "
+            prefix = ev.text(graph) + " "
         elif not implicit:
             prefix = nm + " "
         num = _context_step_num(r, st, parent)
@@ -301,10 +339,10 @@ def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
         starter[gid] = int(r)
         if not implicit and not loop_first:
             named[r] = True
-    return GroupedEvents(rows, start, dur, md_i, names, group, group_names, starter, named, parent)
+    return group, group_names, starter, named
 
 
-def _flow_edges(st: dict[str, _Sparse]):
+def _flow_edges(st: dict[str, Sparse]):
     """(producer positions, their key codes, consumer positions, their key codes, number of keys)
     of the flow stats (_p/_pt producers, _c/_ct consumers), keys with too many producers and
     consumers both left out as XProf does; None without flows. Its own function so the key

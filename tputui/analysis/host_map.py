@@ -142,13 +142,13 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
                      report: Progress | None) -> HostOpStats:
     """One giant host in pieces (analysis/host_pieces.py): the host piece here, then the device
     pieces over the lanes, workers taking from the front and this process from the back."""
-    devices = len(pieces) - 1
-    lanes = min(jobs or map_pool.default_jobs(), devices)
+    lanes = min(jobs or map_pool.default_jobs(), len(pieces))
     if report:
         report(f"op stats: {hf.host} in {len(pieces)} pieces ({hf.size / 1e6:,.0f} MB), {lanes} at a time")
+    done = 0
 
-    def run_parts(todo: list[host_pieces.Piece], launches: dict):
-        done = 0
+    def run_parts(todo: list[host_pieces.Piece], launches: dict | None):
+        nonlocal done
         pending = collections.deque(todo)
         pool = map_pool.take(lanes - 1) if lanes > 1 else None
         futures: list[Future] = []
@@ -174,7 +174,7 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
                 for part in got:
                     done += 1
                     if report:
-                        report(f"op stats: {hf.host}: piece {done}/{devices} done ({100 * done // devices}%)")
+                        report(f"op stats: {hf.host}: piece {done}/{len(pieces)} done ({100 * done // len(pieces)}%)")
                     yield part
         finally:
             if pool is not None:

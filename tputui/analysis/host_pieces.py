@@ -1,17 +1,19 @@
 """A giant TPU host's op stats in pieces: memory follows a piece, not the host.
 
-A `.xplane.pb` host file of PIECE_MIN_BYTES or more with TensorCore planes is mapped as
-- the host piece: every plane but the TensorCores (host threads, /host:metadata, ...), decoded
-  first; it gives op_stats.HostPart, whose launch groups (XProf's event grouping, once per host)
-  every TensorCore's steps need;
+A local `.xplane.pb` host file of PIECE_MIN_BYTES or more with TensorCore planes is mapped as
+- the meta piece: every plane but the TensorCores and the host threads (/host:metadata, ...),
+  plus the `/host:CPU` plane's own fields without its lines;
+- thread pieces: consecutive `/host:CPU` lines (threads) packed up to PIECE_TARGET_BYTES, each
+  giving its framework ops and the few events XProf's grouping needs (group_extract.py);
 - device pieces: whole chips' TensorCore planes (a chip's duty cycle spans its cores), packed up
-  to PIECE_TARGET_BYTES, each decoded alone into an op_stats.DevicePart;
-then op_stats.assemble_tpu_host combines the parts in plane order, exactly as one reading of the
-whole host would (tests/test_host_pieces.py checks every tool's output on every TPU fixture).
+  to PIECE_TARGET_BYTES.
+The meta and thread pieces come first: their parts make the HostPart, whose launch groups (the
+host's grouping, computed once from the thread pieces' extracts) every TensorCore needs. Then
+op_stats.assemble_tpu_host combines the parts in plane order, exactly as one reading of the whole
+host would (tests/test_host_pieces.py checks every tool's output on every TPU fixture).
 
-Only the planes of one piece are decoded at a time (the C decoder skips the others), and no
-whole-host frame exists. Device pieces run in parallel: the host map's lanes (this process and
-its workers) take them like hosts.
+Only one piece's planes or lines are decoded at a time, and no whole-host frame exists; pieces
+of a stage run in parallel on the host map's lanes (this process and its workers).
 """
 from __future__ import annotations
 
@@ -21,12 +23,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tputui.analysis import op_stats
-from tputui.analysis.op_stats import DevicePart, HostOpStats, HostPart
-from tputui.data import pbwire
+from tputui.analysis.op_stats import DevicePart, HostOpStats, HostPart, ThreadsPart
+from tputui.data import pbwire, schema
 from tputui.data.cache import load_frame
-from tputui.data.plane_directory import PlaneEntry, plane_directory, plane_stat_bytes
+from tputui.data.plane_directory import PlaneEntry, line_sizes, plane_directory, plane_stat_bytes, space_texts, subset_xspace
 from tputui.data.runs import HostFile
 from tputui.data.storage import is_remote, read
+from tputui.data.xspace import decode
 
 PIECE_MIN_BYTES_ENV = "TPUTUI_PIECE_MIN_MB"
 PIECE_MIN_BYTES = 512 << 20  # hosts below this are read whole: one decode is cheaper than several scans
@@ -36,12 +39,18 @@ _TENSOR_CORE = re.compile(r"^/device:TPU:\d+$")  # as op_metrics.tensor_core_pla
 
 @dataclass(frozen=True)
 class Piece:
-    """Planes of one host file decoded together: their names and places in the file."""
+    """Planes of one host file decoded together: their names and places in the file; a thread
+    piece holds only some lines of its one plane."""
 
+    kind: str  # "meta" | "threads" | "device"
     names: tuple[str, ...]
     index: tuple[int, ...]
-    device: bool  # TensorCore planes (a DevicePart), else the host piece (the HostPart)
     size: int
+    lines: tuple[int, ...] = ()  # a thread piece's lines (their places in the host plane)
+
+    @property
+    def device(self) -> bool:
+        return self.kind == "device"
 
     def keep(self) -> Callable[[str], bool]:
         wanted = frozenset(self.names)
@@ -54,8 +63,9 @@ def min_bytes() -> int:
 
 
 def plan(hf: HostFile, target: int | None = None) -> list[Piece] | None:
-    """The pieces of a host file, host piece first; None when it is read whole (under
-    PIECE_MIN_BYTES, riegeli, remote, no TensorCore, repeated plane names, no C decoder)."""
+    """The pieces of a host file, meta piece first, then thread pieces, then device pieces; None
+    when it is read whole (under PIECE_MIN_BYTES, riegeli, remote, no TensorCore, repeated plane
+    names, no C decoder)."""
     target = PIECE_TARGET_BYTES if target is None else target
     if hf.format != "pb" or is_remote(hf.path) or hf.size < min_bytes():
         return None
@@ -69,23 +79,38 @@ def plan(hf: HostFile, target: int | None = None) -> list[Piece] | None:
     chips: dict[object, list[PlaneEntry]] = {}
     for p in cores:
         chips.setdefault(_chip_key(data, p), []).append(p)
-    del data
+    host = next((p for p in planes if p.name == schema.HOST_PLANE), None)
     rest = [p for p in planes if not _TENSOR_CORE.match(p.name)]
-    pieces = [_piece(rest, device=False)]
-    packed: list[PlaneEntry] = []
+    pieces = [Piece("meta", tuple(p.name for p in rest), tuple(p.index for p in rest),
+                    sum(p.size for p in rest if p is not host))]
+    if host is not None:
+        packed: list[tuple[int, int]] = []
+        for i, size in enumerate(line_sizes(data, host)):
+            if packed and sum(n for _, n in packed) + size > target:
+                pieces.append(_threads(host, packed))
+                packed = []
+            packed.append((i, size))
+        if packed:
+            pieces.append(_threads(host, packed))
+    del data
+    group: list[PlaneEntry] = []
     for chip in sorted(chips.values(), key=lambda ps: ps[0].index):
-        if packed and sum(p.size for p in packed + chip) > target:
-            pieces.append(_piece(packed, device=True))
-            packed = []
-        packed += chip
-    if packed:
-        pieces.append(_piece(packed, device=True))
+        if group and sum(p.size for p in group + chip) > target:
+            pieces.append(_device(group))
+            group = []
+        group += chip
+    if group:
+        pieces.append(_device(group))
     return pieces
 
 
-def _piece(planes: list[PlaneEntry], device: bool) -> Piece:
+def _threads(host: PlaneEntry, lines: list[tuple[int, int]]) -> Piece:
+    return Piece("threads", (host.name,), (host.index,), sum(n for _, n in lines), tuple(i for i, _ in lines))
+
+
+def _device(planes: list[PlaneEntry]) -> Piece:
     planes = sorted(planes, key=lambda p: p.index)
-    return Piece(tuple(p.name for p in planes), tuple(p.index for p in planes), device, sum(p.size for p in planes))
+    return Piece("device", tuple(p.name for p in planes), tuple(p.index for p in planes), sum(p.size for p in planes))
 
 
 def _chip_key(data, p: PlaneEntry) -> object:
@@ -99,27 +124,48 @@ def _chip_key(data, p: PlaneEntry) -> object:
         return ("plane", p.index)
 
 
-def map_piece(hf: HostFile, piece: Piece, launches: dict | None = None) -> HostPart | DevicePart:
-    """One piece's part (a worker runs this): only the piece's planes are decoded."""
-    frame = load_frame(hf, piece.keep(), use_cache=False, write_cache=False)
+Part = HostPart | ThreadsPart | DevicePart
+
+
+def map_piece(hf: HostFile, piece: Piece, launches: dict | None = None) -> Part:
+    """One piece's part (a worker runs this): only the piece's planes, or lines, are decoded."""
     index = list(piece.index)
-    if piece.device:
+    if piece.kind == "device":
+        frame = load_frame(hf, piece.keep(), use_cache=False, write_cache=False)
         return op_stats.device_part(frame, launches or {}, index)
+    data = read(hf)
+    planes = {p.name: p for p in plane_directory(data) or []}
+    if piece.kind == "threads":
+        raw = subset_xspace(data, [(planes[piece.names[0]], list(piece.lines))], space_texts(data))
+    else:
+        raw = subset_xspace(data, [(planes[n], [] if n == schema.HOST_PLANE else None) for n in piece.names],
+                            space_texts(data))
+    del data, planes
+    frame = decode(raw)
+    del raw
+    if piece.kind == "threads":
+        return op_stats.threads_part(frame)
     return op_stats.host_part(frame, index)
 
 
-def map_in_pieces(hf: HostFile, pieces: list[Piece],
-                  run_parts: Callable[[list[Piece], dict], Iterator[DevicePart]] | None = None) -> HostOpStats:
-    """A host's op stats from its pieces: the host piece here, then the device pieces through
-    `run_parts` (default: one after another, here)."""
-    host = map_piece(hf, pieces[0])
-    assert isinstance(host, HostPart)
-    devices = pieces[1:]
-    if run_parts is None:
-        parts = [map_piece(hf, p, host.launches) for p in devices]
-    else:
-        parts = list(run_parts(devices, host.launches))
+RunParts = Callable[[list[Piece], dict | None], Iterator[Part]]
+
+
+def _here(hf: HostFile) -> RunParts:
+    return lambda pieces, launches: (map_piece(hf, p, launches) for p in pieces)
+
+
+def map_in_pieces(hf: HostFile, pieces: list[Piece], run_parts: RunParts | None = None) -> HostOpStats:
+    """A host's op stats from its pieces: the meta and thread pieces, then the device pieces, each
+    stage through `run_parts` (default: one after another, here)."""
+    run = run_parts or _here(hf)
+    first = [p for p in pieces if not p.device]
+    parts = list(run(first, None))
+    meta = next(p for p in parts if isinstance(p, HostPart))
+    threads = [p for p in parts if isinstance(p, ThreadsPart)]
+    host = op_stats.host_part_of(meta, threads)
+    devices = [p for p in run([p for p in pieces if p.device], host.launches) if isinstance(p, DevicePart)]
     try:
-        return op_stats.assemble_tpu_host(hf.host, host, parts)  # type: ignore[arg-type]
+        return op_stats.assemble_tpu_host(hf.host, host, devices)
     except op_stats.PiecesDisagree:
         return op_stats.map_host(load_frame(hf, use_cache=False, write_cache=False), hf.host)

@@ -528,19 +528,24 @@ def tf_op_metrics(device_db: OpMetricsDb, with_idle: bool = False) -> OpMetricsD
 
 
 def host_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
+    """Framework ops on the `/host:CPU` threads (see host_thread_ops)."""
+    return host_op_metrics_of([host_thread_ops(frame)])
+
+
+def host_thread_ops(frame: XSpaceFrame) -> HostThreadOps | None:
     """Framework ops on the `/host:CPU` threads (XProf's ConvertHostThreadsXPlaneToOpMetricsDb):
     events whose name parses as a TF / tf.data / JAX op (or that carry a `tf_op` stat), nested
     among themselves per thread; each thread's total time spans its first to last such op."""
     plane = frame.plane_index(schema.HOST_PLANE)
     if plane is None:
-        return OpMetricsDb()
+        return None
     raw = frame.raw
     # Classify event metadata once (names are few); events then look their metadata up.
     md_names = raw.em_name
     md_cat = np.array([parse_tf_op(n)[0] != CAT_UNKNOWN if n else False for n in md_names] + [False])
     tfop = frame.stat_values("event", "tf_op").filter(pl.col("text_id") >= 0)
     if not md_cat.any() and not len(tfop):
-        return OpMetricsDb()  # no framework op on this host (e.g. JAX): skip the events entirely
+        return None  # no framework op on this host (e.g. JAX): skip the events entirely
     tfop_rows = tfop["owner"].to_numpy().astype(np.int64)
     tfop_ids = tfop["text_id"].to_numpy().astype(np.int64)
     has_tfop_stat = np.zeros(frame.num_events, bool)
@@ -568,7 +573,7 @@ def host_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
         enq = _infeed_enqueue_sums(full, s, e) if any(INFEED_ENQUEUE in f for f in full) else (0, 0)
         dbs.append((full, e - s, selft, int(e.max() - s.min()), enq))
     if not dbs:
-        return OpMetricsDb()
+        return None
     full = [f for d in dbs for f in d[0]]
     parsed = [parse_tf_op(f) for f in full]
     ev = pl.DataFrame({
@@ -578,6 +583,29 @@ def host_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
     g = ev.group_by("name", maintain_order=True).agg(
         pl.col("category").first(), occurrences=pl.len().cast(pl.Int64), time_ps=pl.col("time_ps").sum(),
         self_time_ps=pl.col("self_time_ps").sum(), min_time_ps=pl.col("time_ps").min())
+    return HostThreadOps(g, sum(d[3] for d in dbs), int(ev["self_time_ps"].sum()),
+                         sum(d[4][0] for d in dbs), sum(d[4][1] for d in dbs))
+
+
+@dataclass
+class HostThreadOps:
+    """Framework ops of some `/host:CPU` threads, summed per name in first-seen order: the whole
+    plane's, or a piece of its threads' (several combine in thread order: host_op_metrics_of)."""
+    per_name: pl.DataFrame  # name, category, occurrences, time_ps, self_time_ps, min_time_ps
+    total_time_ps: int  # each thread's first to last op, summed
+    op_time_ps: int
+    infeed_enq_ps: int
+    infeed_enq_start_diff_ps: int
+
+
+def host_op_metrics_of(parts: list[HostThreadOps | None]) -> OpMetricsDb:
+    """The host op database from its threads' parts, in thread order."""
+    done = [p for p in parts if p is not None]
+    if not done:
+        return OpMetricsDb()
+    g = pl.concat([p.per_name for p in done]).group_by("name", maintain_order=True).agg(
+        pl.col("category").first(), pl.col("occurrences").sum(), pl.col("time_ps").sum(),
+        pl.col("self_time_ps").sum(), pl.col("min_time_ps").min()) if len(done) > 1 else done[0].per_name
     n = len(g)
     ops = pl.DataFrame({
         "program_id": np.zeros(n, np.uint64), "name": g["name"], "long_name": [""] * n,
@@ -587,10 +615,10 @@ def host_op_metrics(frame: XSpaceFrame) -> OpMetricsDb:
         "model_flops": np.zeros(n, np.int64), "bytes_accessed": np.zeros(n, np.int64),
         "is_eager": np.zeros(n, bool), "num_cores": np.ones(n, np.int64),
     }, schema=OPS_SCHEMA)
-    return OpMetricsDb(ops=ops, total_time_ps=sum(d[3] for d in dbs),
-                       total_op_time_ps=int(ev["self_time_ps"].sum()),
-                       host_infeed_enq_ps=sum(d[4][0] for d in dbs),
-                       host_infeed_enq_start_diff_ps=sum(d[4][1] for d in dbs))
+    return OpMetricsDb(ops=ops, total_time_ps=sum(p.total_time_ps for p in done),
+                       total_op_time_ps=sum(p.op_time_ps for p in done),
+                       host_infeed_enq_ps=sum(p.infeed_enq_ps for p in done),
+                       host_infeed_enq_start_diff_ps=sum(p.infeed_enq_start_diff_ps for p in done))
 
 
 INFEED_ENQUEUE = "InfeedEnqueue"

@@ -17,13 +17,14 @@ the kernel tables. No tool recomputes from the frame.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
-from tputui.analysis import hlo_modules, hlo_ops, steps, tpu_steps
+from tputui.analysis import group_extract, hlo_modules, hlo_ops, steps, tpu_steps
 from tputui.analysis import op_metrics as om
 from tputui.analysis.barrier_cores import (
     DEBUG_PRINT,
@@ -210,6 +211,28 @@ def device_part(frame: XSpaceFrame, launches: dict, index: list[int] | None = No
 
 def has_loop_ops(frame: XSpaceFrame) -> bool:
     return any(nm in LOOP_OPS for nm in frame.raw.em_name)
+
+
+@dataclass
+class ThreadsPart:
+    """Some `/host:CPU` threads' share of a TPU host's HostPart (a giant host's host plane is read
+    in pieces of threads): their framework ops and their events that grouping needs."""
+
+    ops: om.HostThreadOps | None
+    groups: group_extract.GroupExtract
+
+
+def threads_part(frame: XSpaceFrame) -> ThreadsPart:
+    return ThreadsPart(om.host_thread_ops(frame), group_extract.extract(frame))
+
+
+def host_part_of(meta: HostPart, threads: list[ThreadsPart]) -> HostPart:
+    """The HostPart of a host whose `/host:CPU` threads were read in pieces (in thread order) apart
+    from its other planes and the host plane's own fields (`meta`)."""
+    loop = meta.groups_loop_ops or any(t.groups.loop_ops for t in threads)
+    return dataclasses.replace(
+        meta, host_db=om.host_op_metrics_of([t.ops for t in threads]), groups_loop_ops=loop,
+        launches={} if loop else group_extract.launch_groups([t.groups for t in threads]))
 
 
 class PiecesDisagree(Exception):

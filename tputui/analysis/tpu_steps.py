@@ -52,7 +52,7 @@ CATEGORY_NAMES = {k: n for _, n, k in CATEGORIES}
 
 RUN_ID_MASK = (1 << 28) - 1
 MAX_DEVICES_PER_HOST = 1000  # XProf's GlobalCoreId: host_index * 1000 + core id
-_LAUNCH_EVENTS = ("DoEnqueueProgram", "DoEnqueueContinuationProgram")
+LAUNCH_EVENTS = ("DoEnqueueProgram", "DoEnqueueContinuationProgram")
 _SC_INFEED = "sparsecorev0 infeed"
 _SC_OUTFEED = "sparsecorev0 outfeed"
 
@@ -113,12 +113,19 @@ def launch_groups(frame: XSpaceFrame) -> dict[tuple[int, int, int, int], int]:
     g = group_events(frame)
     if len(g.rows) == 0:
         return {}
-    is_launch = np.isin(np.asarray(g.event_names, dtype=object), _LAUNCH_EVENTS)  # per name, not per event
+    is_launch = np.isin(np.asarray(g.event_names, dtype=object), LAUNCH_EVENTS)  # per name, not per event
     sel = (g.group >= 0) & is_launch[g.name_idx]
     rows, groups = g.rows_at(sel), g.group[sel]
     if not len(rows):
         return {}
-    stats = {n: event_stat(frame, n, rows) for n in ("device_ordinal", "queue_id", "run_id", "core_type")}
+    return launch_table(groups, {n: event_stat(frame, n, rows) for n in LAUNCH_STATS})
+
+
+LAUNCH_STATS = ("device_ordinal", "queue_id", "run_id", "core_type")
+
+
+def launch_table(groups: np.ndarray, stats: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[tuple[int, int, int, int], int]:
+    """Launch key -> smallest group id, from grouped launch events and their LAUNCH_STATS."""
     ok = stats["device_ordinal"][0] & stats["queue_id"][0] & stats["run_id"][0]
     out: dict[tuple[int, int, int, int], int] = {}
     for i in np.flatnonzero(ok):

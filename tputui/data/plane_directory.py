@@ -61,3 +61,71 @@ def plane_stat_bytes(data, entry: PlaneEntry, name: str) -> bytes | None:
         return found
     except pbwire.WireError:
         return None
+
+
+_XPLANE_LINES = 3  # XPlane.lines
+# XSpace fields: planes=1, errors=2, warnings=3, hostnames=4.
+_SPACE_PLANES, _SPACE_ERRORS, _SPACE_WARNINGS, _SPACE_HOSTNAMES = 1, 2, 3, 4
+
+
+def line_sizes(data, entry: PlaneEntry) -> list[int]:
+    """The serialized size of each of the plane's lines, in order (what a piece of lines weighs)."""
+    buf = memoryview(data)[entry.offset:entry.offset + entry.size]
+    return [len(v) for number, wire, v in pbwire.fields(buf) if number == _XPLANE_LINES and wire == 2
+            and not isinstance(v, int)]
+
+
+def subset_xspace(data, planes: list[tuple[PlaneEntry, list[int] | None]],
+                  texts: tuple[list[str], list[str], list[str]]) -> bytes:
+    """A serialized XSpace of some planes of `data`, in the order given: a plane whole (None) or
+    with only the lines listed (their places in the plane; every other field kept). `texts`:
+    the file's (hostnames, errors, warnings), as the decoder's scan returns them."""
+    out = []
+    for entry, lines in planes:
+        buf = memoryview(data)[entry.offset:entry.offset + entry.size]
+        if lines is None:
+            plane = buf
+        else:
+            wanted = set(lines)
+            kept, n = [], 0
+            for number, wire, value in pbwire.fields(buf):
+                if number == _XPLANE_LINES and wire == 2:
+                    n += 1
+                    if n - 1 not in wanted:
+                        continue
+                kept.append(_field(number, wire, value))
+            plane = memoryview(b"".join(kept))
+        out.append(_field(_SPACE_PLANES, 2, plane))
+    hostnames, errors, warnings = texts
+    for number, values in ((_SPACE_ERRORS, errors), (_SPACE_WARNINGS, warnings), (_SPACE_HOSTNAMES, hostnames)):
+        out += [_field(number, 2, v.encode("utf-8")) for v in values]
+    return b"".join(out)
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(number: int, wire: int, value) -> bytes:
+    key = _varint(number << 3 | wire)
+    if wire == 0:
+        return key + _varint(value)
+    if wire == 2:
+        return key + _varint(len(value)) + bytes(value)
+    return key + bytes(value)  # fixed 32 / 64 bits
+
+
+def space_texts(data) -> tuple[list[str], list[str], list[str]]:
+    """The file's (hostnames, errors, warnings) (empty without the C extension)."""
+    if _wire is None:
+        return [], [], []
+    _, hostnames, errors, warnings = _wire.scan(data)
+    return list(hostnames), list(errors), list(warnings)

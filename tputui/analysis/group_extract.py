@@ -1,0 +1,155 @@
+"""XProf's event grouping of a host plane read in pieces of its threads (a giant host's first pass).
+
+Grouping needs every thread at once: roots are ranked over the whole plane and labels cross
+threads along flows and links. But only a few events take part in it: roots, flow and link ends,
+events with a step or iteration number, the launches the TPU steps look for. Every other event
+only hands its parent's label down to its children. So each piece of threads nests its events
+exactly (event_groups.nesting, on every event of its lines) and keeps just those events, each
+with its nearest kept ancestor as parent: the same label reaches it as through the full chain.
+The pieces' extracts, a few percent of the events, are then grouped together
+(event_groups.label_groups), giving the groups one reading of the whole plane gives
+(tests/test_host_pieces.py checks it on every fixture).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tputui.analysis import event_groups as eg
+from tputui.analysis.nesting import depths_numpy
+from tputui.analysis.op_metrics import event_stat
+from tputui.analysis.tpu_steps import LAUNCH_EVENTS, LAUNCH_STATS, launch_table
+from tputui.data.xspace import XSpaceFrame
+
+# Names that take part in grouping whatever their stats (roots, links, tf.data runs).
+_GROUPING_NAMES = frozenset(eg.IMPLICIT_ROOTS | set(eg.ROOT_LEVEL_BY_NAME) | {"TraceContext", "ExecutorState::Process"}
+                            | eg.ITERATOR_GET_NEXT | eg.TF_DATA_FUNCTION_RUNS | set(LAUNCH_EVENTS))
+
+
+@dataclass
+class GroupExtract:
+    """The grouping's events of some threads of a host plane, in (thread, event) order."""
+
+    start: np.ndarray
+    dur: np.ndarray
+    line: np.ndarray
+    name: np.ndarray  # index into names
+    names: list[str]
+    parent: np.ndarray  # nearest kept ancestor (a position here), -1 for none
+    stats: dict[str, tuple[np.ndarray, np.ndarray, list[str | None]]]  # name -> (positions, values, texts)
+    launch_stats: dict[str, tuple[np.ndarray, np.ndarray]]  # LAUNCH_STATS of every event here
+    loop_ops: bool  # the frame names a TF loop op: XProf does not group at all
+    positions: np.ndarray  # of these events among the threads' events (event_groups.events_of order)
+
+    @classmethod
+    def empty(cls) -> GroupExtract:
+        z = np.zeros(0, np.int64)
+        return cls(z, z, z, z, [], z, {n: (z, z, []) for n in eg.GROUP_STATS},
+                   {n: (np.zeros(0, bool), z) for n in LAUNCH_STATS}, False, z)
+
+
+def extract(frame: XSpaceFrame, plane: int | None = None) -> GroupExtract:
+    """The grouping's events of the host plane's threads in `frame` (see module doc)."""
+    loop = any(nm in eg.LOOP_OPS for nm in frame.raw.em_name)
+    ev = eg.events_of(frame, plane)
+    if ev is None:
+        out = GroupExtract.empty()
+        out.loop_ops = loop
+        return out
+    parent, _ = eg.nesting(ev)
+    n = len(ev.start)
+    keep = np.zeros(n, bool)
+    for sp in ev.st.values():
+        keep[sp.pos] = True
+    wanted = np.fromiter((nm in _GROUPING_NAMES for nm in ev.names), bool, len(ev.names))
+    keep |= wanted[ev.md_i]
+    # Each kept event's nearest kept ancestor: climb while the ancestor is not kept (nesting is a
+    # few levels deep, so a few whole-array steps).
+    anc = parent.astype(np.int64)
+    climb = np.flatnonzero(anc >= 0)
+    climb = climb[~keep[anc[climb]]]
+    while len(climb):
+        anc[climb] = parent[anc[climb]]
+        climb = climb[anc[climb] >= 0]
+        climb = climb[~keep[anc[climb]]]
+    kept = np.flatnonzero(keep)
+    new = np.full(n, -1, np.int64)
+    new[kept] = np.arange(len(kept))
+    up = anc[kept]
+    stats = {}
+    for name, sp in ev.st.items():
+        texts: list[str | None] = [None] * len(sp.pos)
+        own_t, _ = frame.stat_arrays("event", name, "text")
+        if len(own_t):
+            rows = _rows_of(ev, sp.pos)
+            is_text = np.isin(rows, own_t)
+            for i in np.flatnonzero(is_text).tolist():
+                texts[i] = frame.text(int(sp.val[i]))
+        stats[name] = (new[sp.pos], sp.val.copy(), texts)
+    rows = _rows_of(ev, kept)
+    return GroupExtract(
+        start=np.asarray(ev.start[kept], np.int64), dur=np.asarray(ev.dur[kept], np.int64),
+        line=np.asarray(ev.line[kept], np.int64), name=np.asarray(ev.md_i[kept], np.int64), names=list(ev.names),
+        parent=np.where(up >= 0, new[np.clip(up, 0, None)], -1),
+        stats=stats, launch_stats={s: event_stat(frame, s, rows) for s in LAUNCH_STATS}, loop_ops=loop,
+        positions=kept.astype(np.int64),
+    )
+
+
+def _rows_of(ev: eg.Events, pos: np.ndarray) -> np.ndarray:
+    src = ev.rows
+    return pos.astype(np.int64) + src.start if isinstance(src, slice) else src[pos]
+
+
+def launch_groups(parts: list[GroupExtract]) -> dict[tuple[int, int, int, int], int]:
+    """tpu_steps.launch_groups of the host plane whose threads the parts hold (in thread order)."""
+    if any(p.loop_ops for p in parts):
+        return {}
+    group, ev = groups(parts)
+    if ev is None:
+        return {}
+    is_launch = np.isin(np.asarray(ev.names, dtype=object), LAUNCH_EVENTS)
+    sel = np.flatnonzero((group >= 0) & is_launch[ev.md_i])
+    if not len(sel):
+        return {}
+    stats = {s: (np.concatenate([p.launch_stats[s][0] for p in parts])[sel],
+                 np.concatenate([p.launch_stats[s][1] for p in parts])[sel]) for s in LAUNCH_STATS}
+    return launch_table(group[sel], stats)
+
+
+def groups(parts: list[GroupExtract]) -> tuple[np.ndarray, eg.Events | None]:
+    """(group id of every extracted event, the events grouped) over the parts."""
+    sizes = [len(p.start) for p in parts]
+    total = sum(sizes)
+    if total == 0:
+        return np.zeros(0, np.int64), None
+    offsets = np.cumsum([0] + sizes[:-1])
+    name_offsets = np.cumsum([0] + [len(p.names) for p in parts[:-1]])
+    names = [nm for p in parts for nm in p.names]
+    texts: dict[str, int] = {}
+    text_list: list[str] = []
+    st = {}
+    for stat in eg.GROUP_STATS:
+        pos, val = [], []
+        for p, off in zip(parts, offsets.tolist()):
+            sp, sv, stx = p.stats[stat]
+            v = sv.copy()
+            for i, t in enumerate(stx):  # text values: one id per text over all pieces
+                if t is not None:
+                    v[i] = texts.setdefault(t, len(texts))
+                    if v[i] == len(text_list):
+                        text_list.append(t)
+            pos.append(sp + off)
+            val.append(v)
+        st[stat] = eg.Sparse(np.concatenate(pos), np.concatenate(val))
+    start = np.concatenate([p.start for p in parts])
+    dur = np.concatenate([p.dur for p in parts])
+    line = np.concatenate([p.line for p in parts])
+    md_i = np.concatenate([p.name + o for p, o in zip(parts, name_offsets.tolist())])
+    parent = np.concatenate([np.where(p.parent >= 0, p.parent + o, -1) for p, o in zip(parts, offsets.tolist())])
+    ev = eg.Events(np.arange(total, dtype=np.int64), start, dur, line, md_i, names, st, text_list.__getitem__)
+    parent = parent.astype(np.int32)
+    down_order = np.argsort(depths_numpy(parent), kind="stable")  # parents before children
+    group, _, _, _ = eg.label_groups(ev, parent, down_order)
+    return group, ev
