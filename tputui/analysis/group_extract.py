@@ -20,6 +20,7 @@ from tputui.analysis import event_groups as eg
 from tputui.analysis.nesting import depths_numpy
 from tputui.analysis.op_metrics import event_stat
 from tputui.analysis.tpu_steps import LAUNCH_EVENTS, LAUNCH_STATS, launch_table
+from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
 # Names that take part in grouping whatever their stats (roots, links, tf.data runs).
@@ -31,22 +32,39 @@ _GROUPING_NAMES = frozenset(eg.IMPLICIT_ROOTS | set(eg.ROOT_LEVEL_BY_NAME) | {"T
 class GroupExtract:
     """The grouping's events of some threads of a host plane, in (thread, event) order."""
 
-    start: np.ndarray
-    dur: np.ndarray
-    line: np.ndarray
-    name: np.ndarray  # index into names
+    start: np.ndarray  # int64 ps
+    dur: np.ndarray  # int64 ps
+    line: np.ndarray  # int32
+    name: np.ndarray  # int32 index into names
     names: list[str]
-    parent: np.ndarray  # nearest kept ancestor (a position here), -1 for none
-    stats: dict[str, tuple[np.ndarray, np.ndarray, list[str | None]]]  # name -> (positions, values, texts)
-    launch_stats: dict[str, tuple[np.ndarray, np.ndarray]]  # LAUNCH_STATS of every event here
+    parent: np.ndarray  # int32: nearest kept ancestor (a position here), -1 for none
+    stats: dict[str, tuple[np.ndarray, np.ndarray, dict[int, str]]]  # name -> (positions, values, {i: text value})
+    launches: np.ndarray  # positions of the launch events here
+    launch_stats: dict[str, tuple[np.ndarray, np.ndarray]]  # their LAUNCH_STATS
     loop_ops: bool  # the frame names a TF loop op: XProf does not group at all
     positions: np.ndarray  # of these events among the threads' events (event_groups.events_of order)
 
     @classmethod
     def empty(cls) -> GroupExtract:
         z = np.zeros(0, np.int64)
-        return cls(z, z, z, z, [], z, {n: (z, z, []) for n in eg.GROUP_STATS},
-                   {n: (np.zeros(0, bool), z) for n in LAUNCH_STATS}, False, z)
+        return cls(z, z, z.astype(np.int32), z.astype(np.int32), [], z.astype(np.int32), {n: (z, z, {}) for n in eg.GROUP_STATS},
+                   z, {n: (np.zeros(0, bool), z) for n in LAUNCH_STATS}, False, z)
+
+
+# What can start a group: `_r` stats and these event names (event_groups.label_groups).
+_ROOT_NAMES = frozenset(set(eg.ROOT_LEVEL_BY_NAME) | {"TraceContext", "ExecutorState::Process"})
+
+
+def may_group(frame: XSpaceFrame) -> bool:
+    """Whether the host plane's metadata allows any group at all: without a root there is none, and
+    a giant host's threads need no extract (the host plane's own fields tell, without its lines)."""
+    raw = frame.raw
+    hp = frame.plane_index(schema.HOST_PLANE)
+    if hp is None:
+        return False
+    stats = {raw.sm_name[i] for i in np.flatnonzero(raw.sm_plane == hp).tolist()}
+    names = {raw.em_name[i] for i in np.flatnonzero(raw.em_plane == hp).tolist()}
+    return "_r" in stats or bool(names & _ROOT_NAMES)
 
 
 def extract(frame: XSpaceFrame, plane: int | None = None) -> GroupExtract:
@@ -79,21 +97,21 @@ def extract(frame: XSpaceFrame, plane: int | None = None) -> GroupExtract:
     up = anc[kept]
     stats = {}
     for name, sp in ev.st.items():
-        texts: list[str | None] = [None] * len(sp.pos)
+        texts: dict[int, str] = {}
         own_t, _ = frame.stat_arrays("event", name, "text")
         if len(own_t):
-            rows = _rows_of(ev, sp.pos)
-            is_text = np.isin(rows, own_t)
-            for i in np.flatnonzero(is_text).tolist():
-                texts[i] = frame.text(int(sp.val[i]))
+            is_text = np.isin(_rows_of(ev, sp.pos), own_t)
+            texts = {i: frame.text(int(sp.val[i])) for i in np.flatnonzero(is_text).tolist()}
         stats[name] = (new[sp.pos], sp.val.copy(), texts)
-    rows = _rows_of(ev, kept)
+    launch_names = np.fromiter((nm in LAUNCH_EVENTS for nm in ev.names), bool, len(ev.names))
+    launches = np.flatnonzero(launch_names[ev.md_i[kept]])
+    rows = _rows_of(ev, kept[launches])
     return GroupExtract(
         start=np.asarray(ev.start[kept], np.int64), dur=np.asarray(ev.dur[kept], np.int64),
-        line=np.asarray(ev.line[kept], np.int64), name=np.asarray(ev.md_i[kept], np.int64), names=list(ev.names),
-        parent=np.where(up >= 0, new[np.clip(up, 0, None)], -1),
-        stats=stats, launch_stats={s: event_stat(frame, s, rows) for s in LAUNCH_STATS}, loop_ops=loop,
-        positions=kept.astype(np.int64),
+        line=np.asarray(ev.line[kept], np.int32), name=np.asarray(ev.md_i[kept], np.int32), names=list(ev.names),
+        parent=np.where(up >= 0, new[np.clip(up, 0, None)], -1).astype(np.int32),
+        stats=stats, launches=launches, launch_stats={s: event_stat(frame, s, rows) for s in LAUNCH_STATS},
+        loop_ops=loop, positions=kept.astype(np.int64),
     )
 
 
@@ -109,13 +127,14 @@ def launch_groups(parts: list[GroupExtract]) -> dict[tuple[int, int, int, int], 
     group, ev = groups(parts)
     if ev is None:
         return {}
-    is_launch = np.isin(np.asarray(ev.names, dtype=object), LAUNCH_EVENTS)
-    sel = np.flatnonzero((group >= 0) & is_launch[ev.md_i])
-    if not len(sel):
+    offsets = np.cumsum([0] + [len(p.start) for p in parts[:-1]])
+    at = np.concatenate([p.launches + o for p, o in zip(parts, offsets.tolist())])
+    sel = group[at] >= 0
+    if not sel.any():
         return {}
     stats = {s: (np.concatenate([p.launch_stats[s][0] for p in parts])[sel],
                  np.concatenate([p.launch_stats[s][1] for p in parts])[sel]) for s in LAUNCH_STATS}
-    return launch_table(group[sel], stats)
+    return launch_table(group[at][sel], stats)
 
 
 def groups(parts: list[GroupExtract]) -> tuple[np.ndarray, eg.Events | None]:
@@ -134,22 +153,21 @@ def groups(parts: list[GroupExtract]) -> tuple[np.ndarray, eg.Events | None]:
         pos, val = [], []
         for p, off in zip(parts, offsets.tolist()):
             sp, sv, stx = p.stats[stat]
-            v = sv.copy()
-            for i, t in enumerate(stx):  # text values: one id per text over all pieces
-                if t is not None:
-                    v[i] = texts.setdefault(t, len(texts))
-                    if v[i] == len(text_list):
-                        text_list.append(t)
+            v = sv.copy() if stx else sv
+            for i, t in stx.items():  # text values: one id per text over all pieces
+                v[i] = texts.setdefault(t, len(texts))
+                if v[i] == len(text_list):
+                    text_list.append(t)
             pos.append(sp + off)
             val.append(v)
         st[stat] = eg.Sparse(np.concatenate(pos), np.concatenate(val))
     start = np.concatenate([p.start for p in parts])
     dur = np.concatenate([p.dur for p in parts])
     line = np.concatenate([p.line for p in parts])
-    md_i = np.concatenate([p.name + o for p, o in zip(parts, name_offsets.tolist())])
-    parent = np.concatenate([np.where(p.parent >= 0, p.parent + o, -1) for p, o in zip(parts, offsets.tolist())])
+    md_i = np.concatenate([p.name.astype(np.int64) + o for p, o in zip(parts, name_offsets.tolist())])
+    parent = np.concatenate([np.where(p.parent >= 0, p.parent + o, -1).astype(np.int32)
+                             for p, o in zip(parts, offsets.tolist())])
     ev = eg.Events(np.arange(total, dtype=np.int64), start, dur, line, md_i, names, st, text_list.__getitem__)
-    parent = parent.astype(np.int32)
     down_order = np.argsort(depths_numpy(parent), kind="stable")  # parents before children
     group, _, _, _ = eg.label_groups(ev, parent, down_order)
     return group, ev

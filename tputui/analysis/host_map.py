@@ -147,7 +147,7 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
         report(f"op stats: {hf.host} in {len(pieces)} pieces ({hf.size / 1e6:,.0f} MB), {lanes} at a time")
     done = 0
 
-    def run_parts(todo: list[host_pieces.Piece], launches: dict | None):
+    def run_parts(todo: list[host_pieces.Piece], launches: dict | None, grouping: bool):
         nonlocal done
         pending = collections.deque(todo)
         pool = map_pool.take(lanes - 1) if lanes > 1 else None
@@ -155,7 +155,7 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
 
         def hand_out() -> None:  # a free worker takes the next piece from the front
             while pool is not None and pending and len(futures) < lanes - 1:
-                futures.append(pool.submit(host_pieces.map_piece, hf, pending.popleft(), launches))
+                futures.append(pool.submit(host_pieces.map_piece, hf, pending.popleft(), launches, grouping))
 
         try:
             hand_out()
@@ -170,7 +170,7 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
                     hand_out()
                 else:
                     with xspace.one_decode_thread() if pool is not None else contextlib.nullcontext():
-                        got = [host_pieces.map_piece(hf, pending.pop(), launches)]
+                        got = [host_pieces.map_piece(hf, pending.pop(), launches, grouping)]
                 for part in got:
                     done += 1
                     if report:

@@ -33,7 +33,7 @@ from tputui.data.xspace import decode
 
 PIECE_MIN_BYTES_ENV = "TPUTUI_PIECE_MIN_MB"
 PIECE_MIN_BYTES = 512 << 20  # hosts below this are read whole: one decode is cheaper than several scans
-PIECE_TARGET_BYTES = 256 << 20  # chips are packed into a device piece up to this many bytes
+PIECE_TARGET_BYTES = 128 << 20  # chips are packed into a device piece up to this many bytes
 _TENSOR_CORE = re.compile(r"^/device:TPU:\d+$")  # as op_metrics.tensor_core_planes
 
 
@@ -127,8 +127,10 @@ def _chip_key(data, p: PlaneEntry) -> object:
 Part = HostPart | ThreadsPart | DevicePart
 
 
-def map_piece(hf: HostFile, piece: Piece, launches: dict | None = None) -> Part:
-    """One piece's part (a worker runs this): only the piece's planes, or lines, are decoded."""
+def map_piece(hf: HostFile, piece: Piece, launches: dict | None = None, grouping: bool = True) -> Part:
+    """One piece's part (a worker runs this): only the piece's planes, or lines, are decoded.
+    `launches`: the host's launch groups (device pieces); `grouping`: whether thread pieces
+    extract the grouping's events (HostPart.may_group)."""
     index = list(piece.index)
     if piece.kind == "device":
         frame = load_frame(hf, piece.keep(), use_cache=False, write_cache=False)
@@ -144,27 +146,28 @@ def map_piece(hf: HostFile, piece: Piece, launches: dict | None = None) -> Part:
     frame = decode(raw)
     del raw
     if piece.kind == "threads":
-        return op_stats.threads_part(frame)
+        return op_stats.threads_part(frame, grouping)
     return op_stats.host_part(frame, index)
 
 
-RunParts = Callable[[list[Piece], dict | None], Iterator[Part]]
+# (pieces, launches, grouping) -> their parts, in any order
+RunParts = Callable[[list[Piece], dict | None, bool], Iterator[Part]]
 
 
 def _here(hf: HostFile) -> RunParts:
-    return lambda pieces, launches: (map_piece(hf, p, launches) for p in pieces)
+    return lambda pieces, launches, grouping: (map_piece(hf, p, launches, grouping) for p in pieces)
 
 
 def map_in_pieces(hf: HostFile, pieces: list[Piece], run_parts: RunParts | None = None) -> HostOpStats:
     """A host's op stats from its pieces: the meta and thread pieces, then the device pieces, each
     stage through `run_parts` (default: one after another, here)."""
     run = run_parts or _here(hf)
-    first = [p for p in pieces if not p.device]
-    parts = list(run(first, None))
-    meta = next(p for p in parts if isinstance(p, HostPart))
-    threads = [p for p in parts if isinstance(p, ThreadsPart)]
+    meta = next(p for p in run([pieces[0]], None, True) if isinstance(p, HostPart))
+    threads = [p for p in run([p for p in pieces if p.kind == "threads"], None, meta.may_group)
+               if isinstance(p, ThreadsPart)]
     host = op_stats.host_part_of(meta, threads)
-    devices = [p for p in run([p for p in pieces if p.device], host.launches) if isinstance(p, DevicePart)]
+    del threads  # the grouping's extracts are done with
+    devices = [p for p in run([p for p in pieces if p.device], host.launches, True) if isinstance(p, DevicePart)]
     try:
         return op_stats.assemble_tpu_host(hf.host, host, devices)
     except op_stats.PiecesDisagree:

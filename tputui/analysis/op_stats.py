@@ -132,6 +132,7 @@ class HostPart:
     host_db: OpMetricsDb
     launches: dict[tuple[int, int, int, int], int]
     groups_loop_ops: bool  # the host plane has TF loop ops, which stop XProf's grouping
+    may_group: bool  # the host plane's metadata names a root: its threads' events may form groups
     hlo_module_names: tuple[str, ...]
     program_names: list[tuple[int, list[tuple[int, str, bool]]]]  # (plane index, entries) of /host:metadata
     protos: dict[int, bytes]  # program id -> HloProto, for fusions whose metadata has no children
@@ -179,7 +180,7 @@ def host_part(frame: XSpaceFrame, index: list[int] | None = None) -> HostPart:
         hostname=frame.hostnames[0] if frame.hostnames else "localhost",
         errors=list(frame.errors), warnings=list(frame.warnings), mxu=mxu, hbm=hbm, has_host_plane=has_host,
         is_training=is_training(frame), host_db=om.host_op_metrics(frame), launches=host_part_launches(frame),
-        groups_loop_ops=has_loop_ops(frame),
+        groups_loop_ops=has_loop_ops(frame), may_group=group_extract.may_group(frame),
         hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, "")),
         program_names=[(index[meta], hlo_ops.plane_program_names(frame, meta))] if meta is not None else [],
         protos=hlo_ops.hlo_protos([frame]),
@@ -222,8 +223,11 @@ class ThreadsPart:
     groups: group_extract.GroupExtract
 
 
-def threads_part(frame: XSpaceFrame) -> ThreadsPart:
-    return ThreadsPart(om.host_thread_ops(frame), group_extract.extract(frame))
+def threads_part(frame: XSpaceFrame, grouping: bool = True) -> ThreadsPart:
+    """`grouping`: extract the events grouping needs (not when the host can have no group)."""
+    extract = group_extract.extract(frame) if grouping else group_extract.GroupExtract.empty()
+    extract.loop_ops = extract.loop_ops or has_loop_ops(frame)
+    return ThreadsPart(om.host_thread_ops(frame), extract)
 
 
 def host_part_of(meta: HostPart, threads: list[ThreadsPart]) -> HostPart:
