@@ -147,43 +147,54 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
         report(f"op stats: {hf.host} in {len(pieces)} pieces ({hf.size / 1e6:,.0f} MB), {lanes} at a time")
     done = 0
 
+    pool = map_pool.take(lanes - 1) if lanes > 1 else None  # for every stage of the host's pieces
+
     def run_parts(todo: list[host_pieces.Piece], launches: dict | None, grouping: bool):
         nonlocal done
         pending = collections.deque(todo)
-        pool = map_pool.take(lanes - 1) if lanes > 1 else None
-        futures: list[Future] = []
+        in_flight: dict[Future, int] = {}  # a worker's piece -> its memory estimate
+        budget = host_pieces.memory_budget()
 
-        def hand_out() -> None:  # a free worker takes the next piece from the front
-            while pool is not None and pending and len(futures) < lanes - 1:
-                futures.append(pool.submit(host_pieces.map_piece, hf, pending.popleft(), launches, grouping))
+        def fits(piece: host_pieces.Piece) -> bool:  # one piece at least is always in flight
+            return not in_flight or sum(in_flight.values()) + host_pieces.memory_estimate(piece) <= budget
+
+        def hand_out() -> None:  # a free worker takes the next piece from the front, memory allowing
+            while pool is not None and pending and len(in_flight) < lanes - 1 and fits(pending[0]):
+                piece = pending.popleft()
+                in_flight[pool.submit(host_pieces.map_piece, hf, piece, launches, grouping)] = \
+                    host_pieces.memory_estimate(piece)
 
         try:
             hand_out()
-            while pending or futures:
-                ready = [f for f in futures if f.done()]
-                if not ready and not pending:
-                    ready = [futures[0]]  # nothing left to do here: wait for a worker
+            while pending or in_flight:
+                ready = [f for f in in_flight if f.done()]
+                if not ready and (not pending or not fits(pending[-1])):
+                    ready = [next(iter(in_flight))]  # nothing that fits here: wait for a worker
                 if ready:
-                    for f in ready:
-                        futures.remove(f)
                     got = [f.result() for f in ready]
+                    for f in ready:
+                        del in_flight[f]
                     hand_out()
                 else:
                     with xspace.one_decode_thread() if pool is not None else contextlib.nullcontext():
                         got = [host_pieces.map_piece(hf, pending.pop(), launches, grouping)]
+                    hand_out()
                 for part in got:
                     done += 1
                     if report:
                         report(f"op stats: {hf.host}: piece {done}/{len(pieces)} done ({100 * done // len(pieces)}%)")
                     yield part
         finally:
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+            for f in in_flight:
+                f.cancel()
 
     try:
         return host_pieces.map_in_pieces(hf, pieces, run_parts)
     except UserError as e:
         raise HostUnreadable(hf.host, str(e)) from None
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Progress | None):

@@ -62,12 +62,33 @@ def min_bytes() -> int:
     return int(float(env) * (1 << 20)) if env else PIECE_MIN_BYTES
 
 
+PIECES_MEMORY_ENV = "TPUTUI_PIECES_MEMORY_MB"
+PIECES_MEMORY_BYTES = 1536 << 20  # pieces in flight at once, by memory_estimate: the map stays near 2 GB
+# A piece's peak memory over its serialized size, measured on the x2000 TPU host: ~5.7x for a
+# piece of host threads, ~6x for a TensorCore plane (its events carry several stats each).
+_PIECE_PEAK_PER_BYTE = 6
+
+
+def memory_budget() -> int:
+    env = os.environ.get(PIECES_MEMORY_ENV)
+    return int(float(env) * (1 << 20)) if env else PIECES_MEMORY_BYTES
+
+
+def memory_estimate(piece: Piece) -> int:
+    return _PIECE_PEAK_PER_BYTE * piece.size
+
+
+def read_in_pieces(hf: HostFile) -> bool:
+    """Whether the host's op stats may be read in pieces (plan decides, from the file's planes)."""
+    return hf.format == "pb" and not is_remote(hf.path) and hf.size >= min_bytes()
+
+
 def plan(hf: HostFile, target: int | None = None) -> list[Piece] | None:
     """The pieces of a host file, meta piece first, then thread pieces, then device pieces; None
     when it is read whole (under PIECE_MIN_BYTES, riegeli, remote, no TensorCore, repeated plane
     names, no C decoder)."""
     target = PIECE_TARGET_BYTES if target is None else target
-    if hf.format != "pb" or is_remote(hf.path) or hf.size < min_bytes():
+    if not read_in_pieces(hf):
         return None
     data = read(hf)
     planes = plane_directory(data)

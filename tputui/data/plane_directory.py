@@ -80,25 +80,26 @@ def subset_xspace(data, planes: list[tuple[PlaneEntry, list[int] | None]],
     """A serialized XSpace of some planes of `data`, in the order given: a plane whole (None) or
     with only the lines listed (their places in the plane; every other field kept). `texts`:
     the file's (hostnames, errors, warnings), as the decoder's scan returns them."""
-    out = []
+    out: list = []  # byte chunks (memoryviews of `data` for whole lines and planes): one copy, at the join
     for entry, lines in planes:
         buf = memoryview(data)[entry.offset:entry.offset + entry.size]
         if lines is None:
-            plane = buf
-        else:
-            wanted = set(lines)
-            kept, n = [], 0
-            for number, wire, value in pbwire.fields(buf):
-                if number == _XPLANE_LINES and wire == 2:
-                    n += 1
-                    if n - 1 not in wanted:
-                        continue
-                kept.append(_field(number, wire, value))
-            plane = memoryview(b"".join(kept))
-        out.append(_field(_SPACE_PLANES, 2, plane))
+            out += _field(_SPACE_PLANES, 2, buf)
+            continue
+        wanted = set(lines)
+        kept: list = []
+        n = 0
+        for number, wire, value in pbwire.fields(buf):
+            if number == _XPLANE_LINES and wire == 2:
+                n += 1
+                if n - 1 not in wanted:
+                    continue
+            kept += _field(number, wire, value)
+        out += [_varint(_SPACE_PLANES << 3 | 2), _varint(sum(len(c) for c in kept)), *kept]
     hostnames, errors, warnings = texts
     for number, values in ((_SPACE_ERRORS, errors), (_SPACE_WARNINGS, warnings), (_SPACE_HOSTNAMES, hostnames)):
-        out += [_field(number, 2, v.encode("utf-8")) for v in values]
+        for v in values:
+            out += _field(number, 2, v.encode("utf-8"))
     return b"".join(out)
 
 
@@ -114,13 +115,14 @@ def _varint(v: int) -> bytes:
             return bytes(out)
 
 
-def _field(number: int, wire: int, value) -> bytes:
+def _field(number: int, wire: int, value) -> list:
+    """One field's chunks: its key, then its value (length-prefixed when wire type 2)."""
     key = _varint(number << 3 | wire)
     if wire == 0:
-        return key + _varint(value)
+        return [key, _varint(value)]
     if wire == 2:
-        return key + _varint(len(value)) + bytes(value)
-    return key + bytes(value)  # fixed 32 / 64 bits
+        return [key, _varint(len(value)), value]
+    return [key, value]  # fixed 32 / 64 bits
 
 
 def space_texts(data) -> tuple[list[str], list[str], list[str]]:
