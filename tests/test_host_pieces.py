@@ -155,3 +155,26 @@ def test_grouping_from_thread_pieces_equals_the_whole_planes(logdir):
     if logdir.name == "tpu_v6e_inference":  # no step markers: its threads need no extract
         hf = open_logdir(str(logdir)).runs[0].hosts[0]
         assert not group_extract.may_group(decode(bytes(storage.read(hf))))
+
+
+def test_pieces_on_a_dask_cluster(monkeypatch, in_pieces):
+    distributed = pytest.importorskip("distributed")
+    from tputui.analysis import host_map
+
+    logdir = PROFILES / "tpu_v6e_inference"
+    local = _outputs(logdir)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as cluster:
+        said: list[str] = []
+        run = RunData(open_logdir(str(logdir)).runs[0], use_cache=False, dask=cluster.scheduler_address)
+        host_map.host_op_stats(run, progress=said.append)
+        assert said[0].startswith("op stats: t1v-tpu-host in ")
+        assert said[0].endswith("(2 workers)")
+        assert said[-1].endswith("done on Dask (100%)")
+        out = {}
+        for tool in OP_TOOLS:
+            try:
+                out[tool] = export_text(run, tool)
+            except Exception as e:  # noqa: BLE001
+                out[tool] = f"{type(e).__name__}: {e}"
+        assert out == local

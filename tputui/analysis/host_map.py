@@ -107,18 +107,22 @@ def run_op_stats(run: RunData, host: str | None = None, progress: Progress | Non
 def _compute(run: RunData, hosts: list[str], report: Progress | None):
     files = [run.host_file(h) for h in hosts]
     address = run.dask or os.environ.get(DASK_ENV)
-    if address:
-        yield from _on_dask(address, files, run.use_cache, report)
-        return
-    jobs = map_pool.lanes(files, run.jobs)
+    pieces = None
     if len(files) == 1 and not run.has_frame(files[0].host):
         try:
             pieces = host_pieces.plan(files[0])
         except UserError as e:
             raise HostUnreadable(files[0].host, str(e)) from None
-        if pieces:  # a giant host: its pieces take the lanes a multi-host run gives its hosts
-            yield files[0].host, _pieces_in_lanes(files[0], pieces, run.jobs, report)
-            return
+    if pieces and address:  # a giant host: its pieces go where a multi-host run's hosts go
+        yield files[0].host, _pieces_on_dask(address, files[0], pieces, report)
+        return
+    if address:
+        yield from _on_dask(address, files, run.use_cache, report)
+        return
+    if pieces:
+        yield files[0].host, _pieces_in_lanes(files[0], pieces, run.jobs, report)
+        return
+    jobs = map_pool.lanes(files, run.jobs)
     if jobs > 1:
         yield from _in_processes(files, jobs, run.use_cache, report)
         return
@@ -295,6 +299,47 @@ def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progr
             if report:
                 report(f"op stats: {done}/{len(files)} hosts done on Dask ({stats.host})")
             yield stats.host, stats
+    finally:
+        client.close()
+
+
+def _pieces_on_dask(address: str, hf: HostFile, pieces: list[host_pieces.Piece], report: Progress | None) -> HostOpStats:
+    """One giant host's pieces on the Dask cluster: each worker reads its pieces from the file
+    itself, stage by stage (analysis/host_pieces.py)."""
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise ScaleOutError("--dask needs the dask extra: pip install 'tputui[dask]'") from None
+    try:
+        client = Client(address, timeout=10, set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise ScaleOutError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+    done = 0
+    if report:
+        workers = len(client.scheduler_info().get("workers", {}))
+        report(f"op stats: {hf.host} in {len(pieces)} pieces on Dask at {address} ({workers} workers)")
+
+    def run_parts(todo: list[host_pieces.Piece], launches: dict | None, grouping: bool):
+        nonlocal done
+        futures = client.map(host_pieces.map_piece, [hf] * len(todo), todo, launches=launches, grouping=grouping,
+                             pure=False)
+        for fut in dask_completed(futures, loop=client.loop):
+            try:
+                part = fut.result()
+            except UserError:
+                raise
+            except Exception as e:  # noqa: BLE001 (a worker's failure, said in one line)
+                raise ScaleOutError(f"Dask worker failed on a piece of host {hf.host}: {e}") from None
+            done += 1
+            if report:
+                report(f"op stats: {hf.host}: piece {done}/{len(pieces)} done on Dask ({100 * done // len(pieces)}%)")
+            yield part
+
+    try:
+        return host_pieces.map_in_pieces(hf, pieces, run_parts)
+    except UserError as e:
+        raise HostUnreadable(hf.host, str(e)) from None
     finally:
         client.close()
 
