@@ -178,3 +178,57 @@ def test_pieces_on_a_dask_cluster(monkeypatch, in_pieces):
             except Exception as e:  # noqa: BLE001
                 out[tool] = f"{type(e).__name__}: {e}"
         assert out == local
+
+
+def _same(a, b) -> bool:
+    """Deep equality of op-stats trees (dataclasses, Polars frames, numpy arrays, containers)."""
+    import dataclasses
+
+    import numpy as np
+    import polars as pl
+
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, pl.DataFrame):
+        return isinstance(b, pl.DataFrame) and a.schema == b.schema and a.equals(b, null_equal=True)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@pytest.mark.parametrize("logdir", TPU_LOGDIRS, ids=lambda p: p.name)
+def test_pieces_cut_from_decoded_columns_give_the_whole_hosts_op_stats(logdir):
+    """The merged-riegeli way (data/raw_subset.py), on every TPU fixture's .pb hosts."""
+    from tputui.analysis import op_stats
+    from tputui.data.xspace import decode
+
+    for hf in open_logdir(str(logdir)).runs[0].hosts:
+        frame = decode(bytes(storage.read(hf)))
+        pieces = host_pieces.plan_merged(frame, target=1)
+        assert pieces is not None and any(p.kind == "device" for p in pieces)
+        assert _same(host_pieces.map_merged_in_pieces(hf, frame, pieces), op_stats.map_host(frame, hf.host)), hf.path
+
+
+RIEGELI_TPU = [FIXTURES / "riegeli" / n for n in ("tpu_planes_brotli", "tpu_lines_zstd")]
+
+
+@pytest.mark.parametrize("logdir", RIEGELI_TPU, ids=lambda p: p.name)
+def test_a_riegeli_host_in_pieces_of_its_merged_columns(logdir, monkeypatch, tmp_path, in_pieces):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "pieces"))
+    read = []
+    real = host_pieces.merged_piece
+    monkeypatch.setattr(host_pieces, "merged_piece", lambda fr, piece, *a: read.append(piece) or real(fr, piece, *a))
+
+    def outputs() -> dict[str, str]:
+        run = RunData(open_logdir(str(logdir)).runs[0], use_cache=True, jobs=1)
+        return {tool: export_text(run, tool) for tool in ("overview_page", "op_profile", "hlo_stats", "framework_op_stats")}
+
+    pieced = outputs()
+    assert {"meta", "threads", "device"} <= {p.kind for p in read}
+    monkeypatch.setenv(host_pieces.PIECE_MIN_BYTES_ENV, str(1 << 30))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "whole"))
+    assert outputs() == pieced

@@ -48,6 +48,8 @@ def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
     small host file is not written to the cache: decoding it again when a tool needs it (the
     trace viewer of that host) costs less than writing every host's frame during the map."""
     try:
+        if host_pieces.read_merged_in_pieces(hf, use_cache):
+            return _merged_in_pieces(hf)
         pieces = host_pieces.plan(hf)
         if pieces:
             return host_pieces.map_in_pieces(hf, pieces)
@@ -55,6 +57,16 @@ def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
     except UserError as e:
         raise HostUnreadable(hf.host, str(e)) from None
     return op_stats.map_host(frame, hf.host)
+
+
+def _merged_in_pieces(hf: HostFile) -> HostOpStats:
+    """A giant riegeli host: merged once into the cache (its columns on disk, mapped), then read in
+    pieces cut from them (analysis/host_pieces.py)."""
+    frame = load_frame(hf, use_cache=True)
+    pieces = host_pieces.plan_merged(frame)
+    if not pieces:
+        return op_stats.map_host(frame, hf.host)
+    return host_pieces.map_merged_in_pieces(hf, frame, pieces)
 
 
 def host_op_stats(run: RunData, host: str | None = None, progress: Progress | None = None) -> list[HostOpStats]:
@@ -121,6 +133,14 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
         return
     if pieces:
         yield files[0].host, _pieces_in_lanes(files[0], pieces, run.jobs, report)
+        return
+    if len(files) == 1 and not run.has_frame(files[0].host) and host_pieces.read_merged_in_pieces(files[0], run.use_cache):
+        if report:
+            report(f"op stats: {files[0].host} in pieces of its merged columns")
+        try:
+            yield files[0].host, _merged_in_pieces(files[0])
+        except UserError as e:
+            raise HostUnreadable(files[0].host, str(e)) from None
         return
     jobs = map_pool.lanes(files, run.jobs)
     if jobs > 1:

@@ -22,14 +22,18 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
+from tputui.analysis import op_metrics as om
 from tputui.analysis import op_stats
 from tputui.analysis.op_stats import DevicePart, HostOpStats, HostPart, ThreadsPart
 from tputui.data import pbwire, schema
 from tputui.data.cache import load_frame
 from tputui.data.plane_directory import PlaneEntry, line_sizes, plane_directory, plane_stat_bytes, space_texts, subset_xspace
+from tputui.data.raw_subset import owners_sorted, release_pages, subset
 from tputui.data.runs import HostFile
 from tputui.data.storage import is_remote, read
-from tputui.data.xspace import decode
+from tputui.data.xspace import XSpaceFrame, decode
 
 PIECE_MIN_BYTES_ENV = "TPUTUI_PIECE_MIN_MB"
 PIECE_MIN_BYTES = 512 << 20  # hosts below this are read whole: one decode is cheaper than several scans
@@ -179,6 +183,105 @@ def _here(hf: HostFile) -> RunParts:
     return lambda pieces, launches, grouping: (map_piece(hf, p, launches, grouping) for p in pieces)
 
 
+# --- a merged riegeli host: pieces cut from its decoded columns ------------------------------------
+def read_merged_in_pieces(hf: HostFile, use_cache: bool) -> bool:
+    """A riegeli host big enough for pieces: its merge is cached (columns on disk, mapped), and the
+    pieces are cut from those columns instead of from the file (plan_merged)."""
+    return hf.format == "riegeli" and use_cache and not is_remote(hf.path) and hf.size >= min_bytes()
+
+
+# A piece cut from decoded columns weighs about this much per event (and per event stat) in the
+# units Piece.size counts (serialized bytes), for the packing and the memory estimate.
+_BYTES_PER_EVENT, _BYTES_PER_STAT = 14, 12
+
+
+def plan_merged(frame: XSpaceFrame, target: int | None = None) -> list[Piece] | None:
+    """The pieces of a host from its decoded frame (plan's rules; None: read it whole)."""
+    target = PIECE_TARGET_BYTES if target is None else target
+    raw = frame.raw
+    names = list(raw.plane_name)
+    if len(set(names)) != len(names) or not owners_sorted(raw):
+        return None
+    cores = [i for i, n in enumerate(names) if _TENSOR_CORE.match(n)]
+    if not cores:
+        return None
+    owner = raw.event_stats.owner
+    line_end = raw.line_first_event + raw.line_num_events
+    line_stats = np.searchsorted(owner, line_end) - np.searchsorted(owner, raw.line_first_event)
+    line_size = raw.line_num_events * _BYTES_PER_EVENT + line_stats * _BYTES_PER_STAT
+
+    def size(lines: np.ndarray) -> int:
+        return int(line_size[lines].sum())
+
+    host = frame.plane_index(schema.HOST_PLANE)
+    rest = [i for i in range(len(names)) if i not in cores]
+    pieces = [Piece("meta", tuple(names[i] for i in rest), tuple(rest),
+                    sum(size(np.flatnonzero(raw.line_plane == i)) for i in rest if i != host))]
+    if host is not None:
+        packed: list[tuple[int, int]] = []
+        for pos, ln in enumerate(np.flatnonzero(raw.line_plane == host).tolist()):
+            n = int(line_size[ln])
+            if packed and sum(k for _, k in packed) + n > target:
+                pieces.append(Piece("threads", (names[host],), (host,), sum(k for _, k in packed), tuple(i for i, _ in packed)))
+                packed = []
+            packed.append((pos, n))
+        if packed:
+            pieces.append(Piece("threads", (names[host],), (host,), sum(k for _, k in packed), tuple(i for i, _ in packed)))
+    chips: dict[object, list[int]] = {}
+    for p in cores:
+        chip = om.chip_of(frame, p)
+        chips.setdefault(("chip", chip) if chip is not None else ("plane", p), []).append(p)
+    group: list[int] = []
+    for chip_planes in sorted(chips.values(), key=lambda ps: ps[0]):
+        if group and size(np.flatnonzero(np.isin(raw.line_plane, group + chip_planes))) > target:
+            pieces.append(_merged_device(names, group, size(np.flatnonzero(np.isin(raw.line_plane, group)))))
+            group = []
+        group += chip_planes
+    if group:
+        pieces.append(_merged_device(names, group, size(np.flatnonzero(np.isin(raw.line_plane, group)))))
+    return pieces
+
+
+def _merged_device(names: list[str], planes: list[int], size: int) -> Piece:
+    planes = sorted(planes)
+    return Piece("device", tuple(names[i] for i in planes), tuple(planes), size)
+
+
+def merged_piece(frame: XSpaceFrame, piece: Piece, launches: dict | None = None, grouping: bool = True) -> Part:
+    """One piece's part, cut from the host's decoded frame (plan_merged)."""
+    raw = frame.raw
+    host = frame.plane_index(schema.HOST_PLANE)
+    if piece.kind == "threads":
+        sub = subset(raw, list(piece.index), {piece.index[0]: list(piece.lines)})
+    elif piece.kind == "meta":
+        sub = subset(raw, list(piece.index), {host: []} if host is not None else None)
+    else:
+        sub = subset(raw, list(piece.index))
+    part_frame = XSpaceFrame(sub)
+    index = list(piece.index)
+    if piece.kind == "device":
+        return op_stats.device_part(part_frame, launches or {}, index)
+    if piece.kind == "threads":
+        return op_stats.threads_part(part_frame, grouping)
+    return op_stats.host_part(part_frame, index)
+
+
+def map_merged_in_pieces(hf: HostFile, frame: XSpaceFrame, pieces: list[Piece]) -> HostOpStats:
+    """A host's op stats from pieces cut from its decoded frame, one after another here; the pages
+    of the frame's mapped columns a piece read are let go after it (memory follows a piece)."""
+
+    def run(todo: list[Piece], launches: dict | None, grouping: bool) -> Iterator[Part]:
+        for piece in todo:
+            part = merged_piece(frame, piece, launches, grouping)
+            release_pages(frame.raw)
+            yield part
+
+    try:
+        return map_in_pieces(hf, pieces, run)
+    finally:
+        release_pages(frame.raw)
+
+
 def map_in_pieces(hf: HostFile, pieces: list[Piece], run_parts: RunParts | None = None) -> HostOpStats:
     """A host's op stats from its pieces: the meta and thread pieces, then the device pieces, each
     stage through `run_parts` (default: one after another, here)."""
@@ -192,4 +295,4 @@ def map_in_pieces(hf: HostFile, pieces: list[Piece], run_parts: RunParts | None 
     try:
         return op_stats.assemble_tpu_host(hf.host, host, devices)
     except op_stats.PiecesDisagree:
-        return op_stats.map_host(load_frame(hf, use_cache=False, write_cache=False), hf.host)
+        return op_stats.map_host(load_frame(hf, use_cache=hf.format == "riegeli", write_cache=False), hf.host)

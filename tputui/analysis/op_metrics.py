@@ -388,7 +388,7 @@ def union_length(start: np.ndarray, end: np.ndarray) -> int:
     return int((seg_end - seg_start).sum())
 
 
-def _chip_of(frame: XSpaceFrame, plane: int) -> int | None:
+def chip_of(frame: XSpaceFrame, plane: int) -> int | None:
     """local_chip_id (field 4) of the plane's `core_details` (a serialized CoreDetails)."""
     blob = frame.plane_stat_map(plane).get("core_details")
     if not isinstance(blob, (bytes, bytearray)):
@@ -437,7 +437,7 @@ def duty_cycle(frame: XSpaceFrame, planes: list[int]) -> tuple[int, int]:
             active.append(act)
         if not starts:
             continue
-        chip = _chip_of(frame, p)
+        chip = chip_of(frame, p)
         key = ("chip", chip) if chip is not None else ("plane", p)
         per_chip.setdefault(key, []).append((np.concatenate(starts), np.concatenate(ends),
                                              np.concatenate(active)))

@@ -186,7 +186,7 @@ def _plane_steps(frame: XSpaceFrame, plane: int, launches: dict) -> tuple[list, 
             counted = mt["program_id.has"] & mt["symbol_id.has"] & (mt["symbol_id"] != 0)
             # Summed per category text id, named after: several ids can name one category.
             df = pl.DataFrame({"g": og[counted], "cat": mt["hlo_category.text"][counted], "ps": selft[counted]})
-            for g, cat, ps in df.group_by("g", "cat").agg(pl.col("ps").sum()).iter_rows():
+            for g, cat, ps in df.group_by("g", "cat", maintain_order=True).agg(pl.col("ps").sum()).iter_rows():
                 cats = per_group.setdefault(int(g), {})
                 name = frame.text(int(cat))
                 cats[name] = cats.get(name, 0) + int(ps)
