@@ -91,51 +91,58 @@ def plan(hf: HostFile, target: int | None = None) -> list[Piece] | None:
     """The pieces of a host file, meta piece first, then thread pieces, then device pieces; None
     when it is read whole (under PIECE_MIN_BYTES, riegeli, remote, no TensorCore, repeated plane
     names, no C decoder)."""
-    target = PIECE_TARGET_BYTES if target is None else target
     if not read_in_pieces(hf):
         return None
     data = read(hf)
     planes = plane_directory(data)
     if not planes or len({p.name for p in planes}) != len(planes):
         return None
-    cores = [p for p in planes if _TENSOR_CORE.match(p.name)]
-    if not cores:
-        return None
-    chips: dict[object, list[PlaneEntry]] = {}
-    for p in cores:
-        chips.setdefault(_chip_key(data, p), []).append(p)
+    cores = [p.index for p in planes if _TENSOR_CORE.match(p.name)]
     host = next((p for p in planes if p.name == schema.HOST_PLANE), None)
-    rest = [p for p in planes if not _TENSOR_CORE.match(p.name)]
-    pieces = [Piece("meta", tuple(p.name for p in rest), tuple(p.index for p in rest),
-                    sum(p.size for p in rest if p is not host))]
-    if host is not None:
-        packed: list[tuple[int, int]] = []
-        for i, size in enumerate(line_sizes(data, host)):
-            if packed and sum(n for _, n in packed) + size > target:
-                pieces.append(_threads(host, packed))
-                packed = []
-            packed.append((i, size))
-        if packed:
-            pieces.append(_threads(host, packed))
-    del data
-    group: list[PlaneEntry] = []
-    for chip in sorted(chips.values(), key=lambda ps: ps[0].index):
-        if group and sum(p.size for p in group + chip) > target:
-            pieces.append(_device(group))
-            group = []
-        group += chip
+    return _pack([p.name for p in planes], [p.size for p in planes], _chips(cores, lambda i: _chip_key(data, planes[i])),
+                 host.index if host else None, line_sizes(data, host) if host else [], target)
+
+
+def _chips(cores: list[int], chip_of: Callable[[int], object]) -> list[list[int]]:
+    """The TensorCores (plane indices) grouped by chip, in the order of their first core."""
+    chips: dict[object, list[int]] = {}
+    for p in cores:
+        chips.setdefault(chip_of(p), []).append(p)
+    return sorted(chips.values(), key=lambda ps: ps[0])
+
+
+def _packed(sizes: list[int], target: int) -> Iterator[list[int]]:
+    """Consecutive items (their places) packed into groups of up to `target` (one at least)."""
+    group: list[int] = []
+    total = 0
+    for i, n in enumerate(sizes):
+        if group and total + n > target:
+            yield group
+            group, total = [], 0
+        group.append(i)
+        total += n
     if group:
-        pieces.append(_device(group))
+        yield group
+
+
+def _pack(names: list[str], plane_size: list[int], chips: list[list[int]], host: int | None,
+          host_lines: list[int], target: int | None) -> list[Piece] | None:
+    """Pieces of a host from its planes' names and sizes, its chips and its host plane's line
+    sizes: the meta piece, then consecutive host lines and whole chips packed up to `target`."""
+    if not chips:
+        return None
+    target = PIECE_TARGET_BYTES if target is None else target
+    cores = {p for chip in chips for p in chip}
+    rest = [i for i in range(len(names)) if i not in cores]
+    pieces = [Piece("meta", tuple(names[i] for i in rest), tuple(rest), sum(plane_size[i] for i in rest if i != host))]
+    if host is not None:
+        for lines in _packed(host_lines, target):
+            pieces.append(Piece("threads", (names[host],), (host,), sum(host_lines[i] for i in lines), tuple(lines)))
+    chip_sizes = [sum(plane_size[p] for p in chip) for chip in chips]
+    for group in _packed(chip_sizes, target):
+        planes = sorted(p for c in group for p in chips[c])
+        pieces.append(Piece("device", tuple(names[p] for p in planes), tuple(planes), sum(plane_size[p] for p in planes)))
     return pieces
-
-
-def _threads(host: PlaneEntry, lines: list[tuple[int, int]]) -> Piece:
-    return Piece("threads", (host.name,), (host.index,), sum(n for _, n in lines), tuple(i for i, _ in lines))
-
-
-def _device(planes: list[PlaneEntry]) -> Piece:
-    planes = sorted(planes, key=lambda p: p.index)
-    return Piece("device", tuple(p.name for p in planes), tuple(p.index for p in planes), sum(p.size for p in planes))
 
 
 def _chip_key(data, p: PlaneEntry) -> object:
@@ -197,54 +204,24 @@ _BYTES_PER_EVENT, _BYTES_PER_STAT = 14, 12
 
 def plan_merged(frame: XSpaceFrame, target: int | None = None) -> list[Piece] | None:
     """The pieces of a host from its decoded frame (plan's rules; None: read it whole)."""
-    target = PIECE_TARGET_BYTES if target is None else target
     raw = frame.raw
     names = list(raw.plane_name)
     if len(set(names)) != len(names) or not owners_sorted(raw):
-        return None
-    cores = [i for i, n in enumerate(names) if _TENSOR_CORE.match(n)]
-    if not cores:
         return None
     owner = raw.event_stats.owner
     line_end = raw.line_first_event + raw.line_num_events
     line_stats = np.searchsorted(owner, line_end) - np.searchsorted(owner, raw.line_first_event)
     line_size = raw.line_num_events * _BYTES_PER_EVENT + line_stats * _BYTES_PER_STAT
+    plane_size = np.bincount(raw.line_plane, weights=line_size, minlength=len(names)).astype(np.int64).tolist()
+    cores = [i for i, n in enumerate(names) if _TENSOR_CORE.match(n)]
 
-    def size(lines: np.ndarray) -> int:
-        return int(line_size[lines].sum())
+    def chip(p: int) -> object:
+        c = om.chip_of(frame, p)
+        return ("chip", c) if c is not None else ("plane", p)
 
     host = frame.plane_index(schema.HOST_PLANE)
-    rest = [i for i in range(len(names)) if i not in cores]
-    pieces = [Piece("meta", tuple(names[i] for i in rest), tuple(rest),
-                    sum(size(np.flatnonzero(raw.line_plane == i)) for i in rest if i != host))]
-    if host is not None:
-        packed: list[tuple[int, int]] = []
-        for pos, ln in enumerate(np.flatnonzero(raw.line_plane == host).tolist()):
-            n = int(line_size[ln])
-            if packed and sum(k for _, k in packed) + n > target:
-                pieces.append(Piece("threads", (names[host],), (host,), sum(k for _, k in packed), tuple(i for i, _ in packed)))
-                packed = []
-            packed.append((pos, n))
-        if packed:
-            pieces.append(Piece("threads", (names[host],), (host,), sum(k for _, k in packed), tuple(i for i, _ in packed)))
-    chips: dict[object, list[int]] = {}
-    for p in cores:
-        chip = om.chip_of(frame, p)
-        chips.setdefault(("chip", chip) if chip is not None else ("plane", p), []).append(p)
-    group: list[int] = []
-    for chip_planes in sorted(chips.values(), key=lambda ps: ps[0]):
-        if group and size(np.flatnonzero(np.isin(raw.line_plane, group + chip_planes))) > target:
-            pieces.append(_merged_device(names, group, size(np.flatnonzero(np.isin(raw.line_plane, group)))))
-            group = []
-        group += chip_planes
-    if group:
-        pieces.append(_merged_device(names, group, size(np.flatnonzero(np.isin(raw.line_plane, group)))))
-    return pieces
-
-
-def _merged_device(names: list[str], planes: list[int], size: int) -> Piece:
-    planes = sorted(planes)
-    return Piece("device", tuple(names[i] for i in planes), tuple(planes), size)
+    host_lines = line_size[raw.line_plane == host].tolist() if host is not None else []
+    return _pack(names, plane_size, _chips(cores, chip), host, host_lines, target)
 
 
 def merged_piece(frame: XSpaceFrame, piece: Piece, launches: dict | None = None, grouping: bool = True) -> Part:
