@@ -29,6 +29,7 @@ from tputui.analysis.op_stats import HostOpStats, OpStats
 from tputui.data import derived_cache, xspace
 from tputui.data.cache import load_frame
 from tputui.data.progress import Progress, current_progress
+from tputui.data.raw_subset import release_pages
 from tputui.data.run_data import RunData
 from tputui.data.runs import HostFile
 from tputui.errors import UserError
@@ -64,6 +65,7 @@ def _merged_in_pieces(hf: HostFile) -> HostOpStats:
     pieces cut from them (analysis/host_pieces.py)."""
     frame = load_frame(hf, use_cache=True)
     pieces = host_pieces.plan_merged(frame)
+    release_pages(frame.raw)  # what the load's checks and the plan read
     if not pieces:
         return op_stats.map_host(frame, hf.host)
     return host_pieces.map_merged_in_pieces(hf, frame, pieces)

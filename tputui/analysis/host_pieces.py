@@ -194,7 +194,8 @@ def _here(hf: HostFile) -> RunParts:
 def read_merged_in_pieces(hf: HostFile, use_cache: bool) -> bool:
     """A riegeli host big enough for pieces: its merge is cached (columns on disk, mapped), and the
     pieces are cut from those columns instead of from the file (plan_merged)."""
-    return hf.format == "riegeli" and use_cache and not is_remote(hf.path) and hf.size >= min_bytes()
+    # Riegeli chunks are compressed (brotli, zstd: ~4x on profiles): the threshold is on the content.
+    return hf.format == "riegeli" and use_cache and not is_remote(hf.path) and 4 * hf.size >= min_bytes()
 
 
 # A piece cut from decoded columns weighs about this much per event (and per event stat) in the

@@ -240,9 +240,40 @@ class _Builder:
         return RawXSpace(**kw)
 
 
-def _in_range(name: str, values: np.ndarray, low: int, high: int) -> None:
-    if len(values) and (int(values.min()) < low or int(values.max()) >= high):
-        raise ValueError(f"{name} outside [{low}, {high})")
+# A memory-mapped column (a big cache entry's) is checked this many rows at a time, and the pages
+# each step read are let go after it: checking a 3 GB host's entry must not make it resident.
+_CHECK_ROWS = 8 << 20
+
+
+def _in_range(name: str, values: np.ndarray, low: int, high: int, kinds: np.ndarray | None = None,
+              kind: int = 0) -> None:
+    """Every value (those whose `kinds` is `kind`, when given) in [low, high)."""
+    step = _CHECK_ROWS if _mapping(values) is not None else max(len(values), 1)
+    for a in range(0, len(values), step):
+        part = values[a:a + step]
+        if kinds is not None:
+            part = part[kinds[a:a + step] == kind]
+        if len(part) and (int(part.min()) < low or int(part.max()) >= high):
+            raise ValueError(f"{name} outside [{low}, {high})")
+        if step < len(values):
+            release(values, kinds)
+
+
+def _mapping(a: np.ndarray | None) -> mmap.mmap | None:
+    mm = getattr(a, "_mmap", None)
+    return mm if isinstance(mm, mmap.mmap) else None
+
+
+def release(*columns: np.ndarray | None) -> None:
+    """Let go of the pages memory-mapped columns have read in (they stay in the page cache; the
+    process's resident memory drops). Columns in memory are left alone."""
+    for col in columns:
+        mm = _mapping(col)
+        if mm is not None:
+            try:
+                mm.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError):  # closed, or not allowed here: the kernel reclaims later
+                pass
 
 
 def validate(raw: RawXSpace) -> None:
@@ -296,5 +327,5 @@ def validate(raw: RawXSpace) -> None:
             raise ValueError(f"{owner}_stats columns of different lengths")
         _in_range(f"{owner}_stats.owner", cols.owner, 0, rows[table])
         _in_range(f"{owner}_stats.kind", cols.kind, 0, KIND_REF + 1)
-        _in_range(f"{owner}_stats str", cols.value[cols.kind == KIND_STR], 0, len(raw.strings))
-        _in_range(f"{owner}_stats bytes", cols.value[cols.kind == KIND_BYTES], 0, len(raw.blobs))
+        _in_range(f"{owner}_stats str", cols.value, 0, len(raw.strings), cols.kind, KIND_STR)
+        _in_range(f"{owner}_stats bytes", cols.value, 0, len(raw.blobs), cols.kind, KIND_BYTES)

@@ -8,12 +8,11 @@ tables are shared. analysis/host_pieces.py then reads the piece as if it were a 
 """
 from __future__ import annotations
 
-import mmap
 from types import ModuleType
 
 import numpy as np
 
-from tputui.data.raw import RawXSpace, StatColumns
+from tputui.data.raw import RawXSpace, StatColumns, release
 
 _columns: ModuleType | None
 try:
@@ -101,15 +100,8 @@ def owners_sorted(raw: RawXSpace) -> bool:
 
 
 def release_pages(raw: RawXSpace) -> None:
-    """Let go of the pages the big memory-mapped columns have read in (they stay in the page
-    cache; the process's resident memory drops): a piece is done with them."""
-    cols = [raw.event_line, raw.event_metadata_id, raw.event_offset_ps, raw.event_num_occurrences,
-            raw.event_duration_ps, raw.event_stats.owner, raw.event_stats.stat, raw.event_stats.kind,
-            raw.event_stats.value]
-    for col in cols:
-        mm = getattr(col, "_mmap", None)
-        if isinstance(mm, mmap.mmap):
-            try:
-                mm.madvise(mmap.MADV_DONTNEED)
-            except (OSError, ValueError):  # closed, or not allowed here: the kernel reclaims later
-                pass
+    """Let go of the pages the big memory-mapped columns have read in (raw.release): a piece is
+    done with them."""
+    es = raw.event_stats
+    release(raw.event_line, raw.event_metadata_id, raw.event_offset_ps, raw.event_num_occurrences,
+            raw.event_duration_ps, es.owner, es.stat, es.kind, es.value)
