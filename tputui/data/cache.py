@@ -18,7 +18,7 @@ import threading
 from tputui.data import cache_entry
 from tputui.data.cache_folder import prune
 from tputui.data.raw import RawXSpace
-from tputui.data.runs import HostFile, LogdirError
+from tputui.data.runs import HostFile, LogdirError, path_bytes
 from tputui.data.storage import cache_root, check_listed, is_remote, read
 from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, check, decode_raw
 
@@ -30,7 +30,7 @@ def cache_key(hf: HostFile, planes: PlaneSelector) -> str | None:
         return None  # an arbitrary predicate has no stable key
     sel = "all" if planes is None else "|".join(sorted(planes))
     ident = f"v{cache_entry.FORMAT_VERSION}\0{hf.path}\0{hf.size}\0{hf.mtime!r}\0{sel}"
-    return hashlib.sha1(ident.encode()).hexdigest()
+    return hashlib.sha1(path_bytes(ident)).hexdigest()
 
 
 def has_entry(hf: HostFile) -> bool:

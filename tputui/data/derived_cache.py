@@ -18,7 +18,7 @@ from typing import Any
 
 from tputui import __version__
 from tputui.data.cache_folder import publish
-from tputui.data.runs import HostFile
+from tputui.data.runs import HostFile, path_bytes
 from tputui.data.storage import cache_root
 
 _FILE = "data.pkl"
@@ -26,7 +26,7 @@ _FILE = "data.pkl"
 
 def entry_path(hf: HostFile, kind: str, version: int) -> str:
     ident = f"{kind}\0v{version}\0{__version__}\0{hf.path}\0{hf.size}\0{hf.mtime!r}"
-    return os.path.join(cache_root(), "frames", f"{hashlib.sha1(ident.encode()).hexdigest()}.{kind}")
+    return os.path.join(cache_root(), "frames", f"{hashlib.sha1(path_bytes(ident)).hexdigest()}.{kind}")
 
 
 def has(hf: HostFile, kind: str, version: int) -> bool:
