@@ -29,7 +29,7 @@ from tputui.analysis import host_pieces, map_pool, op_stats, op_stats_format
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
 from tputui.analysis.map_pool import KIND
 from tputui.analysis.op_stats import HostOpStats, OpStats
-from tputui.data import derived_cache, xspace
+from tputui.data import decode_notes, derived_cache, xspace
 from tputui.data.cache import load_frame
 from tputui.data.progress import Progress, current_progress
 from tputui.data.run_data import RunData
@@ -91,6 +91,7 @@ def host_op_stats(run: RunData, host: str | None = None, progress: Progress | No
         cached = derived_cache.load(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION) if run.use_cache else None
         if isinstance(cached, HostOpStats):
             found[h] = run.memo[memo_key] = cached
+            decode_notes.replay(run.host_file(h))  # no decode here: say what the decode warned about
         else:
             todo.append(h)
     if todo:
@@ -98,6 +99,7 @@ def host_op_stats(run: RunData, host: str | None = None, progress: Progress | No
             found[h] = run.memo[(KIND, h)] = stats
             if run.use_cache:
                 derived_cache.store(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION, stats)
+                decode_notes.replay(run.host_file(h))  # a worker's warnings went nowhere
     return [found[h] for h in hosts]
 
 
