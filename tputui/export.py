@@ -22,7 +22,7 @@ import polars as pl
 
 from tputui import __version__
 from tputui.analysis.result import NoDataError, TextResult, ToolResult
-from tputui.data.cache_folder import publish
+from tputui.data.cache_folder import publish, temp_prefix
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
 from tputui.data.runs import path_bytes, shown
@@ -198,7 +198,7 @@ class OutputCache:
 
         try:
             os.makedirs(os.path.dirname(self.entry), exist_ok=True)
-            self._tmp = tempfile.mkdtemp(dir=os.path.dirname(self.entry), prefix=".tmp-export-")
+            self._tmp = tempfile.mkdtemp(dir=os.path.dirname(self.entry), prefix=temp_prefix("export"))
             self._raw = open(os.path.join(self._tmp, self._OUT), "wb")
             self._copy = zstandard.ZstdCompressor(level=-3, threads=2).stream_writer(self._raw, closefd=False)
         except OSError:

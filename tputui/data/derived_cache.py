@@ -17,7 +17,7 @@ import tempfile
 from typing import Any
 
 from tputui import __version__
-from tputui.data.cache_folder import publish
+from tputui.data.cache_folder import publish, temp_prefix
 from tputui.data.runs import HostFile, path_bytes
 from tputui.data.storage import cache_root
 
@@ -59,7 +59,7 @@ def store(hf: HostFile, kind: str, version: int, value: Any) -> None:
     parent = os.path.dirname(entry)
     try:
         os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+        tmp = tempfile.mkdtemp(dir=parent, prefix=temp_prefix())
     except OSError:
         return
     try:
