@@ -84,7 +84,8 @@ def _record(ts_ns: int, offset_ps: int) -> bytes:
 
 @pytest.mark.parametrize("ts_ns, offset_ps", [(9 * 10**15, 5 * 10**17), (2**62, 5)],
                          ids=["offset-past-int64", "shift-past-int64"])
-def test_riegeli_record_whose_times_overflow_is_skipped(tmp_path, caplog, ts_ns, offset_ps):
+def test_riegeli_record_whose_times_overflow_is_skipped(tmp_path, caplog, monkeypatch, ts_ns, offset_ps):
+    monkeypatch.setattr(logging.getLogger("tputui"), "propagate", True)  # a CLI run before turned it off
     run = tmp_path / "plugins" / "profile" / "2026_11_28_00_00_00"
     run.mkdir(parents=True)
     with open(run / "h.xplane.riegeli", "wb") as f:

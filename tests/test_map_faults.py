@@ -23,7 +23,8 @@ def _run(**kw) -> RunData:
     return RunData(open_logdir(str(POD)).runs[0], **kw)
 
 
-def test_a_worker_killed_mid_map_is_named_and_its_host_mapped_here(caplog):
+def test_a_worker_killed_mid_map_is_named_and_its_host_mapped_here(caplog, monkeypatch):
+    monkeypatch.setattr(logging.getLogger("tputui"), "propagate", True)  # a CLI run before turned it off
     want = export_text(_run(jobs=1, use_cache=False), "overview_page")
     run = _run(jobs=2, use_cache=False)
     map_pool.start(1)
