@@ -91,3 +91,33 @@ def test_export_workers_end_with_the_export(tmp_path, sig):
             export.kill()
         if cat.poll() is None:
             cat.kill()
+
+
+def test_workers_of_a_pool_started_from_a_thread_end_with_their_process():
+    """The app starts its pools from worker threads, where Linux's parent-death signal (tied to
+    the starting thread) is not used: the lifeline pipe alone must end the workers."""
+    code = ("import threading, time\nfrom tputui.analysis import map_pool\n"
+            "pools = []\n"
+            "t = threading.Thread(target=lambda: pools.append(map_pool.take(2)))\n"
+            "t.start(); t.join()\n"
+            "[f.result() for f in [pools[0].submit(sum, [1]) for _ in range(4)]]\n"
+            "print(' '.join(str(p) for p in pools[0]._processes), flush=True)\n"
+            "time.sleep(600)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    tree: dict[int, int] = {}
+    try:
+        assert child.stdout is not None
+        workers = [int(p) for p in child.stdout.readline().split()]
+        tree = {p: st[2] for p in workers if (st := _proc_stat(p)) is not None}
+        assert len(tree) == 2, workers
+        child.kill()
+        child.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _alive(tree) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive(tree) == []
+    finally:
+        for pid in _alive(tree):
+            os.kill(pid, signal.SIGKILL)
+        if child.poll() is None:
+            child.kill()
