@@ -1,7 +1,8 @@
 """What decoding a host file warned about (a damaged riegeli region skipped), kept in the cache
-beside its frames, so the warning comes again when a cached result stands in for the decode: the
-op stats, a trace index, an export's output. Keyed like the frame (path, size, mtime): a file
-that changes is a new key. One small JSON list per damaged file; nothing for a sound one."""
+(its notes/ folder, beside frames/), so the warning comes again when a cached result stands in
+for the decode: the op stats, a trace index, an export's output. Keyed like the frame (path,
+size, mtime): a file that changes is a new key. One small JSON list per damaged file; nothing
+for a sound one."""
 from __future__ import annotations
 
 import json
@@ -14,12 +15,12 @@ from tputui.data.runs import HostFile
 from tputui.data.storage import cache_root
 
 log = logging.getLogger("tputui")
-SUFFIX = ".notes"
+SUFFIX = ".json"
 
 
 def _path(hf: HostFile) -> str | None:
     key = cache_key(hf, None)
-    return os.path.join(cache_root(), "frames", key + SUFFIX) if key else None
+    return os.path.join(cache_root(), "notes", key + SUFFIX) if key else None
 
 
 def record(hf: HostFile, lines: list[str]) -> None:
