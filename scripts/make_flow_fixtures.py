@@ -11,6 +11,12 @@ the kernels and the memcpy (same correlation ids) on a stream line and a `_count
 samples of two counters. None of the real profiles has GPU launches (the CPU/JAX ones have no
 device; `gpu_kernels` has kernels without their host launches).
 
+`flows/unmatched` (issue #33): flow ends without a partner, which real profiles have (a capture
+cut mid-flight): host `typed` has `_p` / `_c` ids with their `_pt` / `_ct` types that never meet,
+an XFlow out with no in, a GPU launch whose kernel is not in the profile, and one XFlow pair that
+does match; host `untyped` has `_p` / `_c` without any type stat, ids that never meet. The trace
+viewer links the one pair and shows every event (it used to fail on both hosts).
+
 `flows/oracle/<fixture>.flows.json`: XProf 2.24.2's trace_viewer output (../shared/tools/oracle.py)
 reduced to its links: XProf writes the one `flow` stat each event keeps as an arg (id in bits
 2-57, direction in bits 0-1: 1 in, 2 out, 3 in-out); every out / in-out event links to every in /
@@ -94,6 +100,43 @@ def build_host() -> xplane_pb2.XSpace:
     return xs
 
 
+def build_unmatched(typed: bool) -> xplane_pb2.XSpace:
+    """One host of `flows/unmatched` (see the module docstring)."""
+    xs = xplane_pb2.XSpace()
+    name = "typed" if typed else "untyped"
+    xs.hostnames.append(name)
+    host = xs.planes.add()
+    host.id, host.name = 0, "/host:CPU"
+    hb = PlaneBuilder(host)
+    main, worker = hb.line(1, "main"), hb.line(2, "worker")
+    p_stats: dict = {"_p": ("u", 11)}
+    c_stats: dict = {"_c": ("u", 12)}
+    if typed:
+        p_stats["_pt"], c_stats["_ct"] = ("u", 1), ("u", 1)
+    hb.event(main, hb.metadata("Produce"), 10 * US, 5 * US, p_stats)
+    hb.event(worker, hb.metadata("Consume"), 30 * US, 5 * US, c_stats)
+    if typed:
+        hb.event(main, hb.metadata("SendLost"), 40 * US, 2 * US, {"flow": xflow(7, FLOW_OUT)})
+        hb.event(main, hb.metadata("Send"), 50 * US, 2 * US, {"flow": xflow(8, FLOW_OUT)})
+        hb.event(worker, hb.metadata("Receive"), 60 * US, 4 * US, {"flow": xflow(8, FLOW_IN)})
+        hb.event(main, hb.metadata("cuLaunchKernel"), 70 * US, 3 * US, {"correlation_id": ("u", 5)})
+    env = xs.planes.add()
+    env.id, env.name = 1, "Task Environment"
+    PlaneBuilder(env).add_stats(env, {"profile_start_time": ("u", PROFILE_START_NS),
+                                      "profile_stop_time": ("u", PROFILE_START_NS + 1_000_000)})
+    return xs
+
+
+def write_unmatched() -> None:
+    base = OUT / "unmatched"
+    shutil.rmtree(base, ignore_errors=True)
+    run_dir = base / "plugins" / "profile" / RUN
+    run_dir.mkdir(parents=True)
+    for typed in (True, False):
+        xs = build_unmatched(typed)
+        (run_dir / f"{xs.hostnames[0]}.xplane.pb").write_bytes(xs.SerializeToString())
+
+
 def xprof_links(doc: dict) -> dict:
     """The links and counters of XProf's trace_viewer JSON (see the module docstring)."""
     by_id: dict[int, tuple[list, list]] = {}
@@ -125,6 +168,7 @@ def main() -> None:
     run_dir = base / "plugins" / "profile" / RUN
     run_dir.mkdir(parents=True)
     (run_dir / f"{HOST}.xplane.pb").write_bytes(build_host().SerializeToString())
+    write_unmatched()
     if a.no_oracle:
         return
     od = OUT / "oracle"

@@ -180,3 +180,21 @@ def test_link_rule_matches_join_asof_with_ties(seed):
     assert got is not None
     src, dst = got[0], got[1]
     assert list(zip(dst.tolist(), src.tolist())) == [(int(cons["pos"][c]), int(prod["pos"][p])) for c, p in want]
+
+
+@pytest.mark.parametrize("host", ["typed", "untyped"])
+def test_unmatched_flow_ends_are_left_unlinked(host, tmp_path):
+    """Issue #33: `_p` / `_c` ids that never meet (with and without their type stats), an XFlow out
+    with no in, a launch with no kernel: what matches is linked, the rest shown without a link."""
+    from tputui.cli import main
+
+    run = RunData(open_logdir(str(FLOWS / "unmatched")).runs[0])
+    ev = trace_events(run.frame(host))
+    fl = ev.flows
+    links = [(ev.name_of(a), ev.name_of(b), int(k)) for a, b, k in zip(fl.src.tolist(), fl.dst.tolist(), fl.kind)]
+    assert links == ([("Send", "Receive", FLOW_XFLOW)] if host == "typed" else [])
+    out = tmp_path / "trace.json"
+    assert main(["export", str(FLOWS / "unmatched"), "--tool", "trace_viewer", "--host", host,
+                 "--no-cache", "-o", str(out)]) == 0
+    names = {e.get("name") for e in json.loads(out.read_text())["traceEvents"]}
+    assert {"Produce", "Consume"} <= names

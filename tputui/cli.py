@@ -215,6 +215,7 @@ def run_export(argv: list[str]) -> int:
     cache = None if a.no_cache else OutputCache(run, a.tool, a.host, options, a.format, a.table)
     notes = cache.notes() if cache else None
     if notes is not None:  # the same export of the same files: its output again, no analysis
+        _replay_decode_notes(run, a.host)
         return _write_output(a.output, cache.replay) or _print_notes(notes)  # type: ignore[union-attr]
     _prefetch(run, a.tool, a.host)
     result = run_tool(run, a.tool, a.host, **options)  # checks the host, names the hosts
@@ -242,7 +243,20 @@ def run_export(argv: list[str]) -> int:
         notes.append(f"tputui: note: {len(run.unreadable)} unreadable host file(s) left out: {first}")
     if cache:
         cache.commit(notes)
+    _replay_decode_notes(run, a.host)  # cached op stats or trace index stood in for a decode
     return _print_notes(notes)
+
+
+def _replay_decode_notes(run, host: str | None) -> None:
+    """The warnings decoding the export's host files gave (a damaged riegeli region), said again
+    when cached results stood in for the decode (a line said already is not repeated)."""
+    if not run.use_cache:
+        return
+    from tputui.data import decode_notes
+
+    for hf in run.run.hosts:
+        if host is None or hf.host == host:
+            decode_notes.replay(hf)
 
 
 def _is_op_stats_tool(tool: str) -> bool:

@@ -22,9 +22,10 @@ import polars as pl
 
 from tputui import __version__
 from tputui.analysis.result import NoDataError, TextResult, ToolResult
-from tputui.data.cache_folder import publish
+from tputui.data.cache_folder import publish, temp_prefix
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
+from tputui.data.runs import path_bytes, shown
 from tputui.data.storage import cache_root
 from tputui.errors import UserError
 from tputui.tools import TOOLS, get_tool, tools_with_data
@@ -120,14 +121,14 @@ def listing(logdir: Logdir, use_cache: bool = True) -> dict[str, Any]:
     for r in logdir.runs:
         rd = RunData(r, use_cache=use_cache)
         rd.check_hosts()
-        entry: dict[str, Any] = {"run": r.name, "path": r.path, "hosts": [h.host for h in r.hosts]}
+        entry: dict[str, Any] = {"run": r.name, "path": shown(r.path), "hosts": [h.host for h in r.hosts]}
         if rd.hosts:
             entry["tools"] = tools_with_data(rd)
         if rd.unreadable:  # after the tools: finding them may decode and meet more damage
             entry["unreadable"] = dict(rd.unreadable)
         readable += len(rd.hosts)
         runs.append(entry)
-    return {"logdir": logdir.root, "runs": runs, "readable_hosts": readable}
+    return {"logdir": shown(logdir.root), "runs": runs, "readable_hosts": readable}
 
 
 class OutputCache:
@@ -152,7 +153,7 @@ class OutputCache:
         files = sorted((h.path, h.size, repr(h.mtime)) for h in run.run.hosts)
         ident = json.dumps([self.VERSION, __version__, _code_stamp(), run.name, tool, host, sorted(options.items()),
                             fmt, table, files], default=repr)
-        self.entry = os.path.join(cache_root(), "frames", hashlib.sha1(ident.encode()).hexdigest() + ".export")
+        self.entry = os.path.join(cache_root(), "frames", hashlib.sha1(path_bytes(ident)).hexdigest() + ".export")
         self._tmp: str | None = None
         self._raw: IO[bytes] | None = None
         self._copy: Any = None  # a zstd stream writer over _raw
@@ -197,7 +198,7 @@ class OutputCache:
 
         try:
             os.makedirs(os.path.dirname(self.entry), exist_ok=True)
-            self._tmp = tempfile.mkdtemp(dir=os.path.dirname(self.entry), prefix=".tmp-export-")
+            self._tmp = tempfile.mkdtemp(dir=os.path.dirname(self.entry), prefix=temp_prefix("export"))
             self._raw = open(os.path.join(self._tmp, self._OUT), "wb")
             self._copy = zstandard.ZstdCompressor(level=-3, threads=2).stream_writer(self._raw, closefd=False)
         except OSError:

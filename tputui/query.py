@@ -43,6 +43,11 @@ _TOOL_TABLES = {"ops": ("framework_op_stats", "framework_op_stats"), "hlo_ops": 
 _STEPS_WITHOUT_DATA = {"step": pl.Int64(), "name": pl.String(), "step_time_ms": pl.Float64()}
 _STATEMENT = re.compile(r"^\s*(\(\s*)*(select|with|explain|show)\b", re.IGNORECASE)
 _TABLE_REFS = re.compile(r"\b(?:from|join)\s+([A-Za-z_][\w]*)", re.IGNORECASE)
+# Polars SQL's table functions read files and URLs (read_csv, read_parquet, read_ipc, read_json;
+# scan_* for any later ones): off unless asked for, as Perfetto's trace processor keeps them off.
+_FILE_FUNCTION = re.compile(r'(?<![\w.$])"?((?:read|scan)_\w*)"?\s*\(', re.IGNORECASE)
+_LITERALS = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/", re.DOTALL)
+ALLOW_FLAG = "--allow-file-access"
 
 
 class SqlError(UserError):
@@ -156,24 +161,42 @@ class QueryResult:
         return {"result": self.frame}
 
 
-def check_statement(query: str) -> str:
+def check_statement(query: str, allow_file_access: bool = False) -> str:
     q = query.strip().rstrip(";").strip()
     if not q:
         raise SqlError("empty query (try: SELECT name, count(*) FROM events GROUP BY name)")
     if not _STATEMENT.match(q):
         raise SqlError("only SELECT queries are answered (tables: " + ", ".join(TABLES) + ")")
+    if not allow_file_access and (m := _FILE_FUNCTION.search(_LITERALS.sub("''", q))):
+        raise _no_file_access(m.group(1))
     return q
 
 
-def run_query(run: RunData, query: str, host: str | None = None) -> QueryResult:
-    """Run one SELECT over the run's tables (all hosts, or `host`)."""
-    q = check_statement(query)
+def _no_file_access(what: str) -> SqlError:
+    return SqlError(f"{what} reads files or URLs, which queries may not by default "
+                    f"(tables: {', '.join(TABLES)}; {ALLOW_FLAG} allows it)")
+
+
+def _outside_scans(lf: pl.LazyFrame) -> list[str]:
+    """The plan's scans that are not our tables (a file or URL a table function reads)."""
+    return [line.strip() for line in lf.explain(optimized=False).splitlines()
+            if "SCAN" in line and "PYTHON[tputui " not in line]
+
+
+def run_query(run: RunData, query: str, host: str | None = None, allow_file_access: bool = False) -> QueryResult:
+    """Run one SELECT over the run's tables (all hosts, or `host`). Unless `allow_file_access`,
+    a query that would read a file or URL is refused before anything is read: by the names of
+    the SQL functions that do, then (whatever the spelling) by the scans in its plan."""
+    q = check_statement(query, allow_file_access)
     catalog = Catalog(run, host)
     frames = catalog.frames()
     t0 = perf_counter()
     try:
         ctx = pl.SQLContext(frames=frames, eager=False)
-        frame = ctx.execute(q).collect()
+        lazy = ctx.execute(q)
+        if not allow_file_access and (outside := _outside_scans(lazy)):
+            raise _no_file_access(outside[0])
+        frame = lazy.collect()
     except UserError:
         raise
     except Exception as e:  # noqa: BLE001 - Polars' errors become one line that names what is wrong

@@ -30,6 +30,8 @@ def sql_parser() -> argparse.ArgumentParser:
                    help="table (default: aligned text), csv, or json (an array of row objects)")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
+    p.add_argument("--allow-file-access", action="store_true",
+                   help="let the query read files and URLs (read_csv, read_parquet, ...): off by default")
     return p
 
 
@@ -52,10 +54,10 @@ def main(argv: list[str]) -> int:
     from tputui.query import check_statement, run_query
 
     a = sql_parser().parse_args(argv)
-    check_statement(a.query)  # a bad statement fails before anything is read
+    check_statement(a.query, a.allow_file_access)  # a bad statement fails before anything is read
     logdir = open_logdir(a.logdir)
     run = RunData(logdir.run(a.run), use_cache=not a.no_cache)
-    result = run_query(run, a.query, a.host)
+    result = run_query(run, a.query, a.host, a.allow_file_access)
     text = render(result, a.format)
     write_text(text, a.output)
     for host, reason in run.unreadable.items():

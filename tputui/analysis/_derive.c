@@ -173,12 +173,15 @@ static PyObject *pair_offload(PyObject *self, PyObject *args) {
     const int64_t *label = lb.buf, *kind = kb.buf, *start = sb.buf, *end = eb.buf;
     int64_t nlabels = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (label[i] < 0) {
-            PyErr_SetString(PyExc_ValueError, "pair_offload: negative label");
+        /* Labels are codes of the events' names: fewer than the events (one queue each). */
+        if (label[i] < 0 || label[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "pair_offload: a label outside 0..len - 1");
             goto done;
         }
         if (label[i] + 1 > nlabels) nlabels = label[i] + 1;
     }
+    /* Rows are only ever opened by pairs: never more than n, whatever max_rows allows. */
+    if (max_rows > n + 1) max_rows = n + 1;
     /* Per label a FIFO of queued starts, as a linked list through `next` (indices of events). */
     int64_t *head = malloc((size_t)(nlabels + 1) * sizeof(int64_t));
     int64_t *tail = malloc((size_t)(nlabels + 1) * sizeof(int64_t));

@@ -97,8 +97,10 @@ static PyObject *depths(PyObject *self, PyObject *args) {
         /* Walk up to a known node (or a root), then fill the path back down. */
         Py_ssize_t len = 0;
         int64_t a = i;
-        while (a >= 0 && out[a] < 0) {
-            if (len >= n || a >= n) { bad = 1; break; }  /* a cycle or an out-of-range parent */
+        while (a >= 0) {
+            /* a cycle or an out-of-range parent: checked before out[a] is read */
+            if (len >= n || a >= n) { bad = 1; break; }
+            if (out[a] >= 0) break;
             path[len++] = a;
             a = parent[a];
         }

@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import logging
 import os
 import queue
 import threading
+import time
 from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 
 from tputui.analysis import host_pieces, map_pool, op_stats, op_stats_format
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
 from tputui.analysis.map_pool import KIND
 from tputui.analysis.op_stats import HostOpStats, OpStats
-from tputui.data import derived_cache, xspace
+from tputui.data import decode_notes, derived_cache, xspace
 from tputui.data.cache import load_frame
 from tputui.data.progress import Progress, current_progress
 from tputui.data.raw_subset import release_pages
@@ -34,7 +37,12 @@ from tputui.data.run_data import RunData
 from tputui.data.runs import HostFile
 from tputui.errors import UserError
 
+log = logging.getLogger("tputui")
 DASK_ENV = "TPUTUI_DASK"
+# With hosts still to map, how long the Dask cluster may have no worker at all (the only one died,
+# or none ever joined) before the map gives up: a worker that is there but slow is waited for.
+DASK_NO_WORKER_SECONDS = 60.0
+_DASK_POLL_SECONDS = 1.0
 # A host file mapped on its own (a multi-host run) gets its decoded frame cached from this size:
 # below it, decoding again (~0.15 s for 20 MB) is cheaper than writing ~2.4x its size to disk.
 FRAME_CACHE_MIN_BYTES = 64 << 20
@@ -85,6 +93,7 @@ def host_op_stats(run: RunData, host: str | None = None, progress: Progress | No
         cached = derived_cache.load(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION) if run.use_cache else None
         if isinstance(cached, HostOpStats):
             found[h] = run.memo[memo_key] = cached
+            decode_notes.replay(run.host_file(h))  # no decode here: say what the decode warned about
         else:
             todo.append(h)
     if todo:
@@ -92,6 +101,7 @@ def host_op_stats(run: RunData, host: str | None = None, progress: Progress | No
             found[h] = run.memo[(KIND, h)] = stats
             if run.use_cache:
                 derived_cache.store(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION, stats)
+                decode_notes.replay(run.host_file(h))  # a worker's warnings went nowhere
     return [found[h] for h in hosts]
 
 
@@ -235,7 +245,8 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
         report(f"op stats: {len(files)} hosts in {jobs} processes")
     pending = collections.deque(files)
     lock = threading.Lock()
-    finished: queue.Queue = queue.Queue()  # (host file, future) of the workers' hosts as they end
+    finished: queue.Queue = queue.Queue()  # (host file, future) of the workers' hosts as they end;
+    # (None, None): a host went back to `pending`
     freed: queue.Queue = queue.Queue()  # a worker is free; None: stop handing out
     done = 0
     pool = map_pool.take(jobs - 1)
@@ -245,7 +256,13 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
                 hf = pending.popleft() if pending else None
             if hf is None:
                 return
-            fut = pool.submit(map_host_file, hf, use_cache)
+            try:
+                fut = pool.submit(map_host_file, hf, use_cache)
+            except RuntimeError:  # a broken or shut down pool: the host goes back, for this process
+                with lock:
+                    pending.appendleft(hf)
+                finished.put((None, None))  # wakes this process if it waits for the workers
+                raise
 
             def ended(f: Future, hf: HostFile = hf) -> None:
                 finished.put((hf, f))
@@ -281,9 +298,16 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
                         hf, fut = finished.get(block=wait)
                     except queue.Empty:
                         break
+                    if hf is None:  # a host went back to `pending`: this process takes it
+                        break
                     wait = False
                     done += 1
-                    stats = fut.result()
+                    try:
+                        stats = fut.result()
+                    except BrokenProcessPool:  # the worker died (killed, out of memory): once more, here
+                        log.warning(f"op stats: the worker process mapping host {hf.host} died; mapping it again here")
+                        with xspace.one_decode_thread():
+                            stats = map_host_file(hf, use_cache)
                     if report:
                         report(f"op stats: {done}/{len(files)} hosts done ({hf.host})")
                     yield hf.host, stats
@@ -298,7 +322,6 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
 def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progress | None):
     try:
         from distributed import Client
-        from distributed import as_completed as dask_completed
     except ImportError:
         raise ScaleOutError("--dask needs the dask extra: pip install 'tputui[dask]'") from None
     try:
@@ -311,13 +334,15 @@ def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progr
             report(f"op stats: {len(files)} hosts on Dask at {address} ({workers} workers)")
         futures = client.map(map_host_file, files, use_cache=use_cache, pure=False)
         host_of = {f.key: hf.host for f, hf in zip(futures, files)}
-        for done, fut in enumerate(dask_completed(futures, loop=client.loop), 1):
+        done = 0
+        for fut in _dask_finished(client, futures):
             try:
                 stats = fut.result()
             except (UserError, HostUnreadable):
                 raise
             except Exception as e:  # noqa: BLE001 (a worker's failure, said in one line)
                 raise ScaleOutError(f"Dask worker failed on host {host_of[fut.key]}: {e}") from None
+            done += 1
             if report:
                 report(f"op stats: {done}/{len(files)} hosts done on Dask ({stats.host})")
             yield stats.host, stats
@@ -330,7 +355,6 @@ def _pieces_on_dask(address: str, hf: HostFile, pieces: list[host_pieces.Piece],
     itself, stage by stage (analysis/host_pieces.py)."""
     try:
         from distributed import Client
-        from distributed import as_completed as dask_completed
     except ImportError:
         raise ScaleOutError("--dask needs the dask extra: pip install 'tputui[dask]'") from None
     try:
@@ -346,7 +370,7 @@ def _pieces_on_dask(address: str, hf: HostFile, pieces: list[host_pieces.Piece],
         nonlocal done
         futures = client.map(host_pieces.map_piece, [hf] * len(todo), todo, launches=launches, grouping=grouping,
                              pure=False)
-        for fut in dask_completed(futures, loop=client.loop):
+        for fut in _dask_finished(client, futures, f"piece(s) of host {hf.host}"):
             try:
                 part = fut.result()
             except UserError:
@@ -364,6 +388,29 @@ def _pieces_on_dask(address: str, hf: HostFile, pieces: list[host_pieces.Piece],
         raise HostUnreadable(hf.host, str(e)) from None
     finally:
         client.close()
+
+
+def _dask_finished(client, futures: list, what: str = "host(s)"):
+    """The futures as they finish. The scheduler keeps a task waiting as long as no worker can
+    run it: when the cluster has had no worker for DASK_NO_WORKER_SECONDS, one line says so."""
+    finished: queue.Queue = queue.Queue()
+    for f in futures:
+        f.add_done_callback(finished.put)
+    since = time.monotonic()  # when a worker was last seen (or a host finished)
+    for left in range(len(futures), 0, -1):
+        while True:
+            try:
+                fut = finished.get(timeout=_DASK_POLL_SECONDS)
+                break
+            except queue.Empty:
+                pass
+            if client.scheduler_info().get("workers"):
+                since = time.monotonic()
+            elif time.monotonic() - since > DASK_NO_WORKER_SECONDS:
+                raise ScaleOutError(f"no Dask worker answered in {DASK_NO_WORKER_SECONDS:g} s "
+                                    f"({left} {what} left to map)")
+        since = time.monotonic()
+        yield fut
 
 
 def run_device_ops(run: RunData, host: str | None = None, progress: Progress | None = None) -> DeviceOps:

@@ -9,10 +9,14 @@ analysis: it must be cheap to import before them.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
+import signal
 import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context, resource_tracker
+from multiprocessing import Pipe, get_context, resource_tracker
+from multiprocessing.connection import Connection
 
 from tputui.analysis import op_stats_format
 from tputui.data import derived_cache
@@ -24,6 +28,10 @@ PARALLEL_MIN_BYTES = 32 << 20  # default --jobs: worker processes only when the 
 
 _started: ProcessPoolExecutor | None = None
 _started_workers = 0
+# The write end of a pipe only this process holds; each worker watches the read end: when this
+# process ends, by any signal, the kernel closes it and the workers see the end (see _init_worker).
+_lifeline: tuple[int, Connection, Connection] | None = None
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def default_jobs() -> int:
@@ -51,8 +59,6 @@ def start(workers: int) -> None:
     if _started is not None or workers < 1:
         return
     _started, _started_workers = _new_pool(workers), workers
-    for _ in range(workers):
-        _started.submit(os.getpid)  # the pool spawns its processes on the first submits
 
 
 def take(workers: int) -> ProcessPoolExecutor:
@@ -68,14 +74,58 @@ def take(workers: int) -> ProcessPoolExecutor:
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
     _start_resource_tracker()
+    # Linux sends a parent-death signal when the *thread* that started a process ends: asked for
+    # only when the main thread starts the pool (tputui export), which lasts as long as we do.
+    on_main = threading.current_thread() is threading.main_thread()
     # spawn, not fork: the parent may already run Polars' and Textual's threads.
-    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_init_worker)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_init_worker,
+                               initargs=(os.getpid(), _lifeline_end(), on_main))
+    for _ in range(workers):  # every worker started now, from this thread (submit spawns them)
+        pool.submit(os.getpid)
+    return pool
 
 
-def _init_worker() -> None:
-    """Worker processes print nothing (their errors come back as exceptions): a stray warning
-    must not land on the terminal the app draws on. Then the map's modules are imported, so a
-    worker started early is ready when its first host comes."""
+def _lifeline_end() -> Connection:
+    """The read end of this process's lifeline pipe (made once per process)."""
+    global _lifeline
+    if _lifeline is None or _lifeline[0] != os.getpid():
+        reader, writer = Pipe(duplex=False)
+        _lifeline = (os.getpid(), reader, writer)
+    return _lifeline[1]
+
+
+def _die_with_parent(parent: int, lifeline: Connection, signal_on_death: bool) -> None:
+    """End this worker when the process that started it ends, however it ends (a SIGKILL runs
+    no handler there): an orphaned worker would hold its memory and the parent's stdout (a
+    `tputui export | cat` that never ends). Two ways, as the parent may die at any moment:
+    Linux's parent-death signal (immediate, even in C code holding the GIL), and a thread that
+    waits on the lifeline pipe, whose write end closes with the parent (any platform, and a pool
+    started from a thread that may end first). The parent may have died before either was set
+    up: then it is no longer our parent."""
+    if signal_on_death and sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # no prctl: the lifeline still ends us
+
+    def watch() -> None:
+        try:
+            lifeline.recv_bytes()  # nothing is ever sent: returns only at the end of the pipe
+        except (EOFError, OSError):
+            pass
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tputui-lifeline", daemon=True).start()
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _init_worker(parent: int, lifeline: Connection, signal_on_death: bool) -> None:
+    """First, tie this worker's life to its parent's. Worker processes print nothing (their
+    errors come back as exceptions): a stray warning must not land on the terminal the app draws
+    on. Then the map's modules are imported, so a worker started early is ready when its first
+    host comes."""
+    _die_with_parent(parent, lifeline, signal_on_death)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)

@@ -30,7 +30,7 @@ from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
 from tputui.analysis.trace_flows import FlowTable
 from tputui.data.cache import cache_key, cache_root
-from tputui.data.cache_folder import prune
+from tputui.data.cache_folder import prune, temp_prefix
 from tputui.data.files import atomic_dir
 
 INDEX_VERSION = 2  # 2: flow links and counter tracks
@@ -139,7 +139,7 @@ def save_index(ix: TraceIndex, path: str) -> None:
         raise ValueError("only a complete trace index is saved")
     # cover = end unless some row has overlapping events: then it is not written twice.
     cover_is_end = ix.cover is ix.end or np.array_equal(ix.cover, ix.end)
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path, temp_prefix()) as tmp:
         for name in _ARRAYS:
             if not (name == "cover" and cover_is_end):
                 np.save(os.path.join(tmp, f"{name}.npy"), getattr(ix, name))

@@ -259,6 +259,8 @@ def _link(prod: tuple, cons: tuple, kind: int) -> Links | None:
     left = _sorted_search(p_key, c_key, by_key, "left")
     del by_key
     by_time = by_time[c_group[by_time] >= 0]  # the others' keys have no producer
+    if not len(by_time):  # no consumer has a producer: nothing to link (an ordinary profile)
+        return None
     found: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(_PASSES)]
     for a in range(0, len(by_time), LINK_BLOCK):
         todo = by_time[a:a + LINK_BLOCK]
@@ -299,7 +301,10 @@ def _producer_links(frame, position) -> Links | None:
         else:
             left, right = _left_join(owner, t_owner)
             owner, ids = owner[left], ids[left]
-            typ = np.where(right >= 0, types[np.maximum(right, 0)], 0)
+            if len(types):
+                typ = np.where(right >= 0, types[np.maximum(right, 0)], 0)
+            else:  # ids without any type stat: type 0 (unmatched ends are ordinary)
+                typ = np.zeros(len(ids), types.dtype)
         keep, pos, t = _placed(owner, position, frame)
         return pos, t, typ[keep], ids[keep]
 

@@ -18,7 +18,8 @@
  *
  * nondecreasing(values) -> bool; int64
  * add_to_slices(column, first, count, add) -> None; int64, column changed in place
- *     column[first[i]:first[i] + count[i]] += add[i] for each slice i.
+ *     column[first[i]:first[i] + count[i]] += add[i] for each slice i; OverflowError (the column
+ *     partly changed) when a sum does not fit an int64.
  * remap_kinds(kind, value, str_kind, str_map, bytes_kind, bytes_map) -> None; uint8 / int64
  *     value[i] = str_map[value[i]] where kind[i] == str_kind (bytes likewise), value in place.
  *     The three are a riegeli merge's per-record fixes (xspace_merge._add), one pass each with no
@@ -56,6 +57,8 @@ static int get(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *
 }
 
 typedef struct { int64_t id, row; } Pair;
+
+#define MAX_PLANES (1 << 20)
 
 static int cmp_pair(const void *a, const void *b) {
     const Pair *x = a, *y = b;
@@ -143,8 +146,12 @@ static PyObject *columns_lookup(PyObject *self, PyObject *args) {
     const int32_t *kpp = kp.buf, *pl = plane.buf;
     const int64_t *kidp = kid.buf, *q = ids.buf, *ow = owner.buf;
     for (int64_t i = 0; i < nk; i++) {
-        if (kpp[i] < 0) { PyErr_SetString(PyExc_ValueError, "negative plane in keys"); goto done; }
-        if (kpp[i] >= n_planes) n_planes = kpp[i] + 1;
+        /* One table per plane index up to the largest: planes are a frame's few hundred at most. */
+        if (kpp[i] < 0 || kpp[i] >= MAX_PLANES) {
+            PyErr_SetString(PyExc_ValueError, "plane in keys outside 0..2**20 - 1");
+            goto done;
+        }
+        if (kpp[i] >= n_planes) n_planes = (int64_t)kpp[i] + 1;
     }
     if (owner.buf)
         for (int64_t i = 0; i < nq; i++)
@@ -181,7 +188,8 @@ static PyObject *columns_group(PyObject *self, PyObject *args) {
     PyObject *o_keys;
     Py_ssize_t nb;
     if (!PyArg_ParseTuple(args, "On", &o_keys, &nb)) return NULL;
-    if (nb < 0) { PyErr_SetString(PyExc_ValueError, "n must be >= 0"); return NULL; }
+    /* Keys are int32: more buckets than that would only be empty (and their size could overflow). */
+    if (nb < 0 || nb > INT32_MAX) { PyErr_SetString(PyExc_ValueError, "n must be in 0..2**31 - 1"); return NULL; }
     Py_buffer keys = {0};
     if (get(o_keys, &keys, 4, "keys")) return NULL;
     int64_t n = keys.len / 4;
@@ -293,13 +301,31 @@ static PyObject *columns_add_to_slices(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "add_to_slices: a slice lies outside the column");
         goto done;
     }
+    Py_ssize_t overflow_at = -1;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t s = 0; s < slices; s++) {
+    /* A sum past int64 (absurd offsets in a file) stops the pass: the column is then partly
+     * moved, and the caller drops it. Checked per value, as the add: no second pass. */
+    for (Py_ssize_t s = 0; s < slices && overflow_at < 0; s++) {
         int64_t *x = c + f[s], delta = d[s];
-        if (delta)
-            for (int64_t i = 0; i < k[s]; i++) x[i] += delta;
+        if (delta > 0) {
+            int64_t most = INT64_MAX - delta;
+            for (int64_t i = 0; i < k[s]; i++) {
+                if (x[i] > most) { overflow_at = f[s] + i; break; }
+                x[i] += delta;
+            }
+        } else if (delta < 0) {
+            int64_t least = INT64_MIN - delta;
+            for (int64_t i = 0; i < k[s]; i++) {
+                if (x[i] < least) { overflow_at = f[s] + i; break; }
+                x[i] += delta;
+            }
+        }
     }
     Py_END_ALLOW_THREADS
+    if (overflow_at >= 0) {
+        PyErr_Format(PyExc_OverflowError, "add_to_slices: value %zd overflows int64", overflow_at);
+        goto done;
+    }
     result = Py_None;
     Py_INCREF(result);
 done:

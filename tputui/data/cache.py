@@ -18,7 +18,7 @@ import threading
 from tputui.data import cache_entry
 from tputui.data.cache_folder import prune
 from tputui.data.raw import RawXSpace
-from tputui.data.runs import HostFile, LogdirError
+from tputui.data.runs import HostFile, LogdirError, path_bytes
 from tputui.data.storage import cache_root, check_listed, is_remote, read
 from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, check, decode_raw
 
@@ -30,7 +30,7 @@ def cache_key(hf: HostFile, planes: PlaneSelector) -> str | None:
         return None  # an arbitrary predicate has no stable key
     sel = "all" if planes is None else "|".join(sorted(planes))
     ident = f"v{cache_entry.FORMAT_VERSION}\0{hf.path}\0{hf.size}\0{hf.mtime!r}\0{sel}"
-    return hashlib.sha1(ident.encode()).hexdigest()
+    return hashlib.sha1(path_bytes(ident)).hexdigest()
 
 
 def has_entry(hf: HostFile) -> bool:
@@ -76,6 +76,10 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
             raise
+        if skipped and use_cache:  # said again when a cached result stands in for this decode
+            from tputui.data import decode_notes
+
+            decode_notes.record(hf, skipped)
         entry = None if skipped else entry  # a damaged file is read (and warned about) each time
         if folder and not entry:
             shutil.rmtree(folder, ignore_errors=True)  # the mapped columns stay readable until dropped
@@ -91,7 +95,7 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
     if entry and (write_cache or hf.format == "riegeli"):
         # Writing ~35 bytes per event costs more than decoding them: do it beside the caller.
         # Not a daemon thread, so a short-lived CLI process still finishes the entry.
-        threading.Thread(target=_save_quietly, args=(raw, entry, folder), name="tputui-cache-write").start()
+        threading.Thread(target=_save_quietly, args=(raw, entry, folder, hf.path), name="tputui-cache-write").start()
     return XSpaceFrame(raw)
 
 
@@ -127,9 +131,11 @@ def check_host_file(hf: HostFile, use_cache: bool = True, progress=None) -> None
         raise LogdirError(f"{hf.path}: {e}") from None
 
 
-def _save_quietly(raw: RawXSpace, entry: str, folder: str | None = None) -> None:
+def _save_quietly(raw: RawXSpace, entry: str, folder: str | None = None, name: str = "") -> None:
     try:
         cache_entry.save(raw, entry, folder)
         prune(os.path.dirname(entry), keep=entry)
-    except OSError:
-        pass  # a read-only or full cache dir must not stop the user from reading a profile
+    except OSError as e:  # a read-only or full cache dir must not stop the user from reading a profile
+        # ... but is said, as for a riegeli file's columns: each run decodes the file again.
+        log.warning(f"{name or entry}: its decoded columns could not be cached ({e.strerror or e}); "
+                    "it is decoded again each time")

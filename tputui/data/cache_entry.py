@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from tputui.data.cache_folder import temp_prefix
 from tputui.data.raw import RawXSpace, StatColumns, validate
 
 FORMAT_VERSION = 3  # 2: manifest.json, fsync before rename; 3: big columns may be streamed in (riegeli merge)
@@ -50,7 +51,7 @@ def _fsync_path(path: str) -> None:
 def new_folder(parent: str) -> str:
     """A folder to build an entry in (`save(..., folder=)` completes it; prune() leaves it alone)."""
     os.makedirs(parent, exist_ok=True)
-    return tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+    return tempfile.mkdtemp(dir=parent, prefix=temp_prefix())
 
 
 def column_paths(folder: str) -> dict[str, str]:

@@ -4,11 +4,41 @@ entries before the decoder is loaded."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import socket
 import time
+import zlib
 
 DEFAULT_MAX_BYTES = 2 << 30  # TPUTUI_CACHE_MAX_GB overrides; oldest-used entries go first
 STALE_TMP_SECONDS = 6 * 3600  # a .tmp- folder this old is left over by a killed process
+# A temp folder is named after its writer: .tmp-[kind-]<pid>-<machine>-<random>. The machine (a
+# hash of the host name) because a cache dir may be shared over NFS: a pid means something only
+# on the machine that wrote it.
+_MACHINE = f"{zlib.crc32(socket.gethostname().encode()):08x}"
+_WRITER = re.compile(r"\.tmp-(?:[a-z]+-)?(\d+)-([0-9a-f]{8})-")
+
+
+def temp_prefix(kind: str = "") -> str:
+    """The name prefix of a temp folder this process builds an entry in (see prune)."""
+    return f".tmp-{kind + '-' if kind else ''}{os.getpid()}-{_MACHINE}-"
+
+
+def _writer_gone(name: str) -> bool:
+    """Whether the process that named this temp folder has ended (it was killed mid-write)."""
+    m = _WRITER.match(name)
+    if not m or m.group(2) != _MACHINE:
+        return False  # an older name, or another machine's: only its age tells
+    pid = int(m.group(1))
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive (another user's) or unknown
+        return False
+    return False  # alive, or its pid taken by another process: its age will tell
 
 
 def max_cache_bytes() -> int:
@@ -32,20 +62,25 @@ def prune(frames_dir: str, keep: str | None = None, limit: int | None = None) ->
     """Delete the least recently used entries until the cache fits `limit` bytes."""
     limit = max_cache_bytes() if limit is None else limit
     entries = []
+    building = 0  # bytes of entries being built: they count against the cap, and are not pruned
     for name in os.listdir(frames_dir):
         path = os.path.join(frames_dir, name)
         if name.startswith(".tmp-"):  # an entry being built (a riegeli merge's columns can be GBs)
             try:
-                if time.time() - os.stat(path).st_mtime > STALE_TMP_SECONDS:
+                if _writer_gone(name) or time.time() - os.stat(path).st_mtime > STALE_TMP_SECONDS:
                     shutil.rmtree(path, ignore_errors=True)  # its process was killed
+                elif os.path.isdir(path):
+                    building += _folder_bytes(path)
             except OSError:
                 pass
             continue
         if not os.path.isdir(path):
             continue
-        size = sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
-        entries.append((os.stat(path).st_mtime, path, size))
-    total = sum(size for _, _, size in entries)
+        try:
+            entries.append((os.stat(path).st_mtime, path, _folder_bytes(path)))
+        except OSError:
+            continue  # removed meanwhile (another process pruning)
+    total = building + sum(size for _, _, size in entries)
     removed = []
     for _, path, size in sorted(entries):
         if total <= limit:
@@ -56,3 +91,7 @@ def prune(frames_dir: str, keep: str | None = None, limit: int | None = None) ->
         total -= size
         removed.append(path)
     return removed
+
+
+def _folder_bytes(path: str) -> int:
+    return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())

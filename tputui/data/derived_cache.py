@@ -17,8 +17,8 @@ import tempfile
 from typing import Any
 
 from tputui import __version__
-from tputui.data.cache_folder import publish
-from tputui.data.runs import HostFile
+from tputui.data.cache_folder import publish, temp_prefix
+from tputui.data.runs import HostFile, path_bytes
 from tputui.data.storage import cache_root
 
 _FILE = "data.pkl"
@@ -26,7 +26,7 @@ _FILE = "data.pkl"
 
 def entry_path(hf: HostFile, kind: str, version: int) -> str:
     ident = f"{kind}\0v{version}\0{__version__}\0{hf.path}\0{hf.size}\0{hf.mtime!r}"
-    return os.path.join(cache_root(), "frames", f"{hashlib.sha1(ident.encode()).hexdigest()}.{kind}")
+    return os.path.join(cache_root(), "frames", f"{hashlib.sha1(path_bytes(ident)).hexdigest()}.{kind}")
 
 
 def has(hf: HostFile, kind: str, version: int) -> bool:
@@ -59,7 +59,7 @@ def store(hf: HostFile, kind: str, version: int, value: Any) -> None:
     parent = os.path.dirname(entry)
     try:
         os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+        tmp = tempfile.mkdtemp(dir=parent, prefix=temp_prefix())
     except OSError:
         return
     try:

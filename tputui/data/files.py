@@ -28,19 +28,36 @@ def atomic_open(path: str, mode: str = "wb", **kwargs) -> Iterator[IO]:
         raise
 
 
+def fsync_path(path: str) -> None:
+    """fsync a file or a folder by its path."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
-def atomic_dir(path: str) -> Iterator[str]:
+def atomic_dir(path: str, prefix: str = ".tmp-") -> Iterator[str]:
     """A temp dir beside `path` to fill: renamed to `path` when the block ends (when another
-    writer got there first, theirs is kept and ours dropped), removed when the block fails."""
+    writer got there first, theirs is kept and ours dropped), removed when the block fails.
+    Its files and itself are fsynced before the rename, the parent after: a crash leaves the
+    old state or the whole new folder, never a folder of half-written files."""
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+    tmp = tempfile.mkdtemp(dir=parent, prefix=prefix)
     try:
         yield tmp
+        for e in os.scandir(tmp):
+            if e.is_file(follow_symlinks=False):
+                fsync_path(e.path)
+        fsync_path(tmp)
         try:
             os.rename(tmp, path)
         except OSError:  # `path` exists: an entry is written once
             shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            fsync_path(parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -57,6 +57,14 @@ def lines_of(r: RawXSpace) -> RecordLines:
     return RecordLines(list(r.plane_name), np.ascontiguousarray(rows, np.int64))
 
 
+INT64_MAX = (1 << 63) - 1
+
+
+class TimesOutOfRange(Exception):
+    """A record's event times do not fit 64-bit picoseconds once placed on the merged line
+    (args: the record's index in the layout, or -1 when the merge cannot tell)."""
+
+
 @dataclass
 class _Slot:
     """One merged line: its id and the (record, line row) runs it takes, in record order."""
@@ -110,7 +118,10 @@ class Layout:
             for k, li in s.runs:
                 row, pl = records[k].lines[li], self.placements[k]
                 pl.line[li], pl.event_at[li], pl.stat_at[li] = i, ev, st
-                pl.shift_ps[li] = (int(row[TIMESTAMP_NS]) - s.timestamp_ns) * 1000
+                shift = (int(row[TIMESTAMP_NS]) - s.timestamp_ns) * 1000
+                if shift > INT64_MAX:  # absurd timestamps: the record's times cannot be placed
+                    raise TimesOutOfRange(k)
+                pl.shift_ps[li] = shift
                 ev += int(row[EVENTS])
                 st += int(row[STATS])
             self.line_events[i] = ev - start

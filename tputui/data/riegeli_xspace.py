@@ -26,7 +26,7 @@ from tputui.data.logdir import HostFile
 from tputui.data.raw import RawXSpace
 from tputui.data.riegeli import RecordReader, RiegeliError
 from tputui.data.riegeli_columns import FileColumns, MemoryColumns
-from tputui.data.riegeli_layout import Layout, RecordLines, count_record
+from tputui.data.riegeli_layout import Layout, RecordLines, TimesOutOfRange, count_record
 from tputui.data.storage import is_remote
 from tputui.data.xspace import DecodeError, PlaneSelector, decode_raw
 from tputui.data.xspace_merge import LayoutMismatch, XSpaceMerger
@@ -195,6 +195,9 @@ def _decoded(reader: RecordReader, numbers: list[int], planes: PlaneSelector) ->
             return
 
 
+TIMES_OUT_OF_RANGE = "its event times do not fit 64-bit picoseconds beside the other records'"
+
+
 class _Dropped(Exception):
     """(record number, why): a record to merge without."""
 
@@ -215,7 +218,10 @@ def _merge(reader: RecordReader, counted: dict[int, RecordLines], planes: PlaneS
                 except DecodeError as e:
                     raise _Dropped(i, e) from None
         raise RiegeliError(f"{reader.name}: changed while it was read (fewer records the second time)")
-    layout = Layout([counted[i] for i in numbers])
+    try:
+        layout = Layout([counted[i] for i in numbers])
+    except TimesOutOfRange as e:
+        raise _Dropped(numbers[e.args[0]], TIMES_OUT_OF_RANGE) from None
     out: FileColumns | MemoryColumns = (FileColumns(column_paths(folder))
                                         if folder else MemoryColumns())
     merger = XSpaceMerger(layout, out)
@@ -257,6 +263,8 @@ def _merge_records(reader: RecordReader, numbers: list[int], planes: PlaneSelect
             merger.add(raw)
         except LayoutMismatch:
             raise _Dropped(i, "its lines differ from the ones counted") from None
+        except TimesOutOfRange:
+            raise _Dropped(i, TIMES_OUT_OF_RANGE) from None
         del raw
     if merger.records != len(numbers):
         raise RiegeliError(f"{reader.name}: changed while it was read (fewer records the second time)")

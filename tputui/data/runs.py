@@ -73,6 +73,18 @@ class Logdir:
         raise LogdirError(f"no run {name!r} in {self.root} (runs: {', '.join(r.name for r in self.runs)})")
 
 
+def shown(name: str) -> str:
+    """A name taken from the file system, as text: a byte that is not UTF-8 (which Python keeps as
+    a lone surrogate, fine for opening the file but not for printing, JSON or hashing as UTF-8)
+    is written \\xNN. Hosts and runs are named with it; their paths keep the real bytes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def path_bytes(path: str) -> bytes:
+    """A path as the bytes the file system holds (for cache keys): any name encodes."""
+    return path.encode("utf-8", "surrogateescape")
+
+
 def natural_key(name: str) -> tuple:
     """Sort key that orders embedded numbers by value: w-2 before w-10."""
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name) if part)
@@ -109,6 +121,7 @@ def runs_from_listing(root: str, files: list[tuple[str, int, float]], sep: str =
             name = rel[0]
         else:
             continue  # an .xplane.pb outside plugins/profile/<run>/: not a profile run
+        name, host = shown(name), shown(host)
         run = runs.setdefault(name, Run(name=name, path=run_dir))
         run.hosts.append(HostFile(host=host, path=path, size=size, mtime=mtime, format=fmt))
     for run in runs.values():

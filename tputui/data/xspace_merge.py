@@ -34,7 +34,7 @@ import numpy as np
 
 from tputui.data.raw import KIND_BYTES, KIND_STR, RawXSpace, StatColumns
 from tputui.data.riegeli_columns import EVENT_COLUMNS, STAT_COLUMNS, FileColumns, MemoryColumns, Write
-from tputui.data.riegeli_layout import Layout, lines_of
+from tputui.data.riegeli_layout import INT64_MAX, Layout, TimesOutOfRange, lines_of
 from tputui.data.xspace import _columns
 
 
@@ -142,11 +142,17 @@ def _nondecreasing(a: np.ndarray) -> bool:
 def _add_to_slices(column: np.ndarray, first: np.ndarray, count: np.ndarray, add: np.ndarray) -> None:
     """column[first[i]:first[i] + count[i]] += add[i], in place (one C pass, or a numpy add per slice)."""
     if _columns is not None and _c_writable(column, np.int64):
-        _columns.add_to_slices(column, _i64(first), _i64(count), _i64(add))
+        try:
+            _columns.add_to_slices(column, _i64(first), _i64(count), _i64(add))
+        except OverflowError:
+            raise TimesOutOfRange(-1) from None
         return
     for a, n, d in zip(first.tolist(), count.tolist(), add.tolist()):
         if n and d:
-            column[a:a + n] += d
+            part = column[a:a + n]
+            if (d > 0 and int(part.max()) > INT64_MAX - d) or (d < 0 and int(part.min()) < -INT64_MAX - 1 - d):
+                raise TimesOutOfRange(-1)
+            part += d
 
 
 def _shift_values(kind: np.ndarray, value: np.ndarray, str_map: np.ndarray, blob_map: np.ndarray,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from tputui.data import xspace
 from tputui.data.files import atomic_open
 from tputui.live.client import (
     LiveError,
@@ -36,6 +37,9 @@ BUSY_RETRY_WAIT_S = 1.0
 # What the Cloud TPU profiling guides advise when a capture holds nothing: the program was not
 # running yet (or between steps) during the window.
 EMPTY_CAPTURE_ADVICE = "start the capture later (after the program is running) or profile for longer"
+
+
+FULL_CHECK_BYTES = 256 << 20
 
 
 def no_trace_message(attempts: int, how: str = "--duration-ms; --num-tracing-attempts tries again") -> str:
@@ -173,6 +177,10 @@ def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attem
             answers = list(pool.map(lambda a: _capture_one(a, duration_ms, tracer, sid, repo_root), addresses))
             failed = {a: str(err) for a, (_, err) in zip(addresses, answers) if err is not None}
             got = [(a, r) for a, (r, _) in zip(addresses, answers) if r is not None and not trace_is_empty(r)]
+            for a, r in list(got):  # written only if it reads as an XSpace: no garbage in the logdir
+                if (why := not_an_xspace(r.xspace)) is not None:
+                    got.remove((a, r))
+                    failed[a] = f"{a}: the server's profile is not a readable XSpace ({why}); nothing written"
             empty = [a for a, (r, _) in zip(addresses, answers) if r is not None and trace_is_empty(r)]
             if got:
                 hosts = [_save(a, r, run_dir) for a, r in got]
@@ -189,6 +197,22 @@ def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attem
     if failed and not empty:
         raise LiveError(next(iter(failed.values())))
     raise EmptyCaptureError(attempts)
+
+
+def not_an_xspace(data: bytes | None) -> str | None:
+    """Why a server's XSpace bytes cannot be read, or None when they can (or the server wrote
+    the file itself): decoded whole as the app will, or past FULL_CHECK_BYTES (where decoding
+    costs seconds and gigabytes) checked at the top level, every plane located in the buffer."""
+    if not data:
+        return None
+    try:
+        if len(data) <= FULL_CHECK_BYTES:
+            xspace.decode_raw(data)
+        else:
+            xspace.check(data)
+    except xspace.DecodeError as e:
+        return str(e)
+    return None
 
 
 def _save(address: str, response, run_dir: str) -> HostCapture:
