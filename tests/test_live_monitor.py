@@ -125,6 +125,9 @@ def test_unimplemented_monitor_falls_back_to_profile_once():
         a, b = session.query(), session.query()
     assert a.source == b.source == "profile" and a.steps == 18 and len(fake.requests) == 2
     assert session._use_monitor is False
+    # each window its own session id, never reused (what a stop's Terminate names)
+    ids = [r.session_id for r in fake.requests]
+    assert all(ids) and ids[0] != ids[1]
 
 
 def test_sample_round_trips_through_json():

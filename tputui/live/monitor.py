@@ -211,7 +211,9 @@ class MonitorSession:
                     except UnimplementedError:
                         self._use_monitor = False
                 self._windows += 1
-                sid = f"tputui-monitor-{os.getpid()}-{id(self):x}-{self._windows}"
+                # unique for good: a Terminate landing after its window ended leaves its id marked
+                # stopped on the server, and a later window with that id would stop at once
+                sid = f"tputui-monitor-{os.getpid()}-{time.time_ns()}-{self._windows}"
                 resp, source = c.profile(profile_request(self.address, self.duration_ms, self.tracer,
                                                          session_id=sid)), "profile"
             finally:
