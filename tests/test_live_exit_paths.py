@@ -75,6 +75,24 @@ def test_monitor_ended_mid_window_leaves_the_server_free(server, tmp_path, how):
 
 
 @pytest.mark.live
+@pytest.mark.parametrize("how", ["sigterm", "terminal_closed"])
+def test_monitor_ended_as_it_starts(server, tmp_path, how):
+    """The pane just drawn (Textual's screen switched), its first window being asked for. A
+    closed terminal once hung the process for good here: Textual's writer thread died on the dead
+    terminal, and the SIGCONT that follows a hang-up made Textual re-enter its screen mode."""
+    end, code = MONITOR_EXITS[how]
+    m = PtyCommand("monitor", server.address, "--duration-ms", WINDOW_MS)
+    try:
+        assert m.wait_for("\x1b[?1049h"), m.text()[-2000:]
+        end(m)
+        assert m.wait() == code, m.text()[-2000:]
+    finally:
+        m.kill()
+    assert "Traceback" not in m.text()
+    capture_at_once(server, tmp_path)
+
+
+@pytest.mark.live
 def test_monitor_failing_mid_window_leaves_the_server_free(server, tmp_path):
     m = PtyCommand(server.address, "--duration-ms", WINDOW_MS, script=str(HELPERS / "monitor_crash.py"))
     try:

@@ -56,8 +56,12 @@ def run_monitor_app(feed: LiveFeed, window_ms: int, num_queries: int | None = No
         screen = MonitorScreen(lambda: feed.items(num_queries), addresses=feed.addresses, window_ms=window_ms,
                                state=state, feed=feed, windows_dir=save_windows)
         app = MonitorApp(screen)
+        def end_windows() -> None:  # if the app hangs after a signal: end the windows, then exit
+            feed.stop()
+            feed.wait_ended()
+
         try:
-            with exiting_app(app):
+            with exiting_app(app, end_windows):
                 app.run()
         finally:
             feed.stop()
@@ -65,7 +69,7 @@ def run_monitor_app(feed: LiveFeed, window_ms: int, num_queries: int | None = No
         if app.open_logdir is None:
             return app.return_code or 0
         profile_app = TputuiApp(open_logdir(app.open_logdir))
-        with exiting_app(profile_app):
+        with exiting_app(profile_app, end_windows):
             profile_app.run()
         if profile_app.return_code:  # ended by a signal there: end here too
             return profile_app.return_code

@@ -15,9 +15,11 @@ import contextlib
 import functools
 import os
 import signal
+import stat
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 ENDING = (signal.SIGTERM, signal.SIGHUP)
 
@@ -35,8 +37,32 @@ class Terminated(BaseException):
         return 128 + self.signum  # what a shell reports for a process ended by this signal
 
 
+# After a signal asked the app to exit, how long it may take (its windows ended on the servers
+# included) before the process ends anyway: a Textual app can hang on a terminal that is gone.
+EXIT_WATCHDOG_S = 20.0
+
+
 def _raise(signum: int, _frame) -> None:
+    if signum == signal.SIGHUP:
+        detach_terminal()
     raise Terminated(signum)
+
+
+def detach_terminal() -> None:
+    """The terminal hung up: what is still written to it fails (EIO), and Textual's writer thread
+    dies on the first failure and then blocks the app's exit. stdout / stderr that are character
+    devices (the dead terminal; isatty itself fails on it) now go to /dev/null. Textual also
+    handles SIGCONT, which the kernel sends right after a hang-up, by entering its application
+    mode again: that handler is dropped first."""
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGCONT, signal.SIG_DFL)
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            with contextlib.suppress(OSError):
+                if stat.S_ISCHR(os.fstat(fd).st_mode):
+                    os.dup2(null, fd)
+        os.close(null)
 
 
 def raise_on_ending_signals() -> None:
@@ -48,15 +74,22 @@ def raise_on_ending_signals() -> None:
 
 
 @contextlib.contextmanager
-def exiting_app(app) -> Iterator[None]:
+def exiting_app(app, cleanup: Callable[[], None] | None = None) -> Iterator[None]:
     """While a Textual `app` runs in this block: SIGTERM, SIGHUP and SIGINT make it exit with
     return code 128 + signal, as if the user had quit (Ctrl+C at the keyboard is a key for the
-    app, a SIGINT comes from `kill -INT`). Outside its event loop they raise Terminated."""
+    app, a SIGINT comes from `kill -INT`). Outside its event loop they raise Terminated.
+
+    Should the process still run EXIT_WATCHDOG_S after such a signal (an app stuck on a dead
+    terminal), a watchdog thread runs `cleanup` (ending what must not be left behind) and ends
+    the process: nothing is left running."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, _frame) -> None:
+        if signum == signal.SIGHUP:
+            detach_terminal()
+        _watchdog(128 + signum, cleanup)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # the app is not running (yet, or any more): unwind as a command does
@@ -69,6 +102,24 @@ def exiting_app(app) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+_watchdog_started = threading.Event()
+
+
+def _watchdog(code: int, cleanup: Callable[[], None] | None) -> None:
+    if _watchdog_started.is_set():
+        return
+    _watchdog_started.set()
+
+    def run() -> None:
+        time.sleep(EXIT_WATCHDOG_S)
+        if cleanup is not None:
+            with contextlib.suppress(Exception):
+                cleanup()
+        os._exit(code)
+
+    threading.Thread(target=run, daemon=True, name="tputui-exit-watchdog").start()
 
 
 def say(message: str) -> None:

@@ -63,7 +63,7 @@ def prune_dead_parts(path: str) -> list[str]:
     (names without a host, from earlier versions, count as this machine's). Returns them."""
     folder, base = os.path.split(path)
     pattern = re.compile(re.escape(base) + r"\.part-(\d+)-\d+(?:@(.+))?")
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(folder or ".")
     except OSError:
