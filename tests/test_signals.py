@@ -45,3 +45,12 @@ def test_watchdog_ends_an_app_stuck_after_a_signal(tmp_path):
         p.kill()
     assert "exited" not in out
     assert p.returncode == 128 + signal.SIGTERM and marker.read_text() == "cleaned up"
+
+
+def test_an_ignored_hang_up_stays_ignored(tmp_path):
+    """`nohup tputui capture ...`: SIGHUP is ignored on purpose, and tputui must not undo that."""
+    code = ("import signal, os; from tputui import signals; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+            "signals.raise_on_ending_signals(); os.kill(os.getpid(), signal.SIGHUP); "
+            "print(signal.getsignal(signal.SIGTERM) is signals._raise, flush=True)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "True", p.stderr

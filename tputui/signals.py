@@ -67,10 +67,11 @@ def detach_terminal() -> None:
 
 def raise_on_ending_signals() -> None:
     """SIGTERM and SIGHUP raise Terminated on the main thread from now on (a no-op elsewhere:
-    only the main thread may set handlers)."""
+    only the main thread may set handlers). A signal the user chose to ignore stays ignored."""
     if threading.current_thread() is threading.main_thread():
         for sig in ENDING:
-            signal.signal(sig, _raise)
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # `nohup tputui ...` keeps running on a hang-up
+                signal.signal(sig, _raise)
 
 
 @contextlib.contextmanager
@@ -96,7 +97,8 @@ def exiting_app(app, cleanup: Callable[[], None] | None = None) -> Iterator[None
             raise Terminated(signum) from None
         loop.call_soon_threadsafe(functools.partial(app.exit, None, 128 + signum))
 
-    previous = {sig: signal.signal(sig, handler) for sig in (*ENDING, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, handler) for sig in (*ENDING, signal.SIGINT)
+                if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield
     finally:
