@@ -5,6 +5,7 @@ a user can act on. Facts about how real servers answer are in PROTOCOL.md.
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -248,6 +249,11 @@ class ProfilerClient(CancellableCalls):
         whose connection is gone within a millisecond.)"""
         if self._cancelled:  # stopped before the window was asked for: never start one
             raise CancelledError(f"capture on {self.address} cancelled")
+        if not request.session_id:  # Terminate names the window by it: never an empty or shared one
+            named = service_pb2.ProfileRequest()
+            named.CopyFrom(request)
+            named.session_id = f"tputui-{os.getpid()}-{time.time_ns()}"
+            request = named
         timeout = request.opts.duration_ms / 1000.0 + PROFILE_GRACE_S
         started = time.monotonic()
         call = self._profile_raw.future(request, timeout=timeout)
