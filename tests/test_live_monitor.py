@@ -155,3 +155,25 @@ def test_stop_cancels_the_capture_in_flight():
         session.stop()
         t.join(timeout=10)
         assert not t.is_alive() and got == []  # cancelled: no error sample, no more cycles
+
+
+def test_a_window_without_terminate_is_run_out_and_said():
+    """A server without Terminate (this fake): the stopped window runs out before the command
+    exits, and the wait is said ("finishing the profile window on ..., N s…")."""
+    import threading
+
+    from tputui.live.feed import LiveFeed
+
+    fake = FakeProfiler([response_with(xplane("jax_mlp").read_bytes())], delay_s=6.0)
+    with fake_server(fake) as addr:
+        feed = LiveFeed([MonitorSession(addr, duration_ms=1500)])
+        items = feed.items(1)
+        threading.Thread(target=lambda: list(items), daemon=True).start()
+        for _ in range(200):  # until the window is on the server
+            if fake.requests:
+                break
+            threading.Event().wait(0.02)
+        feed.stop()
+        said: list[str] = []
+        assert feed.wait_ended(say=said.append)
+    assert said and said[0].startswith(f"finishing the profile window on {addr}, ")
