@@ -64,3 +64,22 @@ def test_only_dead_processes_parts_of_this_machine_are_pruned(tmp_path):
     with atomic_open(target, "w") as f:  # a write prunes on its own, and leaves its own part nowhere
         f.write("x")
     assert open(target).read() == "x" and not os.path.exists(part_name(target, os.getpid(), 0))
+
+
+def test_export_ended_by_sigterm_or_sighup_removes_its_part_file_itself(tmp_path):
+    """SIGTERM / SIGHUP unwind like Ctrl+C (tputui/signals.py): the part file goes at once."""
+    logdir = str(PROFILES / "jax_mlp")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HELPERS.parents[1]), os.environ.get("PYTHONPATH", "")]))
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        out = tmp_path / signal.Signals(sig).name / "overview.json"
+        out.parent.mkdir()
+        p = subprocess.Popen([sys.executable, str(HELPERS / "export_stalls.py"), logdir, "--tool", "overview_page",
+                              "-o", str(out), "--no-cache"], stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert p.stderr.readline().strip() == "stalled"
+            p.send_signal(sig)
+            err = p.communicate(timeout=30)[1]
+        finally:
+            p.kill()
+        assert p.returncode == 128 + sig and err.strip() == f"tputui: ended by {signal.Signals(sig).name}"
+        assert not any(out.parent.iterdir())
