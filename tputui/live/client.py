@@ -266,7 +266,8 @@ class ProfilerClient(CancellableCalls):
         try:
             wake.wait()
         except BaseException:  # interrupted (a caller on the main thread): end the window, then go on
-            self.end_window(call, request, started)
+            if not call.done():
+                self.end_window(call, request, started)
             raise
         finally:
             with self._lock:
