@@ -126,3 +126,13 @@ def test_a_call_issued_after_cancel_is_cancelled_at_once():
         with pytest.raises(CancelledError, match="cancelled"):
             c.profile(profile_request(addr, 100, TracerOptions()))
         assert time.monotonic() - t0 < 2.0  # not the 5 s the server would take
+
+
+def test_every_profile_window_has_a_session_id():
+    """A stop ends a window by naming its session (Terminate): a request without one gets its own."""
+    fake = FakeProfiler([response_with(xplane("jax_mlp").read_bytes())])
+    with fake_server(fake) as addr, ProfilerClient(addr) as c:
+        c.profile(profile_request(addr, 100, TracerOptions()))
+        c.profile(profile_request(addr, 100, TracerOptions(), session_id="mine"))
+    first, second = (r.session_id for r in fake.requests)
+    assert first.startswith("tputui-") and second == "mine"

@@ -125,6 +125,9 @@ def test_unimplemented_monitor_falls_back_to_profile_once():
         a, b = session.query(), session.query()
     assert a.source == b.source == "profile" and a.steps == 18 and len(fake.requests) == 2
     assert session._use_monitor is False
+    # each window its own session id, never reused (what a stop's Terminate names)
+    ids = [r.session_id for r in fake.requests]
+    assert all(ids) and ids[0] != ids[1]
 
 
 def test_sample_round_trips_through_json():
@@ -134,7 +137,9 @@ def test_sample_round_trips_through_json():
 
 
 def test_stop_cancels_the_capture_in_flight():
-    """Quitting the pane must not wait out a window: stop() cancels the running Profile call."""
+    """Quitting the pane never waits out a slow server: on one without Terminate (this fake) the
+    window in flight runs out (its 100 ms plus client.RUN_OUT_SLACK_S), then the call is cancelled;
+    the real server's Terminate is in test_live_exit_paths.py."""
     import threading
 
     fake = FakeProfiler([response_with(xplane("jax_mlp").read_bytes())], delay_s=5.0)
@@ -148,5 +153,27 @@ def test_stop_cancels_the_capture_in_flight():
                 break
             threading.Event().wait(0.02)
         session.stop()
-        t.join(timeout=3)
+        t.join(timeout=10)
         assert not t.is_alive() and got == []  # cancelled: no error sample, no more cycles
+
+
+def test_a_window_without_terminate_is_run_out_and_said():
+    """A server without Terminate (this fake): the stopped window runs out before the command
+    exits, and the wait is said ("finishing the profile window on ..., N s…")."""
+    import threading
+
+    from tputui.live.feed import LiveFeed
+
+    fake = FakeProfiler([response_with(xplane("jax_mlp").read_bytes())], delay_s=6.0)
+    with fake_server(fake) as addr:
+        feed = LiveFeed([MonitorSession(addr, duration_ms=1500)])
+        items = feed.items(1)
+        threading.Thread(target=lambda: list(items), daemon=True).start()
+        for _ in range(200):  # until the window is on the server
+            if fake.requests:
+                break
+            threading.Event().wait(0.02)
+        feed.stop()
+        said: list[str] = []
+        assert feed.wait_ended(say=said.append)
+    assert said and said[0].startswith(f"finishing the profile window on {addr}, ")

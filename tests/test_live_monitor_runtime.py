@@ -177,7 +177,7 @@ async def test_dead_slow_and_malformed_services_are_one_line_and_the_pane_keeps_
 
 @pytest.mark.live
 async def test_loopback_pair_two_real_workers_and_libtpu_live(server):
-    """Done-when: per-chip HBM and duty cycle live, step time from snapshots, two workers at once."""
+    """Done-when: per-chip HBM and duty cycle live, step time from profile windows, two workers at once."""
     second = LiveServer(seconds=120)
     try:
         with libtpu_server(FakeLibtpu("v5e-4")) as metrics:
@@ -198,11 +198,11 @@ async def test_loopback_pair_two_real_workers_and_libtpu_live(server):
                     assert f"{c.duty_cycle_pct:.1f}%" in chips
                 for a, h in state.workers.items():
                     ok = h.last_ok
-                    assert ok.source == "snapshot" and ok.steps > 10 and ok.step_ms_avg > 0, (a, ok)
+                    assert ok.source == "profile" and ok.steps > 10 and ok.step_ms_avg > 0, (a, ok)
                 workers = drawn(app.screen.query_one("#workers"))
                 assert server.address in workers and second.address in workers and "◀ slowest" in workers
                 await pilot.press("q")
-        # the monitor stopped its continuous-profiling sessions: a capture is possible again at once
+        # the monitor ended its windows on the servers: a capture is possible again at once
         p = tputui("capture", server.address, "/dev/null/never", "--duration-ms", "100")
         assert "another profiling session" not in p.stderr
     finally:

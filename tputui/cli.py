@@ -14,13 +14,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 
 EXIT_USAGE = 2
 SUBCOMMANDS = ("export", "capture", "monitor", "sql", "diff")
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(f"tputui: error: {message}", file=sys.stderr)
+    from tputui.signals import say
+
+    say(f"tputui: error: {message}")  # dropped, not a traceback, when the terminal is gone (SIGHUP)
     return code
 
 
@@ -481,10 +484,12 @@ def run_app(argv: list[str]) -> int:
     if not a.host and (not a.tool or first.op_stats):  # the app opens on the overview by default
         _start_map_workers(run, a.jobs, a.dask, not a.no_cache)
     from tputui.app import TputuiApp
+    from tputui.signals import exiting_app
 
     app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
                     jobs=a.jobs, dask=a.dask, watch=a.watch)
-    app.run()
+    with exiting_app(app):  # SIGTERM / SIGHUP: the app quits as on q (a capture in flight is ended)
+        app.run()
     return app.return_code or 0
 
 
@@ -522,7 +527,28 @@ def entry() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    from tputui import signals
+
+    # SIGTERM / SIGHUP unwind like Ctrl+C (a capture's window ended on the server, a part file
+    # removed); the handlers in place before are back when main returns.
+    previous = {sig: signal.getsignal(sig) for sig in signals.ENDING}
+    signals.raise_on_ending_signals()
+    try:
+        return _main(argv)
+    except signals.Terminated as e:  # outside _main's own handling (while it reported an error)
+        signals.quiet_streams()
+        return e.exit_code
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _main(argv: list[str] | None) -> int:
     from tputui.errors import UserError
+    from tputui.signals import Terminated, quiet_streams, say
 
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("export", "capture", "monitor"):  # the app shows them as notifications
@@ -543,6 +569,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_app(argv)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except Terminated as e:
+        say(f"tputui: ended by {e}")
+        quiet_streams()
+        return e.exit_code
     except BrokenPipeError:  # `tputui export ... | head`
         try:
             sys.stdout = open(os.devnull, "w")

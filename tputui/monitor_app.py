@@ -6,6 +6,7 @@ must not import. The command line (cli.py) builds the feed and calls `run_monito
 from __future__ import annotations
 
 from textual.app import App
+from textual.binding import Binding
 
 from tputui.app import TputuiApp
 from tputui.data.logdir import open_logdir
@@ -13,6 +14,7 @@ from tputui.live.feed import LiveFeed
 from tputui.live.monitor_state import MonitorState
 from tputui.screens.help import HelpScreen
 from tputui.screens.monitor import MonitorScreen
+from tputui.signals import exiting_app, say
 
 
 class MonitorApp(App):
@@ -20,6 +22,8 @@ class MonitorApp(App):
 
     TITLE = "tputui monitor"
     CSS_PATH = "tputui.tcss"
+    # Ctrl+C quits, as in the profile app (Textual's default only says how to quit).
+    BINDINGS = [Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.quit_ctrl_c")]
 
     def __init__(self, screen: MonitorScreen) -> None:
         super().__init__()
@@ -43,14 +47,29 @@ class MonitorApp(App):
 
 def run_monitor_app(feed: LiveFeed, window_ms: int, num_queries: int | None = None,
                     save_windows: str | None = None) -> int:
-    """Run the pane; `o` leaves it for the full profile app and comes back when that quits."""
+    """Run the pane; `o` leaves it for the full profile app and comes back when that quits.
+
+    However the pane ends (q, Ctrl+C, SIGTERM, SIGHUP, an error), the feed is stopped and its
+    windows in flight are ended on their servers before this returns (LiveFeed.wait_ended)."""
     state = MonitorState(feed.addresses, runtime=feed.poller is not None)
     while True:
         screen = MonitorScreen(lambda: feed.items(num_queries), addresses=feed.addresses, window_ms=window_ms,
                                state=state, feed=feed, windows_dir=save_windows)
         app = MonitorApp(screen)
-        app.run()
-        feed.stop()
+        def end_windows() -> None:  # if the app hangs after a signal: end the windows, then exit
+            feed.stop()
+            feed.wait_ended()
+
+        try:
+            with exiting_app(app, end_windows):
+                app.run()
+        finally:
+            feed.stop()
+            feed.wait_ended(say=lambda m: say(f"tputui: {m}"))
         if app.open_logdir is None:
             return app.return_code or 0
-        TputuiApp(open_logdir(app.open_logdir)).run()
+        profile_app = TputuiApp(open_logdir(app.open_logdir))
+        with exiting_app(profile_app, end_windows):
+            profile_app.run()
+        if profile_app.return_code:  # ended by a signal there: end here too
+            return profile_app.return_code

@@ -90,6 +90,9 @@ class FakeProfiler(pb_grpc.ProfilerServiceServicer):
         i = min(len(self.requests), len(self.responses)) - 1
         return self.responses[i]
 
+    def Terminate(self, request, context):
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "unimplemented.")  # a server without it: windows run out
+
     def Monitor(self, request, context):
         if self.monitor_response is None:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, "unimplemented.")
@@ -127,3 +130,88 @@ def tputui(*args, timeout=CLI_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tputui.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=dict(os.environ, NO_COLOR="1"))
 
+
+
+class PtyCommand:
+    """`python -m tputui.cli ARGS` on a pseudo-terminal of its own (its controlling terminal, 100x30),
+    as a user runs it: keys are written to it, its screen output is collected, and closing the
+    terminal (`hang_up`) sends it SIGHUP the way closing a terminal window or losing ssh does."""
+
+    def __init__(self, *args: str, script: str | None = None, env: dict | None = None):
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        argv = [sys.executable, script] if script else [sys.executable, "-m", "tputui.cli"]
+        argv += list(args)
+        full_env = dict(os.environ, TERM="xterm-256color", COLUMNS="100", LINES="30", **(env or {}))
+        full_env["PYTHONPATH"] = os.pathsep.join([str(HELPERS.parent), str(HELPERS.parents[1]),
+                                                  full_env.get("PYTHONPATH", "")])
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: nothing but exec (this process has threads)
+            try:
+                os.execve(argv[0], argv, full_env)
+            finally:
+                os._exit(127)
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+        self.output = bytearray()
+        self._lock = threading.Lock()
+        self.status: int | None = None
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:  # the terminal closed (the child ended, or we hung up)
+                return
+            if not chunk:
+                return
+            with self._lock:
+                self.output += chunk
+
+    def text(self) -> str:
+        with self._lock:
+            return self.output.decode("utf-8", "replace")
+
+    def wait_for(self, needle: str, timeout: float = 90.0) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if needle in self.text():
+                return True
+            if self.exited():
+                return needle in self.text()
+            time.sleep(0.05)
+        return False
+
+    def write(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def hang_up(self) -> None:
+        os.close(self.fd)
+
+    def exited(self) -> bool:
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+        return self.status is not None
+
+    def wait(self, timeout: float = 60.0) -> int | None:
+        """The exit code (negative: the signal that killed it), or None while it still runs."""
+        end = time.monotonic() + timeout
+        while not self.exited() and time.monotonic() < end:
+            time.sleep(0.05)
+        if self.status is None:
+            return None
+        self._reader.join(timeout=5)
+        return os.waitstatus_to_exitcode(self.status)
+
+    def kill(self) -> None:
+        import signal
+
+        if not self.exited():
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait(10)

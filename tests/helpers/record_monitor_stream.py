@@ -26,7 +26,7 @@ def main() -> None:
     a = ap.parse_args()
     server = LiveServer(seconds=120)
     try:
-        session = monitor.MonitorSession(server.address, duration_ms=500, snapshots=False)  # as recorded: captures
+        session = monitor.MonitorSession(server.address, duration_ms=500)
         samples = list(session.samples(a.samples))
         server.stop()
         monitor.BACKOFF_S = (1.0, 2.0, 4.0)  # recorded as the real schedule; no need to wait it out here

@@ -13,12 +13,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from tputui.data import xspace
 from tputui.data.files import atomic_open
 from tputui.live.client import (
+    CancelledError,
     LiveError,
     ProfilerClient,
     ServerBusyError,
@@ -135,14 +136,39 @@ def write_remote(url: str, data: bytes) -> None:
         raise LiveError(f"cannot write {url}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 
-def _capture_one(address: str, duration_ms: int, tracer: TracerOptions, sid: str, repo_root: str):
+def _capture_one(client: ProfilerClient, duration_ms: int, tracer: TracerOptions, sid: str, repo_root: str):
     """(response, None) or (None, LiveError) for one worker, one attempt."""
     try:
-        with ProfilerClient(address) as c:
-            return c.profile(profile_request(address, duration_ms, tracer, session_id=sid,
-                                             repository_root=repo_root)), None
+        return client.profile(profile_request(client.address, duration_ms, tracer, session_id=sid,
+                                              repository_root=repo_root)), None
+    except CancelledError:
+        raise
     except LiveError as e:
         return None, e
+
+
+def _attempt(pool: ThreadPoolExecutor, addresses: list[str], duration_ms: int, tracer: TracerOptions, sid: str,
+             repo_root: str, stop: threading.Event | None, say: Progress) -> list:
+    """Every worker's window at once. Cut short (`stop` set, Ctrl+C, a signal), each window is
+    ended on its server before this raises: the job is free for the next capture at once."""
+    clients = [ProfilerClient(a) for a in addresses]
+    futures = [pool.submit(_capture_one, c, duration_ms, tracer, sid, repo_root) for c in clients]
+    try:
+        while not all(f.done() for f in futures):
+            if stop is not None and stop.is_set():
+                raise CancelledError("capture stopped")
+            wait(futures, timeout=None if stop is None else 0.1)
+        return [f.result() for f in futures]
+    except BaseException:
+        for c in clients:
+            c.cancel()  # each worker's thread ends its window (client.ProfilerClient.end_window)
+        if wait(futures, timeout=0.3).not_done:
+            say(f"Ending the capture window on {addresses[0] if len(addresses) == 1 else 'the workers'}…")
+            wait(futures)
+        raise
+    finally:
+        for c in clients:
+            c.close()
 
 
 def prepare(addresses: list[str], logdir: str, duration_ms: int, tracer: TracerOptions | None,
@@ -159,8 +185,11 @@ def prepare(addresses: list[str], logdir: str, duration_ms: int, tracer: TracerO
 
 def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attempts: int = 3,
             tracer: TracerOptions | None = None, progress: Progress | None = None,
-            now: float | None = None) -> CaptureResult:
-    """Capture every worker at once, retrying while all traces are empty; write the files."""
+            now: float | None = None, stop: threading.Event | None = None) -> CaptureResult:
+    """Capture every worker at once, retrying while all traces are empty; write the files.
+
+    `stop` (set from another thread) cuts it short: the windows are ended on the servers and
+    CancelledError is raised; Ctrl+C and signals on the calling thread do the same."""
     addresses, logdir, tracer, say = prepare(addresses, logdir, duration_ms, tracer, progress)
     if attempts < 1:
         raise LiveError("--num-tracing-attempts must be at least 1")
@@ -172,9 +201,11 @@ def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attem
     failed: dict[str, str] = {}
     with ThreadPoolExecutor(max_workers=min(16, len(addresses))) as pool:
         for attempt in range(1, attempts + 1):
+            if stop is not None and stop.is_set():
+                raise CancelledError("capture stopped")
             who = addresses[0] if len(addresses) == 1 else f"{len(addresses)} workers"
             say(f"Capturing {duration_ms} ms from {who} (attempt {attempt}/{attempts})")
-            answers = list(pool.map(lambda a: _capture_one(a, duration_ms, tracer, sid, repo_root), addresses))
+            answers = _attempt(pool, addresses, duration_ms, tracer, sid, repo_root, stop, say)
             failed = {a: str(err) for a, (_, err) in zip(addresses, answers) if err is not None}
             got = [(a, r) for a, (r, _) in zip(addresses, answers) if r is not None and not trace_is_empty(r)]
             for a, r in list(got):  # written only if it reads as an XSpace: no garbage in the logdir
@@ -193,7 +224,10 @@ def capture(addresses: list[str], logdir: str, *, duration_ms: int = 2000, attem
             if attempt < attempts:
                 say("Empty trace; trying again" if empty else "Server busy; trying again")
                 if busy:
-                    time.sleep(BUSY_RETRY_WAIT_S)
+                    if stop is None:
+                        time.sleep(BUSY_RETRY_WAIT_S)
+                    else:
+                        stop.wait(BUSY_RETRY_WAIT_S)
     if failed and not empty:
         raise LiveError(next(iter(failed.values())))
     raise EmptyCaptureError(attempts)
@@ -245,7 +279,8 @@ def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
                         help="continuous profiling: start the server's ring buffer, wait --duration-ms, "
                              "save its snapshot as the run (servers that support it, e.g. JAX's)")
     parser.add_argument("--keep-running", action="store_true",
-                        help="with --continuous: leave continuous profiling running after the snapshot")
+                        help="with --continuous: leave continuous profiling running after the snapshot (else it "
+                             "is stopped on every exit, Ctrl+C and kill included, except kill -9)")
     add_tpu_arguments(parser)
 
 

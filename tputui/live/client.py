@@ -5,9 +5,10 @@ a user can act on. Facts about how real servers answer are in PROTOCOL.md.
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
-from collections.abc import Callable
+import time
 from dataclasses import dataclass
 
 import grpc
@@ -156,6 +157,7 @@ class CancellableCalls:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._inflight = None
+        self._wake: threading.Event | None = None  # set by cancel(): a call that ends itself (profile)
         self._cancelled = False  # sticky: a call started after cancel() is cancelled at once
 
     def _describe(self, e: grpc.RpcError, what: str, timeout: float) -> LiveError:
@@ -168,6 +170,13 @@ class CancellableCalls:
             if self._cancelled:  # cancel() came while the call was being issued (the server may have it)
                 call.cancel()
         try:
+            return self._result(call, what, timeout)
+        finally:
+            with self._lock:
+                self._inflight = None
+
+    def _result(self, call, what: str, timeout: float):
+        try:
             return call.result()
         except grpc.FutureCancelledError:
             raise CancelledError(f"{what} on {self.address} cancelled") from None
@@ -175,15 +184,27 @@ class CancellableCalls:
             if e.code() == grpc.StatusCode.CANCELLED:
                 raise CancelledError(f"{what} on {self.address} cancelled") from None
             raise self._describe(e, what, timeout) from None
-        finally:
-            with self._lock:
-                self._inflight = None
 
     def cancel(self) -> None:
         with self._lock:
             self._cancelled = True
             if self._inflight is not None:
                 self._inflight.cancel()
+            if self._wake is not None:
+                self._wake.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+
+# How a stopped capture window ends (see ProfilerClient.profile): Terminate's own deadline, then how
+# long the server may take to answer the window it cut short (its trace so far is collected and
+# sent; the session is gone once the answer is here) before the call is cancelled anyway.
+TERMINATE_TIMEOUT_S = 2.0
+END_WAIT_S = 5.0
+# A server without Terminate runs the window out: the time it may take past the window's end.
+RUN_OUT_SLACK_S = 2.0
 
 
 class ProfilerClient(CancellableCalls):
@@ -205,6 +226,8 @@ class ProfilerClient(CancellableCalls):
             "/tensorflow.ProfilerService/GetSnapshot",
             request_serializer=service_pb2.GetSnapshotRequest.SerializeToString,
             response_deserializer=None, _registered_method=True)
+        self.owns_continuous = False  # a continuous-profiling session we started runs on the server
+        self.ending_until: float | None = None  # monotonic time a stopped window is waited for until
 
     def close(self) -> None:
         self._channel.close()
@@ -219,16 +242,86 @@ class ProfilerClient(CancellableCalls):
         return describe_rpc_error(e, self.address, what, timeout)
 
     def profile(self, request: service_pb2.ProfileRequest) -> ProfileReply:
-        """Run one capture; the deadline is its duration plus a grace for the server's work."""
+        """Run one capture; the deadline is its duration plus a grace for the server's work.
+
+        cancel() during the window ends the server's session instead of abandoning it (end_window),
+        then raises CancelledError. (A client that dies is safe too: the server stops a Profile
+        whose connection is gone within a millisecond.)"""
+        if self._cancelled:  # stopped before the window was asked for: never start one
+            raise CancelledError(f"capture on {self.address} cancelled")
+        if not request.session_id:  # Terminate names the window by it: never an empty or shared one
+            named = service_pb2.ProfileRequest()
+            named.CopyFrom(request)
+            named.session_id = f"tputui-{os.getpid()}-{time.time_ns()}"
+            request = named
         timeout = request.opts.duration_ms / 1000.0 + PROFILE_GRACE_S
-        return ProfileReply.from_bytes(self._call(self._profile_raw, request, "capture", timeout))
+        started = time.monotonic()
+        call = self._profile_raw.future(request, timeout=timeout)
+        wake = threading.Event()
+        call.add_done_callback(lambda _call: wake.set())
+        with self._lock:
+            self._wake = wake
+            if self._cancelled:
+                wake.set()
+        try:
+            wake.wait()
+        except BaseException:  # interrupted (a caller on the main thread): end the window, then go on
+            if not call.done():
+                self.end_window(call, request, started)
+            raise
+        finally:
+            with self._lock:
+                self._wake = None
+        if not call.done():
+            self.end_window(call, request, started)
+            raise CancelledError(f"capture on {self.address} cancelled")
+        return ProfileReply.from_bytes(self._result(call, "capture", timeout))
+
+    def end_window(self, call, request: service_pb2.ProfileRequest, started: float) -> bool:
+        """End a window cut short so the server is free for the next capture at once: Terminate
+        (its session id) makes the server stop tracing and answer with what it has, and that answer
+        comes after its session is gone, so it is waited for (END_WAIT_S). A server without
+        Terminate runs the window out (waited for, then cancelled). True when the server answered."""
+        try:
+            self._stub.Terminate(service_pb2.TerminateRequest(session_id=request.session_id),
+                                 timeout=TERMINATE_TIMEOUT_S)
+            self.ending_until = time.monotonic() + END_WAIT_S
+        except grpc.RpcError:
+            self.ending_until = started + request.opts.duration_ms / 1000.0 + RUN_OUT_SLACK_S
+        done = threading.Event()
+        call.add_done_callback(lambda _call: done.set())
+        answered = done.wait(max(0.0, self.ending_until - time.monotonic()))
+        call.cancel()  # not answered in time: the server sees the cancellation at its next check
+        self.ending_until = None
+        return answered
 
     def start_continuous(self, request: service_pb2.ProfileRequest) -> None:
-        self._call(self._stub.StartContinuousProfiling, request, "continuous profiling", self.connect_timeout)
+        """Start continuous profiling. Never abandoned half-way: only its answer says whether the
+        session the server may now hold is ours (ALREADY_EXISTS: someone else's), so an interrupt
+        (Ctrl+C, a signal) waits for it before going on; `owns_continuous` says ours runs."""
+        call = self._stub.StartContinuousProfiling.future(request, timeout=self.connect_timeout)
+        try:
+            self._result(call, "continuous profiling", self.connect_timeout)
+        except LiveError:
+            raise
+        except BaseException:
+            try:
+                call.result(timeout=self.connect_timeout)
+                self.owns_continuous = True
+            except Exception:  # noqa: BLE001 - refused or unanswered: nothing of ours runs
+                pass
+            raise
+        self.owns_continuous = True
 
     def stop_continuous(self, timeout: float | None = None) -> None:
-        self._call(self._stub.StopContinuousProfiling, service_pb2.StopContinuousProfilingRequest(),
-                   "stopping continuous profiling", timeout or self.connect_timeout)
+        """Stop the server's continuous profiling (works after cancel(): it is how a stop ends)."""
+        t = timeout or self.connect_timeout
+        call = self._stub.StopContinuousProfiling.future(service_pb2.StopContinuousProfilingRequest(), timeout=t)
+        try:
+            self._result(call, "stopping continuous profiling", t)
+        except NoSessionError:
+            pass  # already gone (the server restarted): nothing runs
+        self.owns_continuous = False
 
     def snapshot(self, timeout: float = PROFILE_GRACE_S) -> ProfileReply:
         """The running continuous-profiling session's buffer (on JAX: since it started, at most ~10 s)."""
@@ -285,25 +378,3 @@ def trace_is_empty(reply: ProfileReply) -> bool:
     if reply.empty_trace:
         return True
     return reply.xspace is not None and not reply.has_events()
-
-
-def snapshot_window(client: ProfilerClient, request: service_pb2.ProfileRequest,
-                    wait: Callable[[float], bool]) -> ProfileReply:
-    """One window through continuous profiling: start, wait the window, GetSnapshot, stop.
-
-    A snapshot holds everything since its session started, up to a ring of about 10 s on JAX
-    0.10 (measured: 3.0 s of trace after 3 s, 7.1 s after 11 s, 10.2 s after 21 and 32 s; 5 MB),
-    whatever the request's duration: one short session per window makes the window ours, keeps
-    tracing off between windows, and a stop (`wait` returns True) ends tracing at once instead
-    of when a Profile call's duration runs out. UnimplementedError where the server lacks it.
-    """
-    client.start_continuous(request)
-    try:
-        if wait(request.opts.duration_ms / 1000.0):
-            raise CancelledError("snapshot stopped")
-        return client.snapshot()
-    finally:
-        try:
-            client.stop_continuous(timeout=5.0)
-        except LiveError:
-            pass  # the session may already be gone (server restarted); nothing to stop

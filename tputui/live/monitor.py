@@ -1,15 +1,20 @@
 """`tputui monitor`'s profiler side: a stream of samples (device, utilization, idle, step time,
 infeed, top ops) per worker, for the live pane and for `--plain` lines.
 
-JAX and TF servers answer `Monitor` with UNIMPLEMENTED, so each sample is one window of trace:
-a continuous-profiling snapshot where the server supports it, else a short `Profile` capture
-(emit_xspace), decoded and reduced to figures; `Monitor` is used where a server implements it
-(the old TPU-node service). On a TPU VM the live figures come from libtpu's runtime metrics
-(runtime_metrics.py) and windows are taken every `interval_s` only. A server that stops answering
-is retried with back-off, and every failed cycle is a sample that says so.
+JAX and TF servers answer `Monitor` with UNIMPLEMENTED, so each sample is one window of trace, a
+short `Profile` capture (emit_xspace) decoded and reduced to figures; `Monitor` is used where a
+server implements it (the old TPU-node service). Windows are Profile calls, not continuous-profiling
+snapshots: the server ends a Profile session when its window runs out or its client's connection
+drops, whereas a continuous session runs until someone stops it, so a monitor that died without
+stopping it (kill -9, a crash) would leave the job unable to be profiled. A stop ends the window
+in flight on the server (Terminate; client.ProfilerClient.profile). On a TPU VM the live figures
+come from libtpu's runtime metrics (runtime_metrics.py) and windows are taken every `interval_s`
+only. A server that stops answering is retried with back-off, and every failed cycle is a sample
+that says so.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -23,7 +28,6 @@ from tputui.live.client import (
     TracerOptions,
     UnimplementedError,
     profile_request,
-    snapshot_window,
     trace_is_empty,
 )
 
@@ -40,7 +44,8 @@ class Sample:
     time: float  # epoch seconds at the end of the cycle
     address: str
     window_ms: int
-    # "snapshot" (continuous-profiling window) | "profile" (a capture) | "monitor" (the server's Monitor RPC)
+    # "profile" (a capture) | "monitor" (the server's Monitor RPC) | "snapshot" (a continuous-profiling
+    # snapshot: recorded samples of earlier versions)
     source: str = "profile"
     device_type: str | None = None
     cores: int | None = None
@@ -154,7 +159,7 @@ class MonitorSession:
 
     def __init__(self, address: str, duration_ms: int = 1000, level: int = 2,
                  tracer: TracerOptions = MONITOR_TRACER, use_monitor_rpc: bool = True,
-                 interval_s: float = 0.0, snapshots: bool = True):
+                 interval_s: float = 0.0):
         if duration_ms <= 0:
             raise LiveError("--duration-ms must be positive")
         if level not in (1, 2):
@@ -164,14 +169,15 @@ class MonitorSession:
         self.address, self.duration_ms, self.level, self.tracer = address, duration_ms, level, tracer
         self.interval_s = interval_s  # seconds from one window's start to the next (0: back to back)
         self._use_monitor = use_monitor_rpc  # dropped after the first UNIMPLEMENTED
-        self._use_snapshots = snapshots  # continuous profiling; dropped after the first UNIMPLEMENTED
+        self._windows = 0  # windows asked for: each has its own session id (Terminate names it)
         self._stop = threading.Event()
         self._client: ProfilerClient | None = None  # the connection of the cycle in flight
         self.last_xspace: bytes | None = None  # the last window, to open as a full profile
         self.last_xspace_time: float | None = None
 
     def stop(self) -> None:
-        """Stop sampling; an in-flight capture is cancelled rather than waited out."""
+        """Stop sampling: the window in flight is ended on the server (by the thread that waits for
+        it, within client.END_WAIT_S), never abandoned there."""
         self._stop.set()
         client = self._client
         if client is not None:
@@ -184,6 +190,12 @@ class MonitorSession:
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
+
+    def ending_in(self) -> float | None:
+        """Seconds a stopped window may still take to end on the server, None when none is ending."""
+        client = self._client
+        until = client.ending_until if client is not None else None
+        return None if until is None else max(0.0, until - time.monotonic())
 
     def query(self) -> Sample:
         """One cycle; raises LiveError when the server cannot be reached or refuses."""
@@ -198,15 +210,12 @@ class MonitorSession:
                                                    self.duration_ms)
                     except UnimplementedError:
                         self._use_monitor = False
-                request = profile_request(self.address, self.duration_ms, self.tracer)
-                resp, source = None, "profile"
-                if self._use_snapshots:
-                    try:
-                        resp, source = snapshot_window(c, request, self._stop.wait), "snapshot"
-                    except UnimplementedError:
-                        self._use_snapshots = False
-                if resp is None:
-                    resp = c.profile(request)
+                self._windows += 1
+                # unique for good: a Terminate landing after its window ended leaves its id marked
+                # stopped on the server, and a later window with that id would stop at once
+                sid = f"tputui-monitor-{os.getpid()}-{time.time_ns()}-{self._windows}"
+                resp, source = c.profile(profile_request(self.address, self.duration_ms, self.tracer,
+                                                         session_id=sid)), "profile"
             finally:
                 self._client = None
         if trace_is_empty(resp):
@@ -263,8 +272,6 @@ def save_window(logdir: str, address: str, data: bytes, when: float) -> str:
 
 def default_windows_dir(address: str) -> str:
     """Where the pane's `o` keeps windows when --save-windows is not given (the cache, never a logdir)."""
-    import os
-
     from tputui.data.cache import cache_root
     from tputui.live.client import host_file_name
 

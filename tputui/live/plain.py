@@ -114,6 +114,22 @@ def run_plain(feed: LiveFeed | MonitorSession, num_queries: int, out=None, err=N
         feed = LiveFeed([feed])
     state = MonitorState(feed.addresses, runtime=feed.poller is not None)
     level = feed.sessions[0].level if feed.sessions else 2
+    try:
+        return _print_items(feed, num_queries, out, err, save_windows, on_window, state, level)
+    finally:  # however this ends (done, Ctrl+C, a signal, an error): no window of ours left on a server
+        feed.stop()
+        feed.wait_ended(say=lambda m: _say(err, f"tputui: {m}"))
+
+
+def _say(err, message: str) -> None:
+    try:
+        print(message, file=err, flush=True)
+    except (OSError, ValueError):  # the terminal is gone (SIGHUP)
+        pass
+
+
+def _print_items(feed: LiveFeed, num_queries: int, out, err, save_windows: str | None,
+                 on_window: Callable[[str], None] | None, state: MonitorState, level: int) -> int:
     last_error: str | None = None
     for item in feed.items(num_queries, fail_fast=True):
         state.add(item)

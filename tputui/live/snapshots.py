@@ -2,8 +2,13 @@
 
 StartContinuousProfiling on every worker, wait the window, GetSnapshot (the XSpace comes back in
 the response), save the snapshots as one run, then StopContinuousProfiling (unless asked to leave
-it running for later snapshots). A session someone else started is read and left running. (The
-monitor's windows use the same RPCs, in client.snapshot_window.)
+it running for later snapshots). A session someone else started is read and left running.
+
+A continuous session is not tied to our connection: the server keeps it until someone stops it.
+So ours is stopped on every way out we can see (the snapshot taken, an error, Ctrl+C, SIGTERM,
+SIGHUP: signals.py makes them exceptions), and a start that an interrupt lands on is waited for
+first, to know whether the session is ours (client.start_continuous). Only kill -9 leaves it
+running; the monitor never uses continuous profiling for that reason.
 """
 from __future__ import annotations
 
@@ -39,12 +44,11 @@ def capture_continuous(addresses: list[str], logdir: str, *, duration_ms: int = 
     """Start continuous profiling, wait `duration_ms`, save every worker's snapshot as one run."""
     addresses, logdir, tracer, say = prepare(addresses, logdir, duration_ms, tracer, progress)
     clients = [ProfilerClient(a) for a in addresses]
-    started: list[ProfilerClient] = []
+    saved = False
     try:
         for c in clients:
             try:
                 c.start_continuous(profile_request(c.address, duration_ms, tracer))
-                started.append(c)
             except UnimplementedError:
                 raise LiveError(NOT_SUPPORTED.format(address=c.address)) from None
             except ServerBusyError:  # a session already runs (someone's): take its snapshot, leave it running
@@ -59,12 +63,13 @@ def capture_continuous(addresses: list[str], logdir: str, *, duration_ms: int = 
         if not got:
             raise EmptyCaptureError(1)
         hosts = [save_host(a, r, run_dir) for a, r in got]
+        saved = True
         return CaptureResult(logdir, sid, run_dir, hosts, 1, empty, {})
     finally:
-        for c in started if not keep_running else []:
-            try:
-                c.stop_continuous()
-            except LiveError:
-                pass  # the snapshot is what matters; a server that went away has stopped anyway
-        for c in clients:
+        for c in clients:  # --keep-running keeps ours only once its snapshot is saved
+            if c.owns_continuous and not (keep_running and saved):
+                try:
+                    c.stop_continuous()
+                except LiveError:
+                    pass  # the snapshot is what matters; a server that went away has stopped anyway
             c.close()

@@ -1,11 +1,14 @@
 """Capture a profile from inside the app (TensorBoard's "Capture Profile" dialog, keyboard-first).
 
 The capture runs in a thread worker with progress lines; on success the dialog returns the
-CaptureResult and `open_capture_dialog` reopens the logdir on the new run.
+CaptureResult and `open_capture_dialog` reopens the logdir on the new run. Esc during a capture,
+or the app quitting, ends the window on the server (capture's `stop`) before the dialog closes:
+the job is never left with a session of ours.
 """
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 from textual import on, work
@@ -17,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, LoadingIndicator, RadioButton, RadioSet, Select, Static
 
 from tputui.live.capture import CaptureResult, EmptyCaptureError, capture, no_trace_message
-from tputui.live.client import LiveError, TracerOptions
+from tputui.live.client import CancelledError, LiveError, TracerOptions
 from tputui.live.tpu_resolve import addresses_from
 
 HOST_LEVELS = [("1 — critical only", 1), ("2 — info (default)", 2), ("3 — verbose", 3)]
@@ -52,6 +55,7 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         super().__init__()
         self.default_logdir, self.default_address = logdir, address
         self.busy = False
+        self._stop = threading.Event()  # set: the capture in flight ends its windows and stops
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -108,8 +112,14 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         self.action_cancel()
 
     def action_cancel(self) -> None:
-        if not self.busy:  # a running capture cannot be recalled from the server; let it finish
+        if not self.busy:
             self.dismiss(None)
+        elif not self._stop.is_set():  # the dialog closes once the server has ended the window
+            self._stop.set()
+            self._progress("Ending the capture on the server…")
+
+    def on_unmount(self) -> None:
+        self._stop.set()  # the app is quitting: end the window in flight (the worker waits for it)
 
     def _form(self) -> dict:
         def number(id_: str, what: str) -> int:
@@ -146,6 +156,7 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
             self._error(str(e))
             return
         self._error("")
+        self._stop.clear()
         self.busy = True
         self.add_class("-busy")
         self.query_one("#capture", Button).disabled = True
@@ -158,11 +169,11 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
             self.text = text
 
     class Finished(Message, bubble=False):
-        """`result` on success, else `error` (one line)."""
+        """`result` on success, `cancelled` after Esc, else `error` (one line)."""
 
-        def __init__(self, result: CaptureResult | None = None, error: str = "") -> None:
+        def __init__(self, result: CaptureResult | None = None, error: str = "", cancelled: bool = False) -> None:
             super().__init__()
-            self.result, self.error = result, error
+            self.result, self.error, self.cancelled = result, error, cancelled
 
     @work(thread=True, exclusive=True, group="capture", description="capture")
     def _run(self, form: dict) -> None:
@@ -175,7 +186,10 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
             say("Resolving the TPU…" if form["tpu"] else "Connecting…")
             addresses = addresses_from(form["address"], form["tpu"], say=say)  # says which port answered
             result = capture(addresses, form["logdir"], duration_ms=form["duration_ms"],
-                             attempts=form["attempts"], tracer=form["tracer"], progress=say)
+                             attempts=form["attempts"], tracer=form["tracer"], progress=say, stop=self._stop)
+        except CancelledError:
+            self.post_message(self.Finished(cancelled=True))
+            return
         except EmptyCaptureError as e:  # the same advice, naming this dialog's fields
             self.post_message(self.Finished(error=no_trace_message(e.attempts, "raise Duration or Tracing attempts")))
             return
@@ -188,7 +202,10 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         self._progress(event.text)
 
     def on_capture_dialog_finished(self, event: Finished) -> None:
-        if event.result is None:
+        if event.cancelled:
+            self.busy = False
+            self.dismiss(None)
+        elif event.result is None:
             self._failed(event.error)
         else:
             self._done(event.result)

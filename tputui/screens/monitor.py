@@ -25,6 +25,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -125,8 +126,11 @@ class MonitorScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#chips").display = self.state.runtime
-        self.query_one("#workers").display = len(self.state.workers) > 1
+        try:
+            self.query_one("#chips").display = self.state.runtime
+            self.query_one("#workers").display = len(self.state.workers) > 1
+        except NoMatches:  # the app is already closing (a signal at start-up): nothing to draw or stream
+            return
         self.redraw()
         self.stream()
 
