@@ -192,7 +192,7 @@ def stopped(r: dict, cap_mb: float) -> str:
     if "failed" in r:
         return f"failed: {r['failed']}"
     if r["rss"] > cap_mb:
-        return f"over {cap_mb / 1024:.0f} GB (killed after {r['wall']:.0f} s)"
+        return f"over {cap_mb / 1024:g} GB (killed after {r['wall']:.0f} s)"
     return f"stopped after {r['wall']:.0f} s"
 
 
@@ -210,6 +210,9 @@ def cell(runs: list[dict], cap_mb: float, key: str = "wall") -> str:
 def ratio(ours: list[dict], theirs: list[dict]) -> str:
     """ours / XProf by the minima; with repeats also by the medians and paired."""
     a, b = times(ours), times(theirs, "s")
+    stopped_at = [r["wall"] for r in theirs if r.get("capped")]
+    if a and not b and stopped_at:  # XProf was stopped: its conversion would have taken longer
+        return f"< ~{min(a) / max(stopped_at):.2f}x (XProf stopped; its wall time incl. imports)"
     if not a or not b:
         return "-"
     by_min = min(a) / min(b)
@@ -240,8 +243,8 @@ def render(results: dict, args) -> str:
         "it; default `--jobs` and `--jobs 1`. Peak RSS (MiB) of the process tree, workers included (sampled "
         "every 50 ms; at least the largest process's own peak). XProf: its converter alone (xprof_time.py's "
         "steps; CPU s: its whole process, ~0.1 s of imports and the run's copy included), peak RSS of its "
-        f"process, stopped past {args.xprof_cap_gb:.0f} GB (tputui past "
-        f"{args.cap_gb:.0f} GB). Seconds as min / median of {args.repeat} run(s) (XProf: {args.xprof_repeat}); "
+        f"process, stopped past {args.xprof_cap_gb:g} GB (tputui past "
+        f"{args.cap_gb:g} GB). Seconds as min / median of {args.repeat} run(s) (XProf: {args.xprof_repeat}); "
         "ratio = tputui cold / XProf by the minima / medians / paired (each repeat's pair run back to back). "
         "steal % = the hypervisor's share of the machine's CPU during the steps (it lengthens wall and CPU "
         "times alike). Targets (issue #28): 1.67 GB .pb every op tool <= 15 s cold, <= 0.5 s warm, peak "

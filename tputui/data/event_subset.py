@@ -20,10 +20,7 @@ from tputui.data.storage import read
 from tputui.data.xspace import DecodeError, XSpaceFrame, decode_raw
 
 
-def _decode(hf: HostFile, plane: str, progress=None, **options) -> XSpaceFrame | None:
-    if hf.format == "riegeli":
-        return None
-    data = read(hf, progress=progress)
+def _decode(hf: HostFile, data, plane: str, **options) -> XSpaceFrame:
     try:
         return XSpaceFrame(decode_raw(data, lambda name: name == plane, **options))
     except DecodeError as e:
@@ -33,17 +30,20 @@ def _decode(hf: HostFile, plane: str, progress=None, **options) -> XSpaceFrame |
 def plane_metadata(hf: HostFile, plane: str, progress=None) -> XSpaceFrame | None:
     """The plane named `plane` without its lines: its event and stat metadata and plane stats
     (a frame with no plane when the file has none of that name); None for a riegeli host."""
-    return _decode(hf, plane, progress, lines=False)
+    if hf.format == "riegeli":
+        return None
+    return _decode(hf, read(hf, progress=progress), plane, lines=False)
 
 
 def events_named(hf: HostFile, plane: str, names: Collection[str], progress=None) -> XSpaceFrame | None:
     """The plane named `plane` with only the events whose metadata is named one of `names` (in
     file order, every line kept, empty or not); its metadata whole. None for a riegeli host."""
-    meta = plane_metadata(hf, plane, progress)
-    if meta is None:
+    if hf.format == "riegeli":
         return None
-    wanted = {n for n in names}
+    data = read(hf, progress=progress)  # once: a gs:// object is downloaded once
+    meta = _decode(hf, data, plane, lines=False)
+    wanted = set(names)
     ids = np.array([i for i, n in zip(meta.raw.em_id.tolist(), meta.raw.em_name) if n in wanted], np.int64)
     if progress:
         progress(f"reading {len(ids)} kinds of event of {plane} in {hf.host}")
-    return _decode(hf, plane, progress, event_ids=ids)
+    return _decode(hf, data, plane, event_ids=ids)
