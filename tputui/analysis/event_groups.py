@@ -143,22 +143,6 @@ def _pair_codes(a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray]:
     return int(new.sum()), codes
 
 
-def may_have_groups(frame: XSpaceFrame, plane: int | None = None) -> bool:
-    """Whether the plane's metadata lets any event start a group. False when no event metadata
-    has a root's name (nor ExecutorState::Process, whose TF loop iterations are roots) and no
-    stat is named `_r`: group_events then gives every event -1, whatever the events, so a
-    caller may skip decoding them."""
-    if plane is None:
-        plane = frame.plane_index(schema.HOST_PLANE)
-    if plane is None:
-        return False
-    raw = frame.raw
-    roots = set(_ROOT_LEVEL_BY_NAME) | {"TraceContext", "ExecutorState::Process"}
-    if any(p == plane and n in roots for p, n in zip(raw.em_plane.tolist(), raw.em_name)):
-        return True
-    return any(p == plane and n == "_r" for p, n in zip(raw.sm_plane.tolist(), raw.sm_name))
-
-
 def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
     """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default)."""
     ev = events_of(frame, plane)

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tputui.analysis.event_groups import group_events, may_have_groups
+from tputui.analysis.event_groups import group_events
+from tputui.analysis.group_extract import may_group
 from tputui.analysis.result import NoDataError
 from tputui.data import schema
 from tputui.data.event_subset import events_named, plane_metadata
@@ -146,7 +147,7 @@ def _group_ids(frame: XSpaceFrame, rows: np.ndarray, ev: pl.DataFrame) -> np.nda
     """XProf's group id (step) of each memory event, -1 where it has none."""
     if _grouped_when_written(ev):
         return ev["group_id"].fill_null(-1).to_numpy()
-    if not may_have_groups(frame):  # no event of the plane can start a group
+    if not may_group(frame):  # no event of the plane can start a group
         return np.full(len(ev), -1, np.int64)
     grouped = group_events(frame)
     pos = np.full(frame.num_events, -1, np.int64)
@@ -354,7 +355,7 @@ def _memory_frame(run: RunData, host: str | None) -> tuple[XSpaceFrame, pl.DataF
         raise
     if sub is not None:
         ev = memory_events(sub)
-        if not len(ev) or _grouped_when_written(ev) or not may_have_groups(sub):
+        if not len(ev) or _grouped_when_written(ev) or not may_group(sub):
             return sub, ev
     frame = run.frame(host, planes=[schema.HOST_PLANE])
     return frame, memory_events(frame)
