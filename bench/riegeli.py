@@ -7,8 +7,10 @@ Builds, in a temp dir (never committed, deleted afterwards unless --keep):
   - the shared real TPU v6e profile tiled x`--k` with ../shared/tools/gen/tpu_scaled.py (80.6 MB
     at x100);
   - RIEGELI: one host file of about --mb MB, one record per copy of the tiled profile, copy c with
-    every line moved c profile-lengths later, as XLA's profiler writes a long capture record by
-    record (the records merge into the same planes and lines: one frame of all the events);
+    every line moved c profile-lengths later (its device_offset_ps stats too: since 2026-11-28;
+    the figures before were measured on copies whose device stats stayed put), as XLA's profiler
+    writes a long capture record by record (the records merge into the same planes and lines: one
+    frame of all the events);
   - PB: the same records, each as its own .xplane.pb host file (a protobuf message is capped at
     2 GB): the same bytes of XSpace, decoded file by file.
 Then, each step a fresh process started from the same state (settle()), min / median of --repeat
@@ -101,8 +103,10 @@ def tiled(work: pathlib.Path, k: int) -> pathlib.Path:
 
 
 def records(source: pathlib.Path, mb: float):
-    """Serialized copies of `source`, copy c with every line moved c profile-lengths later, until
-    about `mb` MB."""
+    """Serialized copies of `source`, copy c with every line moved c profile-lengths later (and its
+    events' `device_offset_ps` stats with them, so device and host clocks still agree, as
+    tpu_scaled.py keeps them), until about `mb` MB."""
+    from tputui.data.schema import STAT_DEVICE_OFFSET_PS
     from tputui.proto import xplane_pb2
 
     space = xplane_pb2.XSpace.FromString(source.read_bytes())
@@ -110,11 +114,23 @@ def records(source: pathlib.Path, mb: float):
     end = max((ln.timestamp_ns + max((e.offset_ps + e.duration_ps for e in ln.events), default=0) // 1000
                for p in space.planes for ln in p.lines), default=0)
     span = end - start + 1_000_000  # copies follow each other in time, as a long capture's records do
+    device_offsets = []  # (stat, which value field): moved by span ns with each copy
+    for p in space.planes:
+        ids = {k for k, m in p.stat_metadata.items() if m.name == STAT_DEVICE_OFFSET_PS}
+        if ids:
+            device_offsets += [(st, st.WhichOneof("value")) for ln in p.lines for e in ln.events
+                               for st in e.stats if st.metadata_id in ids]
     total, c = 0, 0
     while total < mb * 1e6:
-        for p in space.planes:
-            for ln in p.lines:
-                ln.timestamp_ns += span if c else 0
+        if c:
+            for p in space.planes:
+                for ln in p.lines:
+                    ln.timestamp_ns += span
+            for st, kind in device_offsets:
+                if kind == "uint64_value":
+                    st.uint64_value += span * 1000
+                elif kind == "int64_value":
+                    st.int64_value += span * 1000
         data = space.SerializeToString()
         total += len(data)
         yield c, data
@@ -141,13 +157,15 @@ def build(work: pathlib.Path, source: pathlib.Path, mb: float, compression: str)
 
 # --- measuring ---------------------------------------------------------------------------------
 def _rss_mb(pid: int) -> float:
-    """RSS of `pid` and its children (worker processes), from /proc."""
+    """RSS of `pid` and all its descendants (worker processes and theirs), from /proc."""
     total = 0.0
-    pids = [pid]
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                pids += [int(x) for x in f.read().split()]
+    pids, i = [pid], 0
+    while i < len(pids):
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{pids[i]}/task"):
+                with contextlib.suppress(OSError), open(f"/proc/{pids[i]}/task/{task}/children") as f:
+                    pids += [int(x) for x in f.read().split()]
+        i += 1
     for p in pids:
         with contextlib.suppress(OSError), open(f"/proc/{p}/status") as f:
             for line in f:
@@ -169,6 +187,7 @@ def cpu_ticks() -> tuple[int, int]:
 def run_child(cmd: list[str], env: dict, cap_mb: float, timeout: float = 3600) -> dict:
     """Wall s, CPU s and peak RSS MB (of the process and the workers it waited for: wait4), stdout;
     stopped when the process with its live workers passes `cap_mb` (then RSS is that sample).
+    `tree_rss`: the largest sum over the process and its descendants, sampled every 50 ms.
     `steal`: the share of the machine's CPU time the hypervisor gave to others meanwhile (on a
     shared VM it lengthens wall and CPU times alike: 3% in a quiet run, 25-40% in a noisy one)."""
     steal0, all0 = cpu_ticks()
@@ -204,6 +223,7 @@ def run_child(cmd: list[str], env: dict, cap_mb: float, timeout: float = 3600) -
     steal1, all1 = cpu_ticks()
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
             "rss": sampled if capped else usage.ru_maxrss / 1024, "capped": capped, "stdout": stdout,
+            "tree_rss": max(sampled, usage.ru_maxrss / 1024),
             "steal": (steal1 - steal0) / max(all1 - all0, 1)}
 
 
@@ -360,7 +380,8 @@ def main() -> None:
     lines = [
         f"## riegeli (bench/riegeli.py, {time.strftime('%Y-%m-%d')}, issue #14)\n",
         f"The shared real TPU v6e profile tiled x{a.k} ({SOURCE.name}, ../shared/tools/gen/tpu_scaled.py), "
-        f"{n} copies, copy c with every line moved c profile-lengths later. RIEGELI: one host file, one record "
+        f"{n} copies, copy c with every line moved c profile-lengths later (its device_offset_ps stats "
+        f"too). RIEGELI: one host file, one record "
         f"per copy (compression {a.compression}); the records merge into the same planes and lines: one frame "
         f"of {events:,} events. PB: the same records, each its own .xplane.pb host file. Each step a fresh "
         f"process on {os.cpu_count()} shared cores ({platform.machine()}); load average (1/5/15 min) "

@@ -8,8 +8,11 @@ usage: python scripts/to_riegeli.py SRC.xplane.pb DST.xplane.riegeli [--records 
                  share of its lines; long lines are cut into pieces by events, each later
                  piece re-based on its own timestamp (so readers must align line timestamps)
 --corrupt        flip one byte in the data of the middle chunk (readers skip that record)
---tile K         repeat the source's planes K times, each copy's events shifted after the
-                 previous (big files for bench/riegeli.py)
+--tile K         every line's events K times, copy c shifted c periods later (one period for
+                 the whole profile: its span plus 10%), each copy's `device_offset_ps` stat
+                 shifted with it, as ../shared/tools/gen/tpu_scaled.py does: device and host
+                 clocks still agree, so XProf (which nests device ops by event time) and tputui
+                 (by the device stats) see the same ops
 
 The records follow the Riegeli/records format spec (tputui/data/riegeli_writer.py), one record
 per simple chunk, as XLA's profiler writes them.
@@ -25,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from tputui.data.riegeli import BLOCK_HEADER_SIZE, BLOCK_SIZE, CHUNK_HEADER_SIZE, RecordReader  # noqa: E402
 from tputui.data.riegeli_writer import RecordWriter  # noqa: E402
+from tputui.data.schema import STAT_DEVICE_OFFSET_PS as DEVICE_OFFSET_PS  # noqa: E402
 from tputui.proto import xplane_pb2  # noqa: E402
 
 
@@ -86,22 +90,39 @@ def split_lines(space, n: int) -> list[xplane_pb2.XSpace]:
     return [r for r in records if r.planes]
 
 
+def tile_period(space) -> int:
+    """The shift between copies: the latest event end of any line (offsets only, as tpu_scaled.py
+    measures it) plus 10%. One period for every line, so copies of a line and of the line it
+    nests in (XLA Modules and XLA Ops) move together."""
+    span = max((ev.offset_ps + ev.duration_ps for p in space.planes for ln in p.lines for ev in ln.events),
+               default=0)
+    return span + span // 10
+
+
 def tile(space, k: int) -> xplane_pb2.XSpace:
-    """`k` copies of every line's events, each copy shifted past the previous one."""
+    """`k` copies of every line's events, copy c moved c periods later (tile_period), its
+    `device_offset_ps` stat too."""
     out = xplane_pb2.XSpace()
     out.CopyFrom(space)
+    period = tile_period(space)
     for plane in out.planes:
+        dev_off = {key for key, m in plane.stat_metadata.items() if m.name == DEVICE_OFFSET_PS}
         for line in plane.lines:
             events = list(line.events)
-            if not events:
-                continue
-            span = max(ev.offset_ps + ev.duration_ps for ev in events) + 1_000_000
             for c in range(1, k):
                 for ev in events:
                     e = line.events.add()
                     e.CopyFrom(ev)
-                    if e.WhichOneof("data") != "num_occurrences":
-                        e.offset_ps += c * span
+                    if e.WhichOneof("data") != "num_occurrences":  # an aggregate has no time
+                        e.offset_ps += c * period
+                    for st in e.stats:
+                        if st.metadata_id not in dev_off:
+                            continue
+                        kind = st.WhichOneof("value")
+                        if kind == "uint64_value":
+                            st.uint64_value += c * period
+                        elif kind == "int64_value":
+                            st.int64_value += c * period
     return out
 
 

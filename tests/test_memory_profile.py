@@ -249,3 +249,34 @@ def test_memory_event_row_finds_the_snapshot_event():
     event = mp.memory_events(frame).filter(pl.col("row") == row)
     assert event["time_ps"].to_list() == [snap["time_ps"]] and event["activity"].to_list() == [snap["activity"]]
     assert memory_event_row(frame, snap["time_ps"], snap["activity"], "no such allocator") is None
+
+
+def test_a_tpu_host_decodes_only_its_memory_events(tmp_path, monkeypatch):
+    """Issue #28: the host plane's allocator events alone (906 of its 19,270 events), no
+    whole-plane frame kept or cached, when no event of the plane can start a step group."""
+    from tputui.data import event_subset
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    decoded = []
+    real = event_subset.decode_raw
+
+    def counting(*args, **kwargs):
+        raw = real(*args, **kwargs)
+        decoded.append(raw.num_events)
+        return raw
+
+    monkeypatch.setattr(event_subset, "decode_raw", counting)
+    run = RunData(open_logdir(str(PROFILES / "tpu_v6e_inference")).runs[0])  # the cache on
+    assert mp.has_data(run) and decoded == [0]  # the plane's metadata alone
+    result = mp.analyze(run)
+    assert decoded == [0, 0, 906]
+    assert not run._frames and not list(tmp_path.rglob("*.npy"))
+    assert sum(a.summary()["num_events"] for a in result.allocators.values()) == 906
+
+
+def test_a_host_whose_steps_need_grouping_reads_its_whole_plane(tmp_path):
+    """tf_keras: memory events without group ids on a plane with step roots: XProf's grouping
+    needs every event of the plane (steps checked against XProf above)."""
+    run = run_of(PROFILES / "tf_keras")
+    mp.analyze(run)
+    assert list(run._frames) == [("vm", (mp.schema.HOST_PLANE,))]

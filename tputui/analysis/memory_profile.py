@@ -26,12 +26,17 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis.event_groups import group_events
+from tputui.analysis.group_extract import may_group
 from tputui.analysis.result import NoDataError
 from tputui.data import schema
+from tputui.data.event_subset import events_named, plane_metadata
+from tputui.data.progress import current_progress
 from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
+from tputui.errors import UserError
 
 ALLOCATION, DEALLOCATION = "ALLOCATION", "DEALLOCATION"
+MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
 MAX_TIMELINE_SNAPSHOTS = 1000  # XProf's default max_num_snapshots
 
 _INT_STATS = ["bytes_reserved", "bytes_allocated", "bytes_available", "peak_bytes_in_use",
@@ -64,7 +69,7 @@ def memory_events(frame: XSpaceFrame) -> pl.DataFrame:
     if plane is None:
         return pl.DataFrame()
     raw = frame.raw
-    is_mem = np.array([n in ("MemoryAllocation", "MemoryDeallocation") for n in raw.em_name], bool)
+    is_mem = np.array([n in MEMORY_EVENTS for n in raw.em_name], bool)
     if not is_mem.any():
         return pl.DataFrame()
     md = frame.events["metadata"].to_numpy()
@@ -134,10 +139,16 @@ def memory_event_row(frame: XSpaceFrame, time_ps: int, activity: str, memory_id:
     return int(at["row"][0]) if len(at) else None
 
 
+def _grouped_when_written(ev: pl.DataFrame) -> bool:
+    return ev["group_id"].null_count() < len(ev)
+
+
 def _group_ids(frame: XSpaceFrame, rows: np.ndarray, ev: pl.DataFrame) -> np.ndarray:
     """XProf's group id (step) of each memory event, -1 where it has none."""
-    if ev["group_id"].null_count() < len(ev):  # already grouped when written
+    if _grouped_when_written(ev):
         return ev["group_id"].fill_null(-1).to_numpy()
+    if not may_group(frame):  # no event of the plane can start a group
+        return np.full(len(ev), -1, np.int64)
     grouped = group_events(frame)
     pos = np.full(frame.num_events, -1, np.int64)
     pos[grouped.rows] = np.arange(len(grouped.rows))
@@ -246,19 +257,21 @@ def _breakdown(snap: pl.DataFrame, peak_step: int, peak_time: int, peak_heap: in
     upto = snap.filter(pl.col("time_ps") <= peak_time)
     # XProf stops at the first snapshot after the peak time (snapshots are time-sorted).
     upto = upto.filter(pl.col("step_id") == peak_step)
-    live: dict[int, dict] = {}
+    # Column lists, not a dict per row: a big host's peak step has ~100k events.
+    live: dict[int, int] = {}  # address -> position in upto of its live allocation
     unmapped, unmapped_free = peak_heap, 0
-    for rec in upto.iter_rows(named=True):
-        if rec["activity"] == ALLOCATION:
-            live[rec["address"]] = rec
-            unmapped -= rec["allocation_bytes"]
+    for i, (activity, address, nbytes) in enumerate(zip(upto["activity"].to_list(), upto["address"].to_list(),
+                                                        upto["allocation_bytes"].to_list())):
+        if activity == ALLOCATION:
+            live[address] = i
+            unmapped -= nbytes
         else:
-            if live.pop(rec["address"], None) is None:
-                unmapped_free += rec["allocation_bytes"]
-            unmapped += rec["allocation_bytes"]
+            if live.pop(address, None) is None:
+                unmapped_free += nbytes
+            unmapped += nbytes
     unmapped -= unmapped_free
-    rows = [{k: r[k] for k in ("tf_op", "allocation_bytes", "requested_bytes", "region_type", "data_type",
-                               "shape", "step_id")} for r in live.values()]
+    kept = ["tf_op", "allocation_bytes", "requested_bytes", "region_type", "data_type", "shape", "step_id"]
+    rows = (upto[list(live.values())] if live else upto.clear()).select(kept).to_dicts()
     if unmapped > 0:
         rows.append({"tf_op": "unused preallocated device memory", "allocation_bytes": unmapped,
                      "requested_bytes": unmapped, "region_type": "persist/dynamic",
@@ -329,11 +342,29 @@ class MemoryProfileResult:
                 "timeline": tagged("timeline", _TIMELINE_COLUMNS)}
 
 
+def _memory_frame(run: RunData, host: str | None) -> tuple[XSpaceFrame, pl.DataFrame]:
+    """(frame, memory_events(frame)): the host plane's memory events alone where that gives the
+    same events and steps as the whole plane (a .xplane.pb host whose memory events carry their
+    group ids, or whose plane names no group root); else the whole host plane, as XProf's grouping
+    needs every event of it."""
+    hf = run.host_file(host)
+    try:
+        sub = events_named(hf, schema.HOST_PLANE, MEMORY_EVENTS, current_progress())
+    except UserError as e:
+        run.unreadable[hf.host] = str(e)
+        raise
+    if sub is not None:
+        ev = memory_events(sub)
+        if not len(ev) or _grouped_when_written(ev) or not may_group(sub):
+            return sub, ev
+    frame = run.frame(host, planes=[schema.HOST_PLANE])
+    return frame, memory_events(frame)
+
+
 def analyze(run: RunData, host: str | None = None, max_snapshots: int | str = MAX_TIMELINE_SNAPSHOTS,
             **_options) -> MemoryProfileResult:
     host = host or (run.hosts[0] if run.hosts else None)
-    frame = run.frame(host, planes=[schema.HOST_PLANE])
-    ev = memory_events(frame)
+    frame, ev = _memory_frame(run, host)
     if len(ev) == 0:
         raise NoDataError("no memory events in this profile (the memory profile needs "
                           "MemoryAllocation / MemoryDeallocation events, e.g. from TensorFlow)")
@@ -361,7 +392,10 @@ def analyze(run: RunData, host: str | None = None, max_snapshots: int | str = MA
 
 
 def has_data(run: RunData) -> bool:
+    """Whether the first host's plane names memory events (its metadata alone, for a .xplane.pb)."""
     if not run.hosts:
         return False
-    frame = run.frame(run.hosts[0], planes=[schema.HOST_PLANE])
-    return any(n in ("MemoryAllocation", "MemoryDeallocation") for n in frame.raw.em_name)
+    frame = plane_metadata(run.host_file(run.hosts[0]), schema.HOST_PLANE)
+    if frame is None:
+        frame = run.frame(run.hosts[0], planes=[schema.HOST_PLANE])
+    return any(n in MEMORY_EVENTS for n in frame.raw.em_name)

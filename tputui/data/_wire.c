@@ -6,7 +6,10 @@
  * Strings are returned as (offset, length) into the input buffer; Python slices them.
  *
  *   scan(buf) -> (planes [(offset, length, name_bytes)], hostnames, errors, warnings)
- *   decode_planes(buf, [(offset, length), ...], threads=1) -> {column name: bytes}
+ *   decode_planes(buf, [(offset, length), ...], threads=1, keep_ids=None, lines=1) -> {column name: bytes}
+ *     keep_ids (sorted int64 buffer): only the events whose metadata id is one of them (the others
+ *     are located and stepped over, not checked); lines=0: no lines (located, not checked), for
+ *     the planes' metadata alone
  *   count_lines(buf, [(offset, length), ...], threads=1) -> bytes (per line: plane, id, times, events, stats)
  *   intern_strings(buf, kind, value, lens, str_kind, strings, index): str stat values -> rows in strings
  *   memory_pool(limit) -> int: released column mappings kept for the next decode, up to limit bytes (0: none)
@@ -231,6 +234,9 @@ typedef struct {
     Col segs; /* scratch: the value pieces of the map entry being parsed */
     int64_t n_planes, n_lines, n_events, n_em;
     int plane0_id_seen, plane0_name_seen; /* did the first plane part decoded here give an id, a name */
+    const int64_t *keep_mid; /* decode_planes' keep_ids (ascending), NULL: every event */
+    Py_ssize_t n_keep;
+    int skip_lines;
 } Dec;
 
 #define FAIL(d, p, msg) do { (d)->error = (msg); (d)->error_at = (size_t)((p) - (d)->base); return -1; } while (0)
@@ -437,6 +443,32 @@ static int parse_event(Dec *d, int32_t line, const uint8_t *p, const uint8_t *en
     return 0;
 }
 
+/* The metadata id of the event in [p, end), the last one given as protobuf reads it; the other
+ * fields are stepped over (an event the filter drops is located, not checked). */
+static int event_mid(Dec *d, const uint8_t *p, const uint8_t *end, int64_t *mid) {
+    uint64_t v;
+    *mid = 0;
+    TAG_LOOP(d, p, end, field, wire)
+        if (field == 1 && wire == 0) {
+            if (read_varint(d, &p, end, &v)) return -1;
+            *mid = (int64_t)v;
+        } else {
+            SKIP(d, p, end, field, wire, D_EVENT)
+        }
+    TAG_LOOP_END
+    return 0;
+}
+
+static int keeps(const Dec *d, int64_t mid) {
+    Py_ssize_t lo = 0, hi = d->n_keep;
+    while (lo < hi) {
+        Py_ssize_t m = lo + (hi - lo) / 2;
+        if (d->keep_mid[m] < mid) lo = m + 1;
+        else hi = m;
+    }
+    return lo < d->n_keep && d->keep_mid[lo] == mid;
+}
+
 static int parse_line(Dec *d, int32_t plane, const uint8_t *p, const uint8_t *end) {
     int32_t idx = (int32_t)d->n_lines;
     int64_t id = 0, display_id = 0, ts = 0, dur = 0;
@@ -458,7 +490,9 @@ static int parse_line(Dec *d, int32_t plane, const uint8_t *p, const uint8_t *en
             else { dname_off = a - d->base; dname_len = b - a; }
         } else if (field == 4 && wire == 2) {
             if (read_len(d, &p, end, &a, &b)) return -1;
-            if (parse_event(d, idx, a, b)) return -1;
+            int64_t mid;
+            if (d->keep_mid && event_mid(d, a, b, &mid)) return -1;
+            if ((!d->keep_mid || keeps(d, mid)) && parse_event(d, idx, a, b)) return -1;
         } else {
             SKIP(d, p, end, field, wire, D_LINE)
         }
@@ -598,7 +632,7 @@ static int parse_plane(Dec *d, const uint8_t *p, const uint8_t *end) {
             name_seen = 1;
         } else if (field == 3 && wire == 2) {
             if (read_len(d, &p, end, &a, &b)) return -1;
-            if (parse_line(d, idx, a, b)) return -1;
+            if (!d->skip_lines && parse_line(d, idx, a, b)) return -1;
         } else if ((field == 4 || field == 5) && wire == 2) {
             if (read_len(d, &p, end, &a, &b)) return -1;
             if (parse_map_entry(d, idx, field == 4, a, b)) return -1;
@@ -929,15 +963,34 @@ static void free_halves(Half h[2]) {
     }
 }
 
-/* decode_planes(buf, ranges, threads=1): full parse of the selected planes (threads: 1 or 2). */
+/* decode_planes(buf, ranges, threads=1, keep_ids=None, lines=1): full parse of the selected planes
+ * (threads: 1 or 2), or of their events with the metadata ids keep_ids, or (lines=0) of all but
+ * their lines. */
 static PyObject *wire_decode_planes(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    PyObject *ranges;
-    int threads = 1;
-    if (!PyArg_ParseTuple(args, "y*O|i", &view, &ranges, &threads)) return NULL;
+    Py_buffer view, keep = {0};
+    PyObject *ranges, *keep_ids = Py_None;
+    int threads = 1, lines = 1;
+    if (!PyArg_ParseTuple(args, "y*O|iOp", &view, &ranges, &threads, &keep_ids, &lines)) return NULL;
     Half h[2];
     memset(h, 0, sizeof h);
-    PyObject *out = NULL, *seq = PySequence_Fast(ranges, "ranges must be a sequence");
+    PyObject *out = NULL, *seq = NULL;
+    if (keep_ids != Py_None) {
+        if (PyObject_GetBuffer(keep_ids, &keep, PyBUF_C_CONTIGUOUS) < 0) goto done;
+        const int64_t *ids = keep.buf;
+        Py_ssize_t n = keep.len / 8;
+        int sorted = keep.len % 8 == 0;
+        for (Py_ssize_t i = 1; sorted && i < n; i++) sorted = ids[i - 1] < ids[i];
+        if (!sorted) {
+            PyErr_SetString(PyExc_ValueError, "keep_ids must be ascending int64 values");
+            goto done;
+        }
+        for (int i = 0; i < 2; i++) {
+            h[i].d.keep_mid = n ? ids : (const int64_t *)empty_col;  /* non-NULL: filtering, even to none */
+            h[i].d.n_keep = n;
+        }
+    }
+    for (int i = 0; i < 2; i++) h[i].d.skip_lines = !lines;
+    seq = PySequence_Fast(ranges, "ranges must be a sequence");
     if (!seq) goto done;
     int cut = walk(&view, seq, threads, h);
     if (cut < 0) goto done;
@@ -969,6 +1022,7 @@ fail:
 done:
     Py_XDECREF(seq);
     free_halves(h);
+    if (keep.obj) PyBuffer_Release(&keep);
     PyBuffer_Release(&view);
     return out;
 }
@@ -1175,7 +1229,8 @@ static PyObject *wire_memory_pool(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"memory_pool", wire_memory_pool, METH_VARARGS, "memory_pool(limit) -> bytes pooled before: pool released column mappings up to limit bytes"},
     {"scan", wire_scan, METH_VARARGS, "scan(buf) -> (planes, hostnames, errors, warnings)"},
-    {"decode_planes", wire_decode_planes, METH_VARARGS, "decode_planes(buf, ranges, threads=1) -> {column: buffer}"},
+    {"decode_planes", wire_decode_planes, METH_VARARGS,
+     "decode_planes(buf, ranges, threads=1, keep_ids=None, lines=1) -> {column: buffer}"},
     {"count_lines", wire_count_lines, METH_VARARGS,
      "count_lines(buf, ranges, threads=1) -> bytes: int64 rows (plane, line id, timestamp_ns, duration_ps, events, stats)"},
     {"intern_strings", wire_intern_strings, METH_VARARGS,

@@ -87,8 +87,10 @@ class RawXSpace:
         return len(self.event_line)
 
 
-def decode_with_protobuf(data: bytes | mmap.mmap | memoryview, plane_filter: Callable[[str], bool] | None = None) -> RawXSpace:
-    """Reference decoder: protobuf's own parse, walked one message at a time.
+def decode_with_protobuf(data: bytes | mmap.mmap | memoryview, plane_filter: Callable[[str], bool] | None = None,
+                         event_ids: Iterable[int] | None = None, lines: bool = True) -> RawXSpace:
+    """Reference decoder: protobuf's own parse, walked one message at a time. `event_ids`: only
+    the events with these metadata ids; lines=False: no lines (as the fast decoder's options).
 
     Slow (a Python object per event), but obviously right; the fast decoder must
     give identical columns (tests/test_xspace.py).
@@ -102,6 +104,7 @@ def decode_with_protobuf(data: bytes | mmap.mmap | memoryview, plane_filter: Cal
         space.ParseFromString(data if isinstance(data, bytes) else bytes(data))  # upb takes bytes only
     except DecodeError as e:
         raise ValueError(f"not a valid XSpace protobuf ({e})") from None
+    keep_ids = None if event_ids is None else {int(i) for i in event_ids}
     b = _Builder()
     b.hostnames = list(space.hostnames)
     b.errors = list(space.errors)
@@ -112,7 +115,8 @@ def decode_with_protobuf(data: bytes | mmap.mmap | memoryview, plane_filter: Cal
         p = len(b.plane_id)
         b.plane_id.append(plane.id)
         b.plane_name.append(plane.name)
-        for line in plane.lines:
+        for line in plane.lines if lines else ():
+            events = [ev for ev in line.events if keep_ids is None or ev.metadata_id in keep_ids]
             b.line_plane.append(p)
             b.line_id.append(line.id)
             b.line_display_id.append(line.display_id)
@@ -121,9 +125,9 @@ def decode_with_protobuf(data: bytes | mmap.mmap | memoryview, plane_filter: Cal
             b.line_name.append(line.name)
             b.line_display_name.append(line.display_name)
             b.line_first_event.append(len(b.event_line))
-            b.line_num_events.append(len(line.events))
+            b.line_num_events.append(len(events))
             li = len(b.line_id) - 1
-            for ev in line.events:
+            for ev in events:
                 b.event_line.append(li)
                 b.event_metadata_id.append(ev.metadata_id)
                 b.event_offset_ps.append(ev.offset_ps)

@@ -98,12 +98,16 @@ def _keep_last_map_entries(i64: dict, i32: dict, kinds: dict) -> None:
         i32["sm_plane"] = i32["sm_plane"][keep]
 
 
-def decode(data: bytes | mmap.mmap | memoryview, keep: Callable[[str], bool] | None = None) -> RawXSpace:
+def decode(data: bytes | mmap.mmap | memoryview, keep: Callable[[str], bool] | None = None,
+           event_ids: np.ndarray | None = None, lines: bool = True) -> RawXSpace:
+    """The planes `keep` selects; only the events whose metadata id is in `event_ids` (None: all);
+    no lines at all with lines=False (the planes' metadata and stats alone)."""
     planes, hostnames, errors, warnings = _wire.scan(data)
     ranges = [(off, n) for off, n, name in planes
               if keep is None or keep(name.decode("utf-8", "replace"))]
     threads = threads_for(sum(n for _, n in ranges))
-    c = {k: memoryview(v) for k, v in _wire.decode_planes(data, ranges, threads).items()}  # writable buffers
+    ids = None if event_ids is None else np.unique(np.asarray(event_ids, np.int64)).tobytes()
+    c = {k: memoryview(v) for k, v in _wire.decode_planes(data, ranges, threads, ids, lines).items()}  # writable
     i64 = {k: np.frombuffer(v, np.int64) for k, v in c.items() if k not in _I32 and not k.endswith("_kind")}
     i32 = {k: np.frombuffer(c[k], np.int32) for k in _I32}
     kinds = {k: np.frombuffer(v, np.uint8) for k, v in c.items() if k.endswith("_kind")}

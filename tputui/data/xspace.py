@@ -99,12 +99,16 @@ def decode(data: bytes, planes: PlaneSelector = None) -> XSpaceFrame:
     return XSpaceFrame(decode_raw(data, planes))
 
 
-def decode_raw(data: bytes | mmap.mmap | memoryview, planes: PlaneSelector = None) -> RawXSpace:
+def decode_raw(data: bytes | mmap.mmap | memoryview, planes: PlaneSelector = None,
+               event_ids: np.ndarray | None = None, lines: bool = True) -> RawXSpace:
+    """The selected planes' columns; with `event_ids` only the events whose metadata id is one of
+    them (a tool that reads a few kinds of event), with lines=False none of the lines (the planes'
+    metadata alone: which events a plane names)."""
     keep = plane_filter(planes)
     try:
         if wire is not None:
-            return wire.decode(data, keep)
-        return decode_with_protobuf(data, keep)
+            return wire.decode(data, keep, event_ids, lines)
+        return decode_with_protobuf(data, keep, event_ids, lines)
     except ValueError as e:
         raise DecodeError(str(e)) from None
 
