@@ -86,3 +86,41 @@ def test_dask_with_its_only_worker_dead_is_one_line_and_exit_2(monkeypatch, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
     assert err == ["tputui: error: no Dask worker answered in 2 s (4 host(s) left to map)"]
+
+
+def test_a_worker_killed_mid_piece_is_named_and_its_piece_mapped_here(caplog, monkeypatch):
+    """A giant host read in pieces (analysis/host_pieces.py): a worker killed while it maps a piece."""
+    from conftest import PROFILES
+
+    from tputui.analysis import host_pieces
+
+    monkeypatch.setattr(logging.getLogger("tputui"), "propagate", True)
+    monkeypatch.setenv(host_pieces.PIECE_MIN_BYTES_ENV, "0")
+    monkeypatch.setattr(host_pieces, "PIECE_TARGET_BYTES", 1)  # every line, every chip a piece
+
+    def tpu_run(**kw) -> RunData:
+        return RunData(open_logdir(str(PROFILES / "tpu_v6e_inference")).runs[0], **kw)
+
+    want = export_text(tpu_run(jobs=1, use_cache=False), "overview_page")
+    run = tpu_run(jobs=2, use_cache=False)
+    map_pool.start(1)
+    pool = map_pool._started
+    assert pool is not None
+    (worker,) = pool._processes
+    os.kill(worker, signal.SIGSTOP)  # it takes its first piece and cannot finish it
+
+    def progress(message: str) -> None:
+        if "done" not in message or not os.path.exists(f"/proc/{worker}"):
+            return
+        deadline = time.monotonic() + 30
+        while not any(w.fn is host_pieces.map_piece for w in list(pool._pending_work_items.values())):
+            assert time.monotonic() < deadline, "no piece was handed to the worker"
+            time.sleep(0.01)
+        os.kill(worker, signal.SIGKILL)
+
+    with caplog.at_level(logging.WARNING, logger="tputui"):
+        host_map.host_op_stats(run, progress=progress)
+    died = [r.getMessage() for r in caplog.records if "died" in r.getMessage()]
+    assert died and all(m == "op stats: the worker process mapping a piece of host t1v-tpu-host died; mapping it again here"
+                        for m in died)
+    assert export_text(run, "overview_page") == want

@@ -184,21 +184,28 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
     done = 0
 
     pool = map_pool.take(lanes - 1) if lanes > 1 else None  # for every stage of the host's pieces
+    broken = False
 
     def run_parts(todo: list[host_pieces.Piece], launches: dict | None, grouping: bool):
-        nonlocal done
+        nonlocal done, broken
         pending = collections.deque(todo)
-        in_flight: dict[Future, int] = {}  # a worker's piece -> its memory estimate
+        in_flight: dict[Future, host_pieces.Piece] = {}  # a worker's future -> its piece
         budget = host_pieces.memory_budget()
 
         def fits(piece: host_pieces.Piece) -> bool:  # one piece at least is always in flight
-            return not in_flight or sum(in_flight.values()) + host_pieces.memory_estimate(piece) <= budget
+            held = sum(host_pieces.memory_estimate(p) for p in in_flight.values())
+            return not in_flight or held + host_pieces.memory_estimate(piece) <= budget
 
         def hand_out() -> None:  # a free worker takes the next piece from the front, memory allowing
-            while pool is not None and pending and len(in_flight) < lanes - 1 and fits(pending[0]):
-                piece = pending.popleft()
-                in_flight[pool.submit(host_pieces.map_piece, hf, piece, launches, grouping)] = \
-                    host_pieces.memory_estimate(piece)
+            nonlocal broken
+            # The last piece is left for this process, which would otherwise wait.
+            while pool is not None and not broken and len(pending) > 1 and len(in_flight) < lanes - 1 and fits(pending[0]):
+                try:
+                    fut = pool.submit(host_pieces.map_piece, hf, pending[0], launches, grouping)
+                except BrokenProcessPool:  # a worker died: this process maps what is left
+                    broken = True
+                    return
+                in_flight[fut] = pending.popleft()
 
         try:
             hand_out()
@@ -207,9 +214,7 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
                 if not ready and (not pending or not fits(pending[-1])):
                     ready = [next(iter(in_flight))]  # nothing that fits here: wait for a worker
                 if ready:
-                    got = [f.result() for f in ready]
-                    for f in ready:
-                        del in_flight[f]
+                    got = [_piece_result(f, in_flight.pop(f), hf, launches, grouping) for f in ready]
                     hand_out()
                 else:
                     with xspace.one_decode_thread() if pool is not None else contextlib.nullcontext():
@@ -231,6 +236,16 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
     finally:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _piece_result(fut: Future, piece: host_pieces.Piece, hf: HostFile, launches: dict | None,
+                  grouping: bool) -> host_pieces.Part:
+    """A worker's piece; when the worker died (killed, out of memory), the piece again, here."""
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        log.warning(f"op stats: the worker process mapping a piece of host {hf.host} died; mapping it again here")
+        return host_pieces.map_piece(hf, piece, launches, grouping)
 
 
 def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Progress | None):
