@@ -112,11 +112,8 @@ def test_a_worker_killed_mid_piece_is_named_and_its_piece_mapped_here(caplog, mo
     def progress(message: str) -> None:
         if "done" not in message or not os.path.exists(f"/proc/{worker}"):
             return
-        deadline = time.monotonic() + 30
-        while not any(w.fn is host_pieces.map_piece for w in list(pool._pending_work_items.values())):
-            assert time.monotonic() < deadline, "no piece was handed to the worker"
-            time.sleep(0.01)
-        os.kill(worker, signal.SIGKILL)
+        if any(w.fn is host_pieces.map_piece for w in list(pool._pending_work_items.values())):
+            os.kill(worker, signal.SIGKILL)  # it holds a piece it cannot finish
 
     with caplog.at_level(logging.WARNING, logger="tputui"):
         host_map.host_op_stats(run, progress=progress)
