@@ -62,7 +62,8 @@ def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
         pieces = host_pieces.plan(hf)
         if pieces:
             return host_pieces.map_in_pieces(hf, pieces)
-        frame = load_frame(hf, use_cache=use_cache, write_cache=hf.size >= FRAME_CACHE_MIN_BYTES)
+        # full_check: the map reads every column, so a cached entry's every byte is checked first
+        frame = load_frame(hf, use_cache=use_cache, write_cache=hf.size >= FRAME_CACHE_MIN_BYTES, full_check=True)
     except UserError as e:
         raise HostUnreadable(hf.host, str(e)) from None
     return op_stats.map_host(frame, hf.host)

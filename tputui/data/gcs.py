@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from tputui.data.cache_folder import private_dir
 from tputui.data.files import atomic_open
 from tputui.data.runs import EXPECTED, RIEGELI_SUFFIX, XPLANE_SUFFIX, HostFile, LogdirError
 
@@ -301,7 +302,7 @@ def _store(obj: GcsObject, data: bytes, folder: str) -> None:
     path = cache_path(obj, folder)
     folder = os.path.dirname(path)
     try:
-        os.makedirs(folder, exist_ok=True)
+        private_dir(folder)
         with atomic_open(path) as f:
             f.write(data)
         for name in os.listdir(folder):
