@@ -138,3 +138,15 @@ def test_the_cache_folder_is_private(tmp_path, monkeypatch):
               tmp_path / "new" / "cache" / "tputui" / "frames"):
         assert (d.stat().st_mode & 0o777) == 0o700, d
     assert entry_seal.check(derived_cache.entry_path(hf, host_map.KIND, op_stats_format.FORMAT_VERSION))
+
+
+def test_a_cache_root_readable_by_others_is_closed(tmp_path, monkeypatch):
+    """An older build (or another tool) made the cache root 0755: the next entry closes it."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    (tmp_path / "tputui").mkdir(mode=0o755)
+    os.chmod(tmp_path / "tputui", 0o755)
+    path = HOSTS[0]
+    hf = next(h for r in open_logdir(str(path.parents[3])).runs for h in r.hosts if h.path == str(path))
+    derived_cache.store(hf, host_map.KIND, op_stats_format.FORMAT_VERSION, [1])
+    assert (tmp_path / "tputui").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "tputui" / "frames").stat().st_mode & 0o777 == 0o700
