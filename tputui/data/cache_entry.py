@@ -114,7 +114,7 @@ def load(path: str, full: bool = False) -> RawXSpace:
     return raw
 
 
-def _load_checked(path: str, full: bool) -> RawXSpace:
+def _load_checked(path: str, full: bool = False) -> RawXSpace:
     manifest = entry_seal.check(path, full=full, skip=frozenset({"blobs.bin"}))
     if manifest["meta"].get("format") != FORMAT_VERSION:
         raise DamagedEntry(f"{path}: another cache format")
