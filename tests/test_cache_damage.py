@@ -191,11 +191,22 @@ def test_a_big_entry_samples_its_big_columns_and_a_full_check_reads_them_all(mon
 
 
 def test_the_op_stats_map_asks_for_the_full_check(monkeypatch):
+    """In a worker (map_host_file) and in this process (a one-host run's frame, kept for the
+    other tools), the map's frame comes from a fully checked cache entry."""
     from tputui.analysis import host_map
+    from tputui.data import cache, run_data
 
     seen = []
-    real = host_map.load_frame
-    monkeypatch.setattr(host_map, "load_frame", lambda hf, **kw: seen.append(kw.get("full_check")) or real(hf, **kw))
-    hf = open_logdir(str(PROFILES / "tpu_v6e_inference")).runs[0].hosts[0]
-    host_map.map_host_file(hf)
+    real = cache.load_frame
+
+    def spy(hf, *a, **kw):
+        seen.append(kw.get("full_check"))
+        return real(hf, *a, **kw)
+
+    monkeypatch.setattr(host_map, "load_frame", spy)
+    monkeypatch.setattr(run_data, "load_frame", spy)
+    logdir = open_logdir(str(PROFILES / "tpu_v6e_inference"))
+    host_map.map_host_file(logdir.runs[0].hosts[0])
     assert seen == [True]
+    host_map.host_op_stats(run_data.RunData(logdir.runs[0], jobs=1))
+    assert seen == [True, True]

@@ -165,7 +165,7 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
             report(f"op stats: host {i + 1}/{len(files)} ({hf.host})")
         if keep or run.has_frame(hf.host):
             try:
-                frame = run.frame(hf.host)
+                frame = run.frame(hf.host, full_check=True)  # the map reads it all: checked in full
             except UserError as e:
                 raise HostUnreadable(hf.host, str(e)) from None
             if report:  # decoded: what is left is the op stats themselves (seconds at 100M events)
