@@ -118,7 +118,7 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
 def cached_events(run, host: str | None) -> TraceEvents | None:
     """The host's trace viewer events from a saved index (no decode), or None when none is saved."""
     entry = entry_path(run, host)
-    ix = load_index(entry) if entry is not None else None
+    ix = load_index(entry, full=True) if entry is not None else None  # every array is read: checked in full
     return events_of(ix) if ix is not None else None
 
 
@@ -166,12 +166,14 @@ def save_index(ix: TraceIndex, path: str) -> None:
         entry_seal.seal(tmp, {"version": INDEX_VERSION})  # last: sizes and checksums of every file
 
 
-def load_index(path: str) -> TraceIndex | None:
-    """A saved index (arrays memory-mapped), or None when there is none or it is damaged."""
+def load_index(path: str, full: bool = False) -> TraceIndex | None:
+    """A saved index (arrays memory-mapped), or None when there is none or it is damaged (it is
+    then removed). Checked in full when small or `full` (a caller reading every array), else
+    its big arrays by sampled blocks (entry_seal): the viewer reads only what it draws."""
     if not os.path.isdir(path):
         return None
     try:
-        entry_seal.check(path)  # small files in full, the big arrays of a big index sampled
+        entry_seal.check(path, full=full)
         with open(os.path.join(path, "index.json"), encoding="utf-8") as f:
             meta = json.load(f)
         if meta.get("version") != INDEX_VERSION:

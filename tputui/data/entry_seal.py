@@ -13,7 +13,10 @@ entry (the mapped columns of a 1-3 GB host: GBs, where a full check would cost s
 every warm open that otherwise reads only what a tool touches), files up to FILE_FULL_BYTES
 are checked in full and bigger ones by their sizes and the CRC of sampled blocks (the first and
 last 64 KiB, which hold the .npy header, and 64 blocks of 4 KiB spread evenly: ~0.4 MiB read
-per file); `check(..., full=True)` checks them in full where a caller reads them all anyway.
+per file); `check(..., full=True)` checks them in full where a caller reads them all anyway
+(the op-stats map's frame, the trace export's index; blobs and export output are read whole
+and always checked in full). A bigger entry's damage between the samples can thus reach a view
+that reads only part of it (the trace viewer, a frame tool), never a derived entry.
 """
 from __future__ import annotations
 

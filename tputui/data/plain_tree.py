@@ -124,6 +124,12 @@ def decode(doc: bytes, blobs: list[bytes] | list[memoryview]) -> Any:
     def npy(i: Any) -> np.ndarray:
         return np.load(io.BytesIO(blob(i)), allow_pickle=False)
 
+    def ipc(i: Any) -> pl.DataFrame:
+        try:
+            return pl.read_ipc(io.BytesIO(blob(i)))
+        except pl.exceptions.PanicException as e:  # a BaseException: bytes Arrow's reader chokes on
+            raise ValueError(f"not an Arrow IPC file ({e})") from None
+
     def dec(v: Any) -> Any:
         if type(v) in _PLAIN:
             return v
@@ -149,9 +155,9 @@ def decode(doc: bytes, blobs: list[bytes] | list[memoryview]) -> Any:
                 raise ValueError("a numpy scalar that is not 0-d")
             return a[()]
         if "df" in v:
-            return pl.read_ipc(io.BytesIO(blob(v["df"])))
+            return ipc(v["df"])
         if "ser" in v:
-            df = pl.read_ipc(io.BytesIO(blob(v["ser"])))
+            df = ipc(v["ser"])
             if df.width != 1:
                 raise ValueError("a series stored with other than one column")
             return df.to_series()
