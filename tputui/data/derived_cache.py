@@ -19,7 +19,7 @@ import tempfile
 from typing import Any
 
 from tputui import __version__
-from tputui.data import entry_seal, plain_tree
+from tputui.data import entry_seal
 from tputui.data.cache_folder import private_dir, publish, temp_prefix
 from tputui.data.runs import HostFile, path_bytes
 from tputui.data.storage import cache_root
@@ -44,6 +44,9 @@ def load(hf: HostFile, kind: str, version: int) -> Any | None:
     entry = entry_path(hf, kind, version)
     if not os.path.isdir(entry):
         return None
+    # Here, not at the top: map_pool imports this module before numpy and Polars load (see there).
+    from tputui.data import plain_tree
+
     try:
         entry_seal.check(entry, full=True)
         with open(os.path.join(entry, _TREE), "rb") as f:
@@ -72,6 +75,8 @@ def load(hf: HostFile, kind: str, version: int) -> Any | None:
 def store(hf: HostFile, kind: str, version: int, value: Any) -> None:
     """Write the value atomically; a read-only or full cache dir is silently skipped (a value
     the plain format cannot hold is skipped with a debug line: it is computed again next time)."""
+    from tputui.data import plain_tree  # see load()
+
     try:
         doc, blobs = plain_tree.encode(value)
     except TypeError as e:
