@@ -141,8 +141,9 @@ def check(folder: str, full: bool = False, skip: frozenset[str] = frozenset()) -
     return doc
 
 
-def expect_crc(manifest: dict[str, Any], name: str, data: bytes | memoryview) -> None:
-    """DamagedEntry unless `data` (a skipped file's bytes, read by the caller) is what was sealed."""
-    size, whole, _ = manifest["files"][name]
-    if len(data) != size or zlib.crc32(data) != whole:
+def expect_crc(manifest: dict[str, Any], name: str, size: int, crc: int) -> None:
+    """DamagedEntry unless a skipped file's bytes, as the caller read them (`size` bytes of
+    CRC-32 `crc`, e.g. zlib.crc32 chained over its pieces), are what was sealed."""
+    want_size, whole, _ = manifest["files"][name]
+    if size != want_size or crc != whole:
         raise DamagedEntry(f"{name}: checksum differs")
