@@ -210,3 +210,21 @@ def test_the_op_stats_map_asks_for_the_full_check(monkeypatch):
     assert seen == [True]
     host_map.host_op_stats(run_data.RunData(logdir.runs[0], jobs=1))
     assert seen == [True, True]
+
+
+def test_checking_a_big_column_in_full_keeps_memory_to_a_buffer(tmp_path):
+    """A giant host's map keeps its memory to a piece: the full check of a 512 MB column (sparse
+    here) reads it through one small buffer, never maps it whole (peak RSS of the process)."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "entry"
+    folder.mkdir()
+    with open(folder / "event_offset_ps.npy", "wb") as f:
+        f.truncate(512 << 20)
+    code = ("import resource, sys; from tputui.data import entry_seal; "
+            "entry_seal.seal(sys.argv[1]); entry_seal.check(sys.argv[1], full=True); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) < 150 * 1024, f"peak RSS {int(out.stdout) / 1024:.0f} MB"

@@ -72,7 +72,7 @@ def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
 def _merged_in_pieces(hf: HostFile) -> HostOpStats:
     """A giant riegeli host: merged once into the cache (its columns on disk, mapped), then read in
     pieces cut from them (analysis/host_pieces.py)."""
-    frame = load_frame(hf, use_cache=True)
+    frame = load_frame(hf, use_cache=True, full_check=True)  # every column is read: checked in full
     pieces = host_pieces.plan_merged(frame)
     release_pages(frame.raw)  # what the load's checks and the plan read
     if not pieces:
