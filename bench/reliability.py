@@ -7,7 +7,10 @@ and reports seconds, peak RSS and the exit code:
   - a logdir with two symlinks to itself (`ln -s . a; ln -s . b`; it never returned before),
   - a 3 GB sparse .xplane.pb (refused from its size; it cost the file's size in RSS before),
   - a 1.9 GB sparse file whose first field claims 1.9 GB and holds zeros (refused at the first
-    bad key; read whole before).
+    bad key; read whole before),
+  - small .xplane.riegeli decompression bombs (tests/helpers/riegeli_bombs.py: a brotli or zstd
+    chunk of 1 GB of records, one 4 GB record, a chunk claiming 1 MiB that expands to 1 GiB;
+    refused by what the chunk claims, decompression stopped at its declared size).
 For good input, on --profile (default: the largest fixture): the cache entry's checks (manifest,
 then dtypes / lengths / index ranges) against the whole warm open, and the C decoder's speed.
 Writes the "reliability" section of bench/RESULTS.md.
@@ -88,6 +91,13 @@ def bad_inputs(tmp: pathlib.Path, repeat: int) -> dict[str, dict]:
             f.write(head)
             f.truncate(size)  # sparse: no disk used
         cases[name] = ["export", str(run.parents[2]), "--tool", "overview_page", "--no-cache"]
+    sys.path.insert(0, str(ROOT / "tests" / "helpers"))
+    from riegeli_bombs import BOMBS, write_bomb
+
+    for bomb in BOMBS:
+        path = write_bomb(tmp / bomb / "plugins" / "profile" / "r" / "vm.xplane.riegeli", bomb)
+        name = f"riegeli bomb {bomb} ({path.stat().st_size / 1e3:.0f} KB): export --tool overview_page"
+        cases[name] = ["export", str(path.parents[3]), "--tool", "overview_page", "--no-cache"]
     out = {}
     for name, argv in cases.items():
         runs = [child(CLI, *argv, cache=str(tmp / "cache")) for _ in range(repeat)]
@@ -120,7 +130,9 @@ def write_results(bad: dict, good: dict, profile: str) -> None:
               for name, r in bad.items()]
     name = os.path.relpath(profile, ROOT) if profile.startswith(str(ROOT)) else os.path.basename(profile)
     lines += ["", f"Good input: {name} ({good['mb']:.1f} MB, {good['events']:,} events). The cache entry's checks "
-              f"(manifest and sizes: {good['manifest'] * 1000:.1f} ms; dtypes, lengths and index ranges: "
+              f"(manifest, sizes and CRC-32s, entry_seal: every byte up to 64 MiB, big files sampled above: "
+              f"{good['manifest'] * 1000:.1f} ms; dtypes, lengths and "
+              f"index ranges: "
               f"{good['validate'] * 1000:.1f} ms) of a {good['warm'] * 1000:.0f} ms warm open; the C decoder "
               f"(protobuf's semantics, UTF-8 checked): {good['decode'] * 1000:.0f} ms, "
               f"{good['mb'] / good['decode']:.0f} MB/s."]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import PROFILES
 
-from tputui.data import cache_entry
+from tputui.data import cache_entry, entry_seal
 from tputui.data.cache import cache_root, load_frame
 from tputui.data.logdir import open_logdir
 from tputui.data.raw import validate
@@ -25,6 +25,10 @@ def wait_for_cache_writes():
 @pytest.fixture
 def cached():
     """(host file, its cache entry folder, the frame decoded straight from the file)."""
+    return make_cached()
+
+
+def make_cached():
     hf = open_logdir(str(PROFILES / "tpu_v6e_inference")).runs[0].hosts[0]
     load_frame(hf)
     wait_for_cache_writes()
@@ -55,7 +59,7 @@ def edit_json(entry, name, change):
 def refresh_manifest(entry):
     """A hand edit that also fixes up the sizes in the manifest: only the content checks are left."""
     edit_json(entry, cache_entry.MANIFEST, lambda m: m.update(files={
-        e.name: e.stat().st_size for e in os.scandir(entry) if e.name != cache_entry.MANIFEST}))
+        e.name: entry_seal.file_record(e.path) for e in os.scandir(entry) if e.name != cache_entry.MANIFEST}))
 
 
 def truncate(entry, name, size=0):
@@ -67,7 +71,7 @@ DAMAGE = {
     "empty column": lambda e: truncate(e, "event_line.npy"),
     "no manifest": lambda e: os.unlink(os.path.join(e, cache_entry.MANIFEST)),
     "manifest not json": lambda e: open(os.path.join(e, cache_entry.MANIFEST), "w").write("{"),
-    "old format": lambda e: edit_json(e, cache_entry.MANIFEST, lambda m: m.update(format=1)),
+    "old format": lambda e: edit_json(e, cache_entry.MANIFEST, lambda m: m["meta"].update(format=1)),
     "missing column": lambda e: os.unlink(os.path.join(e, "line_id.npy")),
     "truncated blobs.bin": lambda e: truncate(e, "blobs.bin", 100),  # silently wrong answers before
     "strings not an object": lambda e: open(os.path.join(e, "strings.json"), "w").write("[1, 2]"),
@@ -150,3 +154,77 @@ def cache_entry_frame(path):
     from tputui.data.xspace import XSpaceFrame
 
     return XSpaceFrame(cache_entry.load(path))
+
+
+def test_a_big_entry_samples_its_big_columns_and_a_full_check_reads_them_all(monkeypatch):
+    """Above ENTRY_FULL_BYTES an open checks big files by sampled blocks (damage in a sample is
+    caught, damage between samples only by the full check that the op-stats map asks for)."""
+    monkeypatch.setattr(entry_seal, "ENTRY_FULL_BYTES", 0)  # the fixture's entry as a big one
+    monkeypatch.setattr(entry_seal, "FILE_FULL_BYTES", 200 << 10)
+    monkeypatch.setattr(entry_seal, "EDGE_BYTES", 4 << 10)
+    hf, entry, fresh = make_cached()
+    big = max(os.scandir(entry), key=lambda e: e.stat().st_size)
+    assert big.stat().st_size > 200 << 10 and big.name.endswith(".npy")
+    ranges = entry_seal._ranges(big.stat().st_size)
+    between = ranges[1][1] + 8  # a byte in no sampled range
+    assert not any(a <= between < b for a, b in ranges)
+    with open(big.path, "r+b") as f:
+        f.seek(between)
+        b = f.read(1)
+        f.seek(between)
+        f.write(bytes([b[0] ^ 0xFF]))
+    cache_entry.load(entry)  # sampled: not seen (the cost of a cheap open)
+    with pytest.raises(cache_entry.DamagedEntry):
+        cache_entry.load(entry, full=True)
+    frame = load_frame(hf, full_check=True)  # what the op-stats map asks for: decoded again
+    assert same_frame(frame, fresh)
+    wait_for_cache_writes()
+    at = ranges[5][0] + 1  # a byte in a sampled block
+    with open(os.path.join(entry, big.name), "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0xFF]))
+    with pytest.raises(cache_entry.DamagedEntry):
+        cache_entry.load(entry)
+    assert same_frame(load_frame(hf), fresh)
+
+
+def test_the_op_stats_map_asks_for_the_full_check(monkeypatch):
+    """In a worker (map_host_file) and in this process (a one-host run's frame, kept for the
+    other tools), the map's frame comes from a fully checked cache entry."""
+    from tputui.analysis import host_map
+    from tputui.data import cache, run_data
+
+    seen = []
+    real = cache.load_frame
+
+    def spy(hf, *a, **kw):
+        seen.append(kw.get("full_check"))
+        return real(hf, *a, **kw)
+
+    monkeypatch.setattr(host_map, "load_frame", spy)
+    monkeypatch.setattr(run_data, "load_frame", spy)
+    logdir = open_logdir(str(PROFILES / "tpu_v6e_inference"))
+    host_map.map_host_file(logdir.runs[0].hosts[0])
+    assert seen == [True]
+    host_map.host_op_stats(run_data.RunData(logdir.runs[0], jobs=1))
+    assert seen == [True, True]
+
+
+def test_checking_a_big_column_in_full_keeps_memory_to_a_buffer(tmp_path):
+    """A giant host's map keeps its memory to a piece: the full check of a 512 MB column (sparse
+    here) reads it through one small buffer, never maps it whole (peak RSS of the process)."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "entry"
+    folder.mkdir()
+    with open(folder / "event_offset_ps.npy", "wb") as f:
+        f.truncate(512 << 20)
+    code = ("import resource, sys; from tputui.data import entry_seal; "
+            "entry_seal.seal(sys.argv[1]); entry_seal.check(sys.argv[1], full=True); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) < 150 * 1024, f"peak RSS {int(out.stdout) / 1024:.0f} MB"

@@ -134,3 +134,17 @@ def test_small_writes_reach_the_compressor_in_big_pieces(monkeypatch, tmp_path):
     replayed = io.StringIO()
     export.OutputCache(run_data, "summary", None, {}, "json", None).replay(replayed)
     assert replayed.getvalue() == sink.getvalue()
+
+
+def test_the_kept_output_carries_zstd_checksums_and_a_manifest(capsys):
+    import zstandard
+
+    from tputui.data import entry_seal
+
+    run(capsys, "export", str(PROFILES / "tf_keras"), "--tool", "summary")
+    (name,) = entries()
+    entry = os.path.join(cache_root(), "frames", name)
+    with open(os.path.join(entry, "out.zst"), "rb") as f:
+        assert zstandard.get_frame_parameters(f.read(18)).has_checksum
+    manifest = entry_seal.check(entry, full=True)
+    assert set(manifest["files"]) == {"out.zst", "notes.json"} and manifest["meta"]["format"] == export.OutputCache.VERSION

@@ -467,6 +467,31 @@ def test_corrupted_download_is_not_cached(gcs_env, monkeypatch):
     assert not [p for p in _cache().rglob("*") if p.is_file()]
 
 
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "appended", "no checksum"])
+def test_a_damaged_download_cache_is_downloaded_again(gcs_env, damage):
+    """Issue 32: a cached download whose bytes are not the ones stored (a same-size flip the
+    size check missed) is never decoded: it is removed and the object downloaded again."""
+    _, proxy = gcs_env
+    hf = open_logdir(url("jax_mlp")).runs[0].hosts[0]
+    want = read_bytes(hf)
+    (cached,) = [p for p in _cache().rglob("*") if p.is_file() and not p.name.endswith(".crc32")]
+    data = bytearray(cached.read_bytes())
+    if damage == "flipped":
+        data[len(data) // 2] ^= 0xFF
+        cached.write_bytes(bytes(data))
+    elif damage == "truncated":
+        cached.write_bytes(bytes(data[: len(data) // 2]))
+    elif damage == "appended":
+        cached.write_bytes(bytes(data) + b"\0" * 10)
+    else:
+        cached.with_name(cached.name + ".crc32").unlink()
+    fresh_process()
+    proxy.reset()
+    again = open_logdir(url("jax_mlp")).runs[0].hosts[0]
+    assert read_bytes(again) == want and proxy.downloads()  # fetched again, not decoded damaged
+    assert cached.read_bytes() == want  # and replaced
+
+
 def test_host_file_not_from_a_listing_costs_one_metadata_get(gcs_env):
     _, proxy = gcs_env
     hf = open_logdir(url("jax_mlp")).runs[0].hosts[0]

@@ -217,3 +217,29 @@ def test_cover_is_written_only_when_it_differs_from_the_ends(tmp_path):
     back = load_index(str(tmp_path / "differs"))
     same_index(ix, back)
     assert int(back.cover[1]) == int(ix.end[1]) + 7
+
+
+def test_a_big_index_is_sampled_on_open_and_checked_in_full_when_every_array_is_read(tmp_path, monkeypatch):
+    from tputui.data import entry_seal
+
+    monkeypatch.setattr(entry_seal, "ENTRY_FULL_BYTES", 0)  # the fixture's index as a big one
+    monkeypatch.setattr(entry_seal, "FILE_FULL_BYTES", 64 << 10)
+    monkeypatch.setattr(entry_seal, "EDGE_BYTES", 4 << 10)
+    monkeypatch.setattr(entry_seal, "BLOCK_BYTES", 256)
+    run = copy_run(tmp_path)
+    finish_index(run, None, open_index(run, None))
+    entry = entry_path(run, None)
+    path = os.path.join(entry, "start.npy")
+    size = os.path.getsize(path)
+    ranges = entry_seal._ranges(size)
+    assert size > 64 << 10 and len(ranges) > 2
+    between = ranges[1][1] + 8  # in no sampled block
+    assert not any(a <= between < b for a, b in ranges)
+    with open(path, "r+b") as f:
+        f.seek(between)
+        b = f.read(1)
+        f.seek(between)
+        f.write(bytes([b[0] ^ 0xFF]))
+    assert load_index(entry) is not None  # the viewer's open: sampled, not seen
+    assert cached_events(RunData(run.run), None) is None and not os.path.exists(entry)  # the export's: seen
+    assert open_index(RunData(run.run), None).partial  # built again from the frame

@@ -22,7 +22,8 @@ import polars as pl
 
 from tputui import __version__
 from tputui.analysis.result import NoDataError, TextResult, ToolResult
-from tputui.data.cache_folder import publish, temp_prefix
+from tputui.data import entry_seal
+from tputui.data.cache_folder import private_dir, publish, temp_prefix
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
 from tputui.data.runs import path_bytes, shown
@@ -144,7 +145,7 @@ class OutputCache:
     writing meanwhile."""
 
     MAX_BYTES = 256 << 20
-    VERSION = 2
+    VERSION = 3  # 3: zstd content checksums, a manifest with the files' CRC-32 (entry_seal)
     QUEUED = 2  # pieces waiting for the compressor (a trace export's are ~9 MB each: each one queued
     # is memory at the export's peak)
     PIECE_BYTES = 1 << 20  # smaller writes are gathered up to this before the hand-over
@@ -165,15 +166,24 @@ class OutputCache:
         self._pending_bytes = 0
 
     def notes(self) -> list[str] | None:
-        """The cached run's stderr notes, or None when there is no (readable) entry."""
+        """The cached run's stderr notes, or None when there is no entry or it does not check
+        out (its manifest's sizes and checksums, every byte: the replay reads them all anyway,
+        and must not stop half-way through the user's output). A damaged entry is removed, the
+        export runs again and replaces it."""
+        if not os.path.isdir(self.entry):
+            return None
         try:
+            manifest = entry_seal.check(self.entry, full=True)
+            if manifest["meta"].get("format") != self.VERSION or set(manifest["files"]) != {self._OUT, self._NOTES}:
+                raise entry_seal.DamagedEntry(f"{self.entry}: another format")
             with open(os.path.join(self.entry, self._NOTES), encoding="utf-8") as f:
                 notes = json.load(f)
-            if not os.path.isfile(os.path.join(self.entry, self._OUT)):
-                return None
+            if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+                raise entry_seal.DamagedEntry(f"{self.entry}: notes are not a list of lines")
             os.utime(self.entry)  # recently used, for pruning
-            return [str(n) for n in notes]
-        except (OSError, ValueError):
+            return notes
+        except Exception:  # noqa: BLE001 - damaged or unreadable: export again (and replace it)
+            shutil.rmtree(self.entry, ignore_errors=True)
             return None
 
     def replay(self, out: IO[str]) -> None:
@@ -184,6 +194,7 @@ class OutputCache:
         binary = getattr(out, "buffer", None)
         text = codecs.getincrementaldecoder("utf-8")()
         with open(os.path.join(self.entry, self._OUT), "rb") as f:
+            # the frame's content checksum is checked too (checked in full by notes() before)
             reader = zstandard.ZstdDecompressor().stream_reader(f)
             while chunk := reader.read(1 << 22):
                 if binary is not None:
@@ -198,10 +209,11 @@ class OutputCache:
         import zstandard
 
         try:
-            os.makedirs(os.path.dirname(self.entry), exist_ok=True)
+            private_dir(os.path.dirname(self.entry))
             self._tmp = tempfile.mkdtemp(dir=os.path.dirname(self.entry), prefix=temp_prefix("export"))
             self._raw = open(os.path.join(self._tmp, self._OUT), "wb")
-            self._copy = zstandard.ZstdCompressor(level=-3, threads=2).stream_writer(self._raw, closefd=False)
+            self._copy = zstandard.ZstdCompressor(level=-3, threads=2, write_checksum=True).stream_writer(
+                self._raw, closefd=False)
         except OSError:
             self._drop()
             return out
@@ -292,6 +304,7 @@ class OutputCache:
                 json.dump(notes, f)
                 f.flush()
                 os.fsync(f.fileno())
+            entry_seal.seal(self._tmp, {"format": self.VERSION})
             tmp, self._tmp = self._tmp, None
             publish(tmp, self.entry)
         except OSError:

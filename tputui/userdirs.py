@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any
 
+from tputui.data.cache_folder import private_dir
 from tputui.data.files import atomic_open
 
 
@@ -43,10 +44,14 @@ def _downloads() -> str | None:
 def export_dir(logdir: str | None = None) -> str:
     """The folder screen exports go to (created if missing); never inside `logdir`."""
     local_logdir = logdir if logdir and "://" not in logdir else None
-    for d in (os.environ.get("TPUTUI_EXPORT_DIR"), _downloads(), os.path.join(cache_root(), "exports")):
+    in_cache = os.path.join(cache_root(), "exports")
+    for d in (os.environ.get("TPUTUI_EXPORT_DIR"), _downloads(), in_cache):
         if not d or (local_logdir and _inside(d, local_logdir)):
             continue
-        os.makedirs(d, exist_ok=True)
+        if d == in_cache:
+            private_dir(d)  # the cache folder and the parents we create: 0700, like its entries
+        else:
+            os.makedirs(d, exist_ok=True)
         return d
     raise OSError("every export folder is inside the logdir; set TPUTUI_EXPORT_DIR to a folder outside it")
 

@@ -62,7 +62,8 @@ def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
         pieces = host_pieces.plan(hf)
         if pieces:
             return host_pieces.map_in_pieces(hf, pieces)
-        frame = load_frame(hf, use_cache=use_cache, write_cache=hf.size >= FRAME_CACHE_MIN_BYTES)
+        # full_check: the map reads every column, so a cached entry's every byte is checked first
+        frame = load_frame(hf, use_cache=use_cache, write_cache=hf.size >= FRAME_CACHE_MIN_BYTES, full_check=True)
     except UserError as e:
         raise HostUnreadable(hf.host, str(e)) from None
     return op_stats.map_host(frame, hf.host)
@@ -71,7 +72,7 @@ def map_host_file(hf: HostFile, use_cache: bool = True) -> HostOpStats:
 def _merged_in_pieces(hf: HostFile) -> HostOpStats:
     """A giant riegeli host: merged once into the cache (its columns on disk, mapped), then read in
     pieces cut from them (analysis/host_pieces.py)."""
-    frame = load_frame(hf, use_cache=True)
+    frame = load_frame(hf, use_cache=True, full_check=True)  # every column is read: checked in full
     pieces = host_pieces.plan_merged(frame)
     release_pages(frame.raw)  # what the load's checks and the plan read
     if not pieces:
@@ -164,7 +165,7 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
             report(f"op stats: host {i + 1}/{len(files)} ({hf.host})")
         if keep or run.has_frame(hf.host):
             try:
-                frame = run.frame(hf.host)
+                frame = run.frame(hf.host, full_check=True)  # the map reads it all: checked in full
             except UserError as e:
                 raise HostUnreadable(hf.host, str(e)) from None
             if report:  # decoded: what is left is the op stats themselves (seconds at 100M events)

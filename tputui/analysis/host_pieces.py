@@ -273,4 +273,5 @@ def map_in_pieces(hf: HostFile, pieces: list[Piece], run_parts: RunParts | None 
     try:
         return op_stats.assemble_tpu_host(hf.host, host, devices)
     except op_stats.PiecesDisagree:
-        return op_stats.map_host(load_frame(hf, use_cache=hf.format == "riegeli", write_cache=False), hf.host)
+        return op_stats.map_host(load_frame(hf, use_cache=hf.format == "riegeli", write_cache=False, full_check=True),
+                                 hf.host)

@@ -29,11 +29,12 @@ from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index
 from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
 from tputui.analysis.trace_flows import FlowTable
+from tputui.data import entry_seal
 from tputui.data.cache import cache_key, cache_root
 from tputui.data.cache_folder import prune, temp_prefix
 from tputui.data.files import atomic_dir
 
-INDEX_VERSION = 2  # 2: flow links and counter tracks
+INDEX_VERSION = 3  # 2: flow links and counter tracks; 3: a manifest with checksums (entry_seal)
 _ARRAYS = ("start", "end", "cover", "name", "source", "kind", "ev_row", "event_row", "row_count", "row_first",
            "row_track", "row_depth", "name_hash")
 _FLOW_ARRAYS = ("src", "dst", "kind", "category", "flow_id")
@@ -117,7 +118,7 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
 def cached_events(run, host: str | None) -> TraceEvents | None:
     """The host's trace viewer events from a saved index (no decode), or None when none is saved."""
     entry = entry_path(run, host)
-    ix = load_index(entry) if entry is not None else None
+    ix = load_index(entry, full=True) if entry is not None else None  # every array is read: checked in full
     return events_of(ix) if ix is not None else None
 
 
@@ -162,13 +163,17 @@ def save_index(ix: TraceIndex, path: str) -> None:
         }
         with open(os.path.join(tmp, "index.json"), "w", encoding="utf-8") as f:
             json.dump(meta, f)
+        entry_seal.seal(tmp, {"version": INDEX_VERSION})  # last: sizes and checksums of every file
 
 
-def load_index(path: str) -> TraceIndex | None:
-    """A saved index (arrays memory-mapped), or None when there is none or it is damaged."""
+def load_index(path: str, full: bool = False) -> TraceIndex | None:
+    """A saved index (arrays memory-mapped), or None when there is none or it is damaged (it is
+    then removed). Checked in full when small or `full` (a caller reading every array), else
+    its big arrays by sampled blocks (entry_seal): the viewer reads only what it draws."""
     if not os.path.isdir(path):
         return None
     try:
+        entry_seal.check(path, full=full)
         with open(os.path.join(path, "index.json"), encoding="utf-8") as f:
             meta = json.load(f)
         if meta.get("version") != INDEX_VERSION:
@@ -182,9 +187,14 @@ def load_index(path: str) -> TraceIndex | None:
         counters = CounterTable(list(meta["counter_names"]),
                                 *(np.load(os.path.join(path, f"counter.{n}.npy")) for n in _COUNTER_ARRAYS))
         os.utime(path)  # recently used, for the LRU prune
-    except (OSError, ValueError, KeyError, TypeError):
-        shutil.rmtree(path, ignore_errors=True)  # damaged: the next open builds it again
+        ix = _index_of(meta, arr, levels, flows, counters)
+    except Exception:  # noqa: BLE001 - damaged (or another build's): this open builds it again
+        shutil.rmtree(path, ignore_errors=True)
         return None
+    return ix
+
+
+def _index_of(meta: dict, arr: dict, levels: list[Level], flows: FlowTable, counters: CounterTable) -> TraceIndex:
     ix = TraceIndex.__new__(TraceIndex)
     ix.__dict__.update(arr)
     ix.names = meta["names"]

@@ -40,15 +40,17 @@ def has_entry(hf: HostFile) -> bool:
 
 
 def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = True, progress=None,
-               write_cache: bool = True) -> XSpaceFrame:
+               write_cache: bool = True, full_check: bool = False) -> XSpaceFrame:
     """The decoded frame of one host file, from the cache when it is fresh; a decoded
     .xplane.pb is written to the cache unless `write_cache` is False (a riegeli merge always
-    writes its entry: its columns go there to keep memory bounded)."""
+    writes its entry: its columns go there to keep memory bounded). `full_check`: a cached
+    entry's every byte is checked, however big (a caller about to read it all: the op-stats
+    map), where an open otherwise samples a big entry's big columns (entry_seal)."""
     key = cache_key(hf, planes) if use_cache else None
     entry = os.path.join(cache_root(), "frames", key) if key else None
     if entry and os.path.isdir(entry):
         try:
-            frame = XSpaceFrame(cache_entry.load(entry))
+            frame = XSpaceFrame(cache_entry.load(entry, full=full_check))
         except Exception:  # noqa: BLE001 - DamagedEntry or anything it missed: rebuild from the file
             shutil.rmtree(entry, ignore_errors=True)
         else:

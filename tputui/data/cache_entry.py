@@ -2,11 +2,14 @@
 
 An entry is a folder: one .npy per raw column (memory-mapped on load, so a warm open reads
 only what a tool touches), the string tables in strings.json, byte blobs (HLO protos) in
-blobs.bin with their sizes in blob_sizes.npy, and manifest.json, written last, naming every
-file with its size. Every file is fsynced before the folder is renamed into place, so a crash
-or power loss leaves either no entry or a whole one. A load checks the manifest (format,
-files, sizes), then the content (dtypes, lengths, every row index in range: `raw.validate`);
-anything off raises `DamagedEntry` and the caller decodes the profile again.
+blobs.bin with their sizes in blob_sizes.npy, and manifest.json, written last by
+`entry_seal.seal`: every file's size and CRC-32 (every file fsynced before it, the folder
+renamed into place after it), so a crash or power loss leaves either no entry or a whole one.
+A load checks the manifest (format, files, sizes, checksums: in full for an entry up to
+entry_seal.ENTRY_FULL_BYTES, sampled for the big columns of a bigger one unless `full`;
+blobs.bin, read whole anyway, always in full), then the content (dtypes, lengths, every row
+index in range: `raw.validate`); anything off raises `DamagedEntry` and the caller decodes the
+profile again.
 """
 from __future__ import annotations
 
@@ -15,28 +18,27 @@ import json
 import os
 import shutil
 import tempfile
+import zlib
 from typing import Any
 
 import numpy as np
 
-from tputui.data.cache_folder import temp_prefix
+from tputui.data import entry_seal
+from tputui.data.cache_folder import private_dir, temp_prefix
+from tputui.data.entry_seal import MANIFEST, DamagedEntry
 from tputui.data.raw import RawXSpace, StatColumns, validate
 
-FORMAT_VERSION = 3  # 2: manifest.json, fsync before rename; 3: big columns may be streamed in (riegeli merge)
-MANIFEST = "manifest.json"
+# 2: manifest.json, fsync before rename; 3: big columns may be streamed in (riegeli merge);
+# 4: checksums in the manifest (entry_seal)
+FORMAT_VERSION = 4
 _FIELDS = {f.name: f.type for f in dataclasses.fields(RawXSpace)}
 _STAT_PARTS = ("owner", "stat", "kind", "value")
-
-
-class DamagedEntry(Exception):
-    """A cache entry that is incomplete, of another format, or does not hold together."""
+__all__ = ["MANIFEST", "DamagedEntry", "FORMAT_VERSION", "save", "load", "new_folder", "column_paths"]
 
 
 def _write(folder: str, name: str, write) -> None:
     with open(os.path.join(folder, name), "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
+        write(f)  # fsynced by entry_seal.seal, with the files a merge streamed in
 
 
 def _fsync_path(path: str) -> None:
@@ -50,7 +52,7 @@ def _fsync_path(path: str) -> None:
 
 def new_folder(parent: str) -> str:
     """A folder to build an entry in (`save(..., folder=)` completes it; prune() leaves it alone)."""
-    os.makedirs(parent, exist_ok=True)
+    private_dir(parent)
     return tempfile.mkdtemp(dir=parent, prefix=temp_prefix())
 
 
@@ -73,8 +75,6 @@ def save(raw: RawXSpace, path: str, folder: str | None = None) -> None:
     try:
         texts = {}
         present = set(os.listdir(tmp))
-        for name in sorted(present):
-            _fsync_path(os.path.join(tmp, name))
         for name, typ in _FIELDS.items():
             value = getattr(raw, name)
             if typ == "np.ndarray" and f"{name}.npy" not in present:
@@ -90,10 +90,7 @@ def save(raw: RawXSpace, path: str, folder: str | None = None) -> None:
         sizes = np.array([len(b) for b in raw.blobs], np.int64)
         _write(tmp, "blob_sizes.npy", lambda f: np.save(f, sizes))
         _write(tmp, "strings.json", lambda f: f.write(json.dumps(texts).encode()))
-        files = {e.name: e.stat().st_size for e in os.scandir(tmp)}
-        manifest = {"format": FORMAT_VERSION, "files": files}
-        _write(tmp, MANIFEST, lambda f: f.write(json.dumps(manifest).encode()))  # last: marks it whole
-        _fsync_path(tmp)
+        entry_seal.seal(tmp, {"format": FORMAT_VERSION})  # last: marks it whole
         try:
             os.rename(tmp, path)
         except OSError:  # another process wrote the same entry first: keep theirs
@@ -105,10 +102,11 @@ def save(raw: RawXSpace, path: str, folder: str | None = None) -> None:
         raise
 
 
-def load(path: str) -> RawXSpace:
-    """Read the entry `path` (numeric columns memory-mapped); DamagedEntry unless it checks out."""
+def load(path: str, full: bool = False) -> RawXSpace:
+    """Read the entry `path` (numeric columns memory-mapped); DamagedEntry unless it checks out.
+    `full`: every byte checked, however big the entry (a caller about to read it all)."""
     try:
-        raw = _load_checked(path)
+        raw = _load_checked(path, full)
         validate(raw)
     except DamagedEntry:
         raise
@@ -117,17 +115,11 @@ def load(path: str) -> RawXSpace:
     return raw
 
 
-def _load_checked(path: str) -> RawXSpace:
-    with open(os.path.join(path, MANIFEST), "rb") as f:
-        manifest = json.loads(f.read())
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
+def _load_checked(path: str, full: bool = False) -> RawXSpace:
+    manifest = entry_seal.check(path, full=full, skip=frozenset({"blobs.bin"}))
+    if manifest["meta"].get("format") != FORMAT_VERSION:
         raise DamagedEntry(f"{path}: another cache format")
-    files = manifest.get("files")
-    if not isinstance(files, dict):
-        raise DamagedEntry(f"{path}: manifest without files")
-    present = {e.name: e.stat().st_size for e in os.scandir(path) if e.name != MANIFEST}
-    if present != files:
-        raise DamagedEntry(f"{path}: files or sizes differ from the manifest")
+    files = {name: rec[0] for name, rec in manifest["files"].items()}
     with open(os.path.join(path, "strings.json"), encoding="utf-8") as f:
         texts = json.load(f)
     if not isinstance(texts, dict):
@@ -136,10 +128,12 @@ def _load_checked(path: str) -> RawXSpace:
     if sizes.dtype != np.int64 or sizes.ndim != 1 or (len(sizes) and sizes.min() < 0) \
             or int(sizes.sum()) != files["blobs.bin"]:
         raise DamagedEntry(f"{path}: blob sizes do not add up to blobs.bin")
-    blobs = []
+    blobs, crc = [], 0
     with open(os.path.join(path, "blobs.bin"), "rb") as f:
         for n in sizes.tolist():
             blobs.append(f.read(n))
+            crc = zlib.crc32(blobs[-1], crc)
+    entry_seal.expect_crc(manifest, "blobs.bin", sum(map(len, blobs)), crc)  # read whole anyway: checked in full
     kw: dict[str, Any] = {"blobs": blobs}
     for name, typ in _FIELDS.items():
         if typ == "np.ndarray":

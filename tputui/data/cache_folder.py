@@ -7,8 +7,11 @@ import os
 import re
 import shutil
 import socket
+import stat
 import time
 import zlib
+
+from tputui.data.storage import cache_root
 
 DEFAULT_MAX_BYTES = 2 << 30  # TPUTUI_CACHE_MAX_GB overrides; oldest-used entries go first
 STALE_TMP_SECONDS = 6 * 3600  # a .tmp- folder this old is left over by a killed process
@@ -39,6 +42,34 @@ def _writer_gone(name: str) -> bool:
     except OSError:  # alive (another user's) or unknown
         return False
     return False  # alive, or its pid taken by another process: its age will tell
+
+
+def private_dir(path: str) -> str:
+    """`path`, created with any missing parents as mode 0700: the cache holds what the user's
+    profiles say (names, code, HLO) and what tputui reads back, for no one else to read or plant.
+    Our cache root, when an older build made it readable by others, is closed too."""
+    missing = []
+    p = os.path.abspath(path)
+    while not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            pass
+    root = cache_root()
+    if os.path.abspath(path).startswith(os.path.abspath(root)):
+        try:
+            st = os.stat(root)
+            if st.st_mode & 0o077 and st.st_uid == os.getuid():
+                os.chmod(root, stat.S_IMODE(st.st_mode) & 0o700)
+        except OSError:
+            pass
+    return path
 
 
 def max_cache_bytes() -> int:

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Iterator
 from typing import IO
 
+from tputui.data.cache_folder import private_dir
+
 
 @contextlib.contextmanager
 def atomic_open(path: str, mode: str = "wb", **kwargs) -> Iterator[IO]:
@@ -94,7 +96,7 @@ def atomic_dir(path: str, prefix: str = ".tmp-") -> Iterator[str]:
     Its files and itself are fsynced before the rename, the parent after: a crash leaves the
     old state or the whole new folder, never a folder of half-written files."""
     parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
+    private_dir(parent)  # only cache entries are written this way
     tmp = tempfile.mkdtemp(dir=parent, prefix=prefix)
     try:
         yield tmp

@@ -16,16 +16,19 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import contextlib
 import hashlib
 import logging
 import os
 import posixpath
 import threading
 import time
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from tputui.data.cache_folder import private_dir
 from tputui.data.files import atomic_open
 from tputui.data.runs import EXPECTED, RIEGELI_SUFFIX, XPLANE_SUFFIX, HostFile, LogdirError
 
@@ -287,25 +290,41 @@ def _current_object(hf: HostFile, fs) -> GcsObject:
     return obj
 
 
+_CRC = ".crc32"  # beside each download: "<size> <CRC-32>", written after it
+
+
 def _read_cached(obj: GcsObject, folder: str) -> bytes | None:
+    """The cached download, when its size and CRC-32 are the ones recorded when it was stored
+    (read whole anyway: checked in full); else None, and a damaged copy is removed."""
+    path = cache_path(obj, folder)
     try:
-        with open(cache_path(obj, folder), "rb") as f:
+        with open(path, "rb") as f:
             data = f.read()
-    except OSError:
-        return None
-    return data if obj.gzipped or len(data) == obj.size else None
+        with open(path + _CRC, encoding="ascii") as f:
+            size, crc = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        data, size, crc = b"", -1, -1
+    if len(data) == size and zlib.crc32(data) == crc and (obj.gzipped or len(data) == obj.size):
+        return data
+    for p in (path, path + _CRC):
+        with contextlib.suppress(OSError):
+            os.unlink(p)
+    return None
 
 
 def _store(obj: GcsObject, data: bytes, folder: str) -> None:
-    """Write the download into the cache atomically and drop older generations of the object."""
+    """Write the download into the cache atomically (then its size and CRC-32) and drop older
+    generations of the object."""
     path = cache_path(obj, folder)
     folder = os.path.dirname(path)
     try:
-        os.makedirs(folder, exist_ok=True)
+        private_dir(folder)
         with atomic_open(path) as f:
             f.write(data)
+        with atomic_open(path + _CRC, "w", encoding="ascii") as f:
+            f.write(f"{len(data)} {zlib.crc32(data)}")
         for name in os.listdir(folder):
-            if name != obj.generation and ".part-" not in name:
+            if name not in (obj.generation, obj.generation + _CRC) and ".part-" not in name:
                 os.unlink(os.path.join(folder, name))
     except OSError:  # a read-only or full cache dir must not stop the user from reading
         pass

@@ -10,6 +10,11 @@ nothing. Transposed chunks ('t') are refused with a one-line error.
 Like XProf (its RecordReader runs with a recovery callback that always goes on), a corrupt chunk
 or header is skipped: the reader warns and resumes at the next chunk a valid block header points
 to. Records come out one chunk at a time, so memory follows the largest chunk, not the file.
+
+Bounded by what is real, not by what a file claims: a chunk whose header claims more than a real
+profile's chunk holds (see MAX_RECORD_BYTES, MAX_RATIO, MAX_RECORDS) is skipped like a damaged
+one, before anything is decompressed; decompression stops at the size the chunk declares, so a
+brotli / zstd stream that expands past it (a decompression bomb) costs that size, not its own.
 """
 from __future__ import annotations
 
@@ -27,6 +32,19 @@ CHUNK_HEADER_SIZE = 40
 SIGNATURE, METADATA, PADDING, SIMPLE, TRANSPOSED = b"s", b"m", b"p", b"r", b"t"
 NONE, BROTLI, ZSTD = 0, ord("b"), ord("z")
 COMPRESSION_NAMES = {NONE: "none", BROTLI: "brotli", ZSTD: "zstd"}
+# A record is one serialized XSpace: protobuf cannot hold one past 2 GiB (why XLA writes riegeli at
+# all), the records of real profiles are up to a few hundred MB (the x100 tiled TPU profile's:
+# 80 MB), and decoding one takes ~2-3x its size in columns. 1 GiB leaves room above any real
+# record and refuses claims of 4 GB. A chunk holds its records, so it gets the same limit.
+MAX_RECORD_BYTES = 1 << 30
+# Real XSpace records compress 3-8x with brotli (quality 5-11) and zstd (level 19): the fixtures
+# and the x100 TPU profile. A chunk claiming more than 256x its compressed size (and over 64 MiB,
+# below which the ratio is not looked at) is a bomb, not a profile: a few hundred KB of brotli
+# that expand to 1 GB of zeros would otherwise be decompressed whole.
+MAX_RATIO = 256
+RATIO_FREE_BYTES = 64 << 20
+MAX_RECORDS = 1 << 20  # per chunk: a whole XSpace is many bytes; a million of them is not a profile
+_PIECE = 16 << 20  # decompressed per step, so a stream that runs past its declared size stops there
 
 
 class RiegeliError(UserError):
@@ -69,22 +87,25 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def decompress(kind: int, data):
+def decompress(kind: int, data, limit: int = MAX_RECORD_BYTES):
     """One compressed block: none (given back as it is, no copy), or brotli / zstd prefixed by the
-    decompressed size."""
+    decompressed size. ValueError when the declared size passes `limit` (nothing decompressed)
+    or the stream does not give exactly that many bytes (it is not expanded past it)."""
     if kind == NONE:
         return data
     size, start = read_varint(data, 0)
+    if size > limit:
+        raise ValueError(f"a block declares {size:,} decompressed bytes, over the {limit:,} limit")
     body = bytes(data[start:])
     try:
         if kind == BROTLI:
             import brotli  # a dependency for exactly this (pyproject)
 
-            out = brotli.decompress(body)
+            out = _brotli_upto(brotli, body, size)
         elif kind == ZSTD:
             import zstandard
 
-            out = zstandard.ZstdDecompressor().decompress(body, max_output_size=max(size, 1))
+            out = _zstd_upto(zstandard, body, size)
         else:
             raise ValueError(f"unknown compression type {kind:#x}")
     except ImportError as e:
@@ -94,29 +115,76 @@ def decompress(kind: int, data):
         raise
     except Exception as e:  # brotli.error / zstandard.ZstdError: damaged data
         raise ValueError(f"{COMPRESSION_NAMES.get(kind)} data does not decompress ({e})") from None
+    if len(out) > size:
+        raise ValueError(f"the data expands past the {size:,} bytes it declares (stopped at {len(out):,})")
     if len(out) != size:
-        raise ValueError(f"decompressed {len(out)} bytes, header says {size}")
+        raise ValueError(f"decompressed {len(out):,} bytes, header says {size:,}")
     return out
 
 
+def _brotli_upto(brotli, body: bytes, size: int) -> bytes:
+    """The brotli stream `body` decompressed, stopping once it passes `size` bytes."""
+    d = brotli.Decompressor()
+    parts, got = [], 0
+    piece = d.process(body, output_buffer_limit=min(size + 1, _PIECE))
+    while True:
+        parts.append(piece)
+        got += len(piece)
+        if got > size or d.is_finished():
+            break
+        piece = d.process(b"", output_buffer_limit=min(size + 1 - got, _PIECE))  # all the input is in
+        if not piece and not d.is_finished():
+            raise ValueError("brotli data ends early")
+    return b"".join(parts)
+
+
+def _zstd_upto(zstandard, body: bytes, size: int) -> bytes:
+    """The zstd frame(s) `body` decompressed, stopping once they pass `size` bytes (a frame's
+    declared content size is not trusted for the allocation; its checksum is checked)."""
+    reader = zstandard.ZstdDecompressor().stream_reader(body, read_across_frames=True)
+    parts, got = [], 0
+    while got <= size:
+        piece = reader.read(min(size + 1 - got, _PIECE))
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts)
+
+
 def simple_chunk_records(data, num_records: int, decoded_size: int) -> list[memoryview]:
-    """The records of one simple chunk ('r')."""
+    """The records of one simple chunk ('r'); ValueError for a damaged one or one claiming more
+    than a real profile's chunk holds (checked before anything is decompressed)."""
+    check_claims(len(data), num_records, decoded_size)
     kind = data[0]
     sizes_len, pos = read_varint(data, 1)
     data = memoryview(data)
-    sizes = decompress(kind, data[pos:pos + sizes_len])
-    values = decompress(kind, data[pos + sizes_len:])
+    sizes = decompress(kind, data[pos:pos + sizes_len], limit=10 * num_records)  # a varint per record
+    values = decompress(kind, data[pos + sizes_len:], limit=decoded_size)
     if len(values) != decoded_size:
         raise ValueError(f"records hold {len(values)} bytes, chunk header says {decoded_size}")
     out, p, at = [], 0, 0
     mv = memoryview(values)
     for _ in range(num_records):
         n, p = read_varint(sizes, p)
+        if n > MAX_RECORD_BYTES:
+            raise ValueError(f"a record of {n:,} bytes, over the {MAX_RECORD_BYTES:,} limit")
         if at + n > len(values):
             raise ValueError("record sizes run past the records")
         out.append(mv[at:at + n])
         at += n
     return out
+
+
+def check_claims(data_size: int, num_records: int, decoded_size: int) -> None:
+    """ValueError when a chunk's header claims more than a real profile's chunk holds."""
+    if decoded_size > MAX_RECORD_BYTES:
+        raise ValueError(f"the chunk claims {decoded_size:,} bytes of records, over the {MAX_RECORD_BYTES:,} limit")
+    if num_records > MAX_RECORDS:
+        raise ValueError(f"the chunk claims {num_records:,} records, over the {MAX_RECORDS:,} limit")
+    if decoded_size > RATIO_FREE_BYTES and decoded_size > MAX_RATIO * data_size:
+        raise ValueError(f"the chunk claims {decoded_size:,} bytes of records from {data_size:,} compressed "
+                         f"(over 1:{MAX_RATIO}, where real profiles compress 1:3 to 1:8)")
 
 
 # --- the reader --------------------------------------------------------------------------------

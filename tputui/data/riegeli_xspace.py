@@ -154,13 +154,15 @@ def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=
     # A record is counted while the next waits in ahead()'s queue and a thread reads the one
     # after: 4 buffers in turn keep every record's bytes as read until it is done with (the second
     # pass decodes each record in the thread that read it, before the next read).
-    reader = RecordReader(f, name, size, warn=log.warning, reuse=4)
+    warnings = _HeldWarnings()
+    reader = RecordReader(f, name, size, warn=warnings, reuse=4)
     counted: dict[int, RecordLines] = {}  # record number -> its lines, for the records that count
     for i, record in enumerate(ahead(reader.records(), "tputui-riegeli-read")):
         if progress:
             progress(f"reading {label or name} record {i + 1} ({len(record) / 1e6:.1f} MB)")
         try:
             counted[i] = count_record(record, planes)
+            warnings.release()
         except DecodeError as e:  # the hash matched, yet it is not an XSpace
             _skip(reader, f"{name}: skipped record {i + 1}, not an XSpace ({e})")
         del record
@@ -204,7 +206,30 @@ class _Dropped(Exception):
 
 def _skip(reader: RecordReader, msg: str) -> None:
     reader.skipped.append(msg)
-    log.warning(msg)
+    reader.warn(msg)
+
+
+class _HeldWarnings:
+    """The warnings about skipped regions, held until a record turns out readable: when none
+    does, the one-line error names them all (one line on stderr, not a warning per region
+    and the error repeating them)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: list[str] | None = []
+
+    def __call__(self, msg: str) -> None:
+        with self._lock:  # the reading thread warns too
+            if self._held is not None:
+                self._held.append(msg)
+                return
+        log.warning(msg)
+
+    def release(self) -> None:
+        with self._lock:
+            held, self._held = self._held, None
+        for msg in held or ():
+            log.warning(msg)
 
 
 def _merge(reader: RecordReader, counted: dict[int, RecordLines], planes: PlaneSelector, progress, label: str,

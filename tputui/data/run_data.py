@@ -67,10 +67,12 @@ class RunData:
         return self.run.host(host)
 
     def frame(self, host: str | None = None, planes: PlaneSelector = None,
-              progress: Progress | None = None, keep: bool = True) -> XSpaceFrame:
+              progress: Progress | None = None, keep: bool = True, full_check: bool = False) -> XSpaceFrame:
         """Decoded frame of one host (the first host when None); slow steps report to `progress`,
         else to the callback of the enclosing `reporting` block. keep=False: a frame not loaded
-        yet is not kept by the run (a walk over many hosts then holds one at a time)."""
+        yet is not kept by the run (a walk over many hosts then holds one at a time).
+        full_check: a caller about to read every column (the op-stats map) has a big cache
+        entry's every byte checked (cache.load_frame), not only a sample."""
         hf = self.host_file(host)
         key = (hf.host, None if planes is None else tuple(planes) if not callable(planes) else planes)
         while True:
@@ -88,7 +90,7 @@ class RunData:
             if report:
                 report(f"reading {hf.host} ({hf.size / 1e6:.1f} MB)")
             try:
-                fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=report)
+                fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=report, full_check=full_check)
             except UserError as e:
                 self.unreadable[hf.host] = str(e)  # later `hosts` lists leave it out
                 raise
