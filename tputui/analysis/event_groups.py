@@ -5,12 +5,36 @@ events nest per thread; producer/consumer stats (`_p`/`_pt` -> `_c`/`_ct`) link 
 both sides of one id have 64+ events; ExecutorState::Process links to IteratorGetNextOp by
 (id, iter_num). Root events (`_r`, level = its value; legacy `TraceContext`) are taken by level
 (high first), then time; each root not already reached starts a group that spreads to everything it
-reaches. Host steps (steps.py), the TPU step engine (tpu_steps.py) and the memory profile read it.
+reaches. `group_events` is the one whole-host pass over a frame's host events, memoized per frame;
+`event_grouping.host_grouping` distills it into the small per-group summary the op-stats map, the
+step engines and the trace viewer share (a giant host read in pieces gets the same summary from
+its threads' extracts, group_extract.py). Host steps (steps.py) and the memory profile read the
+per-event groups.
+
+XProf's grouping facts, each read in its source and checked against XProf 2.24.2's converter on
+tests/fixtures/grouping/orbax_serving (scripts/make_grouping_fixture.py), op-stats and trace side:
+
+fact               value                                            where XProf / XLA has it
+-----------------  -----------------------------------------------  --------------------------------------
+roots by name      `ProcessBatch` (level 2), `OrbaxServing::         preprocess_xplane.cc (root mutators),
+                   ProcessBatch` (2; enum kOrbaxProcessBatch),       xplane_schema.cc (enum -> name),
+                   `BatchingSessionRun` (1); legacy `TraceContext`   group_events.cc (GroupingEventStats)
+                   (1); else an `_r` stat > 0
+launch tied to a   `DoEnqueueProgram` only; `DoEnqueueContinuation-  preprocess_xplane.cc (kTpuLaunch
+device module      Program` gets its run id masked, no link           producer: DoEnqueueProgram only)
+run-id mask        host launches: run_id & (2**27 - 1); the device   preprocess_xplane.h kRunIdMask,
+                   `XLA Modules` run id as recorded                  HostRunIdMutator, TpuModuleLineMutator
+
+Not reproduced: the links XProf's preprocessing adds as producer/consumer stats before grouping
+(DoEnqueueProgram -> CompleteCallbacks, ExecutorState::Process -> TpuExecuteOp, EnqueueRequestLocked
+-> *Request queues): those consumers stay in the group their own thread gives them.
 """
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -46,7 +70,9 @@ class GroupedEvents:
     names: dict[int, str]  # group id -> name ("train 3")
     starter: dict[int, int]  # group id -> index (into the arrays) of the root that started it
     named_roots: np.ndarray  # bool: roots that named their group (non-implicit starters)
-    parent: np.ndarray  # nesting parent (index into the arrays), -1 for none
+    parent: np.ndarray  # nesting parent (index into the arrays), -1 for none (all -1 without groups)
+    step_nums: dict[int, int | None] = field(default_factory=dict)  # group id -> its root's context step number
+    enabled: bool = True  # False: XProf does not group this space at all (TF loop ops)
 
     @cached_property
     def rows(self) -> np.ndarray:
@@ -64,12 +90,16 @@ class GroupedEvents:
         return pos.astype(np.int64) + src.start if isinstance(src, slice) else src[pos]
 
     @classmethod
-    def empty(cls, event_names=None) -> GroupedEvents:
+    def empty(cls, event_names=None, enabled: bool = True) -> GroupedEvents:
         z = np.zeros(0, np.int64)
-        return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool), z)
+        return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool), z, {}, enabled)
 
 
-ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxProcessBatch": 2, "BatchingSessionRun": 1}
+# The facts of the table above, for every module that groups or ties device events to groups.
+ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxServing::ProcessBatch": 2, "BatchingSessionRun": 1}
+LEGACY_ROOT = "TraceContext"  # a root of level 1 without an `_r` stat
+LAUNCH_EVENT = "DoEnqueueProgram"
+RUN_ID_MASK = (1 << 27) - 1
 
 
 class Sparse:
@@ -143,19 +173,62 @@ def _pair_codes(a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray]:
     return int(new.sum()), codes
 
 
+_MEMO: weakref.WeakKeyDictionary[XSpaceFrame, GroupedEvents] = weakref.WeakKeyDictionary()
+_MEMO_LOCK = threading.Lock()
+
+
 def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
-    """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default)."""
-    ev = events_of(frame, plane)
-    if ev is None or any(nm in LOOP_OPS for nm in frame.raw.em_name):
+    """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default). The host
+    plane's grouping is computed once per frame and shared by every caller (it lives as long as
+    the frame)."""
+    if plane is not None:
+        return _group_events(frame, plane)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(frame)
+    if hit is None:
+        hit = _group_events(frame, None)
+        with _MEMO_LOCK:
+            hit = _MEMO.setdefault(frame, hit)
+    return hit
+
+
+def _group_events(frame: XSpaceFrame, plane: int | None) -> GroupedEvents:
+    names = frame.raw.em_name + [""]
+    if any(nm in LOOP_OPS for nm in frame.raw.em_name):
         # XProf does not group TF graphs with loop ops (While/For) at all.
-        return GroupedEvents.empty(frame.raw.em_name + [""])
+        return GroupedEvents.empty(names, enabled=False)
+    ev = events_of(frame, plane, stats=may_group(frame, plane))
+    if ev is None:
+        return GroupedEvents.empty(names)
+    if not ev.st:  # no root can exist: every event ungrouped, no stats, nesting or flows built
+        none = np.full(len(ev.start), -1, np.int32)
+        return GroupedEvents(ev.rows, ev.start, ev.dur, ev.md_i, ev.names, none, {}, {}, np.zeros(len(none), bool), none)
     parent, down_order = nesting(ev)
     group, group_names, starter, named = label_groups(ev, parent, down_order)
-    return GroupedEvents(ev.rows, ev.start, ev.dur, ev.md_i, ev.names, group, group_names, starter, named, parent)
+    step_nums = {gid: context_step_num(r, ev.st, parent) for gid, r in starter.items()}
+    return GroupedEvents(ev.rows, ev.start, ev.dur, ev.md_i, ev.names, group, group_names, starter, named, parent,
+                         step_nums)
 
 
-def events_of(frame: XSpaceFrame, plane: int | None = None) -> Events | None:
-    """The host plane's events as grouping reads them (None: no plane, or no events)."""
+# What can start a group: `_r` stats and these event names (label_groups).
+ROOT_NAMES = frozenset(set(ROOT_LEVEL_BY_NAME) | {LEGACY_ROOT, "ExecutorState::Process"})
+
+
+def may_group(frame: XSpaceFrame, plane: int | None = None) -> bool:
+    """Whether the host plane's metadata allows any group at all: without a root there is none
+    (the plane's own fields tell, without its lines: a giant host's threads then need no extract)."""
+    raw = frame.raw
+    hp = frame.plane_index(schema.HOST_PLANE) if plane is None else plane
+    if hp is None:
+        return False
+    stats = {raw.sm_name[i] for i in np.flatnonzero(raw.sm_plane == hp).tolist()}
+    names = {raw.em_name[i] for i in np.flatnonzero(raw.em_plane == hp).tolist()}
+    return "_r" in stats or bool(names & ROOT_NAMES)
+
+
+def events_of(frame: XSpaceFrame, plane: int | None = None, stats: bool = True) -> Events | None:
+    """The host plane's events as grouping reads them (None: no plane, or no events); stats=False
+    leaves their stats out (`st` empty)."""
     if plane is None:
         plane = frame.plane_index(schema.HOST_PLANE)
     raw = frame.raw
@@ -180,7 +253,8 @@ def events_of(frame: XSpaceFrame, plane: int | None = None) -> Events | None:
     md_i = md_all[rows]
     if len(md_i) and int(md_i.min()) < 0:  # an unknown metadata id names "" (usually none: keep the view)
         md_i = np.where(md_i >= 0, md_i, len(names) - 1)
-    return Events(rows, start, dur, line, md_i, names, _sparse_stats(frame, rows, n, GROUP_STATS), frame.text)
+    st = _sparse_stats(frame, rows, n, GROUP_STATS) if stats else {}
+    return Events(rows, start, dur, line, md_i, names, st, frame.text)
 
 
 @dataclass
@@ -282,11 +356,12 @@ def label_groups(ev: Events, parent: np.ndarray, down_order: np.ndarray | None):
             root_rows.append(first)
     else:
         by_name = np.zeros(len(names), np.int64)
-        for nm, lvl in list(ROOT_LEVEL_BY_NAME.items()) + [("TraceContext", 1)]:
+        for nm, lvl in list(ROOT_LEVEL_BY_NAME.items()) + [(LEGACY_ROOT, 1)]:
             by_name[name_index.get(nm, [])] = lvl
         named_roots = np.flatnonzero(by_name[md_i] > 0) if by_name.any() else np.zeros(0, np.int64)
         cand = np.union1d(st["_r"].pos, named_roots)
         level = np.where(by_name[md_i[cand]] > 0, by_name[md_i[cand]], st["_r"].lookup(cand)[1])
+        cand, level = cand[level > 0], level[level > 0]  # `_r` = 0 is no root (EventNode::IsRoot)
         if tfdata_ids and len(cand):
             has_id, ids = st["id"].lookup(cand)
             skip = has_id & np.isin(ids, list(tfdata_ids))
@@ -334,7 +409,7 @@ def label_groups(ev: Events, parent: np.ndarray, down_order: np.ndarray | None):
             prefix = ev.text(graph) + " "
         elif not implicit:
             prefix = nm + " "
-        num = _context_step_num(r, st, parent)
+        num = context_step_num(r, st, parent)
         group_names[gid] = f"{prefix}{gid if num is None else num}"
         starter[gid] = int(r)
         if not implicit and not loop_first:
@@ -363,7 +438,7 @@ def _flow_edges(st: dict[str, Sparse]):
     return p_rows[pm], pcode[pm], c_rows[cm], ccode[cm], nkeys
 
 
-def _context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
+def context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
     """iter_num, else step_num, of the event or its nearest ancestor (XProf's GetContextStat)."""
     for key in ("iter_num", "step_num"):
         a = r

@@ -26,6 +26,7 @@ from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 
 from tputui.analysis import host_pieces, map_pool, op_stats, op_stats_format
+from tputui.analysis.event_grouping import HostGrouping
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
 from tputui.analysis.map_pool import KIND
 from tputui.analysis.op_stats import HostOpStats, OpStats
@@ -103,6 +104,18 @@ def host_op_stats(run: RunData, host: str | None = None, progress: Progress | No
                 derived_cache.store(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION, stats)
                 decode_notes.replay(run.host_file(h))  # a worker's warnings went nowhere
     return [found[h] for h in hosts]
+
+
+def known_grouping(run: RunData, host: str | None = None) -> HostGrouping | None:
+    """The host's step groups from op stats already computed (this process, or the cache), else
+    None: the trace viewer then groups the frame itself, once (event_grouping.host_grouping)."""
+    hf = run.host_file(host)
+    stats = run.memo.get((KIND, hf.host))
+    if stats is None and run.use_cache:
+        stats = derived_cache.load(hf, KIND, op_stats_format.FORMAT_VERSION)
+        if isinstance(stats, HostOpStats):
+            run.memo[(KIND, hf.host)] = stats
+    return stats.grouping if isinstance(stats, HostOpStats) else None
 
 
 def _unreadable_noted(run: RunData, results):

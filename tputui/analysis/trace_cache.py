@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 import tputui
+from tputui.analysis.host_map import known_grouping
 from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index, remember_index
 from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
@@ -60,7 +61,7 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
         return ix
     if progress:
         progress(f"first pass over {hf.host}'s events ({frame.num_events:,})")
-    ev = trace_events(frame, derived=False)
+    ev = trace_events(frame, derived=False, grouping=known_grouping(run, host))
     on_host = ev.pid == HOST_PID
     # The first screen shows the devices: host threads (most of a TPU profile's events) come with
     # the final index, unless there is nothing else to show.
@@ -93,7 +94,7 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
     if first.partial:
         if progress:
             progress(f"all events, derived lines too ({frame.num_events:,} in the file)")
-        ix = TraceIndex(trace_events(frame), progress, exact=True)
+        ix = TraceIndex(trace_events(frame, grouping=known_grouping(run, host)), progress, exact=True)
     else:
         ix = first.refined(progress)
     ix.build_pyramid(progress)

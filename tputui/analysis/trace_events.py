@@ -13,15 +13,16 @@ those rules column-wise (no per-event Python loop on host events):
 * Events: name = metadata `display_name or name`; a `step_name` stat replaces it. Internal
   events (memory allocation, tf.data produce/consume markers) are dropped. Zero-duration
   events are instants (`ph: "i"`), the rest complete events (`ph: "X"`).
-* Step markers: an event with a root stat `_r` (the user's `StepTraceAnnotation`,
-  `Trace(..., _r=1)`) not nested in another root of its level is a step: it is named
-  `"<name> <step_num>"` (`iter_num` first, then `step_num`, else its group id). No steps
-  when the space is already grouped (has a `group_id` stat), has TF while-loop ops, or its
-  executor loops define the steps.
+* Step markers: the host's step groups come from the one grouping pass every tool shares
+  (event_grouping.HostGrouping, XProf's event forest): a root event that starts a group (the
+  user's `StepTraceAnnotation`, `Trace(..., _r=1)`, serving roots) is renamed
+  `"<name> <step_num>"` (`iter_num` first, then `step_num`, else its group id); implicit roots
+  keep their names. No steps when the space is already grouped (has a `group_id` stat) or has
+  TF while-loop ops.
 * `ThreadpoolListener::Region` events are synthesized on every line from each
   `ThreadpoolListener::StopRegion` back to the line's last `StartRegion` that has a `_c` stat.
 * TPU tensor-core planes: a schema.LINE_STEPS line's events join the host step whose launch
-  (DoEnqueueProgram; device ordinal, queue id, run id and core type) started an XLA module
+  (the grouping's launch keys: device ordinal, queue id, run id, core type) started an XLA module
   inside them; they take its name ("train 5"), consecutive ones of one step merge, the others
   are dropped (with no link at all, each core's steps number themselves). Derived lines come
   from op-metadata stats, grouped by step (or else by XLA module): "Framework Name Scope"
@@ -47,6 +48,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis.event_grouping import HostGrouping, LaunchKey, device_key, host_grouping
 from tputui.analysis.stdsort import sort_order
 from tputui.analysis.trace_counters import COUNTER_LINE, CounterTable, counter_table
 from tputui.data import schema
@@ -77,16 +79,6 @@ INTERNAL_EVENTS = frozenset({
     "ParallelInterleaveProduce", "ParallelInterleaveConsume", "ParallelInterleaveInitializeInput",
     "ParallelMapProduce", "ParallelMapConsume", "MapAndBatchProduce", "MapAndBatchConsume",
     "ParseExampleProduce", "ParseExampleConsume",
-})
-# Roots that group a step but keep their own name (IsImplicitRootEvent).
-IMPLICIT_ROOTS = frozenset({"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"})
-TPU_PARENT_LINES = frozenset({schema.LINE_STEPS, schema.LINE_SPARSE_CORE_STEPS, schema.LINE_XLA_MODULES, "Sparse Core Modules"})
-# Events XProf marks as roots itself (XplaneRootEventMutatorFactory), with their level.
-MUTATOR_ROOTS = {"ProcessBatch": 2, "OrbaxServing::ProcessBatch": 2, "BatchingSessionRun": 1}
-LOOP_OPS = frozenset({"WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"})
-TF_DATA_FUNCTIONS = frozenset({
-    "InstantiatedCapturedFunction::Run", "InstantiatedCapturedFunction::RunWithBorrowedArgs",
-    "InstantiatedCapturedFunction::RunInstantiated", "InstantiatedCapturedFunction::RunAsync",
 })
 START_REGION, STOP_REGION = "ThreadpoolListener::StartRegion", "ThreadpoolListener::StopRegion"
 REGION = "ThreadpoolListener::Region"
@@ -146,14 +138,15 @@ class TraceEvents:
         return self.pid[pos], self.tid[pos], self.start_ps[pos]
 
 
-def trace_events(frame: XSpaceFrame, derived: bool = True) -> TraceEvents:
+def trace_events(frame: XSpaceFrame, derived: bool = True, grouping: HostGrouping | None = None) -> TraceEvents:
     """Build the trace viewer's events of one host's frame.
 
     derived=False leaves out the lines derived from TPU op stats (Framework Name Scope / Ops,
     Source code, Host Offload Ops): the trace viewer's quick first pass. Its events are the
     first rows of the full result, in the same order (the derived ones follow them).
+    grouping: the host's step groups when the caller has them (its cached op stats).
     """
-    out = _Build(frame).run(derived)
+    out = _Build(frame, grouping=grouping).run(derived)
     assert isinstance(out, TraceEvents)
     return out
 
@@ -179,14 +172,14 @@ def release_free_memory() -> None:
 _trim: Any = None
 
 
-def split_trace_events(frame: XSpaceFrame) -> SplitEvents:
+def split_trace_events(frame: XSpaceFrame, grouping: HostGrouping | None = None) -> SplitEvents:
     """The events of trace_events(frame), with the raw events' columns left in the frame.
 
     For a one-pass writer (the JSON export): the raw events are ~90% of the rows and their
     pid, tid and start are gathers of frame columns, so only their rows, names and durations
     are held (~20 bytes an event instead of 37) while the frame is alive anyway."""
     release_free_memory()  # what the decode (on another thread) freed
-    out = _Build(frame, split_raw=True).run(True)
+    out = _Build(frame, split_raw=True, grouping=grouping).run(True)
     assert isinstance(out, SplitEvents)
     release_free_memory()
     return out
@@ -288,9 +281,11 @@ class SplitEvents:
 
 
 class _Build:
-    def __init__(self, frame: XSpaceFrame, split_raw: bool = False) -> None:
+    def __init__(self, frame: XSpaceFrame, split_raw: bool = False, grouping: HostGrouping | None = None) -> None:
         self.f = frame
         self.split_raw = split_raw
+        self._grouping = grouping
+        self._launches: dict[LaunchKey, int] | None = None
         self.raw_part: RawEvents | None = None
         self.r = frame.raw
         self.names = Interned()
@@ -352,8 +347,8 @@ class _Build:
         self.device_steps: dict[int, _DeviceSteps] = {}
         self.apply_step_name_stats(rows, names)
         if not grouped:
-            groups = self._groups = self.host_groups()
-            renamed = dict(groups.renamed)
+            groups = self.grouping
+            renamed = groups.renamed_rows()
             for p in pids:
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]) and groups.enabled:
                     self.device_steps[p] = _DeviceSteps.of(self, p, groups)
@@ -481,113 +476,21 @@ class _Build:
         return "group_id" in self.r.sm_name
 
     # --- steps ---------------------------------------------------------------------------
-    def host_groups(self) -> _Groups:
-        """Root events (steps) with their group ids and names, as XProf's event forest numbers them."""
-        r = self.r
-        g = _Groups()
-        if any(n in LOOP_OPS for n in r.em_name):  # CheckLoopOp: no grouping at all
-            g.enabled = False
-            return g
-        if self.tf_loop_defines_steps():
-            g.enabled = False  # executor loop iterations are the (implicit, unnamed) roots
-            return g
-        level: dict[int, int] = {}
-        st = self.event_stat("_r")
-        for owner, v in zip(st["owner"].to_list(), st["int"].to_list()):
-            if v is not None:
-                level[owner] = v
-        for name, root_level in MUTATOR_ROOTS.items():
-            for row in self.events_named(name).tolist():
-                level[row] = root_level
-        for row in self.events_named("TraceContext").tolist():
-            level.setdefault(row, 1)
-        level = {row: lv for row, lv in level.items() if lv > 0}
-        if not level:
-            return g
-        skip = self.tf_data_step_ids()
-        if skip:
-            ids = self.event_stat("id")
-            for owner, v in zip(ids["owner"].to_list(), ids["int"].to_list()):
-                if owner in level and v in skip:
-                    del level[owner]
-        roots = np.array(sorted(level), np.int64)
-        lv = np.array([level[x] for x in roots.tolist()], np.int64)
-        needs = self.roots_needing_groups(roots, lv)
-        roots, lv = roots[needs], lv[needs]
-        # Group ids in XProf's order: higher root level first, then by time.
-        order = np.lexsort((self.start[roots], -lv))
-        step = self.own_int_stats(["iter_num", "step_num", "graph_type"])
-        line_names = r.line_name
-        for gid, i in enumerate(order.tolist()):
-            row = int(roots[i])
-            name = str(self.md_name[self.ev_md[row]])
-            implicit = name in IMPLICIT_ROOTS or line_names[r.event_line[row]] in TPU_PARENT_LINES
-            st_ = step.get(row, {})
-            prefix = st_.get("graph_type") or ("" if implicit else name)
-            num = st_.get("iter_num", st_.get("step_num", gid))
-            g.root_group[row] = gid
-            g.name[gid] = f"{prefix} {num}" if prefix else str(num)
-            if not implicit:
-                g.renamed[row] = g.name[gid]
-        g.count = len(order)
-        return g
+    @property
+    def grouping(self) -> HostGrouping:
+        """XProf's step groups of the host: the op stats' own when the caller has them, else
+        computed once per frame (event_grouping.py); never a second grouping of our own."""
+        if self._grouping is None:
+            self._grouping = host_grouping(self.f)
+        return self._grouping
 
-    def launch_groups(self) -> dict[tuple, int]:
-        """(device ordinal, queue id, run id, core type) -> host group of the launches with it.
+    def launch_groups(self) -> dict[LaunchKey, int]:
+        """(device ordinal, queue id, masked run id, core type) -> group of the host launch with it."""
+        if self._launches is None:
+            self._launches = self.grouping.launch_map()
+        return self._launches
 
-        A launch (DoEnqueueProgram) belongs to the step (root event) around it on its thread;
-        XProf hashes these four stats to tie it to the XLA module it started on the device.
-        """
-        cached = getattr(self, "_launches", None)
-        if cached is not None:
-            return cached
-        out: dict[tuple, int] = {}
-        self._launches = out
-        groups = self._groups
-        rows = self.events_named(LAUNCH)
-        if not len(rows) or not groups.root_group:
-            return out
-        r = self.r
-        planes = set(r.line_plane[r.event_line[rows]].tolist())
-        need = {"device_ordinal", "queue_id", "run_id"}
-        if not all(need <= {n for n, pp in zip(r.sm_name, r.sm_plane.tolist()) if pp == p} for p in planes):
-            return out
-        stats = self.own_int_stats(["device_ordinal", "queue_id", "run_id", "core_type", "_c", "_ct"])
-        roots = np.array(sorted(groups.root_group), np.int64)
-        root_line = r.event_line[roots]
-
-        def enclosing_group(row: int) -> int | None:
-            """The step around `row` on its own thread (or `row` itself when it is one)."""
-            s, e = self.start[row], self.start[row] + self.dur[row]
-            mine = roots[(root_line == r.event_line[row]) & (self.start[roots] <= s)
-                         & (self.start[roots] + self.dur[roots] >= e)]
-            return min(groups.root_group[int(x)] for x in mine.tolist()) if len(mine) else None
-
-        # A launch on another thread than its step is tied to it by a flow: the launch consumes
-        # (_ct, _c) what an event inside the step produced (_pt, _p). One hop is followed.
-        wanted = {(st["_ct"], st["_c"]) for st in (stats.get(x, {}) for x in rows.tolist()) if "_c" in st and "_ct" in st}
-        producers: dict[tuple, list[int]] = {}
-        if wanted:
-            pst = self.own_int_stats(["_p", "_pt"])
-            for row, st in pst.items():
-                k = (st.get("_pt"), st.get("_p"))
-                if k in wanted:
-                    producers.setdefault(k, []).append(row)
-        for row in rows.tolist():  # per launch
-            st = stats.get(row, {})
-            if not need <= st.keys():
-                continue
-            key = (st["device_ordinal"] & U64, st["queue_id"] & U64, st["run_id"] & RUN_ID_MASK,
-                   st.get("core_type", 0) & U64)
-            around = [enclosing_group(row)]
-            around += [enclosing_group(p) for p in producers.get((st.get("_ct"), st.get("_c")), [])]
-            cands = [g for g in around if g is not None]
-            if cands:
-                g = min(cands)
-                out[key] = min(g, out.get(key, g))
-        return out
-
-    def module_keys(self, plane: int) -> list[tuple[int, int, tuple]]:
+    def module_keys(self, plane: int) -> list[tuple[int, int, LaunchKey]]:
         """(start, end, launch key) of each XLA module run on a TPU core (TpuModuleLineMutator)."""
         r = self.r
         m = TPU_CORE_PLANE.fullmatch(r.plane_name[plane])
@@ -608,7 +511,7 @@ class _Build:
             st = stats.get(row, {})
             if "queue_id" in st and "run_id" in st:
                 out.append((int(self.start[row]), int(self.start[row] + self.dur[row]),
-                            (ordinal, st["queue_id"] & U64, st["run_id"] & U64, st.get("core_type", 0) & U64)))
+                            device_key(ordinal, st["queue_id"], st["run_id"], st.get("core_type", 0))))
         return out
 
     def own_int_stats(self, names: list[str]) -> dict[int, dict[str, Any]]:
@@ -621,47 +524,6 @@ class _Build:
             if v is not None:
                 out.setdefault(owner, {})[sname] = v
         return out
-
-    def roots_needing_groups(self, roots: np.ndarray, lv: np.ndarray) -> np.ndarray:
-        """A root inside another root of its level (same line) is grouped by that one."""
-        r = self.r
-        line = r.event_line[roots]
-        s, e = self.start[roots], self.start[roots] + self.dur[roots]
-        order = np.lexsort((-self.dur[roots], s, lv, line))
-        keep = np.ones(len(roots), bool)
-        open_end: dict[tuple[int, int], int] = {}  # (line, level) -> end of the enclosing root
-        for i in order.tolist():  # roots only (one per step), not every event
-            k = (int(line[i]), int(lv[i]))
-            end = open_end.get(k)
-            if end is not None and e[i] <= end:
-                keep[i] = False
-            else:
-                open_end[k] = int(e[i])
-        return keep
-
-    def tf_data_step_ids(self) -> set[int]:
-        rows = self.events_named(*TF_DATA_FUNCTIONS)
-        if not len(rows):
-            return set()
-        ids = self.event_stat("id")
-        ids = ids.filter(pl.col("owner").is_in(rows.tolist()))
-        return {v for v in ids["int"].to_list() if v is not None}
-
-    def tf_loop_defines_steps(self) -> bool:
-        """ProcessTensorFlowLoop: executor events iterating (iter_num > 0) make the steps."""
-        rows = self.events_named("ExecutorState::Process")
-        if not len(rows):
-            return False
-        st = self.f.stat_values("event", ["id", "iter_num"]).filter(pl.col("owner").is_in(rows.tolist()))
-        wide = st.pivot(on="stat_name", index="owner", values="int", aggregate_function="first")
-        if "id" not in wide.columns or "iter_num" not in wide.columns:
-            return False
-        wide = wide.drop_nulls(["id", "iter_num"])
-        skip = self.tf_data_step_ids()
-        if skip:
-            wide = wide.filter(~pl.col("id").is_in(list(skip)))
-        per = wide.group_by("id").agg(n=pl.col("iter_num").n_unique(), mx=pl.col("iter_num").max())
-        return bool(per.filter((pl.col("n") > 1) | (pl.col("mx") != 0)).height)
 
     # --- threadpool regions --------------------------------------------------------------
     def add_regions(self, line_pid: np.ndarray, line_tid: np.ndarray, line_ok: np.ndarray) -> None:
@@ -1045,19 +907,6 @@ class _DeviceLines:
         return flag[md]
 
 
-@dataclass
-class _Groups:
-    """Host root events (steps): row -> group id, group id -> name, rows XProf renames."""
-
-    enabled: bool = True
-    root_group: dict = field(default_factory=dict)
-    name: dict = field(default_factory=dict)
-    renamed: dict = field(default_factory=dict)
-    count: int = 0
-
-
-LAUNCH = "DoEnqueueProgram"
-RUN_ID_MASK = (1 << 27) - 1  # HostRunIdMutator keeps the run id's low bits on host launches
 U64 = (1 << 64) - 1
 
 
@@ -1082,7 +931,7 @@ class _DeviceSteps:
     spans: tuple | None = None  # (starts, ends) of the steps left after merging
 
     @classmethod
-    def of(cls, b: _Build, plane: int, groups: _Groups) -> _DeviceSteps:
+    def of(cls, b: _Build, plane: int, groups: HostGrouping) -> _DeviceSteps:
         r, f = b.r, b.f
         line = next((li for li in range(len(r.line_id)) if r.line_plane[li] == plane and r.line_name[li] == schema.LINE_STEPS),
                     None)
@@ -1108,7 +957,7 @@ class _DeviceSteps:
         return cls(plane, rows, group, b.start[rows], b.start[rows] + b.dur[rows], step_nums)
 
     @staticmethod
-    def finish(cores: list[_DeviceSteps], groups: _Groups) -> _StepEdits:
+    def finish(cores: list[_DeviceSteps], groups: HostGrouping) -> _StepEdits:
         """Rows to drop and (end, name) changes for the Steps events of every core."""
         edits = _StepEdits()
         if not any((c.group >= 0).any() for c in cores if len(c.rows)):
@@ -1134,7 +983,8 @@ class _DeviceSteps:
                     keep[-1][1] = end
                 else:
                     num = c.step_nums.get(row) if c.own_groups else None
-                    name = (str(num if num is not None else g)) if c.own_groups else groups.name.get(g)
+                    name = (str(num if num is not None else g)) if c.own_groups else (
+                        groups.name[g] if g < groups.count else None)
                     edits.changed[row] = (end, name)
                     keep.append([int(c.starts[i]), end])
                     prev = (row, g)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+from tputui.analysis.host_map import known_grouping
 from tputui.analysis.trace import TraceIndex
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_counters import CounterTable, build
@@ -41,7 +42,7 @@ def host_events(run, host: str) -> tuple[TraceEvents, int]:
     frame = run.frame(host)
     ev = cached_events(run, host)
     if ev is None:
-        ev = trace_events(frame)
+        ev = trace_events(frame, grouping=known_grouping(run, host))
     return ev, profile_start_ns(frame)
 
 
