@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from tputui.analysis.map_pool import KIND as OP_STATS_KIND
+from tputui.analysis.op_stats_format import KIND as OP_STATS_KIND
 from tputui.analysis.result import NoDataError
 from tputui.data import pbwire, schema
 from tputui.data.run_data import RunData

@@ -28,8 +28,8 @@ from concurrent.futures.process import BrokenProcessPool
 from tputui.analysis import host_pieces, map_pool, op_stats, op_stats_format
 from tputui.analysis.event_grouping import HostGrouping
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
-from tputui.analysis.map_pool import KIND
 from tputui.analysis.op_stats import HostOpStats, OpStats
+from tputui.analysis.op_stats_format import KIND
 from tputui.data import decode_notes, derived_cache, xspace
 from tputui.data.cache import load_frame
 from tputui.data.progress import Progress, current_progress
