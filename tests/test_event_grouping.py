@@ -162,3 +162,15 @@ def test_facts_table_has_one_home():
         src = open(mod.__file__).read()
         assert "1 << 27" not in src and "1 << 28" not in src and "OrbaxProcessBatch" not in src
         assert "DoEnqueueContinuationProgram" not in src
+
+
+def test_a_grouping_of_another_frame_is_not_used():
+    """Rows index the frame the grouping was computed on: given one that does not fit (another
+    file's, a partial frame), the trace viewer groups its own frame."""
+    from dataclasses import replace
+
+    good = host_grouping(_frame())
+    stale = replace(good, frame_events=good.frame_events + 1, name=tuple("x" for _ in good.name))
+    ev = trace_events(_frame(), grouping=stale)
+    dg = np.load(ORACLE / "trace_viewer.digest.npz")
+    assert as_sorted_table(*digest_rows(ev)) == _digest_table(dg)

@@ -38,15 +38,20 @@ class HostGrouping:
     step_num: np.ndarray  # int64: iter_num / step_num of the root or its context, -1 when none
     launch_key: np.ndarray  # uint64 (k, 4): LaunchKey of host launches that joined a group, sorted
     launch_group: np.ndarray  # int64 (k,): the group of each key (the lowest when several)
+    frame_events: int = -1  # events in the frame it was computed on: its rows index that frame
+
+    def fits(self, frame: XSpaceFrame) -> bool:
+        """Whether its rows are this frame's (a whole frame of the same host file)."""
+        return self.frame_events == frame.num_events
 
     @property
     def count(self) -> int:
         return len(self.name)
 
     @classmethod
-    def empty(cls, enabled: bool = True) -> HostGrouping:
+    def empty(cls, enabled: bool = True, frame_events: int = -1) -> HostGrouping:
         z = np.zeros(0, np.int64)
-        return cls(enabled, z, (), np.zeros(0, bool), z, np.zeros((0, 4), np.uint64), z)
+        return cls(enabled, z, (), np.zeros(0, bool), z, np.zeros((0, 4), np.uint64), z, frame_events)
 
     def launch_map(self) -> dict[LaunchKey, int]:
         """{launch key: group id} (a few entries per step)."""
@@ -85,17 +90,18 @@ def host_grouping(frame: XSpaceFrame) -> HostGrouping:
 def summarize(frame: XSpaceFrame, g: GroupedEvents) -> HostGrouping:
     """HostGrouping of a frame's grouped host events."""
     if not g.enabled:
-        return HostGrouping.empty(enabled=False)
+        return HostGrouping.empty(enabled=False, frame_events=frame.num_events)
     n = len(g.names)
     if n == 0:
-        return HostGrouping.empty()
+        return HostGrouping.empty(frame_events=frame.num_events)
     gids = np.arange(n)
     starter_pos = np.array([g.starter[i] for i in range(n)], np.int64)
     root_row = g.rows_at(starter_pos).astype(np.int64)
     named = g.named_roots[starter_pos]
     step_num = np.array([-1 if g.step_nums.get(i) is None else g.step_nums[i] for i in gids.tolist()], np.int64)
     keys, groups = _launches(frame, g)
-    return HostGrouping(True, root_row, tuple(g.names[i] for i in range(n)), named, step_num, keys, groups)
+    return HostGrouping(True, root_row, tuple(g.names[i] for i in range(n)), named, step_num, keys, groups,
+                        frame.num_events)
 
 
 def _launches(frame: XSpaceFrame, g: GroupedEvents) -> tuple[np.ndarray, np.ndarray]:

@@ -337,7 +337,7 @@ class _Build:
                     if name is not None:
                         renamed[row] = name
             for row, name in renamed.items():
-                pos = np.searchsorted(rows, row)
+                pos = int(np.searchsorted(rows, row))
                 if pos < len(rows) and rows[pos] == row:
                     names[pos] = self.names.id(name)
         at = np.array(sorted(changed), np.int64)
@@ -376,8 +376,8 @@ class _Build:
             self.add_regions(line_pid, line_tid, line_ok)
             for p, pid in pids.items():
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]):
-                    steps = self.device_steps.get(p)
-                    threads = DeviceLines(self, p, pid, steps.spans if steps is not None else None).derive(
+                    core = self.device_steps.get(p)
+                    threads = DeviceLines(self, p, pid, core.spans if core is not None else None).derive(
                         threads, derived)
         return self.finish(pids, threads, links, links_later)
 
@@ -452,7 +452,7 @@ class _Build:
     def grouping(self) -> HostGrouping:
         """XProf's step groups of the host: the op stats' own when the caller has them, else
         computed once per frame (event_grouping.py); never a second grouping of our own."""
-        if self._grouping is None:
+        if self._grouping is None or not self._grouping.fits(self.f):
             self._grouping = host_grouping(self.f)
         return self._grouping
 
