@@ -62,7 +62,7 @@ def test_grouping_is_small_picklable_and_frame_free():
     g = host_grouping(_frame())
     back = pickle.loads(pickle.dumps(g))
     assert back.name == g.name and back.launch_map() == g.launch_map()
-    assert np.array_equal(back.root_row, g.root_row) and np.array_equal(back.named, g.named)
+    assert np.array_equal(back.root_rank, g.root_rank) and np.array_equal(back.named, g.named)
     assert len(pickle.dumps(g)) < 4096
     assert not any(isinstance(v, type(_frame())) for v in vars(g).values())
 
@@ -164,13 +164,14 @@ def test_facts_table_has_one_home():
         assert "DoEnqueueContinuationProgram" not in src
 
 
-def test_a_grouping_of_another_frame_is_not_used():
-    """Rows index the frame the grouping was computed on: given one that does not fit (another
-    file's, a partial frame), the trace viewer groups its own frame."""
+def test_a_grouping_of_another_file_is_not_used():
+    """Root ranks index the host's candidate roots: given a grouping whose candidates do not match
+    the frame's (another file's), the trace viewer groups its own frame."""
     from dataclasses import replace
 
     good = host_grouping(_frame())
-    stale = replace(good, frame_events=good.frame_events + 1, name=tuple("x" for _ in good.name))
+    assert good.candidates == 8 and good.root_rank.tolist() == list(range(8))
+    stale = replace(good, candidates=good.candidates + 1, name=tuple("x" for _ in good.name))
     ev = trace_events(_frame(), grouping=stale)
     dg = np.load(ORACLE / "trace_viewer.digest.npz")
     assert as_sorted_table(*digest_rows(ev)) == _digest_table(dg)

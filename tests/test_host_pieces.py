@@ -156,6 +156,7 @@ def test_grouping_from_thread_pieces_equals_the_whole_planes(logdir):
             assert (g_pieces.name, g_pieces.launch_map()) == (g_whole.name, g_whole.launch_map())
             assert g_pieces.named.tolist() == g_whole.named.tolist()
             assert g_pieces.step_num.tolist() == g_whole.step_num.tolist()
+            assert (g_pieces.root_rank.tolist(), g_pieces.candidates) == (g_whole.root_rank.tolist(), g_whole.candidates)
             checked += int((expected >= 0).sum())
     if logdir.name in ("jax_mlp", "tf_loop", "pod_v4_32", "dcn_2slices", "orbax_serving"):
         assert checked > 0  # steps: some kept events are grouped

@@ -2,7 +2,9 @@
 
 XProf groups a host's events once (group_events.cc, after preprocess_xplane.cc) and every tool reads
 that one grouping. Here the whole-host pass is `event_groups.group_events` (memoized per frame) and
-`host_grouping` distills it into `HostGrouping`: per group its root event, name and step number,
+`host_grouping` distills it into `HostGrouping` (a giant host read in pieces gets the same one from
+its threads' extracts, group_extract.grouping_of): per group its root (as a rank among the host's
+candidate roots, so the summary does not depend on how the file was read), name and step number,
 and the keys device events carry (device ordinal, queue id, masked run id, core type) mapped to the
 group of the host launch that started them. The op-stats map keeps it in `HostOpStats.grouping`
 (cached with the op stats); the TPU step engine (tpu_steps.py) and the trace viewer's host steps and
@@ -32,39 +34,38 @@ class HostGrouping:
     """XProf's step groups of one host; per-group arrays are indexed by group id (0..count-1)."""
 
     enabled: bool  # False: XProf groups nothing on this host (TF loop ops)
-    root_row: np.ndarray  # int64: frame row of the root event that started the group
+    root_rank: np.ndarray  # int64: the root's rank among the host's candidate roots (-1: a TF loop's)
     name: tuple[str, ...]  # "train 3", "ProcessBatch 1", "4" (implicit roots)
     named: np.ndarray  # bool: the root takes the group's name (its step_name), not implicit
     step_num: np.ndarray  # int64: iter_num / step_num of the root or its context, -1 when none
     launch_key: np.ndarray  # uint64 (k, 4): LaunchKey of host launches that joined a group, sorted
     launch_group: np.ndarray  # int64 (k,): the group of each key (the lowest when several)
-    frame_events: int = -1  # events in the frame it was computed on: its rows index that frame
+    candidates: int = 0  # the host's candidate roots (event_groups.root_candidates lists them)
 
-    def fits(self, frame: XSpaceFrame) -> bool:
-        """Whether its rows are this frame's (a whole frame of the same host file)."""
-        return self.frame_events == frame.num_events
+    def fits(self, candidate_rows: np.ndarray) -> bool:
+        """Whether `candidate_rows` (root_candidates of a frame) are the roots it ranks: the same
+        host file, read whole or in pieces, gives the same ranks."""
+        return len(candidate_rows) == self.candidates
 
     @property
     def count(self) -> int:
         return len(self.name)
 
     @classmethod
-    def empty(cls, enabled: bool = True, frame_events: int = -1) -> HostGrouping:
+    def empty(cls, enabled: bool = True, candidates: int = 0) -> HostGrouping:
         z = np.zeros(0, np.int64)
-        return cls(enabled, z, (), np.zeros(0, bool), z, np.zeros((0, 4), np.uint64), z, frame_events)
+        return cls(enabled, z, (), np.zeros(0, bool), z, np.zeros((0, 4), np.uint64), z, candidates)
 
     def launch_map(self) -> dict[LaunchKey, int]:
         """{launch key: group id} (a few entries per step)."""
         keys = self.launch_key.tolist()
         return {(int(a), int(b), int(c), int(d)): int(g) for (a, b, c, d), g in zip(keys, self.launch_group.tolist())}
 
-    def renamed_rows(self) -> dict[int, str]:
-        """{frame row: name} of the roots XProf renames after their group (their step_name)."""
-        return {int(r): self.name[g] for g, r in enumerate(self.root_row.tolist()) if self.named[g]}
-
-    def root_groups(self) -> dict[int, int]:
-        """{frame row of a root: its group id}."""
-        return {int(r): g for g, r in enumerate(self.root_row.tolist())}
+    def renamed_rows(self, candidate_rows: np.ndarray) -> dict[int, str]:
+        """{frame row: name} of the roots XProf renames after their group (their step_name), given
+        the frame's root_candidates (see fits)."""
+        return {int(candidate_rows[r]): self.name[g] for g, r in enumerate(self.root_rank.tolist())
+                if self.named[g] and r >= 0}
 
 
 def device_key(ordinal: int, queue_id: int, run_id: int, core_type: int) -> LaunchKey:
@@ -90,18 +91,18 @@ def host_grouping(frame: XSpaceFrame) -> HostGrouping:
 def summarize(frame: XSpaceFrame, g: GroupedEvents) -> HostGrouping:
     """HostGrouping of a frame's grouped host events."""
     if not g.enabled:
-        return HostGrouping.empty(enabled=False, frame_events=frame.num_events)
+        return HostGrouping.empty(enabled=False)
     n = len(g.names)
+    candidates = g.roots.candidates if g.roots is not None else 0
     if n == 0:
-        return HostGrouping.empty(frame_events=frame.num_events)
-    gids = np.arange(n)
-    starter_pos = np.array([g.starter[i] for i in range(n)], np.int64)
-    root_row = g.rows_at(starter_pos).astype(np.int64)
-    named = g.named_roots[starter_pos]
-    step_num = np.array([-1 if g.step_nums.get(i) is None else g.step_nums[i] for i in gids.tolist()], np.int64)
+        return HostGrouping.empty(candidates=candidates)
+    assert g.roots is not None  # groups come with their roots
+    gids = range(n)
+    starter_pos = np.array([g.starter[i] for i in gids], np.int64)
+    step_num = np.array([-1 if g.step_nums.get(i) is None else g.step_nums[i] for i in gids], np.int64)
     keys, groups = _launches(frame, g)
-    return HostGrouping(True, root_row, tuple(g.names[i] for i in range(n)), named, step_num, keys, groups,
-                        frame.num_events)
+    return HostGrouping(True, np.array([g.roots.rank[i] for i in gids], np.int64), tuple(g.names[i] for i in gids),
+                        g.named_roots[starter_pos], step_num, keys, groups, candidates)
 
 
 def _launches(frame: XSpaceFrame, g: GroupedEvents) -> tuple[np.ndarray, np.ndarray]:

@@ -113,14 +113,14 @@ def launch_groups(parts: list[GroupExtract]) -> dict[LaunchKey, int]:
 
 
 def grouping_of(parts: list[GroupExtract]) -> HostGrouping:
-    """The host's HostGrouping from its threads' extracts (in thread order). No whole frame exists,
-    so its roots have no frame rows: a trace viewer of the host groups its own frame."""
+    """The host's HostGrouping from its threads' extracts (in thread order): the same as
+    host_grouping gives on a frame of the whole host (its roots are candidate ranks, not rows)."""
     if any(p.loop_ops for p in parts):
         return HostGrouping.empty(enabled=False)
     out = _labelled(parts)
     if out is None:
         return HostGrouping.empty()
-    group, names, starter, named, ev, parent = out
+    group, names, starter, named, roots, ev, parent = out
     n = len(names)
     offsets = np.cumsum([0] + [len(p.start) for p in parts[:-1]])
     at = np.concatenate([p.launches + o for p, o in zip(parts, offsets.tolist())])
@@ -130,9 +130,9 @@ def grouping_of(parts: list[GroupExtract]) -> HostGrouping:
     keys, key_groups = launch_columns(group[at][sel], {s: (h[sel], v[sel]) for s, (h, v) in stats.items()})
     step_num = [eg.context_step_num(starter[g], ev.st, parent) for g in range(n)]
     return HostGrouping(
-        True, np.full(n, -1, np.int64), tuple(names[g] for g in range(n)),
+        True, np.array([roots.rank[g] for g in range(n)], np.int64), tuple(names[g] for g in range(n)),
         np.array([bool(named[starter[g]]) for g in range(n)], bool),
-        np.array([-1 if v is None else v for v in step_num], np.int64), keys, key_groups)
+        np.array([-1 if v is None else v for v in step_num], np.int64), keys, key_groups, roots.candidates)
 
 
 def groups(parts: list[GroupExtract]) -> tuple[np.ndarray, eg.Events | None]:
@@ -140,11 +140,11 @@ def groups(parts: list[GroupExtract]) -> tuple[np.ndarray, eg.Events | None]:
     out = _labelled(parts)
     if out is None:
         return np.zeros(0, np.int64), None
-    return out[0], out[4]
+    return out[0], out[5]
 
 
 def _labelled(parts: list[GroupExtract]):
-    """(group per event, group names, starters, named roots, the events, their parents) over the
+    """(group per event, group names, starters, named roots, Roots, the events, their parents) over the
     parts' extracts grouped together; None without events."""
     sizes = [len(p.start) for p in parts]
     total = sum(sizes)
@@ -176,5 +176,5 @@ def _labelled(parts: list[GroupExtract]):
                              for p, o in zip(parts, offsets.tolist())])
     ev = eg.Events(np.arange(total, dtype=np.int64), start, dur, line, md_i, names, st, text_list.__getitem__)
     down_order = np.argsort(depths_numpy(parent), kind="stable")  # parents before children
-    group, names, starter, named = eg.label_groups(ev, parent, down_order)
-    return group, names, starter, named, ev, parent
+    group, names, starter, named, roots = eg.label_groups(ev, parent, down_order)
+    return group, names, starter, named, roots, ev, parent

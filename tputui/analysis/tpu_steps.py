@@ -181,7 +181,7 @@ def host_step_db(frame: XSpaceFrame, host: str, grouping: HostGrouping | None = 
     hostname = frame.hostnames[0] if frame.hostnames else "localhost"
     cores_p = tensor_core_planes(frame)
     device_type = str(frame.plane_stat_map(cores_p[0]).get("device_type_string", "") or "")
-    launches = (grouping if grouping is not None and grouping.fits(frame) else host_grouping(frame)).launch_map()
+    launches = (grouping if grouping is not None else host_grouping(frame)).launch_map()
     return combine_core_steps(host, device_type, [core_steps(frame, p, launches, hostname) for p in cores_p])
 
 

@@ -38,12 +38,14 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from tputui.analysis.event_grouping import HostGrouping, LaunchKey, device_key, host_grouping
+from tputui.analysis.event_groups import root_candidates
 from tputui.analysis.trace_counters import COUNTER_LINE, CounterTable, counter_table
 from tputui.analysis.trace_derived import DeviceLines
 from tputui.analysis.trace_flows import FlowTable, flow_table
@@ -320,7 +322,7 @@ class _Build:
         self.apply_step_name_stats(rows, names)
         if not grouped:
             groups = self.grouping
-            renamed = groups.renamed_rows()
+            renamed = groups.renamed_rows(self.root_candidates)
             for p in pids:
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]) and groups.enabled:
                     self.device_steps[p] = _DeviceSteps.of(self, p, groups)
@@ -452,9 +454,14 @@ class _Build:
     def grouping(self) -> HostGrouping:
         """XProf's step groups of the host: the op stats' own when the caller has them, else
         computed once per frame (event_grouping.py); never a second grouping of our own."""
-        if self._grouping is None or not self._grouping.fits(self.f):
+        if self._grouping is None or not self._grouping.fits(self.root_candidates):
             self._grouping = host_grouping(self.f)
         return self._grouping
+
+    @cached_property
+    def root_candidates(self) -> np.ndarray:
+        """Frame rows of the host's candidate roots (what the grouping's root ranks index)."""
+        return root_candidates(self.f)
 
     def launch_groups(self) -> dict[LaunchKey, int]:
         """(device ordinal, queue id, masked run id, core type) -> group of the host launch with it."""
