@@ -191,7 +191,7 @@ class FrameTable(ScrollView, can_focus=True):
     # The screen's title (border_title) is kept apart from the one drawn: while a filter is on,
     # the drawn title leads with it and its counts ("/matmul 7 of 29 · Ops"), as k9s does.
     @property
-    def border_title(self) -> str | None:  # type: ignore[override]
+    def border_title(self) -> str | None:
         return getattr(self, "_title_base", None)
 
     @border_title.setter
