@@ -4,5 +4,5 @@ that `tputui export` can look for cached entries before it imports the analysis 
 Bump when HostOpStats or anything computed into it changes: cached entries of another version are
 recomputed.
 """
-FORMAT_VERSION = 5  # 4: the host's HLO module names; 5: its step grouping (event_grouping)
+FORMAT_VERSION = 6  # 4: the host's HLO module names; 6: its step grouping (event_grouping; 5 was its draft)
 KIND = "opstats"  # the op stats' kind in the derived cache
