@@ -24,6 +24,7 @@ from textual.widgets import Footer, Static
 
 from tputui.data.progress import Progress
 from tputui.data.run_data import RunData
+from tputui.screens import load_messages as lm
 from tputui.screens.load_messages import Loaded, LoadFailed, LoadProgress, answer
 from tputui.tools import Tool
 
@@ -90,6 +91,7 @@ class ToolScreen(Screen):
         self.load()
 
     # What the load worker answers (screens/load_messages.py); kept here as `self.Loaded` & co.
+    # (handlers name them lm.*: inside the class these names are the attributes, not types)
     LoadProgress = LoadProgress
     Loaded = Loaded
     LoadFailed = LoadFailed
@@ -115,7 +117,7 @@ class ToolScreen(Screen):
         only to add steps; never touch widgets here."""
         return self.tool.analyze_fn()(self.run_data, self.host, progress=progress, **self.options)
 
-    def on_load_progress(self, event: LoadProgress) -> None:
+    def on_load_progress(self, event: lm.LoadProgress) -> None:
         self._progress_text = event.text
         if self._ticker is None:  # one repaint a second: a long step (GBs of events) shows it is alive
             self._ticker = self.set_interval(1.0, self._show_progress)
@@ -123,7 +125,7 @@ class ToolScreen(Screen):
 
     def _show_progress(self) -> None:
         elapsed = time.monotonic() - self._started
-        for w in self.query("#progress"):
+        for w in self.query("#progress").results(Static):
             w.update(f"{self._progress_text}  ({elapsed:.1f} s)" if elapsed > 0.3 else self._progress_text)
 
     def _stop_ticker(self) -> None:
@@ -134,7 +136,7 @@ class ToolScreen(Screen):
     async def _clear_body(self) -> None:
         await self.body.remove_children()
 
-    async def on_loaded(self, event: Loaded[Any]) -> None:
+    async def on_loaded(self, event: lm.Loaded[Any]) -> None:
         self._stop_ticker()
         self.result, self.error = event.result, None
         await self._clear_body()
@@ -144,7 +146,7 @@ class ToolScreen(Screen):
             self.notify(f"{len(skipped)} unreadable host file(s) left out: {next(iter(skipped.values()))}",
                         title=self.tool.title, severity="warning", timeout=8)
 
-    async def on_load_failed(self, event: LoadFailed) -> None:
+    async def on_load_failed(self, event: lm.LoadFailed) -> None:
         self._stop_ticker()
         message, no_data = event.text, event.no_data
         self.error = message
