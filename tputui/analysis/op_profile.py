@@ -27,6 +27,7 @@ from tputui.analysis import host_map
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
 from tputui.analysis.op_roofline import roofline_metrics
 from tputui.analysis.stdsort import partial_sort
+from tputui.data.run_data import RunData
 
 EXPORT_CHILDREN = 100  # XProf's op_profile_limit
 
@@ -340,9 +341,9 @@ def from_device_ops(db: DeviceOps) -> OpProfile:
         peak_hbm_gbps=db.perf.peak_bws_gbps[0])
 
 
-def analyze(run, host: str | None = None, **options) -> OpProfile:
+def analyze(run: RunData, host: str | None = None, **options) -> OpProfile:
     return from_device_ops(host_map.run_device_ops(run, host))
 
 
-def has_data(run) -> bool:
+def has_data(run: RunData) -> bool:
     return host_map.has_device_ops(run)

@@ -33,6 +33,7 @@ from tputui.analysis.trace_flows import FlowTable
 from tputui.data.cache import cache_key, cache_root
 from tputui.data.cache_folder import prune, temp_prefix
 from tputui.data.files import atomic_dir
+from tputui.data.run_data import RunData
 
 INDEX_VERSION = 2  # 2: flow links and counter tracks
 _ARRAYS = ("start", "end", "cover", "name", "source", "kind", "ev_row", "event_row", "row_count", "row_first",
@@ -45,7 +46,7 @@ Progress = Callable[[str], None] | None
 
 
 # --- the two passes ----------------------------------------------------------------------
-def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
+def open_index(run: RunData, host: str | None, progress: Progress = None) -> TraceIndex:
     """The host's index to draw first: the final one from the disk cache (or this process),
     else the quick first pass over the raw events (`partial`; see finish_index)."""
     hf = run.host_file(host)
@@ -84,7 +85,7 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
     return ix
 
 
-def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = None) -> TraceIndex:
+def finish_index(run: RunData, host: str | None, first: TraceIndex, progress: Progress = None) -> TraceIndex:
     """The final index (derived lines, exact nesting, pyramid), saved to the disk cache and
     returned read back from it (memory-mapped: the built arrays are freed), or kept with the
     frame when it cannot be saved; `first` itself when it already is final."""
@@ -115,7 +116,7 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
     return ix
 
 
-def cached_events(run, host: str | None) -> TraceEvents | None:
+def cached_events(run: RunData, host: str | None) -> TraceEvents | None:
     """The host's trace viewer events from a saved index (no decode), or None when none is saved."""
     entry = entry_path(run, host)
     ix = load_index(entry) if entry is not None else None
@@ -123,7 +124,7 @@ def cached_events(run, host: str | None) -> TraceEvents | None:
 
 
 # --- the disk format ---------------------------------------------------------------------
-def entry_path(run, host: str | None) -> str | None:
+def entry_path(run: RunData, host: str | None) -> str | None:
     """Where the host's index lives in the cache; None with --no-cache or an unkeyable file."""
     if not run.use_cache:
         return None

@@ -32,6 +32,7 @@ from tputui.analysis.result import NoDataError
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_events import SplitEvents, TraceEvents, split_trace_events, trace_events
 from tputui.analysis.trace_flows import CONTEXT_TYPES, FLOW_KINDS, FLOW_NAMES
+from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
@@ -43,7 +44,7 @@ CHUNK_ROWS = 1 << 16  # events per chunk of the args path (its lines are ~300 by
 FLOWS_FIRST_EVENTS = 5_000_000
 
 
-def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> TraceExport:
+def analyze(run: RunData, host: str | None = None, args: Any = False, **_ui_options) -> TraceExport:
     """The trace viewer's events of one host (the run's first host when None).
 
     From the trace viewer's saved index when there is one (no decode); with `args` the stats
