@@ -11,6 +11,7 @@ anything off raises `DamagedEntry` and the caller decodes the profile again.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -21,6 +22,8 @@ import numpy as np
 
 from tputui.data.cache_folder import temp_prefix
 from tputui.data.raw import RawXSpace, StatColumns, validate
+from tputui.data.runs import HostFile, path_bytes
+from tputui.data.xspace import PlaneSelector
 
 FORMAT_VERSION = 3  # 2: manifest.json, fsync before rename; 3: big columns may be streamed in (riegeli merge)
 MANIFEST = "manifest.json"
@@ -150,3 +153,13 @@ def _load_checked(path: str) -> RawXSpace:
         elif typ == "list[str]":
             kw[name] = texts[name]
     return RawXSpace(**kw)
+
+
+def cache_key(hf: HostFile, planes: PlaneSelector) -> str | None:
+    """The cache key of a host file's frame (its planes' selection): path, size, mtime and this
+    format's version. Here, beside the format, so cache.py and decode_notes.py both read it."""
+    if callable(planes):
+        return None  # an arbitrary predicate has no stable key
+    sel = "all" if planes is None else "|".join(sorted(planes))
+    ident = f"v{FORMAT_VERSION}\0{hf.path}\0{hf.size}\0{hf.mtime!r}\0{sel}"
+    return hashlib.sha1(path_bytes(ident)).hexdigest()
