@@ -17,7 +17,7 @@ from tputui.tools import TOOLS
 OP_TOOLS = [t.name for t in TOOLS if t.op_stats]
 TPU_LOGDIRS = [PROFILES / "tpu_v6e_inference", *sorted((FIXTURES / "pod").iterdir()),
                *sorted((FIXTURES / "advice").iterdir()), *sorted((FIXTURES / "suggestions").iterdir()),
-               *sorted((FIXTURES / "counters").iterdir())]
+               *sorted((FIXTURES / "counters").iterdir()), *sorted((FIXTURES / "grouping").iterdir())]
 
 
 def _outputs(logdir: pathlib.Path, jobs: int = 1) -> dict[str, str]:
@@ -117,7 +117,8 @@ def test_small_and_cpu_hosts_are_read_whole(monkeypatch):
 
 HOST_LOGDIRS = [*(PROFILES / p for p in ("jax_mlp", "jax_named_steps", "jax_two_runs", "tf_keras", "tf_loop",
                                          "tpu_v6e_inference", "jax_live_capture")),
-                *sorted((FIXTURES / "pod").iterdir()), FIXTURES / "flows" / "gpu_launch"]
+                *sorted((FIXTURES / "pod").iterdir()), FIXTURES / "flows" / "gpu_launch",
+                *sorted((FIXTURES / "grouping").iterdir())]
 
 
 @pytest.mark.parametrize("logdir", HOST_LOGDIRS, ids=lambda p: p.name)
@@ -149,8 +150,15 @@ def test_grouping_from_thread_pieces_equals_the_whole_planes(logdir):
             assert pieced.tolist() == expected.tolist(), hf.path
             assert group_extract.groups([one])[0].tolist() == expected.tolist()
             assert group_extract.launch_groups(parts) == group_extract.launch_groups([one])
+            # The summary every tool reads: the same from the pieces as from the whole frame.
+            from tputui.analysis.event_grouping import host_grouping
+            g_whole, g_pieces = host_grouping(frame), group_extract.grouping_of(parts)
+            assert (g_pieces.name, g_pieces.launch_map()) == (g_whole.name, g_whole.launch_map())
+            assert g_pieces.named.tolist() == g_whole.named.tolist()
+            assert g_pieces.step_num.tolist() == g_whole.step_num.tolist()
+            assert (g_pieces.root_rank.tolist(), g_pieces.candidates) == (g_whole.root_rank.tolist(), g_whole.candidates)
             checked += int((expected >= 0).sum())
-    if logdir.name in ("jax_mlp", "tf_loop", "pod_v4_32", "dcn_2slices"):
+    if logdir.name in ("jax_mlp", "tf_loop", "pod_v4_32", "dcn_2slices", "orbax_serving"):
         assert checked > 0  # steps: some kept events are grouped
     if logdir.name == "tpu_v6e_inference":  # no step markers: its threads need no extract
         hf = open_logdir(str(logdir)).runs[0].hosts[0]

@@ -9,8 +9,8 @@ import pytest
 from op_tools_helpers import REL, extra_oracle, oracle, run_of
 
 from tputui.analysis import op_profile
-from tputui.analysis.op_profile import partial_sort
 from tputui.analysis.result import NoDataError
+from tputui.analysis.stdsort import partial_sort
 
 
 @pytest.fixture(scope="module")
@@ -152,3 +152,17 @@ def test_view_filter_keeps_matches_with_their_ancestors_and_subtrees(profile):
     assert profile.view("program", needle="no such op").children == []
     with pytest.raises(ValueError):
         profile.view(sort="size")
+
+
+def test_introsort_heap_fallback_uses_the_same_heap():
+    """stdsort's heap-sort fallback (a window of two parallel lists) sorts its window by rank,
+    leaves the rest alone, and orders ties as partial_sort does on (rank, position) pairs."""
+    from tputui.analysis import stdsort
+
+    ranks = [5, 1, 3, 1, 2, 3, 0, 1, 9]
+    r, p = list(ranks), list(range(len(ranks)))
+    stdsort._heap_sort(r, p, 2, 8)
+    assert r[:2] == ranks[:2] and r[8:] == ranks[8:] and r[2:8] == sorted(ranks[2:8])
+    assert [ranks[i] for i in p] == r
+    pairs = stdsort.partial_sort(list(zip(ranks[2:8], range(2, 8))), 6, lambda x, y: x[0] < y[0])
+    assert p[2:8] == [i for _, i in pairs]

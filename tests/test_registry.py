@@ -48,3 +48,25 @@ async def test_every_tool_screen_opens(tool):
         screen = app.screen
         assert isinstance(screen, ToolScreen) and screen.tool.name == tool
         assert screen.error is None and screen.result is not None
+
+
+def _contract(kind: str) -> dict:
+    import pathlib
+    import tomllib
+
+    doc = tomllib.loads((pathlib.Path(__file__).parents[1] / "pyproject.toml").read_text())
+    found = [c for c in doc["tool"]["importlinter"]["contracts"] if c["type"] == kind]
+    assert len(found) == 1, kind
+    return found[0]
+
+
+def test_tool_independence_contract_lists_every_tool():
+    """pyproject's "no tool imports another tool" names exactly the registry's analysis modules: a
+    tool added to TOOLS is under the contract from its first commit."""
+    registered = {t.analysis.partition(":")[0] for t in TOOLS}
+    assert set(_contract("independence")["modules"]) == registered
+
+
+def test_sibling_modules_are_acyclic_everywhere():
+    """The acyclic_siblings contract covers the whole package (lint-imports checks it in CI)."""
+    assert _contract("acyclic_siblings")["ancestors"] == ["tputui"]

@@ -14,7 +14,8 @@ import pytest
 from conftest import FIXTURES, PROFILES
 
 from tputui.analysis.stdsort import sort_order
-from tputui.analysis.trace_events import offload_name, parse_tf_op, trace_events
+from tputui.analysis.trace_derived import offload_name, parse_tf_op
+from tputui.analysis.trace_events import trace_events
 from tputui.data.xspace import decode
 
 
@@ -158,7 +159,7 @@ DEVICE_CASES = [PROFILES / "tpu_v6e_inference"] + sorted(POD.rglob("*.xplane.pb"
 
 @pytest.mark.parametrize("path", DEVICE_CASES, ids=lambda p: p.name)
 def test_derived_lines_column_path_equals_op_by_op(path, monkeypatch):
-    from tputui.analysis import trace_events as te
+    from tputui.analysis import trace_derived as te
 
     xp = path if path.suffix == ".pb" else next(path.rglob("*.xplane.pb"))
     frame = decode(xp.read_bytes())
@@ -213,7 +214,7 @@ def synthetic_tpu_xspace(seed: int) -> bytes:
 
 @pytest.mark.parametrize("seed", range(25))
 def test_derived_lines_column_path_on_random_ops(seed, monkeypatch):
-    from tputui.analysis import trace_events as te
+    from tputui.analysis import trace_derived as te
 
     frame = decode(synthetic_tpu_xspace(seed))
     fast = trace_events(frame)
@@ -263,7 +264,7 @@ def test_std_sort_in_c_equals_the_python_replay(seed):
 @pytest.mark.parametrize("path", DEVICE_CASES, ids=lambda p: p.name)
 def test_offload_rows_in_c_equal_one_op_at_a_time(path, monkeypatch):
     """Host Offload Ops rows from _derive.pair_offload equal _OffloadRows' (same events, same order)."""
-    from tputui.analysis import trace_events as te
+    from tputui.analysis import trace_derived as te
 
     if te._derive is None:
         pytest.skip("the C extension is not built")

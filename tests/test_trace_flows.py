@@ -18,8 +18,9 @@ import pytest
 from conftest import FIXTURES, PROFILES
 
 from tputui.analysis.trace_cache import cached_events, finish_index, open_index
-from tputui.analysis.trace_events import HOST_PID, KIND_RAW, trace_events
+from tputui.analysis.trace_events import HOST_PID, trace_events
 from tputui.analysis.trace_flows import FLOW_GPU_LAUNCH, FLOW_PRODUCER, FLOW_XFLOW, _groups, _link, flow_table
+from tputui.analysis.trace_kinds import KIND_RAW
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
 

@@ -362,7 +362,7 @@ def run_live(command: str, argv: list[str]) -> int:
     if command == "monitor":
         return run_monitor(argv)
     try:
-        from tputui.live import capture as mod
+        from tputui.live import capture_cli as mod
         add, main = mod.add_capture_arguments, mod.main
     except (ImportError, AttributeError):
         return _fail(f"'{command}' is not available in this build")

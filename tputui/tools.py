@@ -10,9 +10,13 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tputui.data.progress import reporting
 from tputui.errors import UserError
+
+if TYPE_CHECKING:  # the registry stays cheap to import: `tputui export` starts workers before numpy
+    from tputui.data.run_data import RunData
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class Tool:
         `progress` (a callable taking one short message) hears about slow reads and decodes."""
         analyze = _load(self.analysis)
 
-        def checked(run, host=None, progress=None, **options):
+        def checked(run: RunData, host=None, progress=None, **options):
             if host is None:  # all hosts: the readable ones (the others are in run.unreadable)
                 run.check_hosts()
                 run.require_hosts()
@@ -69,7 +73,7 @@ class Tool:
     def screen_class(self):
         return _load(self.screen) if self.screen else None
 
-    def available(self, run) -> bool:
+    def available(self, run: RunData) -> bool:
         """Whether the run has data for this tool. A host file that cannot be read is left out
         (the run records it in `run.unreadable`) and the others asked again; another UserError
         means no data; any other failure is a bug and is raised."""
@@ -145,7 +149,7 @@ def get_tool(name: str) -> Tool:
     raise KeyError(name)
 
 
-def tools_with_data(run) -> list[str]:
+def tools_with_data(run: RunData) -> list[str]:
     """Names of the tools with data in `run` (may decode: call it off the UI thread)."""
     return [t.name for t in TOOLS if t.available(run)]
 

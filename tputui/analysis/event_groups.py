@@ -5,12 +5,36 @@ events nest per thread; producer/consumer stats (`_p`/`_pt` -> `_c`/`_ct`) link 
 both sides of one id have 64+ events; ExecutorState::Process links to IteratorGetNextOp by
 (id, iter_num). Root events (`_r`, level = its value; legacy `TraceContext`) are taken by level
 (high first), then time; each root not already reached starts a group that spreads to everything it
-reaches. Host steps (steps.py), the TPU step engine (tpu_steps.py) and the memory profile read it.
+reaches. `group_events` is the one whole-host pass over a frame's host events, memoized per frame;
+`event_grouping.host_grouping` distills it into the small per-group summary the op-stats map, the
+step engines and the trace viewer share (a giant host read in pieces gets the same summary from
+its threads' extracts, group_extract.py). Host steps (steps.py) and the memory profile read the
+per-event groups.
+
+XProf's grouping facts, each read in its source and checked against XProf 2.24.2's converter on
+tests/fixtures/grouping/orbax_serving (scripts/make_grouping_fixture.py), op-stats and trace side:
+
+fact               value                                            where XProf / XLA has it
+-----------------  -----------------------------------------------  --------------------------------------
+roots by name      `ProcessBatch` (level 2), `OrbaxServing::         preprocess_xplane.cc (root mutators),
+                   ProcessBatch` (2; enum kOrbaxProcessBatch),       xplane_schema.cc (enum -> name),
+                   `BatchingSessionRun` (1); legacy `TraceContext`   group_events.cc (GroupingEventStats)
+                   (1); else an `_r` stat > 0
+launch tied to a   `DoEnqueueProgram` only; `DoEnqueueContinuation-  preprocess_xplane.cc (kTpuLaunch
+device module      Program` gets its run id masked, no link           producer: DoEnqueueProgram only)
+run-id mask        host launches: run_id & (2**27 - 1); the device   preprocess_xplane.h kRunIdMask,
+                   `XLA Modules` run id as recorded                  HostRunIdMutator, TpuModuleLineMutator
+
+Not reproduced: the links XProf's preprocessing adds as producer/consumer stats before grouping
+(DoEnqueueProgram -> CompleteCallbacks, ExecutorState::Process -> TpuExecuteOp, EnqueueRequestLocked
+-> *Request queues): those consumers stay in the group their own thread gives them.
 """
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -46,7 +70,10 @@ class GroupedEvents:
     names: dict[int, str]  # group id -> name ("train 3")
     starter: dict[int, int]  # group id -> index (into the arrays) of the root that started it
     named_roots: np.ndarray  # bool: roots that named their group (non-implicit starters)
-    parent: np.ndarray  # nesting parent (index into the arrays), -1 for none
+    parent: np.ndarray  # nesting parent (index into the arrays), -1 for none (all -1 without groups)
+    step_nums: dict[int, int | None] = field(default_factory=dict)  # group id -> its root's context step number
+    enabled: bool = True  # False: XProf does not group this space at all (TF loop ops)
+    roots: Roots | None = None  # each group's root as a candidate rank (None: no candidates read)
 
     @cached_property
     def rows(self) -> np.ndarray:
@@ -64,12 +91,16 @@ class GroupedEvents:
         return pos.astype(np.int64) + src.start if isinstance(src, slice) else src[pos]
 
     @classmethod
-    def empty(cls, event_names=None) -> GroupedEvents:
+    def empty(cls, event_names=None, enabled: bool = True) -> GroupedEvents:
         z = np.zeros(0, np.int64)
-        return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool), z)
+        return cls(z, z, z, z, event_names or [], z, {}, {}, np.zeros(0, bool), z, {}, enabled)
 
 
-ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxProcessBatch": 2, "BatchingSessionRun": 1}
+# The facts of the table above, for every module that groups or ties device events to groups.
+ROOT_LEVEL_BY_NAME = {"ProcessBatch": 2, "OrbaxServing::ProcessBatch": 2, "BatchingSessionRun": 1}
+LEGACY_ROOT = "TraceContext"  # a root of level 1 without an `_r` stat
+LAUNCH_EVENT = "DoEnqueueProgram"
+RUN_ID_MASK = (1 << 27) - 1
 
 
 class Sparse:
@@ -143,19 +174,63 @@ def _pair_codes(a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray]:
     return int(new.sum()), codes
 
 
+_MEMO: weakref.WeakKeyDictionary[XSpaceFrame, GroupedEvents] = weakref.WeakKeyDictionary()
+_MEMO_LOCK = threading.Lock()
+
+
 def group_events(frame: XSpaceFrame, plane: int | None = None) -> GroupedEvents:
-    """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default)."""
-    ev = events_of(frame, plane)
-    if ev is None or any(nm in LOOP_OPS for nm in frame.raw.em_name):
+    """Assign XProf's group ids to the events of the host plane (`/host:CPU` by default). The host
+    plane's grouping is computed once per frame and shared by every caller (it lives as long as
+    the frame)."""
+    if plane is not None:
+        return _group_events(frame, plane)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(frame)
+    if hit is None:
+        hit = _group_events(frame, None)
+        with _MEMO_LOCK:
+            hit = _MEMO.setdefault(frame, hit)
+    return hit
+
+
+def _group_events(frame: XSpaceFrame, plane: int | None) -> GroupedEvents:
+    names = frame.raw.em_name + [""]
+    if any(nm in LOOP_OPS for nm in frame.raw.em_name):
         # XProf does not group TF graphs with loop ops (While/For) at all.
-        return GroupedEvents.empty(frame.raw.em_name + [""])
+        return GroupedEvents.empty(names, enabled=False)
+    ev = events_of(frame, plane, stats=may_group(frame, plane))
+    if ev is None:
+        return GroupedEvents.empty(names)
+    if not ev.st:  # no root can exist: every event ungrouped, no stats, nesting or flows built
+        none = np.full(len(ev.start), -1, np.int32)
+        return GroupedEvents(ev.rows, ev.start, ev.dur, ev.md_i, ev.names, none, {}, {}, np.zeros(len(none), bool), none)
     parent, down_order = nesting(ev)
-    group, group_names, starter, named = label_groups(ev, parent, down_order)
-    return GroupedEvents(ev.rows, ev.start, ev.dur, ev.md_i, ev.names, group, group_names, starter, named, parent)
+    group, group_names, starter, named, roots = label_groups(ev, parent, down_order)
+    step_nums = {gid: context_step_num(r, ev.st, parent) for gid, r in starter.items()}
+    return GroupedEvents(ev.rows, ev.start, ev.dur, ev.md_i, ev.names, group, group_names, starter, named, parent,
+                         step_nums, roots=roots)
 
 
-def events_of(frame: XSpaceFrame, plane: int | None = None) -> Events | None:
-    """The host plane's events as grouping reads them (None: no plane, or no events)."""
+# What can start a group: `_r` stats and these event names (label_groups).
+ROOT_NAMES = frozenset(set(ROOT_LEVEL_BY_NAME) | {LEGACY_ROOT, "ExecutorState::Process"})
+
+
+def may_group(frame: XSpaceFrame, plane: int | None = None) -> bool:
+    """Whether the host plane's metadata allows any group at all: without a root there is none
+    (the plane's own fields tell, without its lines: a giant host's threads then need no extract)."""
+    raw = frame.raw
+    hp = frame.plane_index(schema.HOST_PLANE) if plane is None else plane
+    if hp is None:
+        return False
+    stats = {raw.sm_name[i] for i in np.flatnonzero(raw.sm_plane == hp).tolist()}
+    names = {raw.em_name[i] for i in np.flatnonzero(raw.em_plane == hp).tolist()}
+    return "_r" in stats or bool(names & ROOT_NAMES)
+
+
+def events_of(frame: XSpaceFrame, plane: int | None = None, stats: bool = True,
+              stat_names: list[str] | None = None) -> Events | None:
+    """The host plane's events as grouping reads them (None: no plane, or no events); stats=False
+    leaves their stats out (`st` empty), `stat_names` reads only those."""
     if plane is None:
         plane = frame.plane_index(schema.HOST_PLANE)
     raw = frame.raw
@@ -180,7 +255,8 @@ def events_of(frame: XSpaceFrame, plane: int | None = None) -> Events | None:
     md_i = md_all[rows]
     if len(md_i) and int(md_i.min()) < 0:  # an unknown metadata id names "" (usually none: keep the view)
         md_i = np.where(md_i >= 0, md_i, len(names) - 1)
-    return Events(rows, start, dur, line, md_i, names, _sparse_stats(frame, rows, n, GROUP_STATS), frame.text)
+    st = _sparse_stats(frame, rows, n, stat_names or GROUP_STATS) if stats else {}
+    return Events(rows, start, dur, line, md_i, names, st, frame.text)
 
 
 @dataclass
@@ -235,8 +311,8 @@ def nesting(ev: Events) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def label_groups(ev: Events, parent: np.ndarray, down_order: np.ndarray | None):
-    """(group id per event, -1 none; group names; group -> starter position; named roots), from
-    the roots, the nesting parents and the flows / links between the events (see module doc)."""
+    """(group id per event, -1 none; group names; group -> starter position; named roots; Roots),
+    from the roots, the nesting parents and the flows / links between the events (see module doc)."""
     start, md_i, names, st = ev.start, ev.md_i, ev.names, ev.st
     n = len(start)
     name_index: dict[str, list[int]] = {}
@@ -267,11 +343,10 @@ def label_groups(ev: Events, parent: np.ndarray, down_order: np.ndarray | None):
                 links.append((src, r))
     links_arr = np.array(links, np.int64).reshape(-1, 2)
 
-    # tf.data function runs mark step ids whose roots are skipped.
-    tfd = st["id"].pos[named_at(st["id"].pos, *TF_DATA_FUNCTION_RUNS)]
-    tfdata_ids = set(st["id"].lookup(tfd)[1].tolist())
+    tfdata_ids = _tf_data_step_ids(st, named_at)
+    cand = _candidate_roots(st, md_i, names, start, name_index, tfdata_ids)
 
-    # Roots: TF loop iterations if any, else `_r` events (and legacy TraceContext, ...).
+    # Roots: TF loop iterations if any, else the candidates (`_r` events, legacy TraceContext, ...).
     big = np.iinfo(np.int32).max  # ranks count roots, far below 2**31
     label = np.full(n, big, np.int32)
     root_rows: list[int] = []
@@ -281,18 +356,6 @@ def label_groups(ev: Events, parent: np.ndarray, down_order: np.ndarray | None):
             label[members] = rank
             root_rows.append(first)
     else:
-        by_name = np.zeros(len(names), np.int64)
-        for nm, lvl in list(ROOT_LEVEL_BY_NAME.items()) + [("TraceContext", 1)]:
-            by_name[name_index.get(nm, [])] = lvl
-        named_roots = np.flatnonzero(by_name[md_i] > 0) if by_name.any() else np.zeros(0, np.int64)
-        cand = np.union1d(st["_r"].pos, named_roots)
-        level = np.where(by_name[md_i[cand]] > 0, by_name[md_i[cand]], st["_r"].lookup(cand)[1])
-        if tfdata_ids and len(cand):
-            has_id, ids = st["id"].lookup(cand)
-            skip = has_id & np.isin(ids, list(tfdata_ids))
-            cand, level = cand[~skip], level[~skip]
-        order = np.lexsort((cand, start[cand], -level))
-        cand = cand[order]
         label[cand] = np.arange(len(cand))
         root_rows = cand.tolist()
 
@@ -323,9 +386,9 @@ def label_groups(ev: Events, parent: np.ndarray, down_order: np.ndarray | None):
     group = gid_of_rank[np.minimum(label, len(root_rows), out=label)]  # in place: label is done with
     del label
 
-    group_names, starter = {}, {}
+    group_names, starter, ranks = {}, {}, {}
     named = np.zeros(n, bool)
-    for gid, (_rank, r) in enumerate(starters):
+    for gid, (rank, r) in enumerate(starters):
         nm = names[md_i[r]]
         implicit = nm in IMPLICIT_ROOTS
         prefix = ""
@@ -334,12 +397,69 @@ def label_groups(ev: Events, parent: np.ndarray, down_order: np.ndarray | None):
             prefix = ev.text(graph) + " "
         elif not implicit:
             prefix = nm + " "
-        num = _context_step_num(r, st, parent)
+        num = context_step_num(r, st, parent)
         group_names[gid] = f"{prefix}{gid if num is None else num}"
         starter[gid] = int(r)
+        ranks[gid] = -1 if loop_first else rank
         if not implicit and not loop_first:
             named[r] = True
-    return group, group_names, starter, named
+    return group, group_names, starter, named, Roots(ranks, len(cand))
+
+
+@dataclass
+class Roots:
+    """Where the groups' roots are, independent of how the events were read: each group's root as
+    its rank among the candidate roots (-1: a TF loop iteration's first event), and how many
+    candidates there were. root_candidates(frame) lists the same candidates in any frame of the host."""
+    rank: dict[int, int]
+    candidates: int
+
+
+def _tf_data_step_ids(st: dict[str, Sparse], named_at: Callable) -> set[int]:
+    """tf.data function runs mark step ids whose roots are skipped."""
+    tfd = st["id"].pos[named_at(st["id"].pos, *TF_DATA_FUNCTION_RUNS)]
+    return set(st["id"].lookup(tfd)[1].tolist())
+
+
+def _candidate_roots(st: dict[str, Sparse], md_i: np.ndarray, names: list[str], start: np.ndarray,
+                     name_index: dict[str, list[int]], tfdata_ids: set[int]) -> np.ndarray:
+    """Positions of the events that may start a group, in XProf's processing order: level high
+    first, then time (then position: the order the events were read in)."""
+    by_name = np.zeros(len(names), np.int64)
+    for nm, lvl in list(ROOT_LEVEL_BY_NAME.items()) + [(LEGACY_ROOT, 1)]:
+        by_name[name_index.get(nm, [])] = lvl
+    named_roots = np.flatnonzero(by_name[md_i] > 0) if by_name.any() else np.zeros(0, np.int64)
+    cand = np.union1d(st["_r"].pos, named_roots).astype(np.int64)
+    level = np.where(by_name[md_i[cand]] > 0, by_name[md_i[cand]], st["_r"].lookup(cand)[1])
+    cand, level = cand[level > 0], level[level > 0]  # `_r` = 0 is no root (EventNode::IsRoot)
+    if tfdata_ids and len(cand):
+        has_id, ids = st["id"].lookup(cand)
+        skip = has_id & np.isin(ids, list(tfdata_ids))
+        cand, level = cand[~skip], level[~skip]
+    return cand[np.lexsort((cand, start[cand], -level))]
+
+
+def root_candidates(frame: XSpaceFrame) -> np.ndarray:
+    """Frame rows of the host plane's candidate roots, in the order label_groups ranks them (what a
+    Roots rank indexes): a few stats and names, no nesting, no flows."""
+    if any(nm in LOOP_OPS for nm in frame.raw.em_name) or not may_group(frame):
+        return np.zeros(0, np.int64)
+    ev = events_of(frame, stat_names=["_r", "id"])
+    if ev is None:
+        return np.zeros(0, np.int64)
+    name_index: dict[str, list[int]] = {}
+    for i, nm in enumerate(ev.names):
+        name_index.setdefault(nm, []).append(i)
+
+    def named_at(where: np.ndarray, *wanted: str) -> np.ndarray:
+        idx = [i for w in wanted for i in name_index.get(w, [])]
+        table = np.zeros(len(ev.names), bool)
+        table[idx] = True
+        return table[ev.md_i[where]]
+
+    cand = _candidate_roots(ev.st, ev.md_i, ev.names, ev.start, name_index, _tf_data_step_ids(ev.st, named_at))
+    src = ev.rows
+    return cand + src.start if isinstance(src, slice) else src[cand]
 
 
 def _flow_edges(st: dict[str, Sparse]):
@@ -363,7 +483,7 @@ def _flow_edges(st: dict[str, Sparse]):
     return p_rows[pm], pcode[pm], c_rows[cm], ccode[cm], nkeys
 
 
-def _context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
+def context_step_num(r: int, st: dict, parent: np.ndarray) -> int | None:
     """iter_num, else step_num, of the event or its nearest ancestor (XProf's GetContextStat)."""
     for key in ("iter_num", "step_num"):
         a = r

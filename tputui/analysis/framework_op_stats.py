@@ -17,6 +17,7 @@ from tputui.analysis.hlo_ops import IDLE, MEM_COLUMNS, PerfEnv
 from tputui.analysis.op_roofline import execution_times, roofline_metrics
 from tputui.analysis.op_stats import HostOpStats
 from tputui.analysis.result import NoDataError
+from tputui.data.run_data import RunData
 
 MAX_OPS = 500  # XProf shows at most 500 device and 500 host ops
 
@@ -117,9 +118,9 @@ def from_op_stats(hosts: list[HostOpStats]) -> FrameworkOpStats:
                             without_idle=_table(device, host, True, perf))
 
 
-def analyze(run, host: str | None = None, **options) -> FrameworkOpStats:
+def analyze(run: RunData, host: str | None = None, **options) -> FrameworkOpStats:
     return from_op_stats(host_map.host_op_stats(run, host))
 
 
-def has_data(run) -> bool:
+def has_data(run: RunData) -> bool:
     return True

@@ -17,15 +17,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from tputui.analysis import event_groups as eg
+from tputui.analysis.event_grouping import LAUNCH_STATS, HostGrouping, LaunchKey, launch_columns
+from tputui.analysis.event_groups import may_group
 from tputui.analysis.nesting import depths_numpy
 from tputui.analysis.op_metrics import event_stat
-from tputui.analysis.tpu_steps import LAUNCH_EVENTS, LAUNCH_STATS, launch_table
-from tputui.data import schema
+from tputui.analysis.tpu_steps import LAUNCH_EVENTS
 from tputui.data.xspace import XSpaceFrame
 
+__all__ = ["GroupExtract", "extract", "grouping_of", "groups", "launch_groups", "may_group"]
+
 # Names that take part in grouping whatever their stats (roots, links, tf.data runs).
-_GROUPING_NAMES = frozenset(eg.IMPLICIT_ROOTS | set(eg.ROOT_LEVEL_BY_NAME) | {"TraceContext", "ExecutorState::Process"}
-                            | eg.ITERATOR_GET_NEXT | eg.TF_DATA_FUNCTION_RUNS | set(LAUNCH_EVENTS))
+_GROUPING_NAMES = frozenset(eg.IMPLICIT_ROOTS | eg.ROOT_NAMES | eg.ITERATOR_GET_NEXT | eg.TF_DATA_FUNCTION_RUNS
+                            | set(LAUNCH_EVENTS))
 
 
 @dataclass
@@ -49,22 +52,6 @@ class GroupExtract:
         z = np.zeros(0, np.int64)
         return cls(z, z, z.astype(np.int32), z.astype(np.int32), [], z.astype(np.int32), {n: (z, z, {}) for n in eg.GROUP_STATS},
                    z, {n: (np.zeros(0, bool), z) for n in LAUNCH_STATS}, False, z)
-
-
-# What can start a group: `_r` stats and these event names (event_groups.label_groups).
-_ROOT_NAMES = frozenset(set(eg.ROOT_LEVEL_BY_NAME) | {"TraceContext", "ExecutorState::Process"})
-
-
-def may_group(frame: XSpaceFrame) -> bool:
-    """Whether the host plane's metadata allows any group at all: without a root there is none, and
-    a giant host's threads need no extract (the host plane's own fields tell, without its lines)."""
-    raw = frame.raw
-    hp = frame.plane_index(schema.HOST_PLANE)
-    if hp is None:
-        return False
-    stats = {raw.sm_name[i] for i in np.flatnonzero(raw.sm_plane == hp).tolist()}
-    names = {raw.em_name[i] for i in np.flatnonzero(raw.em_plane == hp).tolist()}
-    return "_r" in stats or bool(names & _ROOT_NAMES)
 
 
 def extract(frame: XSpaceFrame, plane: int | None = None) -> GroupExtract:
@@ -120,29 +107,49 @@ def _rows_of(ev: eg.Events, pos: np.ndarray) -> np.ndarray:
     return pos.astype(np.int64) + src.start if isinstance(src, slice) else src[pos]
 
 
-def launch_groups(parts: list[GroupExtract]) -> dict[tuple[int, int, int, int], int]:
+def launch_groups(parts: list[GroupExtract]) -> dict[LaunchKey, int]:
     """tpu_steps.launch_groups of the host plane whose threads the parts hold (in thread order)."""
+    return grouping_of(parts).launch_map()
+
+
+def grouping_of(parts: list[GroupExtract]) -> HostGrouping:
+    """The host's HostGrouping from its threads' extracts (in thread order): the same as
+    host_grouping gives on a frame of the whole host (its roots are candidate ranks, not rows)."""
     if any(p.loop_ops for p in parts):
-        return {}
-    group, ev = groups(parts)
-    if ev is None:
-        return {}
+        return HostGrouping.empty(enabled=False)
+    out = _labelled(parts)
+    if out is None:
+        return HostGrouping.empty()
+    group, names, starter, named, roots, ev, parent = out
+    n = len(names)
     offsets = np.cumsum([0] + [len(p.start) for p in parts[:-1]])
     at = np.concatenate([p.launches + o for p, o in zip(parts, offsets.tolist())])
+    stats = {s: (np.concatenate([p.launch_stats[s][0] for p in parts]),
+                 np.concatenate([p.launch_stats[s][1] for p in parts])) for s in LAUNCH_STATS}
     sel = group[at] >= 0
-    if not sel.any():
-        return {}
-    stats = {s: (np.concatenate([p.launch_stats[s][0] for p in parts])[sel],
-                 np.concatenate([p.launch_stats[s][1] for p in parts])[sel]) for s in LAUNCH_STATS}
-    return launch_table(group[at][sel], stats)
+    keys, key_groups = launch_columns(group[at][sel], {s: (h[sel], v[sel]) for s, (h, v) in stats.items()})
+    step_num = [eg.context_step_num(starter[g], ev.st, parent) for g in range(n)]
+    return HostGrouping(
+        True, np.array([roots.rank[g] for g in range(n)], np.int64), tuple(names[g] for g in range(n)),
+        np.array([bool(named[starter[g]]) for g in range(n)], bool),
+        np.array([-1 if v is None else v for v in step_num], np.int64), keys, key_groups, roots.candidates)
 
 
 def groups(parts: list[GroupExtract]) -> tuple[np.ndarray, eg.Events | None]:
     """(group id of every extracted event, the events grouped) over the parts."""
+    out = _labelled(parts)
+    if out is None:
+        return np.zeros(0, np.int64), None
+    return out[0], out[5]
+
+
+def _labelled(parts: list[GroupExtract]):
+    """(group per event, group names, starters, named roots, Roots, the events, their parents) over the
+    parts' extracts grouped together; None without events."""
     sizes = [len(p.start) for p in parts]
     total = sum(sizes)
     if total == 0:
-        return np.zeros(0, np.int64), None
+        return None
     offsets = np.cumsum([0] + sizes[:-1])
     name_offsets = np.cumsum([0] + [len(p.names) for p in parts[:-1]])
     names = [nm for p in parts for nm in p.names]
@@ -169,5 +176,5 @@ def groups(parts: list[GroupExtract]) -> tuple[np.ndarray, eg.Events | None]:
                              for p, o in zip(parts, offsets.tolist())])
     ev = eg.Events(np.arange(total, dtype=np.int64), start, dur, line, md_i, names, st, text_list.__getitem__)
     down_order = np.argsort(depths_numpy(parent), kind="stable")  # parents before children
-    group, _, _, _ = eg.label_groups(ev, parent, down_order)
-    return group, ev
+    group, names, starter, named, roots = eg.label_groups(ev, parent, down_order)
+    return group, names, starter, named, roots, ev, parent

@@ -7,18 +7,29 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import polars as pl
 
-from tputui.analysis.map_pool import KIND as OP_STATS_KIND
+from tputui.analysis.op_stats_format import KIND as OP_STATS_KIND
 from tputui.analysis.result import NoDataError
 from tputui.data import pbwire, schema
 from tputui.data.run_data import RunData
+from tputui.data.run_memo import MemoKind
 from tputui.data.xspace import XSpaceFrame
 from tputui.proto import hlo_pb2
 
 HLO_PROTO_STAT = "Hlo Proto"
+
+
+class _ModuleNames(Protocol):
+    hlo_module_names: tuple[str, ...]
+
+
+# The op stats' slot of RunData.memo (host_map keeps HostOpStats there), read through the one
+# field this module needs: op_stats imports this module, so it cannot name HostOpStats.
+_OP_STATS_NAMES: MemoKind[_ModuleNames] = MemoKind(OP_STATS_KIND)
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,7 @@ def hlo_modules(run: RunData, host: str | None = None) -> list[HloModuleEntry]:
     for h in hosts:
         # The op stats (when mapped already) name each host's modules: a host that brings none
         # not seen yet is not read again (a pod's hosts usually run the same programs).
-        stats = run.memo.get((OP_STATS_KIND, h))
+        stats = run.memo.get(_OP_STATS_NAMES, h)
         if stats is not None and all(n in found for n in stats.hlo_module_names):
             continue
         fr = run.whole_frame_if_loaded(h) or run.frame(h, planes=[schema.METADATA_PLANE])

@@ -27,6 +27,7 @@ from tputui.data.stat_values import stat_float, to_int
 from tputui.data.xspace import XSpaceFrame
 
 DEVICE_PLANE = re.compile(r"^/device:TPU:\d+$")
+MODULE_NAME = re.compile(r"^(.*)\((\d+)\)$")  # XProf's program names: "<module>(<program id>)"
 OP_LINES = (schema.LINE_XLA_OPS, schema.LINE_FRAMEWORK_OPS, schema.LINE_TF_OPS)
 IDLE = "IDLE"
 
@@ -289,6 +290,12 @@ def fused_children_from_hlo(protos: dict[int, bytes], wanted: list[tuple[int, st
     return out
 
 
+def module_program_id(module: str) -> int | None:
+    """The program id XProf appends to module names: "jit_f(1219...)" -> 1219..., None without one."""
+    m = MODULE_NAME.match(module)
+    return int(m.group(2)) if m else None
+
+
 def program_name_entries(fr: XSpaceFrame) -> list[tuple[int, str, bool]]:
     """(program_id, module name, from /host:metadata) in plane order, from `/host:metadata` and the
     device planes' `<module>(<program_id>)` event metadata (see program_names)."""
@@ -302,13 +309,10 @@ def plane_program_names(fr: XSpaceFrame, i: int) -> list[tuple[int, str, bool]]:
         return []
     out = []
     for m in np.flatnonzero(fr.raw.em_plane == i):
-        mt = _PROGRAM_NAME.match(fr.raw.em_name[m])
+        mt = MODULE_NAME.match(fr.raw.em_name[m])
         if mt:
             out.append((int(mt.group(2)), mt.group(1), n == schema.METADATA_PLANE))
     return out
-
-
-_PROGRAM_NAME = re.compile(r"^(.*)\((\d+)\)$")
 
 
 def program_names(entries: list[list[tuple[int, str, bool]]]) -> dict[int, str]:

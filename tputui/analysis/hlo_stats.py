@@ -13,6 +13,7 @@ import polars as pl
 from tputui.analysis import hlo_ops, host_map
 from tputui.analysis.hlo_ops import DeviceOps
 from tputui.analysis.op_roofline import execution_times, roofline_metrics, source_text
+from tputui.data.run_data import RunData
 
 COLUMNS = [
     "rank", "program_id", "category", "hlo_op_name", "hlo_op_expression", "tf_op_name", "occurrences",
@@ -67,9 +68,9 @@ def from_device_ops(db: DeviceOps) -> HloStats:
     return HloStats(rows=rows.select(COLUMNS), total_time_ps=db.total_time_ps)
 
 
-def analyze(run, host: str | None = None, **options) -> HloStats:
+def analyze(run: RunData, host: str | None = None, **options) -> HloStats:
     return from_device_ops(host_map.run_device_ops(run, host))
 
 
-def has_data(run) -> bool:
+def has_data(run: RunData) -> bool:
     return host_map.has_device_ops(run)

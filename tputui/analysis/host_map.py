@@ -26,14 +26,16 @@ from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 
 from tputui.analysis import host_pieces, map_pool, op_stats, op_stats_format
+from tputui.analysis.event_grouping import HostGrouping
 from tputui.analysis.hlo_ops import DeviceOps, combine_device_ops, combine_perf
-from tputui.analysis.map_pool import KIND
 from tputui.analysis.op_stats import HostOpStats, OpStats
+from tputui.analysis.op_stats_format import KIND
 from tputui.data import decode_notes, derived_cache, xspace
 from tputui.data.cache import load_frame
 from tputui.data.progress import Progress, current_progress
 from tputui.data.raw_subset import release_pages
 from tputui.data.run_data import RunData
+from tputui.data.run_memo import MemoKind
 from tputui.data.runs import HostFile
 from tputui.errors import UserError
 
@@ -46,6 +48,12 @@ _DASK_POLL_SECONDS = 1.0
 # A host file mapped on its own (a multi-host run) gets its decoded frame cached from this size:
 # below it, decoding again (~0.15 s for 20 MB) is cheaper than writing ~2.4x its size to disk.
 FRAME_CACHE_MIN_BYTES = 64 << 20
+
+
+# What this module keeps in RunData.memo (per host, or per host choice: None = every host).
+HOST_OP_STATS: MemoKind[HostOpStats] = MemoKind(KIND)
+RUN_OP_STATS: MemoKind[OpStats] = MemoKind("run_op_stats")
+RUN_DEVICE_OPS: MemoKind[DeviceOps] = MemoKind("run_device_ops")
 
 
 class ScaleOutError(UserError):
@@ -87,23 +95,35 @@ def host_op_stats(run: RunData, host: str | None = None, progress: Progress | No
     found: dict[str, HostOpStats] = {}
     todo: list[str] = []
     for h in hosts:
-        memo_key = (KIND, h)
-        if memo_key in run.memo:
-            found[h] = run.memo[memo_key]
+        hit = run.memo.get(HOST_OP_STATS, h)
+        if hit is not None:
+            found[h] = hit
             continue
         cached = derived_cache.load(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION) if run.use_cache else None
         if isinstance(cached, HostOpStats):
-            found[h] = run.memo[memo_key] = cached
+            found[h] = run.memo.put(HOST_OP_STATS, h, cached)
             decode_notes.replay(run.host_file(h))  # no decode here: say what the decode warned about
         else:
             todo.append(h)
     if todo:
         for h, stats in _unreadable_noted(run, _compute(run, todo, report)):
-            found[h] = run.memo[(KIND, h)] = stats
+            found[h] = run.memo.put(HOST_OP_STATS, h, stats)
             if run.use_cache:
                 derived_cache.store(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION, stats)
                 decode_notes.replay(run.host_file(h))  # a worker's warnings went nowhere
     return [found[h] for h in hosts]
+
+
+def known_grouping(run: RunData, host: str | None = None) -> HostGrouping | None:
+    """The host's step groups from op stats already computed (this process, or the cache), else
+    None: the trace viewer then groups the frame itself, once (event_grouping.host_grouping)."""
+    hf = run.host_file(host)
+    stats = run.memo.get(HOST_OP_STATS, hf.host)
+    if stats is None and run.use_cache:
+        cached = derived_cache.load(hf, KIND, op_stats_format.FORMAT_VERSION)
+        if isinstance(cached, HostOpStats):
+            stats = run.memo.put(HOST_OP_STATS, hf.host, cached)
+    return stats.grouping if stats is not None else None
 
 
 def _unreadable_noted(run: RunData, results):
@@ -125,8 +145,10 @@ class HostUnreadable(Exception):
 
 
 def run_op_stats(run: RunData, host: str | None = None, progress: Progress | None = None) -> OpStats:
-    """The hosts' op stats combined (XProf's ALL_HOSTS when host is None)."""
-    return op_stats.combine(host_op_stats(run, host, progress))
+    """The hosts' op stats combined (XProf's ALL_HOSTS when host is None), once per run and host
+    choice: the overview, its advice and the performance guide read the same combine (its readers
+    do not change it)."""
+    return run.memo.get_or_make(RUN_OP_STATS, host, lambda: op_stats.combine(host_op_stats(run, host, progress)))
 
 
 def _compute(run: RunData, hosts: list[str], report: Progress | None):
@@ -432,11 +454,11 @@ def _dask_finished(client, futures: list, what: str = "host(s)"):
 def run_device_ops(run: RunData, host: str | None = None, progress: Progress | None = None) -> DeviceOps:
     """The hosts' TPU device ops combined (op profile, HLO stats, roofline, the guide's checks):
     hlo_ops.DeviceOps, combined once per run and host choice (its readers do not change it)."""
-    hosts = host_op_stats(run, host, progress)
-    key = ("device_ops", host)
-    if key not in run.memo:
-        run.memo[key] = combine_device_ops([h.device_ops for h in hosts], combine_perf([h.perf for h in hosts]))
-    return run.memo[key]
+    def combined() -> DeviceOps:
+        hosts = host_op_stats(run, host, progress)
+        return combine_device_ops([h.device_ops for h in hosts], combine_perf([h.perf for h in hosts]))
+
+    return run.memo.get_or_make(RUN_DEVICE_OPS, host, combined)
 
 
 def has_device_ops(run: RunData) -> bool:

@@ -17,6 +17,7 @@ import polars as pl
 
 from tputui.analysis import host_map
 from tputui.analysis.result import NoDataError
+from tputui.data.run_data import RunData
 
 MAX_KERNELS = 1000
 COLUMNS = ["rank", "kernel_name", "registers_per_thread", "shmem_bytes", "block_dim", "grid_dim",
@@ -68,9 +69,9 @@ def from_kernel_tables(tables: list[pl.DataFrame | None]) -> KernelStats:
     return KernelStats(rows=rows)
 
 
-def analyze(run, host: str | None = None, **options) -> KernelStats:
+def analyze(run: RunData, host: str | None = None, **options) -> KernelStats:
     return from_kernel_tables([h.kernels for h in host_map.host_op_stats(run, host)])
 
 
-def has_data(run) -> bool:
+def has_data(run: RunData) -> bool:
     return host_map.has_gpu_kernels(run)

@@ -19,11 +19,11 @@ from multiprocessing import Pipe, get_context, resource_tracker
 from multiprocessing.connection import Connection
 
 from tputui.analysis import op_stats_format
+from tputui.analysis.op_stats_format import KIND
 from tputui.data import derived_cache
 from tputui.data.allocator import keep_freed_memory
 from tputui.data.runs import HostFile
 
-KIND = "opstats"  # the op stats' kind in the derived cache
 PARALLEL_MIN_BYTES = 32 << 20  # default --jobs: worker processes only when the hosts add up to this
 
 _started: ProcessPoolExecutor | None = None
@@ -124,7 +124,7 @@ def _init_worker(parent: int, lifeline: Connection, signal_on_death: bool) -> No
     """First, tie this worker's life to its parent's. Worker processes print nothing (their
     errors come back as exceptions): a stray warning must not land on the terminal the app draws
     on. Then the map's modules are imported, so a worker started early is ready when its first
-    host comes."""
+    host comes (the map, not host_map: host_map imports this module)."""
     _die_with_parent(parent, lifeline, signal_on_death)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -136,7 +136,7 @@ def _init_worker(parent: int, lifeline: Connection, signal_on_death: bool) -> No
     keep_freed_memory()  # a worker lives for one run's map (see data/allocator.py)
     from tputui.data import xspace
     xspace.decode_on_one_thread()  # the lanes fill the cores already
-    import tputui.analysis.host_map  # noqa: F401
+    import tputui.analysis.op_stats  # noqa: F401  the map's modules (host_map itself imports this one)
 
 
 def _start_resource_tracker() -> None:

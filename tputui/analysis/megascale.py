@@ -36,6 +36,7 @@ from tputui.analysis.hlo_ops import perf_env
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
 from tputui.analysis.result import NoDataError
 from tputui.data import pbwire, schema
+from tputui.data.run_data import RunData
 from tputui.data.stat_values import to_int
 from tputui.data.xspace import XSpaceFrame
 
@@ -399,7 +400,7 @@ def has_megascale_events(frame: XSpaceFrame) -> bool:
 PLANES = [schema.TPU_PLANE_PREFIX, schema.METADATA_PLANE, schema.HOST_PLANE]
 
 
-def analyze(run, host: str | None = None, dcn_gbps: float | None = None, **_options) -> MegascaleResult:
+def analyze(run: RunData, host: str | None = None, dcn_gbps: float | None = None, **_options) -> MegascaleResult:
     """One host's table, flagged against `dcn_gbps` (Gbps per host); None: the TPU generation's, 0: none."""
     hosts = list(run.hosts)
     if not hosts:
@@ -430,6 +431,6 @@ def analyze(run, host: str | None = None, dcn_gbps: float | None = None, **_opti
     return res.flag(gbps) if gbps else res
 
 
-def has_data(run) -> bool:
+def has_data(run: RunData) -> bool:
     """Listed only where XProf finds DCN collectives: every host has `MegaScale:` events."""
     return bool(run.hosts) and all(has_megascale_events(run.frame(h, planes=PLANES)) for h in run.hosts)

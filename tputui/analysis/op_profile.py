@@ -26,6 +26,8 @@ import polars as pl
 from tputui.analysis import host_map
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
 from tputui.analysis.op_roofline import roofline_metrics
+from tputui.analysis.stdsort import partial_sort
+from tputui.data.run_data import RunData
 
 EXPORT_CHILDREN = 100  # XProf's op_profile_limit
 
@@ -101,56 +103,6 @@ class Node:
             "num_children": len(kids),
             "children": [c.to_json(limit, level + 1, grouping_levels) for c in kids],
         }
-
-
-# --- XProf's sort (std::partial_sort as libstdc++ runs it, so ties come out the same) ---------
-def _adjust_heap(a, hole, n, value, less):
-    top = hole
-    child = hole
-    while child < (n - 1) // 2:
-        child = 2 * (child + 1)
-        if less(a[child], a[child - 1]):
-            child -= 1
-        a[hole] = a[child]
-        hole = child
-    if n % 2 == 0 and child == (n - 2) // 2:
-        child = 2 * (child + 1)
-        a[hole] = a[child - 1]
-        hole = child - 1
-    parent = (hole - 1) // 2
-    while hole > top and less(a[parent], value):
-        a[hole] = a[parent]
-        hole = parent
-        parent = (hole - 1) // 2
-    a[hole] = value
-
-
-def partial_sort(items: list, k: int, less) -> list:
-    """The first k items in `less` order, exactly as libstdc++'s std::partial_sort leaves them."""
-    a = list(items)
-    n = len(a)
-    k = min(k, n)
-    if k <= 0:
-        return []
-    if k > 1:
-        parent = (k - 2) // 2
-        while True:
-            _adjust_heap(a, parent, k, a[parent], less)
-            if parent == 0:
-                break
-            parent -= 1
-    for i in range(k, n):
-        if less(a[i], a[0]):
-            v = a[i]
-            a[i] = a[0]
-            _adjust_heap(a, 0, k, v, less)
-    end = k
-    while end > 1:
-        end -= 1
-        v = a[end]
-        a[end] = a[0]
-        _adjust_heap(a, 0, end, v, less)
-    return a[:k]
 
 
 def _by_time(x: Node, y: Node) -> bool:
@@ -389,9 +341,9 @@ def from_device_ops(db: DeviceOps) -> OpProfile:
         peak_hbm_gbps=db.perf.peak_bws_gbps[0])
 
 
-def analyze(run, host: str | None = None, **options) -> OpProfile:
+def analyze(run: RunData, host: str | None = None, **options) -> OpProfile:
     return from_device_ops(host_map.run_device_ops(run, host))
 
 
-def has_data(run) -> bool:
+def has_data(run: RunData) -> bool:
     return host_map.has_device_ops(run)

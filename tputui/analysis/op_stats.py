@@ -5,7 +5,8 @@
 
 A HostOpStats holds everything the op-based tools need from one host: the host and device op-metrics
 databases, the step databases (the host's own steps and XProf's per-core step database), per-core
-all-reduce spans, device-op extras for the op profile / HLO stats / roofline, GPU kernels, send /
+all-reduce spans, XProf's step groups (event_grouping.HostGrouping, which the trace viewer reads
+too), device-op extras for the op profile / HLO stats / roofline, GPU kernels, send /
 recv events for the pod viewer's channels, hardware caps, run environment and diagnostics. It is
 small (tables of ops and steps, not events), so it is cached on disk and sent between processes
 (tputui/analysis/host_map.py); the frame is not needed again once it exists.
@@ -35,6 +36,7 @@ from tputui.analysis.barrier_cores import (
     plane_fractions,
     special_op_fractions,
 )
+from tputui.analysis.event_grouping import HostGrouping, LaunchKey, host_grouping
 from tputui.analysis.event_groups import LOOP_OPS
 from tputui.analysis.gpu_kernels import frame_kernels
 from tputui.analysis.op_metrics import OpMetricsDb
@@ -78,13 +80,15 @@ class HostOpStats:
     send_recv: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SEND_RECV_SCHEMA))
     barrier_cores: HostFractions | None = None  # the smart-suggestion rule's per-core step shares
     hlo_module_names: tuple[str, ...] = ()  # the host's XLA programs (`<module>(<program id>)`)
+    grouping: HostGrouping = field(default_factory=HostGrouping.empty)  # XProf's step groups (trace viewer too)
 
 
 # --- the map ---------------------------------------------------------------------------------
 def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
     """Walk one host's frame once into its HostOpStats."""
     if om.tensor_core_planes(frame):
-        return assemble_tpu_host(host, host_part(frame), [device_part(frame, host_part_launches(frame))])
+        hp = host_part(frame)
+        return assemble_tpu_host(host, hp, [device_part(frame, hp.launches)])
     hostname = frame.hostnames[0] if frame.hostnames else "localhost"
     gpu = om.gpu_planes(frame)
     device_type, hardware = ("GPU", "GPU") if gpu else ("CPU", "CPU_ONLY")
@@ -100,6 +104,7 @@ def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
         all_reduce={}, device_ops=None, kernels=frame_kernels(frame) if gpu else None,
         send_recv=pl.DataFrame(schema=SEND_RECV_SCHEMA), barrier_cores=special_op_fractions(frame, host),
         hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, host)),
+        grouping=host_grouping(frame),
     )
 
 
@@ -130,12 +135,16 @@ class HostPart:
     has_host_plane: bool
     is_training: bool
     host_db: OpMetricsDb
-    launches: dict[tuple[int, int, int, int], int]
+    grouping: HostGrouping  # the host's first pass: XProf's step groups and its launches' groups
     groups_loop_ops: bool  # the host plane has TF loop ops, which stop XProf's grouping
     may_group: bool  # the host plane's metadata names a root: its threads' events may form groups
     hlo_module_names: tuple[str, ...]
     program_names: list[tuple[int, list[tuple[int, str, bool]]]]  # (plane index, entries) of /host:metadata
     protos: dict[int, bytes]  # program id -> HloProto, for fusions whose metadata has no children
+
+    @property
+    def launches(self) -> dict[LaunchKey, int]:
+        return self.grouping.launch_map()
 
 
 @dataclass
@@ -166,10 +175,6 @@ class DevicePart:
     loop_ops: bool  # a TF loop op name among its metadata (the host's grouping would have stopped)
 
 
-def host_part_launches(frame: XSpaceFrame) -> dict[tuple[int, int, int, int], int]:
-    return tpu_steps.launch_groups(frame)
-
-
 def host_part(frame: XSpaceFrame, index: list[int] | None = None) -> HostPart:
     """The HostPart of a TPU host from a frame holding (at least) its non-TensorCore planes;
     `index`: each frame plane's place in the host file (default: the frame is the whole file)."""
@@ -179,7 +184,7 @@ def host_part(frame: XSpaceFrame, index: list[int] | None = None) -> HostPart:
     return HostPart(
         hostname=frame.hostnames[0] if frame.hostnames else "localhost",
         errors=list(frame.errors), warnings=list(frame.warnings), mxu=mxu, hbm=hbm, has_host_plane=has_host,
-        is_training=is_training(frame), host_db=om.host_op_metrics(frame), launches=host_part_launches(frame),
+        is_training=is_training(frame), host_db=om.host_op_metrics(frame), grouping=host_grouping(frame),
         groups_loop_ops=has_loop_ops(frame), may_group=group_extract.may_group(frame),
         hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, "")),
         program_names=[(index[meta], hlo_ops.plane_program_names(frame, meta))] if meta is not None else [],
@@ -236,7 +241,7 @@ def host_part_of(meta: HostPart, threads: list[ThreadsPart]) -> HostPart:
     loop = meta.groups_loop_ops or any(t.groups.loop_ops for t in threads)
     return dataclasses.replace(
         meta, host_db=om.host_op_metrics_of([t.ops for t in threads]), groups_loop_ops=loop,
-        launches={} if loop else group_extract.launch_groups([t.groups for t in threads]))
+        grouping=HostGrouping.empty(enabled=False) if loop else group_extract.grouping_of([t.groups for t in threads]))
 
 
 class PiecesDisagree(Exception):
@@ -273,7 +278,7 @@ def assemble_tpu_host(host: str, hp: HostPart, parts: list[DevicePart]) -> HostO
         device_ops=device_ops, kernels=None,
         send_recv=pl.DataFrame(send_recv, schema=SEND_RECV_SCHEMA, orient="row"),
         barrier_cores=fractions_of(host, [c.special for c in cores], [c.debug_print for c in cores]),
-        hlo_module_names=hp.hlo_module_names,
+        hlo_module_names=hp.hlo_module_names, grouping=hp.grouping,
     )
 
 

@@ -1,7 +1,8 @@
-"""The format version of cached op stats (op_stats.HostOpStats), in a module of its own so that
-`tputui export` can look for cached entries before it imports the analysis (see map_pool).
+"""The kind and format version of cached op stats (op_stats.HostOpStats), in a module of its own so
+that `tputui export` can look for cached entries before it imports the analysis (see map_pool).
 
 Bump when HostOpStats or anything computed into it changes: cached entries of another version are
 recomputed.
 """
-FORMAT_VERSION = 4  # 4: the host's HLO module names
+FORMAT_VERSION = 6  # 4: the host's HLO module names; 6: its step grouping (event_grouping; 5 was its draft)
+KIND = "opstats"  # the op stats' kind in the derived cache

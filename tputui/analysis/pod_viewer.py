@@ -38,6 +38,7 @@ from tputui.analysis.tpu_steps import (
     combine_hosts,
     tpu_breakdown,
 )
+from tputui.data.run_data import RunData
 from tputui.data.stat_values import to_float
 
 __all__ = ["CATEGORIES", "CATEGORY_KEYS", "CATEGORY_NAMES", "PodViewerResult", "analyze", "has_data"]
@@ -239,7 +240,7 @@ def _ranges(xs: list[int]) -> str:
 
 
 # --- entry points ------------------------------------------------------------------------------
-def analyze(run, host: str | None = None, **_options) -> PodViewerResult:
+def analyze(run: RunData, host: str | None = None, **_options) -> PodViewerResult:
     if not run.hosts:
         raise NoDataError("the run has no readable host")
     return from_op_stats(host_map.host_op_stats(run, None))
@@ -309,5 +310,5 @@ def split_collectives(steps: pl.DataFrame, generic: bool) -> tuple[pl.DataFrame,
     ), ""
 
 
-def has_data(run) -> bool:
+def has_data(run: RunData) -> bool:
     return bool(run.hosts)

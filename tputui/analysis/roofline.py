@@ -18,6 +18,7 @@ import polars as pl
 from tputui.analysis import hlo_ops, host_map
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, PerfEnv
 from tputui.analysis.op_roofline import GIB, execution_times, is_infeed_or_outfeed, roofline_metrics, source_text
+from tputui.data.run_data import RunData
 
 INNER_OP_CATEGORIES = ("call", "conditional", "while", "megacore fusion")  # XProf's MayHaveInnerOps
 
@@ -139,9 +140,9 @@ def from_device_ops(db: DeviceOps, has_steps: bool = False) -> RooflineModel:
                          diagnostics=[] if has_steps else [NO_STEPS])
 
 
-def analyze(run, host: str | None = None, **options) -> RooflineModel:
+def analyze(run: RunData, host: str | None = None, **options) -> RooflineModel:
     return from_device_ops(host_map.run_device_ops(run, host))
 
 
-def has_data(run) -> bool:
+def has_data(run: RunData) -> bool:
     return host_map.has_device_ops(run)

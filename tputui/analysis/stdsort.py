@@ -135,43 +135,64 @@ def _unguarded_linear_insert(r, p, last):
     r[last], p[last] = vr, vp
 
 
-# --- heap sort fallback (std::__partial_sort(first, last, last)) ---------------------------
-def _heap_sort(r, p, first, last):
-    n = last - first
-    # __make_heap
-    if n >= 2:
-        parent = (n - 2) // 2
+# --- libstdc++'s heap (std::partial_sort; introsort's heap-sort fallback) -------------------
+def partial_sort(items: list, k: int, less) -> list:
+    """The first k items in `less` order, exactly as libstdc++'s std::partial_sort leaves them
+    (__heap_select then __sort_heap): ties come out as XProf's do (op_profile's children too)."""
+    a = list(items)
+    n = len(a)
+    k = min(k, n)
+    if k <= 0:
+        return []
+    if k > 1:  # __make_heap
+        parent = (k - 2) // 2
         while True:
-            vr, vp = r[first + parent], p[first + parent]
-            _adjust_heap(r, p, first, parent, n, vr, vp)
+            _adjust_heap(a, parent, k, a[parent], less)
             if parent == 0:
                 break
             parent -= 1
-    # __heap_select with middle == last does nothing more; then __sort_heap.
-    while last - first > 1:
-        last -= 1
-        vr, vp = r[last], p[last]
-        r[last], p[last] = r[first], p[first]
-        _adjust_heap(r, p, first, 0, last - first, vr, vp)
+    for i in range(k, n):  # __heap_select
+        if less(a[i], a[0]):
+            v = a[i]
+            a[i] = a[0]
+            _adjust_heap(a, 0, k, v, less)
+    end = k
+    while end > 1:  # __sort_heap
+        end -= 1
+        v = a[end]
+        a[end] = a[0]
+        _adjust_heap(a, 0, end, v, less)
+    return a[:k]
 
 
-def _adjust_heap(r, p, first, hole, length, vr, vp):
+def _adjust_heap(a: list, hole: int, n: int, value, less) -> None:
+    """libstdc++'s __adjust_heap over a[:n] (with its __push_heap)."""
     top = hole
     child = hole
-    while child < (length - 1) // 2:
+    while child < (n - 1) // 2:
         child = 2 * (child + 1)
-        if r[first + child] < r[first + child - 1]:
+        if less(a[child], a[child - 1]):
             child -= 1
-        r[first + hole], p[first + hole] = r[first + child], p[first + child]
+        a[hole] = a[child]
         hole = child
-    if (length & 1) == 0 and child == (length - 2) // 2:
+    if n % 2 == 0 and child == (n - 2) // 2:
         child = 2 * (child + 1)
-        r[first + hole], p[first + hole] = r[first + child - 1], p[first + child - 1]
+        a[hole] = a[child - 1]
         hole = child - 1
-    # __push_heap
     parent = (hole - 1) // 2
-    while hole > top and r[first + parent] < vr:
-        r[first + hole], p[first + hole] = r[first + parent], p[first + parent]
+    while hole > top and less(a[parent], value):
+        a[hole] = a[parent]
         hole = parent
         parent = (hole - 1) // 2
-    r[first + hole], p[first + hole] = vr, vp
+    a[hole] = value
+
+
+def _rank_less(x: tuple[int, int], y: tuple[int, int]) -> bool:
+    return x[0] < y[0]
+
+
+def _heap_sort(r, p, first, last):
+    """Introsort's fallback, std::__partial_sort(first, last, last), on (rank, position) pairs."""
+    out = partial_sort(list(zip(r[first:last], p[first:last])), last - first, _rank_less)
+    r[first:last] = [x[0] for x in out]
+    p[first:last] = [x[1] for x in out]

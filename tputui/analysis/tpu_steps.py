@@ -5,9 +5,10 @@ and the pod viewer. How XProf gets there (xprof/convert xplane_to_step_events.cc
 step_events_to_steps_db.cc, op_stats_combiner.cc, utils/step_intersection.cc, event_span.cc,
 profile_time_breakdown.h; xla/tsl group_events.cc, preprocess_xplane.h):
 
-- Grouping: host events get group ids from the event forest (`event_groups.group_events`). A TPU
-  core's `XLA Modules` event joins the group of the host `DoEnqueueProgram` with the same (device
-  ordinal, queue_id, run_id & 0xFFFFFFF, core_type); `Steps` and `XLA Ops` events take the group of
+- Grouping: host events get group ids from the event forest, summarized once per host
+  (`event_grouping.host_grouping`). A TPU core's `XLA Modules` event joins the group of the host
+  `DoEnqueueProgram` with the same (device ordinal, queue_id, run_id & (2**27 - 1), core_type)
+  (event_groups.py's table); `Steps` and `XLA Ops` events take the group of
   the module they overlap (unless the Steps line has more events than the module line: a device loop,
   left ungrouped). Consecutive steps of one group merge, ungrouped steps are dropped.
 - Per core and group: markers = its Steps events, ops = XLA Ops with that group (device time,
@@ -29,7 +30,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tputui.analysis.event_groups import group_events
+from tputui.analysis.event_grouping import HostGrouping, LaunchKey, device_key, host_grouping
+from tputui.analysis.event_groups import LAUNCH_EVENT
 from tputui.analysis.op_metrics import (
     device_spans,
     event_stat,
@@ -50,9 +52,8 @@ CATEGORIES = [
 CATEGORY_KEYS = [k for _, _, k in CATEGORIES]
 CATEGORY_NAMES = {k: n for _, n, k in CATEGORIES}
 
-RUN_ID_MASK = (1 << 28) - 1
 MAX_DEVICES_PER_HOST = 1000  # XProf's GlobalCoreId: host_index * 1000 + core id
-LAUNCH_EVENTS = ("DoEnqueueProgram", "DoEnqueueContinuationProgram")
+LAUNCH_EVENTS = (LAUNCH_EVENT,)  # event_groups.py's table: continuation launches tie nothing
 _SC_INFEED = "sparsecorev0 infeed"
 _SC_OUTFEED = "sparsecorev0 outfeed"
 
@@ -108,32 +109,9 @@ def _overlapping(q_start: np.ndarray, q_end: np.ndarray, s: np.ndarray, e: np.nd
     return np.where(ok, ic, -1)
 
 
-def launch_groups(frame: XSpaceFrame) -> dict[tuple[int, int, int, int], int]:
-    """(device_ordinal, queue_id, run_id, core_type) of host program launches -> group id."""
-    g = group_events(frame)
-    if len(g.rows) == 0:
-        return {}
-    is_launch = np.isin(np.asarray(g.event_names, dtype=object), LAUNCH_EVENTS)  # per name, not per event
-    sel = (g.group >= 0) & is_launch[g.name_idx]
-    rows, groups = g.rows_at(sel), g.group[sel]
-    if not len(rows):
-        return {}
-    return launch_table(groups, {n: event_stat(frame, n, rows) for n in LAUNCH_STATS})
-
-
-LAUNCH_STATS = ("device_ordinal", "queue_id", "run_id", "core_type")
-
-
-def launch_table(groups: np.ndarray, stats: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[tuple[int, int, int, int], int]:
-    """Launch key -> smallest group id, from grouped launch events and their LAUNCH_STATS."""
-    ok = stats["device_ordinal"][0] & stats["queue_id"][0] & stats["run_id"][0]
-    out: dict[tuple[int, int, int, int], int] = {}
-    for i in np.flatnonzero(ok):
-        key = (int(stats["device_ordinal"][1][i]), int(stats["queue_id"][1][i]),
-               int(stats["run_id"][1][i]) & RUN_ID_MASK, int(stats["core_type"][1][i]) if stats["core_type"][0][i] else 0)
-        gid = int(groups[i])
-        out[key] = min(out.get(key, gid), gid)
-    return out
+def launch_groups(frame: XSpaceFrame) -> dict[LaunchKey, int]:
+    """(device_ordinal, queue_id, masked run_id, core_type) of host program launches -> group id."""
+    return host_grouping(frame).launch_map()
 
 
 def _plane_steps(frame: XSpaceFrame, plane: int, launches: dict) -> tuple[list, dict[int, dict[str, int]]]:
@@ -151,7 +129,7 @@ def _plane_steps(frame: XSpaceFrame, plane: int, launches: dict) -> tuple[list, 
     mgroup = np.full(len(mods), -1, np.int64)
     known = np.flatnonzero(st["run_id"][0] & st["queue_id"][0])
     core = np.where(st["core_type"][0], st["core_type"][1], 0)
-    mgroup[known] = [launches.get((ordinal, q, r, c), -1) for q, r, c in zip(
+    mgroup[known] = [launches.get(device_key(ordinal, q, r, c), -1) for q, r, c in zip(
         st["queue_id"][1][known].tolist(), st["run_id"][1][known].tolist(), core[known].tolist())]
 
     def group_of(rows: np.ndarray) -> np.ndarray:
@@ -198,12 +176,12 @@ def _plane_steps(frame: XSpaceFrame, plane: int, launches: dict) -> tuple[list, 
 CoreSteps = tuple[int, "CoreInfo | None", list, dict[int, dict[str, int]]]
 
 
-def host_step_db(frame: XSpaceFrame, host: str) -> HostSteps:
-    """XProf's step database of one TPU host (see module doc)."""
+def host_step_db(frame: XSpaceFrame, host: str, grouping: HostGrouping | None = None) -> HostSteps:
+    """XProf's step database of one TPU host (see module doc); `grouping`: the host's, when known."""
     hostname = frame.hostnames[0] if frame.hostnames else "localhost"
     cores_p = tensor_core_planes(frame)
     device_type = str(frame.plane_stat_map(cores_p[0]).get("device_type_string", "") or "")
-    launches = launch_groups(frame)
+    launches = (grouping if grouping is not None else host_grouping(frame)).launch_map()
     return combine_core_steps(host, device_type, [core_steps(frame, p, launches, hostname) for p in cores_p])
 
 

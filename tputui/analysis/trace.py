@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tputui.analysis.trace_counters import CounterTable
-from tputui.analysis.trace_events import HOST_PID, TraceEvents
+from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
 from tputui.analysis.trace_flows import FlowTable
 
 BASE_GAP = 1000  # ps: level 1 merges gaps under 1 ns
@@ -624,8 +624,6 @@ def index_for(frame, progress: Callable[[str], None] | None = None, exact: bool 
 
     exact=False builds the quick index first (see TraceIndex); its `refined()` is the final one.
     """
-    from tputui.analysis.trace_events import trace_events
-
     with _LOCK:
         ix = _INDEXES.get(frame)
     if ix is None:

@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 import tputui
+from tputui.analysis.host_map import known_grouping
 from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index, remember_index
 from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
@@ -33,6 +34,7 @@ from tputui.data import entry_seal
 from tputui.data.cache import cache_key, cache_root
 from tputui.data.cache_folder import prune, temp_prefix
 from tputui.data.files import atomic_dir
+from tputui.data.run_data import RunData
 
 INDEX_VERSION = 3  # 2: flow links and counter tracks; 3: a manifest with checksums (entry_seal)
 _ARRAYS = ("start", "end", "cover", "name", "source", "kind", "ev_row", "event_row", "row_count", "row_first",
@@ -45,7 +47,7 @@ Progress = Callable[[str], None] | None
 
 
 # --- the two passes ----------------------------------------------------------------------
-def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
+def open_index(run: RunData, host: str | None, progress: Progress = None) -> TraceIndex:
     """The host's index to draw first: the final one from the disk cache (or this process),
     else the quick first pass over the raw events (`partial`; see finish_index)."""
     hf = run.host_file(host)
@@ -61,7 +63,7 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
         return ix
     if progress:
         progress(f"first pass over {hf.host}'s events ({frame.num_events:,})")
-    ev = trace_events(frame, derived=False)
+    ev = trace_events(frame, derived=False, grouping=known_grouping(run, host))
     on_host = ev.pid == HOST_PID
     # The first screen shows the devices: host threads (most of a TPU profile's events) come with
     # the final index, unless there is nothing else to show.
@@ -84,7 +86,7 @@ def open_index(run, host: str | None, progress: Progress = None) -> TraceIndex:
     return ix
 
 
-def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = None) -> TraceIndex:
+def finish_index(run: RunData, host: str | None, first: TraceIndex, progress: Progress = None) -> TraceIndex:
     """The final index (derived lines, exact nesting, pyramid), saved to the disk cache and
     returned read back from it (memory-mapped: the built arrays are freed), or kept with the
     frame when it cannot be saved; `first` itself when it already is final."""
@@ -94,7 +96,7 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
     if first.partial:
         if progress:
             progress(f"all events, derived lines too ({frame.num_events:,} in the file)")
-        ix = TraceIndex(trace_events(frame), progress, exact=True)
+        ix = TraceIndex(trace_events(frame, grouping=known_grouping(run, host)), progress, exact=True)
     else:
         ix = first.refined(progress)
     ix.build_pyramid(progress)
@@ -115,7 +117,7 @@ def finish_index(run, host: str | None, first: TraceIndex, progress: Progress = 
     return ix
 
 
-def cached_events(run, host: str | None) -> TraceEvents | None:
+def cached_events(run: RunData, host: str | None) -> TraceEvents | None:
     """The host's trace viewer events from a saved index (no decode), or None when none is saved."""
     entry = entry_path(run, host)
     ix = load_index(entry, full=True) if entry is not None else None  # every array is read: checked in full
@@ -123,7 +125,7 @@ def cached_events(run, host: str | None) -> TraceEvents | None:
 
 
 # --- the disk format ---------------------------------------------------------------------
-def entry_path(run, host: str | None) -> str | None:
+def entry_path(run: RunData, host: str | None) -> str | None:
     """Where the host's index lives in the cache; None with --no-cache or an unkeyable file."""
     if not run.use_cache:
         return None

@@ -13,26 +13,23 @@ those rules column-wise (no per-event Python loop on host events):
 * Events: name = metadata `display_name or name`; a `step_name` stat replaces it. Internal
   events (memory allocation, tf.data produce/consume markers) are dropped. Zero-duration
   events are instants (`ph: "i"`), the rest complete events (`ph: "X"`).
-* Step markers: an event with a root stat `_r` (the user's `StepTraceAnnotation`,
-  `Trace(..., _r=1)`) not nested in another root of its level is a step: it is named
-  `"<name> <step_num>"` (`iter_num` first, then `step_num`, else its group id). No steps
-  when the space is already grouped (has a `group_id` stat), has TF while-loop ops, or its
-  executor loops define the steps.
+* Step markers: the host's step groups come from the one grouping pass every tool shares
+  (event_grouping.HostGrouping, XProf's event forest): a root event that starts a group (the
+  user's `StepTraceAnnotation`, `Trace(..., _r=1)`, serving roots) is renamed
+  `"<name> <step_num>"` (`iter_num` first, then `step_num`, else its group id); implicit roots
+  keep their names. No steps when the space is already grouped (has a `group_id` stat) or has
+  TF while-loop ops.
 * `ThreadpoolListener::Region` events are synthesized on every line from each
   `ThreadpoolListener::StopRegion` back to the line's last `StartRegion` that has a `_c` stat.
 * TPU tensor-core planes: a schema.LINE_STEPS line's events join the host step whose launch
-  (DoEnqueueProgram; device ordinal, queue id, run id and core type) started an XLA module
+  (the grouping's launch keys: device ordinal, queue id, run id, core type) started an XLA module
   inside them; they take its name ("train 5"), consecutive ones of one step merge, the others
-  are dropped (with no link at all, each core's steps number themselves). Derived lines come
-  from op-metadata stats, grouped by step (or else by XLA module): "Framework Name Scope"
-  (nested `tf_op` scopes, XProf's 1 ns shortening of stacked equal spans included),
-  "Framework Ops", "Source code" and "Host Offload Ops row N" (copy start/done pairs packed
-  onto rows); the ops are taken in XProf's sort order, ties included (libstdc++'s std::sort is
-  replayed, see stdsort.py). Empty lines of those planes are dropped.
+  are dropped (with no link at all, each core's steps number themselves). Then the lines XProf
+  derives from op-metadata stats, per step (trace_derived.py). Empty lines of those planes are
+  dropped.
 
 Not reproduced (no fixture to check them against; the raw events are still shown): GPU
-derived lines and XProf's renumbering of GPU stream threads, steps tied to launches through
-more than one cross-thread flow, std::sort's tie order on TPU cores of over 400k events
+derived lines and XProf's renumbering of GPU stream threads, std::sort's tie order on TPU cores of over 400k events
 (ties then keep line order), and XProf's 5M-event cap (we have no cap).
 """
 from __future__ import annotations
@@ -41,35 +38,26 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from types import ModuleType
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from tputui.analysis.stdsort import sort_order
+from tputui.analysis.event_grouping import HostGrouping, LaunchKey, device_key, host_grouping
+from tputui.analysis.event_groups import root_candidates
 from tputui.analysis.trace_counters import COUNTER_LINE, CounterTable, counter_table
+from tputui.analysis.trace_derived import DeviceLines
+from tputui.analysis.trace_flows import FlowTable, flow_table
+from tputui.analysis.trace_kinds import KIND_RAW, KIND_REGION
 from tputui.data import schema
 from tputui.data.interned import Interned
 from tputui.data.xspace import XSpaceFrame
-
-_derive: ModuleType | None  # None: the C extension is not built
-try:
-    from tputui.analysis import _derive
-except ImportError:  # built without a C compiler: the one-at-a-time Python path
-    _derive = None
 
 HOST_PID = 701  # kHostThreadsDeviceId
 FIRST_DEVICE_PID = 1  # kFirstDeviceId
 DEVICE_PREFIXES = (schema.GPU_PLANE_PREFIX, schema.TPU_PLANE_PREFIX, "/device:CUSTOM:")  # first non-empty wins
 TPU_CORE_PLANE = re.compile(r"/device:TPU:([0-9]*)$")
-
-# Derived thread ids (trace_utils.h: kThreadIdDerivedMin = 0xdeadbeef).
-TID_NAME_SCOPE = 0xDEADBEEF + 2
-TID_TF_OP = 0xDEADBEEF + 3
-TID_SOURCE = 0xDEADBEEF + 7
-TID_OFFLOAD_FIRST = 0xDEADBEEF + 8
-MAX_OFFLOAD_ROWS = 41
 
 # Events XProf never shows (IsInternalEvent).
 INTERNAL_EVENTS = frozenset({
@@ -78,30 +66,8 @@ INTERNAL_EVENTS = frozenset({
     "ParallelMapProduce", "ParallelMapConsume", "MapAndBatchProduce", "MapAndBatchConsume",
     "ParseExampleProduce", "ParseExampleConsume",
 })
-# Roots that group a step but keep their own name (IsImplicitRootEvent).
-IMPLICIT_ROOTS = frozenset({"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"})
-TPU_PARENT_LINES = frozenset({schema.LINE_STEPS, schema.LINE_SPARSE_CORE_STEPS, schema.LINE_XLA_MODULES, "Sparse Core Modules"})
-# Events XProf marks as roots itself (XplaneRootEventMutatorFactory), with their level.
-MUTATOR_ROOTS = {"ProcessBatch": 2, "OrbaxServing::ProcessBatch": 2, "BatchingSessionRun": 1}
-LOOP_OPS = frozenset({"WhileOp-EvalCond", "WhileOp-StartBody", "ForOp", "ParallelForOp", "ForeverOp"})
-TF_DATA_FUNCTIONS = frozenset({
-    "InstantiatedCapturedFunction::Run", "InstantiatedCapturedFunction::RunWithBorrowedArgs",
-    "InstantiatedCapturedFunction::RunInstantiated", "InstantiatedCapturedFunction::RunAsync",
-})
 START_REGION, STOP_REGION = "ThreadpoolListener::StartRegion", "ThreadpoolListener::StopRegion"
 REGION = "ThreadpoolListener::Region"
-OFFLOAD_KEYWORDS = ("copy-start", "copy-done", "dynamic-slice-start", "dynamic-slice-done",
-                    "dynamic-update-slice-start", "dynamic-update-slice-done")
-HOST_MEMORY_LABEL = "S(5)"
-
-# Derive TPU lines with array operations when every op has a group (tests switch it off to
-# compare with the op-by-op reference).
-DERIVE_COLUMNS = True
-STD_SORT_MAX = 400_000  # events of one TPU core up to which std::sort's tie order is replayed
-OFFLOAD_IN_C = True  # tests switch it off to compare with _OffloadRows
-
-# Where an event comes from (TraceEvents.kind).
-KIND_RAW, KIND_REGION, KIND_DERIVED = 0, 1, 2
 
 
 @dataclass
@@ -146,14 +112,15 @@ class TraceEvents:
         return self.pid[pos], self.tid[pos], self.start_ps[pos]
 
 
-def trace_events(frame: XSpaceFrame, derived: bool = True) -> TraceEvents:
+def trace_events(frame: XSpaceFrame, derived: bool = True, grouping: HostGrouping | None = None) -> TraceEvents:
     """Build the trace viewer's events of one host's frame.
 
     derived=False leaves out the lines derived from TPU op stats (Framework Name Scope / Ops,
     Source code, Host Offload Ops): the trace viewer's quick first pass. Its events are the
     first rows of the full result, in the same order (the derived ones follow them).
+    grouping: the host's step groups when the caller has them (its cached op stats).
     """
-    out = _Build(frame).run(derived)
+    out = _Build(frame, grouping=grouping).run(derived)
     assert isinstance(out, TraceEvents)
     return out
 
@@ -179,14 +146,14 @@ def release_free_memory() -> None:
 _trim: Any = None
 
 
-def split_trace_events(frame: XSpaceFrame) -> SplitEvents:
+def split_trace_events(frame: XSpaceFrame, grouping: HostGrouping | None = None) -> SplitEvents:
     """The events of trace_events(frame), with the raw events' columns left in the frame.
 
     For a one-pass writer (the JSON export): the raw events are ~90% of the rows and their
     pid, tid and start are gathers of frame columns, so only their rows, names and durations
     are held (~20 bytes an event instead of 37) while the frame is alive anyway."""
     release_free_memory()  # what the decode (on another thread) freed
-    out = _Build(frame, split_raw=True).run(True)
+    out = _Build(frame, split_raw=True, grouping=grouping).run(True)
     assert isinstance(out, SplitEvents)
     release_free_memory()
     return out
@@ -288,9 +255,11 @@ class SplitEvents:
 
 
 class _Build:
-    def __init__(self, frame: XSpaceFrame, split_raw: bool = False) -> None:
+    def __init__(self, frame: XSpaceFrame, split_raw: bool = False, grouping: HostGrouping | None = None) -> None:
         self.f = frame
         self.split_raw = split_raw
+        self._grouping = grouping
+        self._launches: dict[LaunchKey, int] | None = None
         self.raw_part: RawEvents | None = None
         self.r = frame.raw
         self.names = Interned()
@@ -352,8 +321,8 @@ class _Build:
         self.device_steps: dict[int, _DeviceSteps] = {}
         self.apply_step_name_stats(rows, names)
         if not grouped:
-            groups = self._groups = self.host_groups()
-            renamed = dict(groups.renamed)
+            groups = self.grouping
+            renamed = groups.renamed_rows(self.root_candidates)
             for p in pids:
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]) and groups.enabled:
                     self.device_steps[p] = _DeviceSteps.of(self, p, groups)
@@ -370,7 +339,7 @@ class _Build:
                     if name is not None:
                         renamed[row] = name
             for row, name in renamed.items():
-                pos = np.searchsorted(rows, row)
+                pos = int(np.searchsorted(rows, row))
                 if pos < len(rows) and rows[pos] == row:
                     names[pos] = self.names.id(name)
         at = np.array(sorted(changed), np.int64)
@@ -409,7 +378,9 @@ class _Build:
             self.add_regions(line_pid, line_tid, line_ok)
             for p, pid in pids.items():
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]):
-                    threads = _DeviceLines(self, p, pid).derive(threads, derived)
+                    core = self.device_steps.get(p)
+                    threads = DeviceLines(self, p, pid, core.spans if core is not None else None).derive(
+                        threads, derived)
         return self.finish(pids, threads, links, links_later)
 
     def md_shown_names(self) -> np.ndarray:
@@ -418,8 +389,6 @@ class _Build:
 
     def finish(self, pids: dict[int, int], threads: list[tuple[int, int, str]],
                links: _Links | None = None, links_later: tuple | None = None) -> TraceEvents | SplitEvents:
-        from tputui.analysis.trace_flows import FlowTable
-
         cols = [list(c) for c in zip(*self.chunks)] or [[] for _ in range(7)]
         self.chunks = []
         dtypes = (np.uint32, np.uint32, np.int64, np.int64, np.int32, np.int64, np.uint8)
@@ -481,113 +450,26 @@ class _Build:
         return "group_id" in self.r.sm_name
 
     # --- steps ---------------------------------------------------------------------------
-    def host_groups(self) -> _Groups:
-        """Root events (steps) with their group ids and names, as XProf's event forest numbers them."""
-        r = self.r
-        g = _Groups()
-        if any(n in LOOP_OPS for n in r.em_name):  # CheckLoopOp: no grouping at all
-            g.enabled = False
-            return g
-        if self.tf_loop_defines_steps():
-            g.enabled = False  # executor loop iterations are the (implicit, unnamed) roots
-            return g
-        level: dict[int, int] = {}
-        st = self.event_stat("_r")
-        for owner, v in zip(st["owner"].to_list(), st["int"].to_list()):
-            if v is not None:
-                level[owner] = v
-        for name, root_level in MUTATOR_ROOTS.items():
-            for row in self.events_named(name).tolist():
-                level[row] = root_level
-        for row in self.events_named("TraceContext").tolist():
-            level.setdefault(row, 1)
-        level = {row: lv for row, lv in level.items() if lv > 0}
-        if not level:
-            return g
-        skip = self.tf_data_step_ids()
-        if skip:
-            ids = self.event_stat("id")
-            for owner, v in zip(ids["owner"].to_list(), ids["int"].to_list()):
-                if owner in level and v in skip:
-                    del level[owner]
-        roots = np.array(sorted(level), np.int64)
-        lv = np.array([level[x] for x in roots.tolist()], np.int64)
-        needs = self.roots_needing_groups(roots, lv)
-        roots, lv = roots[needs], lv[needs]
-        # Group ids in XProf's order: higher root level first, then by time.
-        order = np.lexsort((self.start[roots], -lv))
-        step = self.own_int_stats(["iter_num", "step_num", "graph_type"])
-        line_names = r.line_name
-        for gid, i in enumerate(order.tolist()):
-            row = int(roots[i])
-            name = str(self.md_name[self.ev_md[row]])
-            implicit = name in IMPLICIT_ROOTS or line_names[r.event_line[row]] in TPU_PARENT_LINES
-            st_ = step.get(row, {})
-            prefix = st_.get("graph_type") or ("" if implicit else name)
-            num = st_.get("iter_num", st_.get("step_num", gid))
-            g.root_group[row] = gid
-            g.name[gid] = f"{prefix} {num}" if prefix else str(num)
-            if not implicit:
-                g.renamed[row] = g.name[gid]
-        g.count = len(order)
-        return g
+    @property
+    def grouping(self) -> HostGrouping:
+        """XProf's step groups of the host: the op stats' own when the caller has them, else
+        computed once per frame (event_grouping.py); never a second grouping of our own."""
+        if self._grouping is None or not self._grouping.fits(self.root_candidates):
+            self._grouping = host_grouping(self.f)
+        return self._grouping
 
-    def launch_groups(self) -> dict[tuple, int]:
-        """(device ordinal, queue id, run id, core type) -> host group of the launches with it.
+    @cached_property
+    def root_candidates(self) -> np.ndarray:
+        """Frame rows of the host's candidate roots (what the grouping's root ranks index)."""
+        return root_candidates(self.f)
 
-        A launch (DoEnqueueProgram) belongs to the step (root event) around it on its thread;
-        XProf hashes these four stats to tie it to the XLA module it started on the device.
-        """
-        cached = getattr(self, "_launches", None)
-        if cached is not None:
-            return cached
-        out: dict[tuple, int] = {}
-        self._launches = out
-        groups = self._groups
-        rows = self.events_named(LAUNCH)
-        if not len(rows) or not groups.root_group:
-            return out
-        r = self.r
-        planes = set(r.line_plane[r.event_line[rows]].tolist())
-        need = {"device_ordinal", "queue_id", "run_id"}
-        if not all(need <= {n for n, pp in zip(r.sm_name, r.sm_plane.tolist()) if pp == p} for p in planes):
-            return out
-        stats = self.own_int_stats(["device_ordinal", "queue_id", "run_id", "core_type", "_c", "_ct"])
-        roots = np.array(sorted(groups.root_group), np.int64)
-        root_line = r.event_line[roots]
+    def launch_groups(self) -> dict[LaunchKey, int]:
+        """(device ordinal, queue id, masked run id, core type) -> group of the host launch with it."""
+        if self._launches is None:
+            self._launches = self.grouping.launch_map()
+        return self._launches
 
-        def enclosing_group(row: int) -> int | None:
-            """The step around `row` on its own thread (or `row` itself when it is one)."""
-            s, e = self.start[row], self.start[row] + self.dur[row]
-            mine = roots[(root_line == r.event_line[row]) & (self.start[roots] <= s)
-                         & (self.start[roots] + self.dur[roots] >= e)]
-            return min(groups.root_group[int(x)] for x in mine.tolist()) if len(mine) else None
-
-        # A launch on another thread than its step is tied to it by a flow: the launch consumes
-        # (_ct, _c) what an event inside the step produced (_pt, _p). One hop is followed.
-        wanted = {(st["_ct"], st["_c"]) for st in (stats.get(x, {}) for x in rows.tolist()) if "_c" in st and "_ct" in st}
-        producers: dict[tuple, list[int]] = {}
-        if wanted:
-            pst = self.own_int_stats(["_p", "_pt"])
-            for row, st in pst.items():
-                k = (st.get("_pt"), st.get("_p"))
-                if k in wanted:
-                    producers.setdefault(k, []).append(row)
-        for row in rows.tolist():  # per launch
-            st = stats.get(row, {})
-            if not need <= st.keys():
-                continue
-            key = (st["device_ordinal"] & U64, st["queue_id"] & U64, st["run_id"] & RUN_ID_MASK,
-                   st.get("core_type", 0) & U64)
-            around = [enclosing_group(row)]
-            around += [enclosing_group(p) for p in producers.get((st.get("_ct"), st.get("_c")), [])]
-            cands = [g for g in around if g is not None]
-            if cands:
-                g = min(cands)
-                out[key] = min(g, out.get(key, g))
-        return out
-
-    def module_keys(self, plane: int) -> list[tuple[int, int, tuple]]:
+    def module_keys(self, plane: int) -> list[tuple[int, int, LaunchKey]]:
         """(start, end, launch key) of each XLA module run on a TPU core (TpuModuleLineMutator)."""
         r = self.r
         m = TPU_CORE_PLANE.fullmatch(r.plane_name[plane])
@@ -608,7 +490,7 @@ class _Build:
             st = stats.get(row, {})
             if "queue_id" in st and "run_id" in st:
                 out.append((int(self.start[row]), int(self.start[row] + self.dur[row]),
-                            (ordinal, st["queue_id"] & U64, st["run_id"] & U64, st.get("core_type", 0) & U64)))
+                            device_key(ordinal, st["queue_id"], st["run_id"], st.get("core_type", 0))))
         return out
 
     def own_int_stats(self, names: list[str]) -> dict[int, dict[str, Any]]:
@@ -621,47 +503,6 @@ class _Build:
             if v is not None:
                 out.setdefault(owner, {})[sname] = v
         return out
-
-    def roots_needing_groups(self, roots: np.ndarray, lv: np.ndarray) -> np.ndarray:
-        """A root inside another root of its level (same line) is grouped by that one."""
-        r = self.r
-        line = r.event_line[roots]
-        s, e = self.start[roots], self.start[roots] + self.dur[roots]
-        order = np.lexsort((-self.dur[roots], s, lv, line))
-        keep = np.ones(len(roots), bool)
-        open_end: dict[tuple[int, int], int] = {}  # (line, level) -> end of the enclosing root
-        for i in order.tolist():  # roots only (one per step), not every event
-            k = (int(line[i]), int(lv[i]))
-            end = open_end.get(k)
-            if end is not None and e[i] <= end:
-                keep[i] = False
-            else:
-                open_end[k] = int(e[i])
-        return keep
-
-    def tf_data_step_ids(self) -> set[int]:
-        rows = self.events_named(*TF_DATA_FUNCTIONS)
-        if not len(rows):
-            return set()
-        ids = self.event_stat("id")
-        ids = ids.filter(pl.col("owner").is_in(rows.tolist()))
-        return {v for v in ids["int"].to_list() if v is not None}
-
-    def tf_loop_defines_steps(self) -> bool:
-        """ProcessTensorFlowLoop: executor events iterating (iter_num > 0) make the steps."""
-        rows = self.events_named("ExecutorState::Process")
-        if not len(rows):
-            return False
-        st = self.f.stat_values("event", ["id", "iter_num"]).filter(pl.col("owner").is_in(rows.tolist()))
-        wide = st.pivot(on="stat_name", index="owner", values="int", aggregate_function="first")
-        if "id" not in wide.columns or "iter_num" not in wide.columns:
-            return False
-        wide = wide.drop_nulls(["id", "iter_num"])
-        skip = self.tf_data_step_ids()
-        if skip:
-            wide = wide.filter(~pl.col("id").is_in(list(skip)))
-        per = wide.group_by("id").agg(n=pl.col("iter_num").n_unique(), mx=pl.col("iter_num").max())
-        return bool(per.filter((pl.col("n") > 1) | (pl.col("mx") != 0)).height)
 
     # --- threadpool regions --------------------------------------------------------------
     def add_regions(self, line_pid: np.ndarray, line_tid: np.ndarray, line_ok: np.ndarray) -> None:
@@ -713,8 +554,6 @@ class _Links:
         self._thread.start()
 
     def _run(self, frame, plane_pid, counter_lines, md_names, rows) -> None:
-        from tputui.analysis.trace_flows import flow_table  # trace_flows reads KIND_RAW from here
-
         try:
             try:
                 self._flows = flow_table(frame, rows, np.full(len(rows), KIND_RAW, np.uint8))
@@ -741,326 +580,6 @@ class _Links:
         return self._counters, self._flows
 
 
-class _DeviceLines:
-    """DeriveLinesFromStats for one TPU tensor-core plane (derived_timeline.cc)."""
-
-    def __init__(self, b: _Build, plane: int, pid: int) -> None:
-        self.b, self.plane, self.pid = b, plane, pid
-        r = b.r
-        self.lines = [li for li in range(len(r.line_id)) if r.line_plane[li] == plane]
-        self.new_events: dict[int, list] = {}  # tid -> list of [start, end, name_id, source]
-        self.arrays: dict[int, list] = {}  # tid -> list of (starts, ends, name_ids, sources) arrays
-
-    def groups(self, rows: np.ndarray) -> np.ndarray:
-        """Group label per event row: the (merged) Steps event, or else the XLA Modules event, it
-        overlaps; -1 if none (GroupLine)."""
-        r, b = self.b.r, self.b
-        steps = b.device_steps.get(self.plane)
-        if steps is not None and steps.spans is not None:
-            gs, ge = steps.spans
-        else:
-            li = next((li for li in self.lines if r.line_name[li] == schema.LINE_XLA_MODULES and r.line_num_events[li]), None)
-            if li is None:
-                return np.full(len(rows), -1, np.int64)
-            sl = b.f.line_events(li)
-            gs = np.sort(b.start[sl])
-            ge = gs + b.dur[sl][np.argsort(b.start[sl], kind="stable")]
-        if not len(gs):
-            return np.full(len(rows), -1, np.int64)
-        s = b.start[rows]
-        e = s + b.dur[rows]
-        # Closed-interval overlap with the last group event starting at or before the event's end.
-        j = np.searchsorted(gs, e, "right") - 1
-        jc = np.clip(j, 0, len(gs) - 1)
-        hit = (j >= 0) & (ge[jc] >= s)
-        return np.where(hit, jc, -1)
-
-    def derive(self, threads: list[tuple[int, int, str]], derived: bool = True) -> list[tuple[int, int, str]]:
-        b, r, f = self.b, self.b.r, self.b.f
-        rows = np.concatenate([np.arange(f.line_events(li).start, f.line_events(li).stop) for li in self.lines]
-                              + [np.zeros(0, np.int64)]).astype(np.int64)
-        if len(rows) and derived:
-            self.derive_from(rows)
-        # RemoveEmptyLines: this plane keeps only lines with events.
-        counts: dict[int, int] = {}
-        for li in self.lines:
-            tid = int((r.line_display_id[li] or r.line_id[li]) & 0xFFFFFFFF)
-            counts[tid] = counts.get(tid, 0) + int(r.line_num_events[li])
-        out = [t for t in threads if t[0] != self.pid or counts.get(t[1], 0) > 0]
-        names = {TID_NAME_SCOPE: "Framework Name Scope", TID_TF_OP: "Framework Ops", TID_SOURCE: "Source code"}
-        for tid, evs in self.new_events.items():  # events built one by one (sequential path, offload rows)
-            if evs:
-                a = np.array([e[:2] + [e[3]] for e in evs], np.int64).reshape(-1, 3)
-                self.arrays.setdefault(tid, []).append((a[:, 0], a[:, 1], np.array([e[2] for e in evs], np.int32),
-                                                        a[:, 2]))
-        for tid in sorted(self.arrays):
-            s, e, nm, src = (np.concatenate(c) for c in zip(*self.arrays[tid]))
-            if not len(s):
-                continue
-            out.append((self.pid, tid, names.get(tid) or f"Host Offload Ops row {tid - TID_OFFLOAD_FIRST}"))
-            b.chunks.append((np.full(len(s), self.pid, np.int64), np.full(len(s), tid, np.int64), s, e - s,
-                             nm.astype(np.int32), src.astype(np.int64), np.full(len(s), KIND_DERIVED, np.uint8)))
-        return out
-
-    def op_stats(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per row: text id of its tf_op and source (event stat over op-metadata stat; -1 when
-        absent or empty) and whether it is async (`_a`)."""
-        b, f = self.b, self.b.f
-        n_md = len(b.r.em_name) + 1
-        out = []
-        for owner, pick in (("metadata", None), ("event", rows)):
-            vals = f.stat_values(owner, ["tf_op", "source", "_a"])
-            if pick is not None and vals.height:  # a mask, not is_in: Polars converts a big list slowly
-                mine = np.zeros(b.r.num_events, bool)
-                mine[pick] = True
-                vals = vals.filter(pl.Series(mine[vals["owner"].to_numpy()]))
-            out.append(vals)
-        md_vals, ev_vals = out
-        tf_md, src_md, asy_md = (np.full(n_md, -1, np.int64), np.full(n_md, -1, np.int64), np.zeros(n_md, bool))
-        _scatter_stats(md_vals, tf_md, src_md, asy_md, md_vals["owner"].to_numpy())
-        md = b.ev_md[rows]
-        tf, src, asy = tf_md[md], src_md[md], asy_md[md]
-        if ev_vals.height:
-            order = np.argsort(rows, kind="stable")
-            pos = order[np.searchsorted(rows[order], ev_vals["owner"].to_numpy())]
-            _scatter_stats(ev_vals, tf, src, asy, pos)
-        empty = np.array([t == "" for t in f.texts] + [True])  # text id -1 picks the trailing True
-        tf[empty[tf]] = -1
-        src[empty[src]] = -1
-        return tf, src, asy
-
-    def derive_from(self, rows: np.ndarray) -> None:
-        """rows: every event of the plane, in line order (GetSortedEvents' input)."""
-        b = self.b
-        tf, src, asy = self.op_stats(rows)
-        offload = self.offload_candidates(rows)
-        wanted = ~asy & ((tf >= 0) | (src >= 0) | offload)
-        if not wanted.any():
-            return
-        # GetSortedEvents: by start, then shorter first. Only the ops with op stats matter, and
-        # their order is fixed unless two of them tie; then std::sort's order for ties, which
-        # depends on every event of the plane, is replayed (up to STD_SORT_MAX events).
-        w = np.flatnonzero(wanted)
-        rw = rows[w]
-        s_, d_ = b.start[rw], b.dur[rw]
-        order = np.lexsort((d_, s_))
-        s_, d_ = s_[order], d_[order]
-        if len(w) > 1 and ((s_[1:] == s_[:-1]) & (d_[1:] == d_[:-1])).any() and len(rows) <= STD_SORT_MAX:
-            full = sort_order(b.start[rows], b.dur[rows])
-            interesting = full[wanted[full]]
-        else:
-            interesting = w[order]
-        rows_i = rows[interesting]
-        groups = self.groups(rows_i)
-        tf_i, src_i = tf[interesting], src[interesting]
-        if DERIVE_COLUMNS and (groups[(tf_i >= 0) | (src_i >= 0)] >= 0).all():
-            self.derive_columns(rows_i, tf_i, src_i, groups)  # every op is in a step / module
-        else:
-            self.derive_sequential(rows_i, tf_i, src_i, groups)
-        self.add_offload_rows(rows_i[offload[interesting]])
-
-    def add_offload_rows(self, rows: np.ndarray) -> None:
-        """Host Offload Ops rows from copy start/done ops (rows: in sorted order). In C when
-        built (`_derive.pair_offload`); `_OffloadRows` is the reference, one op at a time."""
-        if _derive is None or not OFFLOAD_IN_C:
-            offload_rows = _OffloadRows(self)
-            for row in rows.tolist():  # copy start/done pairs only
-                offload_rows.add(row)
-            return
-        if not len(rows):
-            return
-        b, r = self.b, self.b.r
-        md_u, md_inv = np.unique(b.ev_md[rows], return_inverse=True)
-        labels: dict[str, int] = {}
-        label_of_md = np.zeros(len(md_u), np.int64)
-        kind_of_md = np.zeros(len(md_u), np.int64)
-        for k, md in enumerate(md_u.tolist()):  # per distinct op, not per event
-            shown = r.em_display_name[md] or r.em_name[md]
-            label_of_md[k] = labels.setdefault(offload_name(shown), len(labels))
-            kind_of_md[k] = 1 if "-start" in shown else 2 if "-done" in shown else 0
-        label = label_of_md[md_inv]
-        s = b.start[rows].astype(np.int64)
-        e = s + b.dur[rows]
-        pairs = np.frombuffer(_derive.pair_offload(label, kind_of_md[md_inv], s, e, MAX_OFFLOAD_ROWS),
-                              np.int64).reshape(-1, 3)
-        if not len(pairs):
-            return
-        first, done, pick = pairs[:, 0], pairs[:, 1], pairs[:, 2]
-        # Intern the labels in the order the pairs meet them (as the one-at-a-time path does).
-        text = list(labels)
-        pair_label = label[first]
-        u, at = np.unique(pair_label, return_index=True)
-        name_of_label = np.zeros(len(text), np.int32)
-        for lab in u[np.argsort(at)].tolist():
-            name_of_label[lab] = b.names.id(text[lab])
-        for k in np.unique(pick).tolist():  # per row (<= MAX_OFFLOAD_ROWS)
-            m = pick == k
-            self.arrays.setdefault(TID_OFFLOAD_FIRST + k, []).append(
-                (s[first[m]], e[done[m]], name_of_label[pair_label[m]], rows[first[m]]))
-
-    def derive_sequential(self, rows: np.ndarray, tf: np.ndarray, src: np.ndarray, groups: np.ndarray) -> None:
-        """DeriveLinesFromStats event by event (the reference; used when some op has no group)."""
-        b, texts = self.b, self.b.f.texts
-        scope_line = _DerivedLine(self, TID_NAME_SCOPE)
-        op_line = _DerivedLine(self, TID_TF_OP)
-        scope_line.dependents = [op_line]
-        src_line = _DerivedLine(self, TID_SOURCE)
-        parsed: dict[str, tuple[list[str], str, bool]] = {}
-        for k, row in enumerate(rows.tolist()):
-            s = int(b.start[row])
-            e = s + int(b.dur[row])
-            group = int(groups[k])
-            g = None if group < 0 else group
-            if tf[k] >= 0:
-                tf_op = texts[tf[k]]
-                p = parsed.get(tf_op)
-                if p is None:
-                    p = parsed[tf_op] = parse_tf_op(tf_op)
-                scopes, op_name, framework = p
-                if framework and scopes:
-                    scope_line.expand_or_add_levels([b.names.id(x) for x in scopes], s, e, g, row)
-                op_line.expand_or_add(b.names.id(self.metadata_display(tf_op, op_name)), 0, s, e, g, row, key=tf_op)
-            if src[k] >= 0:
-                src_line.expand_or_add(b.names.id(texts[src[k]]), 0, s, e, g, row)
-        scope_line.reset(0)
-
-    def derive_columns(self, rows: np.ndarray, tf: np.ndarray, src: np.ndarray, groups: np.ndarray) -> None:
-        """DeriveLinesFromStats as array operations, for when every op has a group (then an
-        op continues the line's last event iff it has the same name and group: no gap rule).
-
-        Same events as derive_sequential (tests compare them), but one pass per nesting level
-        instead of one per op.
-        """
-        b, texts = self.b, self.b.f.texts
-        starts = b.start[rows]
-        ends = starts + b.dur[rows]
-        # Source code: a new event when the source or the group changes.
-        o = np.flatnonzero(src >= 0)
-        if len(o):
-            key = _string_keys(src[o], texts)
-            self.emit_runs(TID_SOURCE, o, key, groups[o], starts, ends, rows,
-                           lambda first: np.array([b.names.id(texts[t]) for t in src[o][first].tolist()], np.int32))
-        o = np.flatnonzero(tf >= 0)
-        if not len(o):
-            return
-        uniq, inv = np.unique(_string_keys(tf[o], texts), return_inverse=True)
-        first_tid = np.zeros(len(uniq), np.int64)
-        first_tid[inv] = tf[o]  # any text id of each distinct tf_op string
-        parsed = [parse_tf_op(texts[t]) for t in first_tid.tolist()]
-        op_name = np.array([b.names.id(self.metadata_display(texts[t], p[1])) for t, p in zip(first_tid.tolist(), parsed)],
-                           np.int32)
-        scoped_u = np.array([p[2] and len(p[0]) > 0 for p in parsed], bool)
-        depth = max((len(p[0]) for p in parsed), default=0)
-        table = np.full((len(uniq), max(depth, 1)), -1, np.int64)
-        for u, p in enumerate(parsed):  # per distinct tf_op, not per op
-            if p[2]:
-                table[u, :len(p[0])] = [b.names.id(x) for x in p[0]]
-        in_q = scoped_u[inv]
-        q = o[in_q]  # ops with name scopes, in time order
-        reset0 = np.zeros(len(o), bool)
-        if len(q):
-            common = self.emit_scopes(q, table[inv[in_q]], groups[q], starts, ends, rows)
-            reset0[in_q] = common == 0  # the scope line restarted: so does Framework Ops
-        self.emit_runs(TID_TF_OP, o, inv, groups[o], starts, ends, rows, lambda first: op_name[inv[first]],
-                       extra_breaks=reset0)
-
-    def emit_runs(self, tid: int, o: np.ndarray, key: np.ndarray, g: np.ndarray, starts, ends, rows, name_of,
-                  extra_breaks: np.ndarray | None = None) -> None:
-        """One derived event per run of consecutive ops with the same key and group."""
-        new = np.ones(len(o), bool)
-        new[1:] = (key[1:] != key[:-1]) | (g[1:] != g[:-1])
-        if extra_breaks is not None:
-            new |= extra_breaks
-        first = np.flatnonzero(new)
-        end = np.maximum.reduceat(ends[o], first)
-        self.arrays.setdefault(tid, []).append((starts[o[first]], end, name_of(first), rows[o[first]]))
-
-    def emit_scopes(self, q: np.ndarray, m: np.ndarray, g: np.ndarray, starts, ends, rows) -> np.ndarray:
-        """Framework Name Scope: nested scope events, level by level; returns each op's common
-        prefix with the previous scoped op (0 where the line restarted)."""
-        n, depth = m.shape
-        length = (m >= 0).sum(1)
-        common = np.zeros(n, np.int64)
-        if n > 1:
-            same = (m[1:] == m[:-1]) & (m[1:] >= 0)
-            common[1:] = np.cumprod(same, axis=1).sum(1)
-            common[1:][g[1:] != g[:-1]] = 0
-        block_of = np.full((n, depth), -1, np.int64)
-        b_start, b_end, b_name, b_src = [], [], [], []
-        count = 0
-        for level in range(depth):  # per nesting level
-            member = np.flatnonzero(length > level)
-            if not len(member):
-                break
-            new = level >= common[member]
-            first = member[new]
-            bid = np.cumsum(new) - 1 + count
-            block_of[member, level] = bid
-            cut = np.flatnonzero(new)
-            b_start.append(starts[q[first]])
-            b_end.append(np.maximum.reduceat(ends[q[member]], cut))
-            b_name.append(m[first, level])
-            b_src.append(rows[q[first]])
-            count += len(first)
-        bs, be = np.concatenate(b_start), np.concatenate(b_end)
-        # AdjustDurationForTraceViewer: when a stack of levels ends together, each level with
-        # the same span as the one above it is shortened by one more ns (at most to 1 ns on top).
-        lo = np.zeros(n, np.int64)
-        lo[:-1] = common[1:]  # the restart level after each op; 0 after the last
-        top = length - 1
-        lv = np.arange(depth)
-        valid = (lv[None, :] >= lo[:, None]) & (lv[None, :] <= top[:, None])
-        blk = np.where(valid, block_of, 0)
-        s_, e_ = bs[blk], be[blk]
-        eq = np.zeros((n, depth), bool)
-        eq[:, 1:] = valid[:, 1:] & valid[:, :-1] & (s_[:, 1:] == s_[:, :-1]) & (e_[:, 1:] == e_[:, :-1])
-        shrink = np.cumsum(eq, axis=1)
-        top_blk = block_of[np.arange(n), np.maximum(top, 0)]
-        cap = np.maximum((be[top_blk] - bs[top_blk]) // 1000 - 1, 0)
-        shrink = np.minimum(shrink, cap[:, None])
-        hit = valid & (shrink > 0)
-        be[block_of[hit]] -= 1000 * shrink[hit]
-        self.arrays.setdefault(TID_NAME_SCOPE, []).append(
-            (bs, be, np.concatenate(b_name).astype(np.int32), np.concatenate(b_src)))
-        return common
-
-    def metadata_display(self, name: str, default: str) -> str:
-        """GetOrCreateEventMetadata(name): an existing metadata keeps its display name."""
-        cache = getattr(self, "_md_display", None)
-        if cache is None:
-            r = self.b.r
-            cache = self._md_display = {n: d for p, n, d in zip(r.em_plane.tolist(), r.em_name, r.em_display_name)
-                                        if p == self.plane}
-        d = cache.get(name)
-        return d if d else default
-
-    def offload_candidates(self, rows: np.ndarray) -> np.ndarray:
-        r = self.b.r
-        md = self.b.ev_md[rows]
-        flag = np.zeros(len(r.em_name) + 1, bool)
-        for m, (n, d) in enumerate(zip(r.em_name, r.em_display_name)):
-            shown = d or n
-            if HOST_MEMORY_LABEL in n and any(k in shown for k in OFFLOAD_KEYWORDS):
-                flag[m] = True
-        return flag[md]
-
-
-@dataclass
-class _Groups:
-    """Host root events (steps): row -> group id, group id -> name, rows XProf renames."""
-
-    enabled: bool = True
-    root_group: dict = field(default_factory=dict)
-    name: dict = field(default_factory=dict)
-    renamed: dict = field(default_factory=dict)
-    count: int = 0
-
-
-LAUNCH = "DoEnqueueProgram"
-RUN_ID_MASK = (1 << 27) - 1  # HostRunIdMutator keeps the run id's low bits on host launches
-U64 = (1 << 64) - 1
-
-
 @dataclass
 class _DeviceSteps:
     """The schema.LINE_STEPS line of one TPU core, grouped the way GroupTpuXPlaneEvents does.
@@ -1082,7 +601,7 @@ class _DeviceSteps:
     spans: tuple | None = None  # (starts, ends) of the steps left after merging
 
     @classmethod
-    def of(cls, b: _Build, plane: int, groups: _Groups) -> _DeviceSteps:
+    def of(cls, b: _Build, plane: int, groups: HostGrouping) -> _DeviceSteps:
         r, f = b.r, b.f
         line = next((li for li in range(len(r.line_id)) if r.line_plane[li] == plane and r.line_name[li] == schema.LINE_STEPS),
                     None)
@@ -1108,7 +627,7 @@ class _DeviceSteps:
         return cls(plane, rows, group, b.start[rows], b.start[rows] + b.dur[rows], step_nums)
 
     @staticmethod
-    def finish(cores: list[_DeviceSteps], groups: _Groups) -> _StepEdits:
+    def finish(cores: list[_DeviceSteps], groups: HostGrouping) -> _StepEdits:
         """Rows to drop and (end, name) changes for the Steps events of every core."""
         edits = _StepEdits()
         if not any((c.group >= 0).any() for c in cores if len(c.rows)):
@@ -1134,7 +653,8 @@ class _DeviceSteps:
                     keep[-1][1] = end
                 else:
                     num = c.step_nums.get(row) if c.own_groups else None
-                    name = (str(num if num is not None else g)) if c.own_groups else groups.name.get(g)
+                    name = (str(num if num is not None else g)) if c.own_groups else (
+                        groups.name[g] if g < groups.count else None)
                     edits.changed[row] = (end, name)
                     keep.append([int(c.starts[i]), end])
                     prev = (row, g)
@@ -1146,169 +666,6 @@ class _DeviceSteps:
 class _StepEdits:
     dropped: set = field(default_factory=set)
     changed: dict = field(default_factory=dict)  # row -> (end_ps, new name or None)
-
-
-class _DerivedLine:
-    """DerivedXLineBuilder: per nesting level, the last event, expanded while ops continue it."""
-
-    def __init__(self, dev: _DeviceLines, tid: int) -> None:
-        self.dev, self.tid = dev, tid
-        self.events: list[list] = dev.new_events.setdefault(tid, [])  # [start, end, name, source]
-        self.last: list[tuple[list, int | None, object] | None] = []  # per level: (event, group, key)
-        self.dependents: list[_DerivedLine] = []
-
-    def expand_or_add(self, name: int, level: int, s: int, e: int, g: int | None, source: int,
-                      key: object = None) -> None:
-        """key: the event's metadata identity (its full tf_op for Framework Ops), else its name."""
-        key = name if key is None else key
-        while len(self.last) <= level:
-            self.last.append(None)
-        cur = self.last[level]
-        if cur is not None:
-            ev, cg, ck = cur
-            if ck == key and cg == g and (g is not None or ev[1] + 2 * (ev[1] - ev[0]) >= s):
-                ev[0], ev[1] = min(ev[0], s), max(ev[1], e)
-                return
-        self.reset(level)
-        ev = [s, e, name, source]
-        self.events.append(ev)
-        self.last[level] = (ev, g, key)
-
-    def expand_or_add_levels(self, names: list[int], s: int, e: int, g: int | None, source: int) -> None:
-        for level, name in enumerate(names):
-            self.expand_or_add(name, level, s, e, g, source)
-        self.reset(len(names))
-
-    def reset(self, level: int) -> None:
-        self.adjust_durations(level)
-        for i in range(level, len(self.last)):
-            self.last[i] = None
-        if level == 0:
-            for d in self.dependents:
-                d.reset(0)
-
-    def adjust_durations(self, level: int) -> None:
-        """Stacked events with equal spans: shrink each deeper one by 1 ns more (XProf does)."""
-        if level >= len(self.last) or self.last[level] is None:
-            return
-        top = level
-        while top + 1 < len(self.last) and self.last[top + 1] is not None:
-            top += 1
-        if top <= level:
-            return
-        stack = [cur[0] for cur in self.last[level:top + 1] if cur is not None]  # all set (the loop above)
-        t_ev = stack[-1]
-        max_shrink_ns = (t_ev[1] - t_ev[0]) // 1000 - 1
-        shrink = 0
-        prev = None
-        for ev in stack:
-            span = (ev[0], ev[1])
-            if shrink < max_shrink_ns and prev == span:
-                shrink += 1
-            prev = span
-            if shrink:
-                ev[1] = span[1] - 1000 * shrink
-
-    def flush(self) -> None:
-        pass
-
-
-class _OffloadRows:
-    """HostOffloadEventProcessor: pair copy-start/-done ops and pack them onto rows."""
-
-    def __init__(self, dev: _DeviceLines) -> None:
-        self.dev = dev
-        self.pending: dict[str, list[int]] = {}
-        self.frontier: list[int] = []
-
-    def add(self, row: int) -> None:
-        b = self.dev.b
-        r = b.r
-        md = int(b.ev_md[row])
-        shown = r.em_display_name[md] or r.em_name[md]
-        label = offload_name(shown)
-        queue = self.pending.setdefault(label, [])
-        if "-start" in shown:
-            queue.append(row)
-            return
-        if "-done" not in shown or not queue:
-            return
-        first = queue.pop(0)
-        s = int(b.start[first])
-        e = int(b.start[row] + b.dur[row])
-        pick, best = -1, s
-        for i, fr in enumerate(self.frontier):
-            if fr <= best:
-                pick, best = i, fr
-        if pick == -1:
-            if len(self.frontier) < MAX_OFFLOAD_ROWS:
-                self.frontier.append(e)
-            pick = len(self.frontier) - 1
-        self.frontier[pick] = max(self.frontier[pick], e)
-        tid = TID_OFFLOAD_FIRST + pick
-        self.dev.new_events.setdefault(tid, []).append([s, e, b.names.id(label), first])
-
-
-def _scatter_stats(vals: pl.DataFrame, tf: np.ndarray, src: np.ndarray, asy: np.ndarray, pos: np.ndarray) -> None:
-    """Write tf_op / source text ids and the async flag of long-form stats `vals` at `pos`."""
-    name = vals["stat_name"].to_numpy()
-    tid = vals["text_id"].to_numpy()
-    flag = vals["int"].fill_null(vals["uint"].cast(pl.Int64, strict=False)).fill_null(0).to_numpy() != 0
-    for stat, target, value in (("tf_op", tf, tid), ("source", src, tid), ("_a", asy, flag)):
-        sel = name == stat
-        target[pos[sel]] = value[sel]
-
-
-def _string_keys(text_ids: np.ndarray, texts: list[str]) -> np.ndarray:
-    """Text ids -> ids that are equal exactly when the strings are (a text may repeat)."""
-    uniq, inv = np.unique(text_ids, return_inverse=True)
-    index: dict[str, int] = {}
-    canon = np.array([index.setdefault(texts[t], len(index)) for t in uniq.tolist()], np.int64)
-    return canon[inv]
-
-
-def offload_name(op: str) -> str:
-    """`copy-start.3` -> `offload-copy.3` (GetOffloadInstructionName)."""
-    parts = op.split(".")
-    ident = parts[-1] if len(parts) >= 2 else "0"
-    for marker in ("-start", "-done"):
-        pos = op.find(marker)
-        if pos != -1:
-            return f"offload-{op[:pos]}.{ident}"
-    return f"offload-{op}.{ident}"
-
-
-_TF_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*")
-_TF_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
-_JAX_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?")
-
-
-def parse_tf_op(full: str) -> tuple[list[str], str, bool]:
-    """(name scopes, Framework Ops event name, is TF/JAX) of a `tf_op` (ParseTfOpFullname)."""
-    parts = full.split(":", 1)
-    if len(parts) != 2:
-        return [], full.rstrip(), False
-    name, typ = parts
-    if name == "Iterator":
-        return [], "Iterator::" + full.split("::")[-1], False
-    if _TF_NAME.fullmatch(name) and _TF_TYPE.fullmatch(typ):
-        return name.split("/")[:-1], typ, True
-    op_type = typ if typ else _derive_op_type(name)
-    if _JAX_TYPE.fullmatch(op_type):
-        return name.split("/")[:-1], op_type.split("[", 1)[0], True
-    if not typ:
-        return name.split("/")[:-1], op_type, True
-    return [], full.rstrip(), False
-
-
-def _derive_op_type(full_op_name: str) -> str:
-    op_name = full_op_name.split("/")[-1]
-    suffix = op_name.split("_")[-1]
-    try:
-        int(suffix)
-    except ValueError:
-        return op_name
-    return op_name[: len(op_name) - len(suffix) - 1]
 
 
 def _join(parts, dtype) -> np.ndarray:

@@ -27,10 +27,12 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis import trace_json
+from tputui.analysis.host_map import known_grouping
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_events import SplitEvents, TraceEvents, split_trace_events, trace_events
 from tputui.analysis.trace_flows import CONTEXT_TYPES, FLOW_KINDS, FLOW_NAMES
+from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
@@ -42,7 +44,7 @@ CHUNK_ROWS = 1 << 16  # events per chunk of the args path (its lines are ~300 by
 FLOWS_FIRST_EVENTS = 5_000_000
 
 
-def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> TraceExport:
+def analyze(run: RunData, host: str | None = None, args: Any = False, **_ui_options) -> TraceExport:
     """The trace viewer's events of one host (the run's first host when None).
 
     From the trace viewer's saved index when there is one (no decode); with `args` the stats
@@ -51,7 +53,9 @@ def analyze(run, host: str | None = None, args: Any = False, **_ui_options) -> T
     ev: TraceEvents | SplitEvents | None = None if with_args else cached_events(run, host)
     if ev is None:
         # Without args the JSON needs no copy of the raw events' columns (the frame has them).
-        ev = trace_events(run.frame(host)) if with_args else split_trace_events(run.frame(host))
+        grouping = known_grouping(run, host)
+        ev = (trace_events(run.frame(host), grouping=grouping) if with_args
+              else split_trace_events(run.frame(host), grouping=grouping))
     if len(ev) == 0 and ev.threads.height == 0:
         raise NoDataError("no host threads or device planes in this profile")
     return TraceExport(ev, with_args=with_args)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tputui.analysis.trace_events import KIND_RAW
+from tputui.analysis.trace_kinds import KIND_RAW
 
 FLOW_PRODUCER, FLOW_GPU_LAUNCH, FLOW_XFLOW = 0, 1, 2
 FLOW_KINDS = {FLOW_PRODUCER: "producer -> consumer", FLOW_GPU_LAUNCH: "GPU launch (correlation id)",

@@ -17,11 +17,13 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+from tputui.analysis.host_map import known_grouping
 from tputui.analysis.trace import TraceIndex
 from tputui.analysis.trace_cache import cached_events
 from tputui.analysis.trace_counters import CounterTable, build
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
 from tputui.analysis.trace_flows import FlowTable
+from tputui.data.run_data import RunData
 
 PID_STRIDE = 100_000  # > every pid one host uses (701, 1 + plane id)
 TASK_ENV = "Task Environment"
@@ -36,16 +38,16 @@ def profile_start_ns(frame) -> int:
     return int(v) if isinstance(v, int | np.integer) else 0
 
 
-def host_events(run, host: str) -> tuple[TraceEvents, int]:
+def host_events(run: RunData, host: str) -> tuple[TraceEvents, int]:
     """One host's trace viewer events (from its saved index when there is one) and profile start."""
     frame = run.frame(host)
     ev = cached_events(run, host)
     if ev is None:
-        ev = trace_events(frame)
+        ev = trace_events(frame, grouping=known_grouping(run, host))
     return ev, profile_start_ns(frame)
 
 
-def stacked_events(run, hosts: list[str], progress: Callable[[str], None] | None = None) -> TraceEvents:
+def stacked_events(run: RunData, hosts: list[str], progress: Callable[[str], None] | None = None) -> TraceEvents:
     """The events of `hosts` (in that order) as one TraceEvents, as the module docstring says."""
     report = progress or (lambda msg: None)
     parts = []
@@ -58,7 +60,7 @@ def stacked_events(run, hosts: list[str], progress: Callable[[str], None] | None
 class StackedIndex(TraceIndex):
     """A TraceIndex of stacked hosts: an event's stats come from its own host's frame."""
 
-    run = None
+    run: RunData | None = None
     hosts: list[str] = []
 
     def frame_of(self, i: int):
@@ -67,7 +69,7 @@ class StackedIndex(TraceIndex):
         return self.run.frame(self.hosts[k]) if self.run is not None and 0 <= k < len(self.hosts) else None
 
 
-def stacked_index(run, hosts: list[str], progress: Callable[[str], None] | None = None) -> StackedIndex:
+def stacked_index(run: RunData, hosts: list[str], progress: Callable[[str], None] | None = None) -> StackedIndex:
     """The index of the stacked hosts, complete (exact nesting, level-of-detail pyramid)."""
     ix = StackedIndex(stacked_events(run, hosts, progress), progress)
     ix.run, ix.hosts = run, list(hosts)

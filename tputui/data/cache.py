@@ -8,29 +8,21 @@ bytes come from `storage.read` (the one read path; local files memory-mapped).
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
 import tempfile
 import threading
 
-from tputui.data import cache_entry
+from tputui.data import cache_entry, decode_notes
+from tputui.data.cache_entry import cache_key
 from tputui.data.cache_folder import prune
 from tputui.data.raw import RawXSpace
-from tputui.data.runs import HostFile, LogdirError, path_bytes
+from tputui.data.runs import HostFile, LogdirError
 from tputui.data.storage import cache_root, check_listed, is_remote, read
 from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, check, decode_raw
 
 log = logging.getLogger("tputui")
-
-
-def cache_key(hf: HostFile, planes: PlaneSelector) -> str | None:
-    if callable(planes):
-        return None  # an arbitrary predicate has no stable key
-    sel = "all" if planes is None else "|".join(sorted(planes))
-    ident = f"v{cache_entry.FORMAT_VERSION}\0{hf.path}\0{hf.size}\0{hf.mtime!r}\0{sel}"
-    return hashlib.sha1(path_bytes(ident)).hexdigest()
 
 
 def has_entry(hf: HostFile) -> bool:
@@ -79,8 +71,6 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
                 shutil.rmtree(folder, ignore_errors=True)
             raise
         if skipped and use_cache:  # said again when a cached result stands in for this decode
-            from tputui.data import decode_notes
-
             decode_notes.record(hf, skipped)
         entry = None if skipped else entry  # a damaged file is read (and warned about) each time
         if folder and not entry:

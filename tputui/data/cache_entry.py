@@ -14,6 +14,7 @@ profile again.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -27,6 +28,8 @@ from tputui.data import entry_seal
 from tputui.data.cache_folder import private_dir, temp_prefix
 from tputui.data.entry_seal import MANIFEST, DamagedEntry
 from tputui.data.raw import RawXSpace, StatColumns, validate
+from tputui.data.runs import HostFile, path_bytes
+from tputui.data.xspace import PlaneSelector
 
 # 2: manifest.json, fsync before rename; 3: big columns may be streamed in (riegeli merge);
 # 4: checksums in the manifest (entry_seal)
@@ -144,3 +147,13 @@ def _load_checked(path: str, full: bool = False) -> RawXSpace:
         elif typ == "list[str]":
             kw[name] = texts[name]
     return RawXSpace(**kw)
+
+
+def cache_key(hf: HostFile, planes: PlaneSelector) -> str | None:
+    """The cache key of a host file's frame (its planes' selection): path, size, mtime and this
+    format's version. Here, beside the format, so cache.py and decode_notes.py both read it."""
+    if callable(planes):
+        return None  # an arbitrary predicate has no stable key
+    sel = "all" if planes is None else "|".join(sorted(planes))
+    ident = f"v{FORMAT_VERSION}\0{hf.path}\0{hf.size}\0{hf.mtime!r}\0{sel}"
+    return hashlib.sha1(path_bytes(ident)).hexdigest()

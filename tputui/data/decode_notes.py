@@ -9,7 +9,7 @@ import json
 import logging
 import os
 
-from tputui.data.cache import cache_key
+from tputui.data.cache_entry import cache_key
 from tputui.data.files import atomic_open
 from tputui.data.runs import HostFile
 from tputui.data.storage import cache_root

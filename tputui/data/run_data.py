@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from tputui.data.cache import check_host_file, load_frame
 from tputui.data.progress import Progress, current_progress
+from tputui.data.run_memo import RunMemo
 from tputui.data.runs import HostFile, LogdirError, Run
 from tputui.data.xspace import PlaneSelector, XSpaceFrame
 from tputui.errors import UserError
@@ -25,7 +26,7 @@ class RunData:
     jobs: int | None = None
     dask: str | None = None
     # Results derived from the hosts (e.g. op stats), kept for this process by the analyses.
-    memo: dict = field(default_factory=dict, repr=False, compare=False)
+    memo: RunMemo = field(default_factory=RunMemo, repr=False, compare=False)
     _frames: dict = field(default_factory=dict, repr=False)
     _loading: dict = field(default_factory=dict, repr=False)  # key -> Event set when its load ends
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

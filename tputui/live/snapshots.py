@@ -21,9 +21,9 @@ from tputui.live.capture import (
     EmptyCaptureError,
     join_path,
     prepare,
+    save_host,
     session_id,
 )
-from tputui.live.capture import _save as save_host
 from tputui.live.client import (
     LiveError,
     ProfilerClient,

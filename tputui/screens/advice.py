@@ -12,11 +12,11 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
+from tputui.analysis.hlo_ops import module_program_id
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.analysis.smart_suggestion import AdviceResult
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
-from tputui.screens.memory_viewer import module_program_id
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.widgets.table import FrameTable
 

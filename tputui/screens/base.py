@@ -18,16 +18,14 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static
-from textual.worker import get_current_worker
 
-from tputui.analysis.result import NoDataError
 from tputui.data.progress import Progress
 from tputui.data.run_data import RunData
-from tputui.errors import UserError
+from tputui.screens import load_messages as lm
+from tputui.screens.load_messages import Loaded, LoadFailed, LoadProgress, answer
 from tputui.tools import Tool
 
 
@@ -92,43 +90,21 @@ class ToolScreen(Screen):
             rescan()
         self.load()
 
-    # Worker results reach the screen as messages: Textual drops messages to a screen that has
-    # closed, so a late worker never draws into (or notifies from) a screen nobody sees.
-    class LoadProgress(Message, bubble=False):
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-
-    class Loaded(Message, bubble=False):
-        def __init__(self, result: Any) -> None:
-            super().__init__()
-            self.result = result
-
-    class LoadFailed(Message, bubble=False):
-        def __init__(self, text: str, no_data: bool = False) -> None:
-            super().__init__()
-            self.text, self.no_data = text, no_data
+    # What the load worker answers (screens/load_messages.py); kept here as `self.Loaded` & co.
+    # (handlers name them lm.*: inside the class these names are the attributes, not types)
+    LoadProgress = LoadProgress
+    Loaded = Loaded
+    LoadFailed = LoadFailed
 
     @work(thread=True, exclusive=True, group="analysis", description="analysis")
     def load(self) -> None:
-        worker = get_current_worker()
-
-        def say(message: Message) -> None:
-            if not worker.is_cancelled:  # a reload started since: its worker speaks now
-                self.post_message(message)
-
         self._started = time.monotonic()
-        say(self.LoadProgress(f"loading {self.tool.title}…"))
-        try:
-            result = self.analyze(lambda text: say(self.LoadProgress(text)))
-        except NoDataError as e:  # not a failure: this profile has nothing for the tool
-            say(self.LoadFailed(str(e), no_data=True))
-        except UserError as e:
-            say(self.LoadFailed(str(e)))
-        except Exception as e:  # noqa: BLE001 - show it, keep the app alive
-            say(self.LoadFailed(f"{type(e).__name__}: {e}"))
-        else:
-            say(self.Loaded(result))
+
+        def compute(progress: Progress) -> Any:
+            progress(f"loading {self.tool.title}…")
+            return self.analyze(progress)
+
+        answer(self, compute)
 
     def action_export_csv(self) -> None:
         """`x` (an app key, so every screen answers it): screens with a table override this
@@ -141,7 +117,7 @@ class ToolScreen(Screen):
         only to add steps; never touch widgets here."""
         return self.tool.analyze_fn()(self.run_data, self.host, progress=progress, **self.options)
 
-    def on_tool_screen_load_progress(self, event: LoadProgress) -> None:
+    def on_load_progress(self, event: lm.LoadProgress) -> None:
         self._progress_text = event.text
         if self._ticker is None:  # one repaint a second: a long step (GBs of events) shows it is alive
             self._ticker = self.set_interval(1.0, self._show_progress)
@@ -149,7 +125,7 @@ class ToolScreen(Screen):
 
     def _show_progress(self) -> None:
         elapsed = time.monotonic() - self._started
-        for w in self.query("#progress"):
+        for w in self.query("#progress").results(Static):
             w.update(f"{self._progress_text}  ({elapsed:.1f} s)" if elapsed > 0.3 else self._progress_text)
 
     def _stop_ticker(self) -> None:
@@ -160,7 +136,7 @@ class ToolScreen(Screen):
     async def _clear_body(self) -> None:
         await self.body.remove_children()
 
-    async def on_tool_screen_loaded(self, event: Loaded) -> None:
+    async def on_loaded(self, event: lm.Loaded[Any]) -> None:
         self._stop_ticker()
         self.result, self.error = event.result, None
         await self._clear_body()
@@ -170,7 +146,7 @@ class ToolScreen(Screen):
             self.notify(f"{len(skipped)} unreadable host file(s) left out: {next(iter(skipped.values()))}",
                         title=self.tool.title, severity="warning", timeout=8)
 
-    async def on_tool_screen_load_failed(self, event: LoadFailed) -> None:
+    async def on_load_failed(self, event: lm.LoadFailed) -> None:
         self._stop_ticker()
         message, no_data = event.text, event.no_data
         self.error = message

@@ -18,6 +18,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
@@ -216,10 +217,27 @@ class DiffScreen(StackedScreen):
             else:
                 rows = framework_op_rows(frame, row["side"], row["name"])
         except Exception as e:  # noqa: BLE001 - say it, keep the screen
-            self.app.call_from_thread(self.notify, f"could not find the events of {row['name']}: {e}",
-                                      severity="error")
+            self.post_message(self.EventsNotFound(f"could not find the events of {row['name']}: {e}"))
             return
-        self.app.call_from_thread(self._open, run, host, row["name"], tuple(int(r) for r in rows))
+        self.post_message(self.EventsFound(run, host, row["name"], tuple(int(r) for r in rows)))
+
+    # The finder's answers, as messages: a closed screen drops them.
+    class EventsFound(Message, bubble=False):
+        def __init__(self, run: RunData, host: str, name: str, rows: tuple[int, ...]) -> None:
+            super().__init__()
+            self.run, self.host, self.name, self.rows = run, host, name, rows
+
+    class EventsNotFound(Message, bubble=False):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def on_diff_screen_events_not_found(self, event: EventsNotFound) -> None:
+        if self is self.app.screen:
+            self.notify(event.text, severity="error")
+
+    def on_diff_screen_events_found(self, event: EventsFound) -> None:
+        self._open(event.run, event.host, event.name, event.rows)
 
     def _open(self, run: RunData, host: str, name: str, rows: tuple[int, ...]) -> None:
         from tputui.screens.trace_viewer import TraceFocus

@@ -17,10 +17,10 @@ from textual.binding import Binding
 from textual.widgets import Input, Static, Tree
 
 from tputui.analysis.graph_viewer import GraphViewerResult
+from tputui.analysis.hlo_ops import module_program_id
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.analysis.result import NoDataError
 from tputui.screens.base import ToolScreen
-from tputui.screens.memory_viewer import module_program_id
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
 from tputui.widgets.table import FrameTable

@@ -22,10 +22,9 @@ from tputui.analysis.input_pipeline import RECOMMENDATIONS, InputPipelineResult
 from tputui.analysis.tf_data import SLOW_CALL_PS
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin
-from tputui.screens.overview import fit_table_height
 from tputui.widgets.charts import HBarChart
 from tputui.widgets.step_chart import BREAKDOWN, StepChart
-from tputui.widgets.table import FrameTable
+from tputui.widgets.table import FrameTable, fit_table_height
 
 # TPU steps: XProf's TensorCore breakdown (idle = waiting for the host, not for input).
 TPU_BREAKDOWN = [("device_compute_ms", "TensorCore compute"), ("input_ms", "Input (infeed)"),

@@ -22,6 +22,7 @@ from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
 from tputui.widgets.charts import AreaChart
+from tputui.widgets.summary_grid import summary_grid
 from tputui.widgets.table import FrameTable
 
 STACK_COLOR, HEAP_COLOR, FREE_COLOR, LINE_COLOR = "#e15759", "#f28e2b", "#59a14f", "#b07aa1"
@@ -35,24 +36,6 @@ def fmt_data_type(v: str | None) -> str:
 def fmt_ms(ps: float) -> str:
     """A time on the profile's clock (ps) in ms, as the chart's x axis and the records read it."""
     return fmt.duration_ms(ps / 1e9, 1)
-
-
-def summary_grid(groups: list[list[tuple[str, str]]], width: int) -> Table:
-    """Label / value pairs laid out column group by column group, as many groups side by side as
-    fit `width` (the rest wrap below), so values are never cut on a narrow terminal."""
-    need = [max(len(k) for k, _ in g) + max(len(v) for _, v in g) + 4 for g in groups]
-    per_band = len(groups)
-    while per_band > 1 and sum(max(need[i::per_band]) for i in range(per_band)) > width:
-        per_band -= 1
-    t = Table.grid(padding=(0, 2))
-    for _ in range(per_band):
-        t.add_column(style="bold", no_wrap=True)
-        t.add_column(no_wrap=True)
-    for band in range(0, len(groups), per_band):
-        chunk = groups[band:band + per_band]
-        for i in range(max(len(g) for g in chunk)):
-            t.add_row(*[cell for g in chunk for cell in (g[i] if i < len(g) else ("", ""))])
-    return t
 
 
 def _summary_table(a: AllocatorProfile, width: int = 200) -> Table:

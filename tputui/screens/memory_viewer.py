@@ -12,8 +12,6 @@ viewer (TPU profiles: the device runs the module's ops as events).
 """
 from __future__ import annotations
 
-import re
-
 import polars as pl
 from rich.table import Table
 from rich.text import Text
@@ -21,14 +19,15 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from tputui import format as fmt
+from tputui.analysis.hlo_ops import module_program_id
 from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory_space_name
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
-from tputui.screens.memory_profile import summary_grid
 from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
 from tputui.widgets.charts import HORIZONTAL_EIGHTHS, AreaChart
+from tputui.widgets.summary_grid import summary_grid
 from tputui.widgets.table import FrameTable
 
 DATA_COLOR, PADDING_COLOR = "#4e79a7", "#edc948"
@@ -48,12 +47,6 @@ def _mib_number(v: float | None) -> str:
 
 def _mib_short(v: float) -> str:
     return fmt.bytes_binary_short(v * (1 << 20))
-
-
-def module_program_id(module: str) -> int | None:
-    """The program id XProf appends to module names: "jit_f(1219...)" -> 1219..."""
-    m = re.search(r"\((\d+)\)$", module)
-    return int(m.group(1)) if m else None
 
 
 def fmt_bar(fraction: float | None) -> str:

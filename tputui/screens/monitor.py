@@ -95,6 +95,15 @@ class MonitorScreen(Screen):
     MonitorScreen #status.error { color: $error; }
     """
 
+    # The stream worker's news, as messages: a closed screen drops them.
+    class Arrived(Message, bubble=False):
+        def __init__(self, item: Sample | RuntimeReading) -> None:
+            super().__init__()
+            self.item = item
+
+    class Ended(Message, bubble=False):
+        """The source ran out."""
+
     class OpenWindow(Message):
         """The user asked to open the last window (saved as a run under `logdir`)."""
 
@@ -164,24 +173,27 @@ class MonitorScreen(Screen):
             for item in items:
                 if self._closing:
                     return
-                self.app.call_from_thread(self.add_item, item)
+                self.post_message(self.Arrived(item))
                 while not self._resume.wait(0.2):
                     if self._closing or self._feed_stopped():
                         return
                 if self._closing or self._feed_stopped():
                     return
-            self.app.call_from_thread(self._finished)
+            self.post_message(self.Ended())
         finally:
             close = getattr(items, "close", None)
             if close is not None:
                 close()  # a feed's generator stops its sources as it closes
 
-    def add_item(self, item: Sample | RuntimeReading) -> None:
-        self.state.add(item)
+    def on_monitor_screen_arrived(self, event: Arrived) -> None:
+        self.add_item(event.item)
+
+    def on_monitor_screen_ended(self, _event: Ended) -> None:
+        self.done = True
         self.redraw()
 
-    def _finished(self) -> None:
-        self.done = True
+    def add_item(self, item: Sample | RuntimeReading) -> None:
+        self.state.add(item)
         self.redraw()
 
     # --- drawing -----------------------------------------------------------------------

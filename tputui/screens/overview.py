@@ -21,23 +21,13 @@ from tputui.analysis.overview import OverviewResult
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin
 from tputui.widgets.step_chart import BREAKDOWN, StepChart
-from tputui.widgets.table import FrameTable
+from tputui.widgets.table import FrameTable, fit_table_height
 
 NARROW_WIDTH = 110
 OPS_TABLE_MAX_HEIGHT = 14
 # XProf's words for its bottleneck classes, said as what they mean for the user.
 BOTTLENECK_WORDS = {"host": "host (input-bound)", "both": "input and device (possibly input-bound)",
                     "device": "device (not input-bound)", "unknown": "unknown (no steps measured)"}
-
-
-def fit_table_height(table: FrameTable, max_height: int, _tries: int = 5) -> None:
-    """As tall as its rows (+ header + border, + the horizontal scrollbar when the columns are
-    wider than the table), at most `max_height`: no blank rows under a short table."""
-    if not table.scrollable_content_region.width and _tries:  # not laid out yet: fit once it is
-        table.call_after_refresh(fit_table_height, table, max_height, _tries - 1)
-        return
-    wide = table.virtual_size.width > table.scrollable_content_region.width
-    table.styles.height = min(max_height, table.row_count + 3 + int(wide))
 
 
 def _summary(r: OverviewResult) -> Table:

@@ -1,19 +1,17 @@
 """What the screens pushed over a tool screen share (the SQL prompt, the diff): Esc goes back, their
 table lets Esc through when it has no filter to clear, `x` writes the table as shown to CSV, and a
 worker's result comes back as a message (as ToolScreen's do: Textual drops messages to a screen
-that has closed, so a late worker never draws into a screen nobody sees)."""
+that has closed, so a late worker never draws into a screen nobody sees; screens/load_messages.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
 from textual.actions import SkipAction
-from textual.message import Message
 from textual.screen import Screen
-from textual.worker import get_current_worker
 
 from tputui.data.progress import reporting
-from tputui.errors import UserError
+from tputui.screens.load_messages import Loaded, LoadFailed, LoadProgress, answer
 from tputui.screens.op_tables import write_csv
 from tputui.widgets.table import FrameTable
 
@@ -32,48 +30,21 @@ class StackedScreen(Screen):
     `report(compute)` (in a worker thread) runs `compute(progress)` and answers with a message:
     `show_result(result)`, `show_failure(one line)` and `show_progress(text)` draw them."""
 
-    class Reported(Message, bubble=False):
-        def __init__(self, result: Any) -> None:
-            super().__init__()
-            self.result = result
-
-    class ReportFailed(Message, bubble=False):
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-
-    class ReportProgress(Message, bubble=False):
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-
     def report(self, compute: Callable[[Callable[[str], None]], Any]) -> None:
-        worker = get_current_worker()
-
-        def say(message: Message) -> None:
-            if not worker.is_cancelled:  # a newer run of the same worker speaks now
-                self.post_message(message)
-
-        def progress(text: str) -> None:
-            say(self.ReportProgress(text))
-
-        try:
+        """In a worker thread: `compute(progress)`, answered as ToolScreen's load is."""
+        def run(progress: Callable[[str], None]) -> Any:
             with reporting(progress):  # slow reads and decodes say so too
-                result = compute(progress)
-        except UserError as e:
-            say(self.ReportFailed(str(e)))
-        except Exception as e:  # noqa: BLE001 - one line on the screen, the app keeps running
-            say(self.ReportFailed(f"{type(e).__name__}: {e}"))
-        else:
-            say(self.Reported(result))
+                return compute(progress)
 
-    async def on_stacked_screen_reported(self, event: Reported) -> None:
+        answer(self, run)
+
+    async def on_loaded(self, event: Loaded[Any]) -> None:
         await self.show_result(event.result)
 
-    async def on_stacked_screen_report_failed(self, event: ReportFailed) -> None:
+    async def on_load_failed(self, event: LoadFailed) -> None:
         await self.show_failure(event.text)
 
-    def on_stacked_screen_report_progress(self, event: ReportProgress) -> None:
+    def on_load_progress(self, event: LoadProgress) -> None:
         self.show_progress(event.text)
 
     async def show_result(self, result: Any) -> None:  # pragma: no cover - subclasses draw

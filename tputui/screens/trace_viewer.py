@@ -228,7 +228,7 @@ class TraceViewerScreen(ToolScreen):
         try:
             _ = self.index.frame
         except Exception as e:  # noqa: BLE001 - the view works without details; say why
-            self.app.call_from_thread(self.notify, f"cannot read the event's details: {e}", severity="warning")
+            self.post_message(self.DetailsFrameFailed(f"cannot read the event's details: {e}"))
             return
         self.post_message(self.DetailsFrameLoaded())
 
@@ -243,6 +243,14 @@ class TraceViewerScreen(ToolScreen):
 
     def on_trace_viewer_screen_details_frame_loaded(self, _event: DetailsFrameLoaded) -> None:
         self.update_details()
+
+    class DetailsFrameFailed(Message, bubble=False):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def on_trace_viewer_screen_details_frame_failed(self, event: DetailsFrameFailed) -> None:
+        self.notify(event.text, severity="warning")
 
     class LodDone(Message, bubble=False):
         def __init__(self, index: TraceIndex, first: TraceIndex | None = None) -> None:

@@ -166,8 +166,8 @@ class StackedColumns(Widget, can_focus=True):
                     acc += v
                     levels.append((acc / top * height * 8, k))
             for r in range(height):
-                ch, k = _stack_cell(levels, (height - 1 - r) * 8)
-                style = PALETTE[k % len(PALETTE)] if k is not None else ""
+                ch, cat = _stack_cell(levels, (height - 1 - r) * 8)
+                style = PALETTE[cat % len(PALETTE)] if cat is not None else ""
                 if i == self.cursor:
                     style = f"{style} on grey23" if style else "on grey23"
                 rows[r].append(ch * (col_w - gap), style=style)

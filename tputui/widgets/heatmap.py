@@ -75,14 +75,20 @@ def fold(cells: list[Cell], level: str) -> list[list[Unit]]:
     return blocks
 
 
+def _xyz(c: Cell) -> tuple[int, int, int]:
+    if c.xyz is None:  # has_grid: every cell has its coordinates
+        raise ValueError(f"core {c.core} has no chip coordinates for the grid layout")
+    return c.xyz
+
+
 def grid_layers(cells: list[Cell], level: str) -> dict[int, dict[tuple[int, int], list[Unit]]]:
     """z -> (x, y) -> the chip's units at `level` (its cores, or one unit: the chip's mean)."""
     chips: dict[int, list[Cell]] = {}
     for c in cells:
         chips.setdefault(c.chip, []).append(c)
     layers: dict[int, dict[tuple[int, int], list[Unit]]] = {}
-    for chip, cs in sorted(chips.items(), key=lambda kv: (kv[1][0].xyz[2], kv[1][0].xyz[1], kv[1][0].xyz[0])):
-        x, y, z = cs[0].xyz
+    for chip, cs in sorted(chips.items(), key=lambda kv: _xyz(kv[1][0])[::-1]):
+        x, y, z = _xyz(cs[0])
         if level == "chip":
             units = [Unit(f"chip {chip}", cs[0].host, chip, tuple(c.core for c in cs),
                           float(np.mean([c.value for c in cs])), cs[0].xyz)]
@@ -305,7 +311,8 @@ class Heatmap(Widget, can_focus=True):
         paint = self._painter()
         lines: list[Text] = []
         rows: list[list[int]] = []
-        line, row, x = Text(), [], 0
+        line, x = Text(), 0
+        row: list[int] = []
         idx = 0
         for block in self._blocks:
             w = self._block_width(block, self.level, self._label_w)

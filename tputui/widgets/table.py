@@ -191,7 +191,7 @@ class FrameTable(ScrollView, can_focus=True):
     # The screen's title (border_title) is kept apart from the one drawn: while a filter is on,
     # the drawn title leads with it and its counts ("/matmul 7 of 29 · Ops"), as k9s does.
     @property
-    def border_title(self) -> str | None:  # type: ignore[override]
+    def border_title(self) -> str | None:
         return getattr(self, "_title_base", None)
 
     @border_title.setter
@@ -367,3 +367,13 @@ class FrameTable(ScrollView, can_focus=True):
         index = self.scroll_offset.y + event.y - 1
         if 0 <= index < self._view.height:
             self.cursor_row = index
+
+
+def fit_table_height(table: FrameTable, max_height: int, _tries: int = 5) -> None:
+    """As tall as its rows (+ header + border, + the horizontal scrollbar when the columns are
+    wider than the table), at most `max_height`: no blank rows under a short table."""
+    if not table.scrollable_content_region.width and _tries:  # not laid out yet: fit once it is
+        table.call_after_refresh(fit_table_height, table, max_height, _tries - 1)
+        return
+    wide = table.virtual_size.width > table.scrollable_content_region.width
+    table.styles.height = min(max_height, table.row_count + 3 + int(wide))

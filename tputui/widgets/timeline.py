@@ -138,7 +138,7 @@ class Timeline(Widget, can_focus=True):
         self.label_width = 24
         self._lines: list[tuple[str, int]] = []
         self._frame: list[Strip] | None = None
-        self._frame_key = None
+        self._frame_key: tuple[int, int] | None = None
         self._styles: dict = {}
         self.rebuild_lines()
 
@@ -146,7 +146,7 @@ class Timeline(Widget, can_focus=True):
         """Swap in a rebuilt index of the same events (the exact nesting), keeping the view."""
         old = self.ix
         sel = index.positions_of(old, self.selection) if len(self.selection) else self.selection
-        cur = int(index.positions_of(old, [self.current])[0]) if self.current >= 0 else -1
+        cur = int(index.positions_of(old, np.array([self.current]))[0]) if self.current >= 0 else -1
         self.ix = index
         self.rebuild_lines()
         if self.search_text:
@@ -437,9 +437,9 @@ class Timeline(Widget, can_focus=True):
         cursor = self.time_cursor
         segs = [Segment((self.mode_label()[: g]).ljust(g) + "┼", self.style(("axis",)))]
         if mark_seg is not None:
-            a, bar = mark_seg
-            segs += [Segment(tick_text[:a], self.style(("axis",))), Segment(bar, self.style(("mark",))),
-                     Segment(tick_text[a + len(bar):], self.style(("axis",)))]
+            a, mark_text = mark_seg
+            segs += [Segment(tick_text[:a], self.style(("axis",))), Segment(mark_text, self.style(("mark",))),
+                     Segment(tick_text[a + len(mark_text):], self.style(("axis",)))]
         else:
             segs.append(Segment(tick_text, self.style(("axis",))))
         tick_strip = Strip(segs)
@@ -630,7 +630,8 @@ class Timeline(Widget, can_focus=True):
             self.invalidate()
             return
         if t is None:
-            t = self.selection_center() if len(self.selection) else (self.t0 + self.t1) / 2
+            center = self.selection_center()
+            t = center if center is not None else (self.t0 + self.t1) / 2
         i = self.ix.event_at(row, int(t))
         if i < 0:
             self.focus_line = line
@@ -684,7 +685,8 @@ class Timeline(Widget, can_focus=True):
             return
         if self.match_pos < 0:
             # From the current time: the first match at/after it (or before it, going back).
-            t = self.selection_center() if len(self.selection) else self.t0
+            center = self.selection_center()
+            t = center if center is not None else self.t0
             starts = self.ix.start[m]
             pos = int(np.searchsorted(starts, t, "left" if step > 0 else "right"))
             self.match_pos = pos % len(m) if step > 0 else (pos - 1) % len(m)
