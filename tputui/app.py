@@ -18,7 +18,7 @@ from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
 from tputui.screens.help import HelpScreen, help_lines
 from tputui.screens.pickers import PickerScreen
-from tputui.tools import TOOLS, get_tool, tools_with_data
+from tputui.tools import TOOLS, get_tool, tools_known, tools_with_data, warm_up_checks
 from tputui.userdirs import load_settings, save_setting
 
 
@@ -148,6 +148,13 @@ class TputuiApp(App):
             self.set_interval(self.watch_seconds, partial(self.rescan, True))
         self._warnings = _NotifyWarnings(self)  # e.g. a damaged .xplane.riegeli region skipped
         logging.getLogger("tputui").addHandler(self._warnings)
+        # Once the first screen is on its way, import the tools' data checks: `t` then answers
+        # at once from the op stats instead of importing them on the UI thread.
+        self.set_timer(1.0, self._warm_up_checks)
+
+    @work(thread=True, exclusive=True, group="warm-up", description="importing the tools' data checks")
+    def _warm_up_checks(self) -> None:
+        warm_up_checks()
 
     def on_unmount(self) -> None:
         logging.getLogger("tputui").removeHandler(self._warnings)
@@ -244,19 +251,47 @@ class TputuiApp(App):
                          lambda pick: pick is not None and self.open_host(pick))
 
     def action_pick_tool(self) -> None:
-        self._tool_picker()
+        """The picker opens at once (keys typed after `t` go to its filter): the tools known to have
+        data are listed, the ones still to check marked "checking..." until a worker answers."""
+        run = self.run_data
+        known: dict[str, bool | None]
+        if run.name in self._available:
+            known = {t.name: t.name in self._available[run.name] for t in TOOLS}
+        else:
+            known = tools_known(run)
+        choices, note, pending = self._tool_choices(known)
+        picker = PickerScreen("Tool", choices, self.tool_name, note, pending)
+        self.push_screen(picker, lambda pick: pick and self.open_tool(pick))
+        if any(v is None for v in known.values()):
+            self._check_tools(run, picker)
 
-    @work(thread=True, exclusive=True, group="tools")
-    def _tool_picker(self) -> None:
-        # Which tools have data may need a decode: off the UI thread.
-        names = self.tools_with_data(self.run_data)
-        hidden = [t.title for t in TOOLS if t.name not in names]
+    @staticmethod
+    def _tool_choices(known: dict[str, bool | None]) -> tuple[list[tuple[str, str]], str, set[str]]:
+        """(choices, note, pending) of the tool picker for what is known of each tool."""
         width = max((len(t.title) for t in TOOLS), default=0) + 3
-        choices = [(t.name, f"{t.title.ljust(width)}[dim]{t.name}[/dim]") for t in TOOLS if t.name in names]
+        choices = [(t.name, f"{t.title.ljust(width)}[dim]{t.name}[/dim]") for t in TOOLS if known.get(t.name) is not False]
+        hidden = [t.title for t in TOOLS if known.get(t.name) is False]
         note = f"[dim]No data in this run (hidden): {', '.join(hidden)}[/dim]" if hidden else ""
-        self.call_from_thread(
-            self.push_screen, PickerScreen("Tool", choices, self.tool_name, note),
-            lambda pick: pick and self.open_tool(pick))
+        return choices, note, {name for name, v in known.items() if v is None}
+
+    @work(thread=True, exclusive=True, group="tools", description="checking which tools have data")
+    def _check_tools(self, run: RunData, picker: PickerScreen) -> None:
+        # Off the UI thread: the op stats may still be computing (this waits for them, it does not
+        # compute them twice) or be read back from the cache.
+        from tputui.errors import UserError
+
+        try:
+            names = self.tools_with_data(run)
+        except UserError as e:
+            self.call_from_thread(self.notify, str(e), severity="error")
+            names = []
+        choices, note, _ = self._tool_choices({t.name: t.name in names for t in TOOLS})
+
+        def show() -> None:
+            if picker.is_attached:
+                picker.set_choices(choices, (), note)
+
+        self.call_from_thread(show)
 
     def tools_with_data(self, run: RunData) -> list[str]:
         """The registry's answer for `run`, once per run (the picker and the summary share it)."""

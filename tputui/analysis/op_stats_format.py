@@ -4,4 +4,4 @@
 Bump when HostOpStats or anything computed into it changes: cached entries of another version are
 recomputed.
 """
-FORMAT_VERSION = 4  # 4: the host's HLO module names
+FORMAT_VERSION = 5  # 4: the host's HLO module names; 5: the tool facts
