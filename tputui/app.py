@@ -179,10 +179,18 @@ class TputuiApp(App):
         screen = screen_cls(self.run_data, self.host, tool, **options)
         # Every jump keeps the screen it leaves (Esc returns to it as it was), up to HISTORY deep.
         self._default_first = self._default_first and len(self.screen_stack) == 1
-        if replace or len(self.screen_stack) > HISTORY:
+        if replace:
             self.switch_screen(screen)
-        else:
-            self.push_screen(screen)
+            return
+        self.push_screen(screen)
+        if len(self.screen_stack) > HISTORY + 1:  # past HISTORY tool screens: forget the oldest
+            self._drop_oldest_screen()
+
+    def _drop_oldest_screen(self) -> None:
+        # Textual has no call to drop a screen from the bottom of the stack: take it out of the
+        # stack (index 0 is Textual's default screen) and remove it, as pop_screen would.
+        oldest = self._screen_stack.pop(1)
+        oldest.remove()
 
     def action_back(self) -> None:
         from tputui.screens.base import ToolScreen

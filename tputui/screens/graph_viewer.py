@@ -281,7 +281,8 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             box.first().remove_class("visible")
             (self.hlo_tree if self.hlo_tree.display else self.table).focus()
             return
-        if self.graph is None:
+        if self.graph is None:  # the text view: back to the screen before this one
+            self.app.action_back()
             return
         if self.history:
             self._open_graph(self.history.pop(), keep_history=True)
