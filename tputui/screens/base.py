@@ -21,7 +21,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from tputui.analysis.result import NoDataError
@@ -29,6 +29,7 @@ from tputui.data.progress import Progress
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.tools import Tool
+from tputui.widgets.footer import KeyFooter
 
 
 class ContextBar(Static):
@@ -72,7 +73,7 @@ class ToolScreen(Screen):
             # loading worker for the GIL and slowed loads ~9x on a busy 2-core machine.
             yield Static(f"loading {self.tool.title}…", id="loading")
             yield Static("", id="progress")
-        yield Footer()
+        yield KeyFooter()
 
     def context_text(self) -> str:
         return (f"[b]{self.tool.title}[/b]  │  run [b]{self.run_data.name}[/b]  │  host {self.host_label()}"
@@ -129,6 +130,19 @@ class ToolScreen(Screen):
             say(self.LoadFailed(f"{type(e).__name__}: {e}"))
         else:
             say(self.Loaded(result))
+
+    def key_for(self, action: str) -> str:
+        """The key bound to `action` here, as the footer writes it: hints name the real key."""
+        for bindings in self._bindings.key_to_bindings.values():
+            for b in bindings:
+                if b.action in (action, f"screen.{action}"):
+                    return self.app.get_key_display(b)
+        raise KeyError(action)
+
+    @property
+    def offers_csv(self) -> bool:
+        """Whether `x` writes a table here (`?` leaves it out where it would only refuse)."""
+        return type(self).action_export_csv is not ToolScreen.action_export_csv
 
     def action_export_csv(self) -> None:
         """`x` (an app key, so every screen answers it): screens with a table override this

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from tputui import format as fmt
 from tputui.analysis.diff import RunDiff
@@ -29,6 +29,7 @@ from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.screens.base import ContextBar
 from tputui.screens.stacked import BackTable, StackedScreen
+from tputui.widgets.footer import KeyFooter
 from tputui.widgets.table import FrameTable
 
 OP_COLUMNS = ["table", "side", "kind", "name", "only_in", "a_time_us", "b_time_us", "delta_us", "delta_pct",
@@ -88,7 +89,7 @@ class DiffScreen(StackedScreen):
                          "  [dim](v / V trace B / A · Esc back · ? help)[/dim]", id="context")
         with Vertical(id="body"):
             yield Static("comparing…", id="diff-progress", markup=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._started = time.monotonic()

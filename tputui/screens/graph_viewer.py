@@ -23,6 +23,7 @@ from tputui.screens.base import ToolScreen
 from tputui.screens.memory_viewer import module_program_id
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
+from tputui.widgets.key_tree import KeyTree
 from tputui.widgets.table import FrameTable
 
 _TOKEN = re.compile(r"(?P<root>^\s*ROOT )|(?P<entry>^ENTRY )|(?P<name>%[\w.\-]+)|(?P<shape>\b(?:pred|[suf]\d+|bf16|"
@@ -100,7 +101,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
     # --- drawing ---------------------------------------------------------------------
     def show(self, result: GraphViewerResult) -> None:
         self.body.mount(Static("", id="gv-head"))
-        self.hlo_tree: Tree = Tree(result.module, id="gv-text")
+        self.hlo_tree: Tree = KeyTree(result.module, id="gv-text")
         self.hlo_tree.show_root = False
         self.hlo_tree.guide_depth = 2
         self._comp_nodes = {}

@@ -26,7 +26,7 @@ from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.memory_profile import summary_grid
-from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
 from tputui.widgets.charts import HORIZONTAL_EIGHTHS, AreaChart
 from tputui.widgets.table import FrameTable
@@ -132,7 +132,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         Binding("v", "show_in_trace", "Show in trace", id="memory_viewer.trace",
                 tooltip="open the trace viewer on the instruction at the cursor (curve) or defining the buffer (list)"),
         Binding("x", "export_csv", "CSV", id="memory_viewer.csv",
-                tooltip="write the buffer list as shown to a CSV file in the working directory"),
+                tooltip=CSV_TIP),
         graph_binding("memory_viewer"),
     ]
     RESULT_ACTIONS = frozenset({"pick_module", "pick_space", "toggle_order", "show_in_trace", "export_csv",

@@ -28,7 +28,7 @@ from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tputui import format as fmt
 from tputui.live.client import LiveError
@@ -36,6 +36,7 @@ from tputui.live.monitor import History, Sample, default_windows_dir, save_windo
 from tputui.live.monitor_state import MonitorState
 from tputui.live.runtime_metrics import RuntimeReading
 from tputui.widgets.charts import PALETTE, bar_text, sparkline
+from tputui.widgets.footer import KeyFooter
 
 MIN_SPARK, MIN_BAR, MAX_BAR = 8, 8, 40
 LABEL_WIDTH = max(len("Utilization (duty cycle)"), 24)
@@ -123,7 +124,7 @@ class MonitorScreen(Screen):
             yield Static("", id="figures")
             yield Static("", id="top-ops")
         yield Static("waiting for the first window…", id="status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         try:

@@ -23,6 +23,7 @@ from tputui.analysis.op_profile import SORTS, Node, OpProfile
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin
+from tputui.widgets.key_tree import KeyTree
 
 DEFAULT_CHILDREN = 10
 PADDING_HELP = "make the two most-minor dimensions multiples of the tile, e.g. 8 and 128"
@@ -152,7 +153,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
     needle = ""
 
     def show(self, result: OpProfile) -> None:
-        self.op_tree: Tree = Tree("op profile", id="tree")
+        self.op_tree: Tree = KeyTree("op profile", id="tree")
         self.card = Static("", id="card")
         split = Horizontal(id="split")
         self.body.mount(split)

@@ -13,12 +13,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from tputui.data.run_data import RunData
 from tputui.query import TABLES, QueryResult, run_query
 from tputui.screens.base import ContextBar
 from tputui.screens.stacked import BackTable, StackedScreen
+from tputui.widgets.footer import KeyFooter
 from tputui.widgets.table import FrameTable
 
 EXAMPLE = "SELECT name, count(*) AS n, sum(duration_ns) / 1e6 AS ms FROM events GROUP BY name ORDER BY ms DESC"
@@ -60,7 +61,7 @@ class SqlScreen(StackedScreen):
                         select_on_focus=False)
             yield Static("tables: " + ", ".join(TABLES) + " · Enter runs the query", id="sql-status", markup=False)
             yield BackTable(pl.DataFrame(), id="sql-rows")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#sql-prompt", Input).focus()

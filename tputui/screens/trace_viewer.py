@@ -111,8 +111,11 @@ class TraceViewerScreen(ToolScreen):
                 tooltip="line above (pan mode: scroll; zoom mode: zoom in)"),
         Binding("down", "arrow('down')", "Next track", show=False, id="trace.down",
                 tooltip="line below (pan mode: scroll; zoom mode: zoom out)"),
-        Binding("enter", "toggle", "Fold", id="trace.toggle",
-                tooltip="on a section line: expand / collapse it; on a selected event: fit it (timing mode: set a mark)"),
+        Binding("enter", "toggle", "Fold / fit", id="trace.toggle",
+                tooltip="on a section line: expand / collapse it; on a selected event: fit it"),
+        # Enter in timing mode: its own binding, so the footer says what Enter does there.
+        Binding("enter", "timing_enter", "Set mark", id="trace.timing_enter",
+                tooltip="set a timing mark at the time cursor (two marks measure the interval)"),
         Binding("space", "timing_mark", "Set a timing mark", show=False, id="trace.timing_mark",
                 tooltip="set a timing mark at the time cursor (two marks measure the interval)"),
         Binding("slash", "prompt('search')", "Search", id="trace.search", tooltip="search event names"),
@@ -400,6 +403,19 @@ class TraceViewerScreen(ToolScreen):
             if mode == "timing" and self.timeline.time_cursor is None:
                 self.timeline.time_cursor = int(self.timeline.zoom_anchor())
             self.timeline.view_changed()
+            self.refresh_bindings()  # Enter's footer label follows the mode
+
+    def action_timing_enter(self) -> None:
+        self.action_toggle()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        timeline = getattr(self, "timeline", None)
+        timing = timeline is not None and timeline.mode == "timing"
+        if action == "toggle":
+            return not timing
+        if action == "timing_enter":
+            return timing
+        return True
 
     def action_page(self, step: float) -> None:
         if self._ready():
