@@ -87,6 +87,8 @@ def run_facts(run) -> str:
 
 
 DEFAULT_TOOL = "overview_page"
+DEMO_HINT = ("This is a JAX run on CPU: device figures read n/a. The TPU v6e run, with every device tool, "
+             "is one [b]r[/b] away. [b]?[/b] lists the keys.")
 HISTORY = 8  # screens kept for Esc (each holds its loaded result)
 
 
@@ -113,8 +115,9 @@ class TputuiApp(App):
 
     def __init__(self, logdir: Logdir, run: str | None = None, host: str | None = None,
                  tool: str | None = None, use_cache: bool = True, jobs: int | None = None,
-                 dask: str | None = None, watch: float | None = None) -> None:
+                 dask: str | None = None, watch: float | None = None, demo: bool = False) -> None:
         super().__init__()
+        self.demo = demo
         self.watch_seconds = watch
         self.logdir, self.use_cache = logdir, use_cache
         self.scale = {"jobs": jobs, "dask": dask}  # how multi-host analyses run (RunData)
@@ -144,6 +147,8 @@ class TputuiApp(App):
 
     def on_mount(self) -> None:
         self.open_tool(self.tool_name)
+        if self.demo:
+            self.notify(DEMO_HINT, title="Demo", timeout=20)
         if self.watch_seconds:
             self.set_interval(self.watch_seconds, partial(self.rescan, True))
         self._warnings = _NotifyWarnings(self)  # e.g. a damaged .xplane.riegeli region skipped

@@ -487,7 +487,7 @@ def run_app(argv: list[str]) -> int:
     from tputui.signals import exiting_app
 
     app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
-                    jobs=a.jobs, dask=a.dask, watch=a.watch)
+                    jobs=a.jobs, dask=a.dask, watch=a.watch, demo=a.demo)
     with exiting_app(app):  # SIGTERM / SIGHUP: the app quits as on q (a capture in flight is ended)
         app.run()
     return app.return_code or 0
