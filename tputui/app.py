@@ -23,15 +23,48 @@ from tputui.userdirs import load_settings, save_setting
 
 
 class TputuiCommands(Provider):
-    """Command palette: open any tool, switch run or host (listed before anything is typed)."""
+    """Command palette: every tool the `t` picker lists, runs, hosts, the app's actions (SQL, diff,
+    capture, reload) and every key of the screen it was opened on (CSV, go to, stack hosts, ...)."""
 
     def _items(self) -> list[tuple[str, object, str]]:
         app: TputuiApp = self.app  # type: ignore[assignment]
-        items = [(f"Open tool: {t.title}", partial(app.open_tool, t.name), t.name) for t in TOOLS]
+        known = app.known_tools(app.run_data, imports=True)  # as `t` lists: tools without data left out
+        items = [(f"Open tool: {t.title}", partial(app.open_tool, t.name),
+                  t.name + (" (checking...)" if known.get(t.name) is None else ""))
+                 for t in TOOLS if known.get(t.name) is not False]
         items += [(f"Switch run: {r.name}", partial(app.open_run, r.name), f"{len(r.hosts)} host(s)")
                   for r in app.logdir.runs]
         items += [(f"Switch host: {h}", partial(app.open_host, h), "") for h in app.run_data.hosts]
+        items += [("SQL prompt over this run", app.action_sql, ":"),
+                  ("Compare with another run or logdir (diff)", app.action_diff, "D"),
+                  ("Capture a profile from a live server", app.action_capture, "C"),
+                  ("Rescan the logdir for new runs", partial(app.rescan, False), "")]
+        items += self._screen_items(app)
         return items
+
+    def _screen_items(self, app: TputuiApp) -> list[tuple[str, object, str]]:
+        """The keys of the screen the palette was opened on, each as a command."""
+        from tputui.screens.help import HELP_SKIP
+
+        screen = self.screen
+        title = getattr(getattr(screen, "tool", None), "title", "")
+        out, seen = [], set()
+        for active in screen.active_bindings.values():
+            b = active.binding
+            if (not active.enabled or not b.description or b.action in HELP_SKIP
+                    or (active.node is app and b.action != "screen.export_csv")):
+                continue
+            if b.action == "screen.export_csv" and not getattr(screen, "offers_csv", False):
+                continue
+            if b.key in NAVIGATION_KEYS:  # moving the cursor is no command
+                continue
+            label = "Write the table as CSV" if b.action.endswith("export_csv") else b.description
+            if label in seen:
+                continue
+            seen.add(label)
+            run = partial(app.call_later, app.run_action, b.action, active.node)
+            out.append((f"{title}: {label}" if title else label, run, app.get_key_display(b)))
+        return out
 
     async def discover(self) -> Hits:
         for text, cb, help_text in self._items():
@@ -86,6 +119,8 @@ def run_facts(run) -> str:
     return f"[dim]{stamp} · {n} host{'s' if n != 1 else ''} · {fmt_size(sum(h.size for h in run.hosts))}[/dim]"
 
 
+NAVIGATION_KEYS = frozenset({"up", "down", "left", "right", "pageup", "pagedown", "home", "end", "tab",
+                             "shift+tab", "ctrl+up", "ctrl+down"})
 DEFAULT_TOOL = "overview_page"
 DEMO_HINT = ("This is a JAX run on CPU: device figures read n/a. The TPU v6e run, with every device tool, "
              "is one [b]r[/b] away. [b]?[/b] lists the keys.")
@@ -267,11 +302,7 @@ class TputuiApp(App):
         """The picker opens at once (keys typed after `t` go to its filter): the tools known to have
         data are listed, the ones still to check marked "checking..." until a worker answers."""
         run = self.run_data
-        known: dict[str, bool | None]
-        if run.name in self._available:
-            known = {t.name: t.name in self._available[run.name] for t in TOOLS}
-        else:
-            known = tools_known(run)
+        known = self.known_tools(run)
         choices, note, pending = self._tool_choices(known)
         picker = PickerScreen("Tool", choices, self.tool_name, note, pending)
         self.push_screen(picker, lambda pick: pick and self.open_tool(pick))
@@ -305,6 +336,12 @@ class TputuiApp(App):
                 picker.set_choices(choices, (), note)
 
         self.call_from_thread(show)
+
+    def known_tools(self, run: RunData, imports: bool = False) -> dict[str, bool | None]:
+        """Which tools have data, as known now without reading a host (None: still to check)."""
+        if run.name in self._available:
+            return {t.name: t.name in self._available[run.name] for t in TOOLS}
+        return tools_known(run, imports)
 
     def tools_with_data(self, run: RunData) -> list[str]:
         """The registry's answer for `run`, once per run (the picker and the summary share it)."""

@@ -155,7 +155,7 @@ def tools_with_data(run) -> list[str]:
     return [t.name for t in TOOLS if t.available(run)]
 
 
-def tools_known(run) -> dict[str, bool | None]:
+def tools_known(run, imports: bool = False) -> dict[str, bool | None]:
     """Which tools have data as far as is known now, without reading a host file: every tool's
     has_data answers from the file list or the hosts' op stats, so once the op stats are in this
     process (the overview computed them) all answer at once; before that, the tools needing them
@@ -167,8 +167,8 @@ def tools_known(run) -> dict[str, bool | None]:
     hosts = run.hosts
     mapped = bool(hosts) and len(known_op_stats(run, hosts, from_disk=False)) == len(hosts)
     # A check whose module is not imported yet is left to the caller's worker too (importing a
-    # tool's analysis can take a tenth of a second).
-    return {t.name: t.available(run) if t.has_data is None or (mapped and t.check_imported()) else None
+    # tool's analysis can take a tenth of a second), unless `imports`.
+    return {t.name: t.available(run) if t.has_data is None or (mapped and (imports or t.check_imported())) else None
             for t in TOOLS}
 
 
