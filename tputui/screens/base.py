@@ -35,7 +35,7 @@ from tputui.widgets.footer import KeyFooter
 class ContextBar(Static):
     """Top line: where we are (run, host, tool) and the keys to change it."""
 
-    DEFAULT_CSS = "ContextBar { dock: top; height: 1; background: $primary-background; padding: 0 1; }"
+    DEFAULT_CSS = "ContextBar { dock: top; height: 1; background: $surface; color: $foreground; text-style: bold; padding: 0 1; }"
 
 
 class ToolScreen(Screen):
@@ -48,7 +48,7 @@ class ToolScreen(Screen):
     ToolScreen #body { height: 1fr; }
     ToolScreen #loading { height: 1; padding: 0 1; text-style: bold; }
     ToolScreen #progress { color: $text-muted; padding: 0 1; }
-    ToolScreen .error { color: $error; padding: 1 2; }
+    ToolScreen .error { color: $text-error; padding: 1 2; }
     ToolScreen .no-data { padding: 1 2 0 2; }
     ToolScreen .no-data-hint { color: $text-muted; padding: 0 2; }
     """

@@ -22,6 +22,7 @@ from textual.widgets import Button, Checkbox, Input, Label, LoadingIndicator, Ra
 from tputui.live.capture import CaptureResult, EmptyCaptureError, capture, no_trace_message
 from tputui.live.client import CancelledError, LiveError, TracerOptions
 from tputui.live.tpu_resolve import addresses_from
+from tputui.widgets.marked import MarkedCheckbox, MarkedRadioButton
 
 HOST_LEVELS = [("1 — critical only", 1), ("2 — info (default)", 2), ("3 — verbose", 3)]
 ON_OFF = [("off", 0), ("on", 1)]
@@ -61,8 +62,8 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         with Vertical():
             yield Static("[b]Capture profile[/b]  [dim]Enter / Ctrl+S capture · Esc cancel[/dim]")
             with RadioSet(id="target-kind"):
-                yield RadioButton("Profiler address(es)", value=True, id="kind-address")
-                yield RadioButton("TPU name", id="kind-tpu")
+                yield MarkedRadioButton("Profiler address(es)", value=True, id="kind-address")
+                yield MarkedRadioButton("TPU name", id="kind-tpu")
             with Grid():
                 yield Label("host:port[,host:port…]", id="target-label")
                 yield Input(self.default_address, placeholder="localhost:9999", id="target")
@@ -79,7 +80,7 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
                 yield Label("Python trace level")
                 yield Select(ON_OFF, value=0, allow_blank=False, id="python-level")
                 yield Label("")
-                yield Checkbox("include tf.data ops", value=True, id="dataset-ops")
+                yield MarkedCheckbox("include tf.data ops", value=True, id="dataset-ops")
             yield LoadingIndicator()
             yield Static("", id="capture-progress")
             yield Static("", id="capture-error", markup=False)

@@ -73,7 +73,7 @@ class DiffScreen(StackedScreen):
     DiffScreen #diff-top { height: auto; max-height: 50%; overflow-y: auto; }
     DiffScreen #diff-steps, DiffScreen #diff-kpis { width: 1fr; height: auto; padding: 0 1; }
     DiffScreen #diff-notes { height: auto; padding: 0 1; color: $text-muted; }
-    DiffScreen FrameTable { height: 1fr; min-height: 5; border: round $panel; }
+    DiffScreen FrameTable { height: 1fr; min-height: 5; border: round $foreground 55%; }
     """
     tool = SimpleNamespace(title="Diff", name="diff")  # the title `?` shows
 

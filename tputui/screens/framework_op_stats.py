@@ -48,7 +48,7 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
     FrameworkOpStatsScreen #charts { height: auto; max-height: 10; }
     FrameworkOpStatsScreen #charts > HBarChart { width: 1fr; padding: 0 1; }
     FrameworkOpStatsScreen #note { color: $text-muted; padding: 0 1; }
-    FrameworkOpStatsScreen FrameTable { height: 1fr; border: round $panel; }
+    FrameworkOpStatsScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     """
     include_idle = True
 

@@ -83,9 +83,9 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
                                 "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
     GraphViewerScreen #gv-head { height: 1; padding: 0 1; }
-    GraphViewerScreen Tree { height: 1fr; border: round $panel; }
+    GraphViewerScreen Tree { height: 1fr; border: round $foreground 55%; }
     GraphViewerScreen #gv-center { height: auto; max-height: 4; padding: 0 1; }
-    GraphViewerScreen FrameTable { height: 1fr; border: round $panel; }
+    GraphViewerScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     GraphViewerScreen #gv-line { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     GraphViewerScreen #gv-search { dock: bottom; display: none; }
     GraphViewerScreen #gv-search.visible { display: block; }

@@ -161,16 +161,16 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
     ]
     DEFAULT_CSS = """
     InputPipelineScreen #ip-scroll { height: 1fr; }
-    InputPipelineScreen #ip-verdict { height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-verdict { height: auto; border: round $foreground 55%; padding: 0 1; }
     InputPipelineScreen #ip-sides { height: auto; }
     InputPipelineScreen #ip-sides.narrow { layout: vertical; }
-    InputPipelineScreen #ip-device { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
-    InputPipelineScreen #ip-host { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
-    InputPipelineScreen #ip-core-range { height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-device { width: 1fr; height: auto; border: round $foreground 55%; padding: 0 1; }
+    InputPipelineScreen #ip-host { width: 1fr; height: auto; border: round $foreground 55%; padding: 0 1; }
+    InputPipelineScreen #ip-core-range { height: auto; border: round $foreground 55%; padding: 0 1; }
     InputPipelineScreen .ip-diagnostic { height: auto; padding: 0 1; color: $text-muted; }
-    InputPipelineScreen #ip-ops { height: 12; border: round $panel; }
-    InputPipelineScreen #ip-no-ops { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
-    InputPipelineScreen #ip-tfdata { height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-ops { height: 12; border: round $foreground 55%; }
+    InputPipelineScreen #ip-no-ops { height: auto; border: round $foreground 55%; padding: 0 1; color: $text-muted; }
+    InputPipelineScreen #ip-tfdata { height: auto; border: round $foreground 55%; padding: 0 1; }
     InputPipelineScreen #ip-recs { height: auto; padding: 0 1; color: $text-muted; }
     """
 

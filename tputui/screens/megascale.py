@@ -56,7 +56,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
     MegascaleScreen #empty { height: auto; padding: 1 1; color: $text-muted; }
-    MegascaleScreen FrameTable { height: 1fr; border: round $panel; }
+    MegascaleScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     MegascaleScreen #gbps { height: 3; display: none; }
     MegascaleScreen #gbps.open { display: block; }
     MegascaleScreen #detail { height: auto; padding: 0 1; }

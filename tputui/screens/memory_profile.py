@@ -110,9 +110,9 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
     DEFAULT_CSS = """
     MemoryProfileScreen #mp-head { height: 1; padding: 0 1; }
     MemoryProfileScreen #mp-summary { height: auto; padding: 0 1; }
-    MemoryProfileScreen AreaChart { height: 1fr; min-height: 8; max-height: 18; border: round $panel; }
+    MemoryProfileScreen AreaChart { height: 1fr; min-height: 8; max-height: 18; border: round $foreground 55%; }
     MemoryProfileScreen #mp-event { height: auto; max-height: 3; padding: 0 1; }
-    MemoryProfileScreen FrameTable { height: 1fr; min-height: 6; border: round $panel; }
+    MemoryProfileScreen FrameTable { height: 1fr; min-height: 6; border: round $foreground 55%; }
     """
 
     show_free: bool = False

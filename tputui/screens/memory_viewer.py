@@ -140,9 +140,9 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
     DEFAULT_CSS = """
     MemoryViewerScreen #mv-head { height: 1; padding: 0 1; }
     MemoryViewerScreen #mv-summary { height: auto; padding: 0 1; }
-    MemoryViewerScreen AreaChart { height: 1fr; min-height: 7; max-height: 14; border: round $panel; }
+    MemoryViewerScreen AreaChart { height: 1fr; min-height: 7; max-height: 14; border: round $foreground 55%; }
     MemoryViewerScreen #mv-point { height: 1; padding: 0 1; }
-    MemoryViewerScreen FrameTable { height: 1fr; min-height: 6; border: round $panel; }
+    MemoryViewerScreen FrameTable { height: 1fr; min-height: 6; border: round $foreground 55%; }
     MemoryViewerScreen #mv-buffer { height: auto; max-height: 3; padding: 0 1; }
     """
 

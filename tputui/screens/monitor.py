@@ -89,8 +89,8 @@ class MonitorScreen(Screen):
     DEFAULT_CSS = """
     MonitorScreen #monitor-head { dock: top; height: 1; background: $primary-background; padding: 0 1; }
     MonitorScreen #chips, MonitorScreen #workers, MonitorScreen #figures {
-        height: auto; border: round $panel; padding: 0 1; }
-    MonitorScreen #top-ops { height: auto; min-height: 5; border: round $panel; padding: 0 1; }
+        height: auto; border: round $foreground 55%; padding: 0 1; }
+    MonitorScreen #top-ops { height: auto; min-height: 5; border: round $foreground 55%; padding: 0 1; }
     MonitorScreen #monitor-body { height: 1fr; scrollbar-size-vertical: 1; overflow-y: scroll; }
     MonitorScreen #status { height: auto; padding: 0 1; }
     MonitorScreen #status.error { color: $error; }

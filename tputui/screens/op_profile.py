@@ -137,8 +137,8 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
                                 "show_in_graph"})
     DEFAULT_CSS = """
     OpProfileScreen #split { height: 1fr; }
-    OpProfileScreen Tree { width: 3fr; border: round $panel; }
-    OpProfileScreen #card-box { width: 2fr; border: round $panel; padding: 0 1; }
+    OpProfileScreen Tree { width: 3fr; border: round $foreground 55%; }
+    OpProfileScreen #card-box { width: 2fr; border: round $foreground 55%; padding: 0 1; }
     OpProfileScreen.narrow #split { layout: vertical; }
     OpProfileScreen.narrow Tree { width: 1fr; height: 1fr; }
     OpProfileScreen.narrow #card-box { width: 1fr; height: auto; max-height: 45%; }

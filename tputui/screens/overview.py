@@ -133,11 +133,11 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
     OverviewScreen #ov-scroll { height: 1fr; }
     OverviewScreen #ov-top { height: auto; }
     OverviewScreen #ov-top.narrow { layout: vertical; }
-    OverviewScreen #ov-summary { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
-    OverviewScreen #ov-rec { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
-    OverviewScreen #ov-no-steps { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
-    OverviewScreen #ov-ops { height: 14; border: round $panel; }
-    OverviewScreen #ov-no-ops { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
+    OverviewScreen #ov-summary { width: 1fr; height: auto; border: round $foreground 55%; padding: 0 1; }
+    OverviewScreen #ov-rec { width: 1fr; height: auto; border: round $foreground 55%; padding: 0 1; }
+    OverviewScreen #ov-no-steps { height: auto; border: round $foreground 55%; padding: 0 1; color: $text-muted; }
+    OverviewScreen #ov-ops { height: 14; border: round $foreground 55%; }
+    OverviewScreen #ov-no-ops { height: auto; border: round $foreground 55%; padding: 0 1; color: $text-muted; }
     OverviewScreen #ov-env { height: auto; padding: 0 1; }
     OverviewScreen #ov-diag { height: auto; padding: 0 1; }
     """

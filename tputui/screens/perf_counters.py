@@ -18,7 +18,7 @@ class PerfCountersScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     BINDINGS = [Binding("x", "export_csv", "CSV", id="perf_counters.csv", tooltip=CSV_TIP)]
     RESULT_ACTIONS = frozenset({"export_csv"})
     DEFAULT_CSS = """
-    PerfCountersScreen FrameTable { height: 1fr; border: round $panel; }
+    PerfCountersScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     PerfCountersScreen #pc-bars { height: auto; max-height: 12; padding: 0 1; }
     """
 

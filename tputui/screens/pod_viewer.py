@@ -73,7 +73,7 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
     PodViewerScreen StackedColumns:focus { background: $boost; }
     PodViewerScreen #collectives { height: 1; padding: 0 1; }
     PodViewerScreen #channel-pane { height: 1fr; min-height: 4; }
-    PodViewerScreen #channels { height: 1fr; width: 1fr; border: round $panel; }
+    PodViewerScreen #channels { height: 1fr; width: 1fr; border: round $foreground 55%; }
     PodViewerScreen #latency { width: auto; max-width: 50%; height: auto; padding: 0 1; }
     """  # 8 = CHIP_CHART_HEIGHT
     channels: FrameTable | None = None

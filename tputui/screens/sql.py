@@ -42,7 +42,7 @@ class SqlScreen(StackedScreen):
     SqlScreen #sql-prompt { height: 3; margin: 0 0; }
     SqlScreen #sql-status { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     SqlScreen #sql-status.error { color: $error; }
-    SqlScreen FrameTable { height: 1fr; border: round $panel; }
+    SqlScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     """
 
     tool = SimpleNamespace(title="SQL", name="sql")  # the title `?` shows

@@ -47,8 +47,8 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     RESULT_ACTIONS = frozenset({"switch", "export_csv"})
     DEFAULT_CSS = """
     TfDataScreen #tfd-summary { height: auto; padding: 0 1; }
-    TfDataScreen #tfd-pipes { height: auto; max-height: 10; border: round $panel; }
-    TfDataScreen #tfd-tree { height: 1fr; min-height: 7; border: round $panel; }
+    TfDataScreen #tfd-pipes { height: auto; max-height: 10; border: round $foreground 55%; }
+    TfDataScreen #tfd-tree { height: 1fr; min-height: 7; border: round $foreground 55%; }
     TfDataScreen #tfd-suggestion { height: auto; max-height: 30%; padding: 0 1; }
     """
 

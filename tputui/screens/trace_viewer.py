@@ -87,7 +87,7 @@ HINT = "Select an event: arrows, click, / to search, n / N for matches."
 class TraceViewerScreen(ToolScreen):
     DEFAULT_CSS = """
     TraceViewerScreen #status { height: 1; background: $boost; padding: 0 1; }
-    TraceViewerScreen #details-box { height: 25%; min-height: 4; max-height: 12; border-top: solid $panel;
+    TraceViewerScreen #details-box { height: 25%; min-height: 4; max-height: 12; border-top: solid $foreground 55%;
                                      padding: 0 1; }
     TraceViewerScreen #details { height: auto; }
     TraceViewerScreen #prompt { dock: bottom; display: none; }

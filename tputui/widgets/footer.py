@@ -13,7 +13,7 @@ PINNED_ACTIONS = ("help", "app.help")
 class KeyFooter(Footer):
     DEFAULT_CSS = """
     KeyFooter #pinned-keys { dock: right; width: auto; height: 1; margin-left: 1; }
-    KeyFooter #pinned-keys FooterKey.-command-palette { dock: none; }
+    KeyFooter #pinned-keys FooterKey.-command-palette { dock: none; border-left: vkey $foreground 55%; }
     """
 
     def compose(self) -> ComposeResult:
