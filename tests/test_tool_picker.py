@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from conftest import FIXTURES, PROFILES, make_app, settle
+from textual import events
 from textual.widgets import Input, OptionList
 
 from tputui import app as app_module
@@ -60,6 +61,14 @@ def test_the_utilization_facts_know_the_same_chips_as_the_utilization_viewer():
     assert tool_facts.COUNTER_CHIP_TYPES == set(CHIPS)
 
 
+def type_fast(app, text: str) -> None:
+    """Queue every key at once, as a fast typist's terminal delivers them (Pilot.press waits for
+    each key to be handled, which no user does)."""
+    names = {"/": "slash", "\r": "enter", " ": "space"}
+    for ch in text:
+        app.post_message(events.Key(names.get(ch, ch), None if ch == "\r" else ch))
+
+
 def picker(app) -> PickerScreen | None:
     return next((s for s in app.screen_stack if isinstance(s, PickerScreen)), None)
 
@@ -78,7 +87,7 @@ async def test_keys_typed_right_after_t_go_to_the_tool_picker(monkeypatch):
     app = make_app("tf_loop", tool="framework_op_stats")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("t", *"trace", "enter")
+        type_fast(app, "ttrace\r")
         await settle(pilot)
         assert isinstance(app.screen, TraceViewerScreen)
         assert picker(app) is None and app.tool_name == "trace_viewer"
@@ -114,3 +123,34 @@ async def test_tools_still_checked_show_checking_and_the_filter_survives_the_ans
         await pilot.press("enter")
         await settle(pilot)
         assert app.tool_name == "memory_profile"
+
+
+async def test_keys_typed_right_after_slash_go_to_the_trace_search():
+    """"/copy" and Enter typed at once in the trace viewer: the search gets all four letters (the
+    `y` never reaches the timeline, where it jumps to a flow partner) and runs."""
+    app = make_app("tpu_v6e_inference", tool="trace_viewer")
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(40):
+            await settle(pilot)
+            if isinstance(app.screen, TraceViewerScreen) and app.screen.timeline is not None:
+                break
+        screen = app.screen
+        screen.timeline.focus()
+        await pilot.pause()
+        type_fast(app, "/copy\r")
+        await settle(pilot)
+        assert screen.timeline.search_text == "copy"
+        assert not screen.query_one("#prompt").has_class("visible")
+
+
+async def test_keys_typed_right_after_slash_go_to_a_table_filter():
+    """"/queue" typed at once on a table: the filter gets every letter; the `q` never quits."""
+    app = make_app("tf_loop", tool="framework_op_stats")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#ops")
+        table.focus()
+        await pilot.pause()
+        type_fast(app, "/queue")
+        await settle(pilot)
+        assert app.is_running and table.filter_text == "queue"

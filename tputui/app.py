@@ -5,6 +5,7 @@ Like TensorBoard's Runs / Tools / Host drop-downs, but from the keyboard: `r`, `
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from functools import partial
@@ -16,10 +17,12 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
+from tputui.quick_exit import NoWaitExecutor
 from tputui.screens.help import HelpScreen, help_lines
 from tputui.screens.pickers import PickerScreen
 from tputui.tools import TOOLS, get_tool, tools_known, tools_with_data, warm_up_checks
 from tputui.userdirs import load_settings, save_setting
+from tputui.widgets.type_ahead import text_is_typed
 
 
 class TputuiCommands(Provider):
@@ -119,6 +122,7 @@ def run_facts(run) -> str:
     return f"[dim]{stamp} · {n} host{'s' if n != 1 else ''} · {fmt_size(sum(h.size for h in run.hosts))}[/dim]"
 
 
+TYPE_AHEAD_ACTIONS = frozenset({"pick_tool", "pick_run", "pick_host", "capture", "diff", "sql"})
 NAVIGATION_KEYS = frozenset({"up", "down", "left", "right", "pageup", "pagedown", "home", "end", "tab",
                              "shift+tab", "ctrl+up", "ctrl+down"})
 DEFAULT_TOOL = "overview_page"
@@ -132,14 +136,18 @@ class TputuiApp(App):
     CSS_PATH = "tputui.tcss"
     COMMANDS = App.COMMANDS | {TputuiCommands}
     BINDINGS = [
-        Binding("t", "pick_tool", "Tool", id="app.tool"),
-        Binding("r", "pick_run", "Run", id="app.run"),
-        Binding("h", "pick_host", "Host", id="app.host"),
-        Binding("C", "capture", "Capture", id="app.capture"),
+        # Keys that open a picker or prompt are priority bindings (type_ahead.py): they act as
+        # they arrive, so the keys typed after them reach what they opened.
+        Binding("t", "pick_tool", "Tool", id="app.tool", priority=True),
+        Binding("r", "pick_run", "Run", id="app.run", priority=True),
+        Binding("h", "pick_host", "Host", id="app.host", priority=True),
+        Binding("C", "capture", "Capture", id="app.capture", priority=True),
         Binding("x", "screen.export_csv", "CSV", show=False, id="app.csv",
                 tooltip="write the table as CSV to the export folder (never the logdir)"),
-        Binding("D", "diff", "Diff", id="app.diff", show=False, tooltip="compare this run with another run or logdir"),
-        Binding("colon", "sql", "SQL", id="app.sql", show=False, tooltip="SQL prompt over this run's events, ops and steps"),
+        Binding("D", "diff", "Diff", id="app.diff", show=False, priority=True,
+                tooltip="compare this run with another run or logdir"),
+        Binding("colon", "sql", "SQL", id="app.sql", show=False, priority=True,
+                tooltip="SQL prompt over this run's events, ops and steps"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("escape", "back", "Back", show=False, id="app.back",
                 tooltip="back to the previous screen (its cursor, sort, filter and scroll as they were)"),
@@ -180,6 +188,10 @@ class TputuiApp(App):
             except OSError as e:  # a read-only home must not stop the app
                 self.notify(f"could not save the theme: {e}", severity="warning")
 
+    def on_load(self) -> None:
+        # Thread workers on a pool whose shutdown does not wait: quitting mid-decode is at once.
+        asyncio.get_running_loop().set_default_executor(NoWaitExecutor(thread_name_prefix="tputui-worker"))
+
     def on_mount(self) -> None:
         self.open_tool(self.tool_name)
         if self.demo:
@@ -195,6 +207,11 @@ class TputuiApp(App):
     @work(thread=True, exclusive=True, group="warm-up", description="importing the tools' data checks")
     def _warm_up_checks(self) -> None:
         warm_up_checks()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in TYPE_AHEAD_ACTIONS and text_is_typed(self.screen):
+            return False  # a priority key while text is typed: it is text
+        return True
 
     def on_unmount(self) -> None:
         logging.getLogger("tputui").removeHandler(self._warnings)

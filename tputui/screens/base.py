@@ -30,6 +30,7 @@ from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.tools import Tool
 from tputui.widgets.footer import KeyFooter
+from tputui.widgets.type_ahead import hand_to_entry
 
 
 class ContextBar(Static):
@@ -130,6 +131,11 @@ class ToolScreen(Screen):
             say(self.LoadFailed(f"{type(e).__name__}: {e}"))
         else:
             say(self.Loaded(result))
+
+    def on_key(self, event) -> None:
+        # Keys typed right after `/` or `g` reach the screen before the entry they opened has
+        # the focus: they are that entry's (type_ahead.py).
+        hand_to_entry(self, event)
 
     def key_for(self, action: str) -> str:
         """The key bound to `action` here, as the footer writes it: hints name the real key."""

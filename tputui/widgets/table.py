@@ -27,6 +27,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tputui.widgets.type_ahead import text_is_typed
+
 Formatter = Callable[[Any], str]
 _DRAWN_TITLE = Widget.__dict__["border_title"]  # Textual's descriptor for the title drawn in the border
 MAX_COL_WIDTH = 60
@@ -69,7 +71,7 @@ class FrameTable(ScrollView, can_focus=True):
                 tooltip="next column (the one s sorts by)"),
         Binding("s", "sort", "Sort", id="table.sort",
                 tooltip="sort by the highlighted column (numbers biggest first; again: reverse)"),
-        Binding("slash", "filter", "Filter", id="table.filter",
+        Binding("slash", "filter", "Filter", id="table.filter", priority=True,  # type_ahead.py
                 tooltip="filter rows by a substring of any text column (Enter keeps it, Esc clears)"),
         Binding("c", "choose_columns", "Columns", show=False, id="table.columns",
                 tooltip="choose the columns shown (rarely needed ones start hidden; CSV keeps them all)"),
@@ -333,6 +335,11 @@ class FrameTable(ScrollView, can_focus=True):
         else:
             desc = numeric  # biggest first is what one wants for times and counts
         self.sort(col, desc)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "filter":  # a priority key: while text is typed, `/` is text
+            return not text_is_typed(self.screen)
+        return True
 
     def action_filter(self) -> None:
         from tputui.widgets.filter_bar import FilterBar
