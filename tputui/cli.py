@@ -490,7 +490,9 @@ def run_app(argv: list[str]) -> int:
                     jobs=a.jobs, dask=a.dask, watch=a.watch, demo=a.demo)
     with exiting_app(app):  # SIGTERM / SIGHUP: the app quits as on q (a capture in flight is ended)
         app.run()
-    return app.return_code or 0
+    from tputui.quick_exit import leave
+
+    return leave(app.return_code or 0)  # decodes still running are not waited for (a capture is)
 
 
 def _warnings_to_stderr() -> None:

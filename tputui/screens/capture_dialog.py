@@ -22,6 +22,7 @@ from textual.widgets import Button, Checkbox, Input, Label, LoadingIndicator, Ra
 from tputui.live.capture import CaptureResult, EmptyCaptureError, capture, no_trace_message
 from tputui.live.client import CancelledError, LiveError, TracerOptions
 from tputui.live.tpu_resolve import addresses_from
+from tputui.quick_exit import must_finish
 from tputui.widgets.marked import MarkedCheckbox, MarkedRadioButton
 
 HOST_LEVELS = [("1 — critical only", 1), ("2 — info (default)", 2), ("3 — verbose", 3)]
@@ -186,8 +187,9 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         try:
             say("Resolving the TPU…" if form["tpu"] else "Connecting…")
             addresses = addresses_from(form["address"], form["tpu"], say=say)  # says which port answered
-            result = capture(addresses, form["logdir"], duration_ms=form["duration_ms"],
-                             attempts=form["attempts"], tracer=form["tracer"], progress=say, stop=self._stop)
+            with must_finish():  # quitting waits for the window to be ended on the server
+                result = capture(addresses, form["logdir"], duration_ms=form["duration_ms"],
+                                 attempts=form["attempts"], tracer=form["tracer"], progress=say, stop=self._stop)
         except CancelledError:
             self.post_message(self.Finished(cancelled=True))
             return

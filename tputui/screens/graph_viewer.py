@@ -82,7 +82,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
     RESULT_ACTIONS = frozenset({"pick_module", "toggle_view", "search", "next_match", "depth", "body", "back",
                                 "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
-    GraphViewerScreen #gv-head { height: 1; padding: 0 1; }
+    GraphViewerScreen #gv-head { height: auto; padding: 0 1; }
     GraphViewerScreen Tree { height: 1fr; border: round $foreground 55%; }
     GraphViewerScreen #gv-center { height: auto; max-height: 4; padding: 0 1; }
     GraphViewerScreen FrameTable { height: 1fr; border: round $foreground 55%; }

@@ -108,7 +108,7 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
     ]
     RESULT_ACTIONS = frozenset({"pick_memory", "toggle_free", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
-    MemoryProfileScreen #mp-head { height: 1; padding: 0 1; }
+    MemoryProfileScreen #mp-head { height: auto; padding: 0 1; }
     MemoryProfileScreen #mp-summary { height: auto; padding: 0 1; }
     MemoryProfileScreen AreaChart { height: 1fr; min-height: 8; max-height: 18; border: round $foreground 55%; }
     MemoryProfileScreen #mp-event { height: auto; max-height: 3; padding: 0 1; }

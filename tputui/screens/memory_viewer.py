@@ -138,10 +138,10 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
     RESULT_ACTIONS = frozenset({"pick_module", "pick_space", "toggle_order", "show_in_trace", "export_csv",
                                 "show_in_graph"})
     DEFAULT_CSS = """
-    MemoryViewerScreen #mv-head { height: 1; padding: 0 1; }
+    MemoryViewerScreen #mv-head { height: auto; padding: 0 1; }
     MemoryViewerScreen #mv-summary { height: auto; padding: 0 1; }
     MemoryViewerScreen AreaChart { height: 1fr; min-height: 7; max-height: 14; border: round $foreground 55%; }
-    MemoryViewerScreen #mv-point { height: 1; padding: 0 1; }
+    MemoryViewerScreen #mv-point { height: auto; padding: 0 1; }
     MemoryViewerScreen FrameTable { height: 1fr; min-height: 6; border: round $foreground 55%; }
     MemoryViewerScreen #mv-buffer { height: auto; max-height: 3; padding: 0 1; }
     """
@@ -181,7 +181,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
                        + (f" ({', '.join(hints)})" if hints else ""))
             self.body.mount(Static(Text(why, style="dim"), id="mv-point"))
         top = r.largest_buffer_mib or 1.0
-        self.table = FrameTable(id="mv-buffers", hidden=("rank", "op_code", "logical_buffer_id", "alloc_point",
+        self.table = FrameTable(id="mv-buffers", key="name", hidden=("rank", "op_code", "logical_buffer_id", "alloc_point",
                                                          "free_point"), formats={
             "size_mib": lambda v: f"{fmt_bar(v / top)} {fmt.number(v, 2)}",
             "unpadded_size_mib": _mib_number, "extra_mib": _mib_number})

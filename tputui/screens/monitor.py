@@ -87,7 +87,7 @@ class MonitorScreen(Screen):
         Binding("q", "app.quit", "Quit", id="monitor.quit"),
     ]
     DEFAULT_CSS = """
-    MonitorScreen #monitor-head { dock: top; height: 1; background: $primary-background; padding: 0 1; }
+    MonitorScreen #monitor-head { dock: top; height: 1; background: $surface; color: $foreground; padding: 0 1; }
     MonitorScreen #chips, MonitorScreen #workers, MonitorScreen #figures {
         height: auto; border: round $foreground 55%; padding: 0 1; }
     MonitorScreen #top-ops { height: auto; min-height: 5; border: round $foreground 55%; padding: 0 1; }

@@ -25,7 +25,7 @@ class PerfCountersScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     def show(self, result: PerfCountersResult) -> None:
         frame = result.tables()["counters"].select("host", "chip", "kernel", "sample", "counter", "value_hex", "value",
                                                    "description", "set")
-        self.table = FrameTable(frame, id="pc-table", formats={"value": lambda v: f"{v:,}"})
+        self.table = FrameTable(frame, id="pc-table", key="counter", formats={"value": lambda v: f"{v:,}"})
         self.table.border_title = (f"Counter samples ({frame.height:,}, {frame['chip'].n_unique()} chips)"
                                    " · s sort · / filter · x CSV")
         self.body.mount(self.table)

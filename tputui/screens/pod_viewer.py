@@ -64,14 +64,14 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
     PodViewerScreen StepBar:focus { background: $accent 30%; }
     PodViewerScreen Heatmap { padding: 0 1; }
     PodViewerScreen Heatmap:focus { background: $boost; }
-    PodViewerScreen .line { height: 1; padding: 0 1; }
+    PodViewerScreen .line { height: auto; padding: 0 1; }
     PodViewerScreen #chip_legend { height: auto; }
-    PodViewerScreen #details { height: 2; padding: 0 1; color: $text; }
+    PodViewerScreen #details { height: auto; padding: 0 1; color: $text; }
     PodViewerScreen #chip-plot { height: 8; padding: 0 1; }
     PodViewerScreen #chip-axis { width: auto; height: 8; }
     PodViewerScreen StackedColumns { height: 8; width: 1fr; }
     PodViewerScreen StackedColumns:focus { background: $boost; }
-    PodViewerScreen #collectives { height: 1; padding: 0 1; }
+    PodViewerScreen #collectives { height: auto; padding: 0 1; }
     PodViewerScreen #channel-pane { height: 1fr; min-height: 4; }
     PodViewerScreen #channels { height: 1fr; width: 1fr; border: round $foreground 55%; }
     PodViewerScreen #latency { width: auto; max-width: 50%; height: auto; padding: 0 1; }

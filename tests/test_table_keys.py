@@ -1,0 +1,34 @@
+"""Wide tables keep their key: the name column stays on screen when scrolling sideways, and the
+numbers that matter come first (megascale's sort column, the device share on device profiles)."""
+from __future__ import annotations
+
+from conftest import make_app, settle
+
+from tputui.widgets.table import FrameTable
+
+
+def header(table: FrameTable) -> str:
+    return "".join(seg.text for seg in table.render_line(0))
+
+
+async def test_megascale_shows_its_sort_column_and_keeps_the_name_when_scrolled():
+    app = make_app("pod/dcn_2slices", "megascale_stats")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#rows", FrameTable)
+        assert table._columns[:2] == ["name", "aggregated_total_stall_ms"]
+        assert "aggregated_total_stall_ms"[:10] in header(table)  # on screen at 80 columns
+        for _ in range(len(table._columns)):
+            await pilot.press("right")
+        await pilot.pause()
+        assert table.scroll_offset.x > 0 and header(table).startswith("name")
+
+
+async def test_framework_op_stats_puts_the_device_share_first_on_device_profiles():
+    for profile, first in (("tpu_v6e_inference", "device"), ("tf_loop", "host")):
+        app = make_app(profile, "framework_op_stats")
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settle(pilot)
+            cols = app.screen.query_one("#ops", FrameTable)._columns
+            shares = [c for c in cols if c.endswith("_total_self_time_percent")]
+            assert shares[0].startswith(first), (profile, shares)
