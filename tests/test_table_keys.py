@@ -32,3 +32,13 @@ async def test_framework_op_stats_puts_the_device_share_first_on_device_profiles
             cols = app.screen.query_one("#ops", FrameTable)._columns
             shares = [c for c in cols if c.endswith("_total_self_time_percent")]
             assert shares[0].startswith(first), (profile, shares)
+
+
+async def test_input_pipeline_section_numbers_do_not_repeat():
+    app = make_app("tf_keras", "input_pipeline_analyzer")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        titles = [str(w.border_title) for w in app.screen.query("*") if w.border_title]
+        titles += [w.title for w in app.screen.query("StepChart") if getattr(w, "title", "")]
+        numbers = [t.split(" · ")[0] for t in titles if " · " in t and t.split(" · ")[0][0].isdigit()]
+        assert len(numbers) >= 4 and len(numbers) == len(set(numbers)), numbers
