@@ -42,3 +42,14 @@ async def test_input_pipeline_section_numbers_do_not_repeat():
         titles += [w.title for w in app.screen.query("StepChart") if getattr(w, "title", "")]
         numbers = [t.split(" · ")[0] for t in titles if " · " in t and t.split(" · ")[0][0].isdigit()]
         assert len(numbers) >= 4 and len(numbers) == len(set(numbers)), numbers
+
+
+async def test_trace_viewer_opens_at_the_profile_start_not_before():
+    app = make_app("tpu_v6e_inference", "trace_viewer")
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(40):
+            await settle(pilot)
+            if getattr(app.screen, "timeline", None) is not None:
+                break
+        tl = app.screen.timeline
+        assert tl.ix.t_min >= 0 and tl.t0 == 0 <= tl.ix.t_min
