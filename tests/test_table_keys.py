@@ -53,3 +53,23 @@ async def test_trace_viewer_opens_at_the_profile_start_not_before():
                 break
         tl = app.screen.timeline
         assert tl.ix.t_min >= 0 and tl.t0 == 0 <= tl.ix.t_min
+
+
+async def test_a_click_on_a_header_sorts_by_that_column():
+    app = make_app("tf_loop", "framework_op_stats")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#ops", FrameTable)
+        col = table._columns.index("total_self_time")
+        x = sum(table._widths[:col]) + col + 1
+        assert x < table.size.width, (x, table.size, table.region)
+        await pilot.click("#ops", offset=(x + 1, 1))  # inside the border: the header line
+        await pilot.pause()
+        first = table.sort_by
+        assert first[0] == "total_self_time"
+        await pilot.click("#ops", offset=(x + 1, 1))  # inside the border: the header line
+        await pilot.pause()
+        assert table.sort_by == ("total_self_time", not first[1])
+        await pilot.click("#ops", offset=(5, 3))  # border, header, row 0, then row 1
+        await pilot.pause()
+        assert table.cursor_row == 1

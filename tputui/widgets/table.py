@@ -368,9 +368,27 @@ class FrameTable(ScrollView, can_focus=True):
     def action_select(self) -> None:
         self.post_message(self.RowSelected(self, self.row()))
 
+    def column_at(self, x: int) -> int | None:
+        """The column under screen cell `x` (the frozen key column stays at the left)."""
+        frozen = self.frozen_width
+        content_x = x if frozen and x < frozen else x + self.scroll_offset.x
+        left = 0
+        for i, w in enumerate(self._widths):
+            if left <= content_x < left + w + 1:
+                return i
+            left += w + 1
+        return None
+
     def on_click(self, event: events.Click) -> None:
-        if event.y == 0:
+        offset = event.get_content_offset(self)  # inside the border, if any
+        if offset is None:
             return
-        index = self.scroll_offset.y + event.y - 1
+        if offset.y == 0:  # a header: sort by that column (again: reverse), as `s` does
+            col = self.column_at(offset.x)
+            if col is not None:
+                self.cursor_col = col
+                self.action_sort()
+            return
+        index = self.scroll_offset.y + offset.y - 1
         if 0 <= index < self._view.height:
             self.cursor_row = index
