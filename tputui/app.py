@@ -211,6 +211,11 @@ class TputuiApp(App):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in TYPE_AHEAD_ACTIONS and text_is_typed(self.screen):
             return False  # a priority key while text is typed: it is text
+        if action == "sql":
+            from tputui.screens.sql import SqlScreen
+
+            if isinstance(self.screen, SqlScreen):
+                return False  # the SQL screen's own `:` (back to its query prompt) answers there
         return True
 
     def on_unmount(self) -> None:

@@ -71,6 +71,9 @@ class SqlScreen(StackedScreen):
             return False
         return True
 
+    def action_focus_prompt(self) -> None:
+        self.query_one("#sql-prompt", Input).focus()
+
     # --- running a query ------------------------------------------------------------------
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
