@@ -46,6 +46,9 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own cache and config dirs: nothing leaks into ~/.cache, the user's
     saved theme never changes a snapshot, and nothing leaks between tests."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    # Truecolour whatever TERM the tests run under (the timeline picks ANSI hues on 16 colours);
+    # the 16-colour tests set "standard" themselves.
+    monkeypatch.setattr("textual.constants.COLOR_SYSTEM", "truecolor")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 

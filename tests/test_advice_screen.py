@@ -26,7 +26,7 @@ async def test_xprof_suggestion_first_with_its_text():
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, AdviceScreen) and screen.error is None
-        assert screen.items.row()["title"] == "BarrierCoresRule" and screen.items.row()["source"] == "XProf"
+        assert screen.items.row()["title"] == "Cores waiting at barriers" and screen.items.row()["source"] == "XProf"
         assert "an average of 12.7% of each step time" in detail_text(screen)
         await pilot.press("tab", "v")  # an XProf rule names no op
         await pilot.pause()
@@ -42,7 +42,7 @@ async def test_rules_xprofs_converter_does_not_run_are_listed():
         screen = app.screen
         assert isinstance(screen, AdviceScreen) and screen.error is None
         rows = screen.items.frame.filter(screen.items.frame["source"] == "XProf")["title"].to_list()
-        assert rows == ["DataTransferBoundRule", "HostProcessingBoundRule"]
+        assert rows == ["Host-to-device transfer bound", "Host input processing bound"]
         assert "bottlenecked by data transfer between Host and Device" in detail_text(screen)
         await pilot.press("down")
         await pilot.pause()
@@ -50,7 +50,7 @@ async def test_rules_xprofs_converter_does_not_run_are_listed():
         app.open_tool("overview_page")
         await settle(pilot)
         panel = " ".join(str(w.render()) for w in app.screen.query("Static"))
-        assert "DataTransferBoundRule" in panel and "HostProcessingBoundRule" in panel
+        assert "Host-to-device transfer bound" in panel and "Host input processing bound" in panel
 
 
 async def test_ops_of_a_check_jump_to_graph_and_trace():

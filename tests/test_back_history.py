@@ -50,16 +50,23 @@ async def test_esc_after_show_in_trace_returns_to_the_table_as_it_was():
 
 
 async def test_tool_picks_are_history_too_and_it_is_bounded():
+    """Past HISTORY screens the oldest is forgotten: every Esc still returns to the screen the
+    user came from, in order, down to the oldest one kept."""
     app = TputuiApp(open_logdir(str(PROFILES / "tf_loop")), tool="summary")
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        first = app.screen
+        opened = [app.screen]
         for i in range(HISTORY + 3):
             app.open_tool("framework_op_stats" if i % 2 == 0 else "summary")
             await settle(pilot)
+            opened.append(app.screen)
         assert len(app.screen_stack) == HISTORY + 1  # the default screen + HISTORY tool screens
         assert isinstance(app.screen, FrameworkOpStatsScreen)
-        for _ in range(HISTORY + 2):
+        assert app.screen_stack[1:] == opened[-HISTORY:]
+        for expected in reversed(opened[-HISTORY:-1]):
             await pilot.press("escape")
             await pilot.pause()
-        assert len(app.screen_stack) == 2 and app.screen is first and app.tool_name == "summary"
+            assert app.screen is expected
+        await pilot.press("escape")  # the oldest kept: nothing to go back to, the app stays
+        await pilot.pause()
+        assert len(app.screen_stack) == 2 and app.screen is opened[-HISTORY] and app.is_running

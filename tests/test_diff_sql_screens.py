@@ -10,6 +10,7 @@ import pytest
 from conftest import PROFILES, settle
 from conftest import make_app as conftest_make_app
 from rich.console import Console
+from textual.widgets import Input
 
 from tputui.compare import diff_runs
 from tputui.data.run_data import RunData
@@ -69,7 +70,13 @@ async def test_sql_prompt_errors_stay_on_screen_and_escape_goes_back():
         assert app.screen.query_one("#sql-rows", FrameTable).row_count == 13
         await pilot.press("v")
         assert isinstance(app.screen, SqlScreen)  # nothing to show: a notification, no jump
-        await pilot.press("colon", "escape")
+        app.screen.query_one("#sql-rows", FrameTable).focus()
+        await pilot.pause()
+        assert app.screen.active_bindings["colon"].binding.description == "Edit query"
+        await pilot.press("colon")  # the screen's own `:` (the app's opens a new SQL screen elsewhere)
+        await pilot.pause()
+        assert isinstance(app.focused, Input) and app.focused.id == "sql-prompt"
+        await pilot.press("escape")
         assert app.screen is before
 
 

@@ -107,6 +107,14 @@ def test_gcloud_failure_other_than_not_found_is_reported(gcloud):
     assert len(calls()) == 1  # not retried on the node API
 
 
+def test_gcloud_without_zone_or_project_says_to_pass_them(gcloud):
+    set_nodes, _ = gcloud
+    set_nodes({"tpu-vm": {"t": "Error parsing [tpu]. The [tpu] resource is not properly specified. "
+                                "Failed to find attribute [zone]."}})
+    with pytest.raises(LiveError, match=r"Error parsing \[tpu\].*\(pass --zone and --project\)"):
+        resolve_tpu(TpuQuery("t"))
+
+
 def test_node_without_endpoints(gcloud):
     set_nodes, _ = gcloud
     set_nodes({"tpu-vm": {"t": node(endpoints=[])}})

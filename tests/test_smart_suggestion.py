@@ -90,7 +90,7 @@ def test_guide_checks_on_real_profiles():
 def test_advice_tables_and_json():
     result = smart_suggestion.analyze(run_of(ADVICE / "barrier_4hosts"))
     items = result.items()
-    assert items["source"][0] == "XProf" and items["title"][0] == "BarrierCoresRule"
+    assert items["source"][0] == "XProf" and items["title"][0] == "Cores waiting at barriers"
     assert set(result.tables()) == {"advice", "op_findings"}
 
 
@@ -231,7 +231,7 @@ def test_hbm_signal_is_the_overview_figure(advice_json):
     overview = json.loads(export_text(run_of(path), "overview_page", "json"))
     sig = advice_json(path)["signals"]
     assert sig["hbm_utilization_percent"] == overview["memory_bw_utilization_relative_to_hw_limit_percent"] > 70
-    assert any(a["title"] == "MemoryBoundRule" for a in overview["advice"])  # the recommendation panel's list
+    assert any(a["title"] == "Memory-bound" for a in overview["advice"])  # the recommendation panel's list
 
 
 def test_real_tf_profile_is_host_processing_bound():

@@ -5,6 +5,7 @@ Like TensorBoard's Runs / Tools / Host drop-downs, but from the keyboard: `r`, `
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from functools import partial
@@ -16,22 +17,57 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
+from tputui.quick_exit import NoWaitExecutor
 from tputui.screens.help import HelpScreen, help_lines
 from tputui.screens.pickers import PickerScreen
-from tputui.tools import TOOLS, get_tool, tools_with_data
+from tputui.tools import TOOLS, get_tool, tools_known, tools_with_data, warm_up_checks
 from tputui.userdirs import load_settings, save_setting
+from tputui.widgets.type_ahead import text_is_typed
 
 
 class TputuiCommands(Provider):
-    """Command palette: open any tool, switch run or host (listed before anything is typed)."""
+    """Command palette: every tool the `t` picker lists, runs, hosts, the app's actions (SQL, diff,
+    capture, reload) and every key of the screen it was opened on (CSV, go to, stack hosts, ...)."""
 
     def _items(self) -> list[tuple[str, object, str]]:
         app: TputuiApp = self.app  # type: ignore[assignment]
-        items = [(f"Open tool: {t.title}", partial(app.open_tool, t.name), t.name) for t in TOOLS]
+        known = app.known_tools(app.run_data, imports=True)  # as `t` lists: tools without data left out
+        items = [(f"Open tool: {t.title}", partial(app.open_tool, t.name),
+                  t.name + (" (checking...)" if known.get(t.name) is None else ""))
+                 for t in TOOLS if known.get(t.name) is not False]
         items += [(f"Switch run: {r.name}", partial(app.open_run, r.name), f"{len(r.hosts)} host(s)")
                   for r in app.logdir.runs]
         items += [(f"Switch host: {h}", partial(app.open_host, h), "") for h in app.run_data.hosts]
+        items += [("SQL prompt over this run", app.action_sql, ":"),
+                  ("Compare with another run or logdir (diff)", app.action_diff, "D"),
+                  ("Capture a profile from a live server", app.action_capture, "C"),
+                  ("Rescan the logdir for new runs", partial(app.rescan, False), "")]
+        items += self._screen_items(app)
         return items
+
+    def _screen_items(self, app: TputuiApp) -> list[tuple[str, object, str]]:
+        """The keys of the screen the palette was opened on, each as a command."""
+        from tputui.screens.help import HELP_SKIP
+
+        screen = self.screen
+        title = getattr(getattr(screen, "tool", None), "title", "")
+        out, seen = [], set()
+        for active in screen.active_bindings.values():
+            b = active.binding
+            if (not active.enabled or not b.description or b.action in HELP_SKIP
+                    or (active.node is app and b.action != "screen.export_csv")):
+                continue
+            if b.action == "screen.export_csv" and not getattr(screen, "offers_csv", False):
+                continue
+            if b.key in NAVIGATION_KEYS:  # moving the cursor is no command
+                continue
+            label = "Write the table as CSV" if b.action.endswith("export_csv") else b.description
+            if label in seen:
+                continue
+            seen.add(label)
+            run = partial(app.call_later, app.run_action, b.action, active.node)
+            out.append((f"{title}: {label}" if title else label, run, app.get_key_display(b)))
+        return out
 
     async def discover(self) -> Hits:
         for text, cb, help_text in self._items():
@@ -86,7 +122,12 @@ def run_facts(run) -> str:
     return f"[dim]{stamp} · {n} host{'s' if n != 1 else ''} · {fmt_size(sum(h.size for h in run.hosts))}[/dim]"
 
 
+TYPE_AHEAD_ACTIONS = frozenset({"pick_tool", "pick_run", "pick_host", "capture", "diff", "sql"})
+NAVIGATION_KEYS = frozenset({"up", "down", "left", "right", "pageup", "pagedown", "home", "end", "tab",
+                             "shift+tab", "ctrl+up", "ctrl+down"})
 DEFAULT_TOOL = "overview_page"
+DEMO_HINT = ("This is a JAX run on CPU: device figures read n/a. The TPU v6e run, with every device tool, "
+             "is one [b]r[/b] away. [b]?[/b] lists the keys.")
 HISTORY = 8  # screens kept for Esc (each holds its loaded result)
 
 
@@ -95,14 +136,18 @@ class TputuiApp(App):
     CSS_PATH = "tputui.tcss"
     COMMANDS = App.COMMANDS | {TputuiCommands}
     BINDINGS = [
-        Binding("t", "pick_tool", "Tool", id="app.tool"),
-        Binding("r", "pick_run", "Run", id="app.run"),
-        Binding("h", "pick_host", "Host", id="app.host"),
-        Binding("C", "capture", "Capture", id="app.capture"),
+        # Keys that open a picker or prompt are priority bindings (type_ahead.py): they act as
+        # they arrive, so the keys typed after them reach what they opened.
+        Binding("t", "pick_tool", "Tool", id="app.tool", priority=True),
+        Binding("r", "pick_run", "Run", id="app.run", priority=True),
+        Binding("h", "pick_host", "Host", id="app.host", priority=True),
+        Binding("C", "capture", "Capture", id="app.capture", priority=True),
         Binding("x", "screen.export_csv", "CSV", show=False, id="app.csv",
                 tooltip="write the table as CSV to the export folder (never the logdir)"),
-        Binding("D", "diff", "Diff", id="app.diff", show=False, tooltip="compare this run with another run or logdir"),
-        Binding("colon", "sql", "SQL", id="app.sql", show=False, tooltip="SQL prompt over this run's events, ops and steps"),
+        Binding("D", "diff", "Diff", id="app.diff", show=False, priority=True,
+                tooltip="compare this run with another run or logdir"),
+        Binding("colon", "sql", "SQL", id="app.sql", show=False, priority=True,
+                tooltip="SQL prompt over this run's events, ops and steps"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("escape", "back", "Back", show=False, id="app.back",
                 tooltip="back to the previous screen (its cursor, sort, filter and scroll as they were)"),
@@ -113,8 +158,9 @@ class TputuiApp(App):
 
     def __init__(self, logdir: Logdir, run: str | None = None, host: str | None = None,
                  tool: str | None = None, use_cache: bool = True, jobs: int | None = None,
-                 dask: str | None = None, watch: float | None = None) -> None:
+                 dask: str | None = None, watch: float | None = None, demo: bool = False) -> None:
         super().__init__()
+        self.demo = demo
         self.watch_seconds = watch
         self.logdir, self.use_cache = logdir, use_cache
         self.scale = {"jobs": jobs, "dask": dask}  # how multi-host analyses run (RunData)
@@ -142,12 +188,35 @@ class TputuiApp(App):
             except OSError as e:  # a read-only home must not stop the app
                 self.notify(f"could not save the theme: {e}", severity="warning")
 
+    def on_load(self) -> None:
+        # Thread workers on a pool whose shutdown does not wait: quitting mid-decode is at once.
+        asyncio.get_running_loop().set_default_executor(NoWaitExecutor(thread_name_prefix="tputui-worker"))
+
     def on_mount(self) -> None:
         self.open_tool(self.tool_name)
+        if self.demo:
+            self.notify(DEMO_HINT, title="Demo", timeout=20)
         if self.watch_seconds:
             self.set_interval(self.watch_seconds, partial(self.rescan, True))
         self._warnings = _NotifyWarnings(self)  # e.g. a damaged .xplane.riegeli region skipped
         logging.getLogger("tputui").addHandler(self._warnings)
+        # Once the first screen is on its way, import the tools' data checks: `t` then answers
+        # at once from the op stats instead of importing them on the UI thread.
+        self.set_timer(1.0, self._warm_up_checks)
+
+    @work(thread=True, exclusive=True, group="warm-up", description="importing the tools' data checks")
+    def _warm_up_checks(self) -> None:
+        warm_up_checks()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in TYPE_AHEAD_ACTIONS and text_is_typed(self.screen):
+            return False  # a priority key while text is typed: it is text
+        if action == "sql":
+            from tputui.screens.sql import SqlScreen
+
+            if isinstance(self.screen, SqlScreen):
+                return False  # the SQL screen's own `:` (back to its query prompt) answers there
+        return True
 
     def on_unmount(self) -> None:
         logging.getLogger("tputui").removeHandler(self._warnings)
@@ -172,10 +241,18 @@ class TputuiApp(App):
         screen = screen_cls(self.run_data, self.host, tool, **options)
         # Every jump keeps the screen it leaves (Esc returns to it as it was), up to HISTORY deep.
         self._default_first = self._default_first and len(self.screen_stack) == 1
-        if replace or len(self.screen_stack) > HISTORY:
+        if replace:
             self.switch_screen(screen)
-        else:
-            self.push_screen(screen)
+            return
+        self.push_screen(screen)
+        if len(self.screen_stack) > HISTORY + 1:  # past HISTORY tool screens: forget the oldest
+            self._drop_oldest_screen()
+
+    def _drop_oldest_screen(self) -> None:
+        # Textual has no call to drop a screen from the bottom of the stack: take it out of the
+        # stack (index 0 is Textual's default screen) and remove it, as pop_screen would.
+        oldest = self._screen_stack.pop(1)
+        oldest.remove()
 
     def action_back(self) -> None:
         from tputui.screens.base import ToolScreen
@@ -244,19 +321,49 @@ class TputuiApp(App):
                          lambda pick: pick is not None and self.open_host(pick))
 
     def action_pick_tool(self) -> None:
-        self._tool_picker()
+        """The picker opens at once (keys typed after `t` go to its filter): the tools known to have
+        data are listed, the ones still to check marked "checking..." until a worker answers."""
+        run = self.run_data
+        known = self.known_tools(run)
+        choices, note, pending = self._tool_choices(known)
+        picker = PickerScreen("Tool", choices, self.tool_name, note, pending)
+        self.push_screen(picker, lambda pick: pick and self.open_tool(pick))
+        if any(v is None for v in known.values()):
+            self._check_tools(run, picker)
 
-    @work(thread=True, exclusive=True, group="tools")
-    def _tool_picker(self) -> None:
-        # Which tools have data may need a decode: off the UI thread.
-        names = self.tools_with_data(self.run_data)
-        hidden = [t.title for t in TOOLS if t.name not in names]
+    @staticmethod
+    def _tool_choices(known: dict[str, bool | None]) -> tuple[list[tuple[str, str]], str, set[str]]:
+        """(choices, note, pending) of the tool picker for what is known of each tool."""
         width = max((len(t.title) for t in TOOLS), default=0) + 3
-        choices = [(t.name, f"{t.title.ljust(width)}[dim]{t.name}[/dim]") for t in TOOLS if t.name in names]
+        choices = [(t.name, f"{t.title.ljust(width)}[dim]{t.name}[/dim]") for t in TOOLS if known.get(t.name) is not False]
+        hidden = [t.title for t in TOOLS if known.get(t.name) is False]
         note = f"[dim]No data in this run (hidden): {', '.join(hidden)}[/dim]" if hidden else ""
-        self.call_from_thread(
-            self.push_screen, PickerScreen("Tool", choices, self.tool_name, note),
-            lambda pick: pick and self.open_tool(pick))
+        return choices, note, {name for name, v in known.items() if v is None}
+
+    @work(thread=True, exclusive=True, group="tools", description="checking which tools have data")
+    def _check_tools(self, run: RunData, picker: PickerScreen) -> None:
+        # Off the UI thread: the op stats may still be computing (this waits for them, it does not
+        # compute them twice) or be read back from the cache.
+        from tputui.errors import UserError
+
+        try:
+            names = self.tools_with_data(run)
+        except UserError as e:
+            self.call_from_thread(self.notify, str(e), severity="error")
+            names = []
+        choices, note, _ = self._tool_choices({t.name: t.name in names for t in TOOLS})
+
+        def show() -> None:
+            if picker.is_attached:
+                picker.set_choices(choices, (), note)
+
+        self.call_from_thread(show)
+
+    def known_tools(self, run: RunData, imports: bool = False) -> dict[str, bool | None]:
+        """Which tools have data, as known now without reading a host (None: still to check)."""
+        if run.name in self._available:
+            return {t.name: t.name in self._available[run.name] for t in TOOLS}
+        return tools_known(run, imports)
 
     def tools_with_data(self, run: RunData) -> list[str]:
         """The registry's answer for `run`, once per run (the picker and the summary share it)."""

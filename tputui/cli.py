@@ -487,10 +487,12 @@ def run_app(argv: list[str]) -> int:
     from tputui.signals import exiting_app
 
     app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
-                    jobs=a.jobs, dask=a.dask, watch=a.watch)
+                    jobs=a.jobs, dask=a.dask, watch=a.watch, demo=a.demo)
     with exiting_app(app):  # SIGTERM / SIGHUP: the app quits as on q (a capture in flight is ended)
         app.run()
-    return app.return_code or 0
+    from tputui.quick_exit import leave
+
+    return leave(app.return_code or 0)  # decodes still running are not waited for (a capture is)
 
 
 def _warnings_to_stderr() -> None:
@@ -526,6 +528,37 @@ def entry() -> int:
     return main()
 
 
+C_EXTENSIONS = ("tputui.data._wire", "tputui.data._columns", "tputui.analysis._nesting", "tputui.analysis._derive",
+                "tputui.data._highway", "tputui.analysis._trace_json")
+
+
+def missing_c_extensions() -> list[str]:
+    import importlib.util
+
+    return [m for m in C_EXTENSIONS if importlib.util.find_spec(m) is None]
+
+
+def _warn_without_c_extensions() -> None:
+    """Once per install: pip built tputui without a C compiler, so it decodes with the pure-Python
+    fallbacks (exact, 15-20x slower on big profiles): say so, with the fix."""
+    missing = missing_c_extensions()
+    if not missing:
+        return
+    from tputui import __version__
+    from tputui.userdirs import load_settings, save_setting
+
+    key = "warned_no_c_extensions"
+    if load_settings().get(key) == __version__:
+        return
+    print(f"tputui: note: built without its C extensions ({', '.join(m.rsplit('.', 1)[1] for m in missing)}): "
+          "big profiles decode 15-20x slower. Install a C compiler (e.g. apt install build-essential) and "
+          "reinstall: pip install --force-reinstall --no-deps --no-cache-dir tputui", file=sys.stderr)
+    try:
+        save_setting(key, __version__)
+    except OSError:  # a read-only home: say it again next time rather than fail
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     import signal
 
@@ -551,6 +584,7 @@ def _main(argv: list[str] | None) -> int:
     from tputui.signals import Terminated, quiet_streams, say
 
     argv = sys.argv[1:] if argv is None else argv
+    _warn_without_c_extensions()
     if argv and argv[0] in ("export", "capture", "monitor"):  # the app shows them as notifications
         _warnings_to_stderr()
     try:

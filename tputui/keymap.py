@@ -11,7 +11,10 @@ APP = [
     ("R, F5", "reload: rescan the logdir for new runs, load this tool again"),
     ("Esc", "back to the previous screen (cursor, sort, filter kept)"),
     ("x", "CSV of the table shown, into the export folder (never the logdir)"),
-    ("v, Enter", "show the selected op / row in the trace viewer"),
+    ("v", "show the selected op / row in the trace viewer"),
+    ("Enter", "open what the cursor is on: in op tables its events in the trace viewer (as v); in trees "
+              "and the trace viewer's sections fold / unfold; in the graph viewer the instruction's "
+              "neighbourhood; in pickers pick; trace viewer timing mode: set a mark"),
     ("C", "capture a profile from a live server"),
     ("D", "compare this run with another run or logdir"), (":", "SQL prompt over this run"),
     ("Ctrl+P", "command palette: tools, runs, hosts, theme (kept between runs)"),
@@ -20,6 +23,7 @@ APP = [
 TABLE = [
     ("↑ ↓ PgUp PgDn Home End", "move"), ("← → < >", "pick a column"),
     ("s", "sort by it (again: reverse); the op profile tree: the next sort"),
+    ("→ ←", "trees: expand / collapse (again: first child / parent)"),
     ("/", "filter rows (Esc clears); the op profile tree too"), ("c", "choose the columns shown"),
 ]
 SCREENS = [

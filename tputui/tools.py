@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,6 +74,10 @@ class Tool:
     def screen_class(self):
         return _load(self.screen) if self.screen else None
 
+    def check_imported(self) -> bool:
+        """Whether has_data's module is imported already (asking costs no import)."""
+        return self.has_data is None or self.has_data.partition(":")[0] in sys.modules
+
     def available(self, run: RunData) -> bool:
         """Whether the run has data for this tool. A host file that cannot be read is left out
         (the run records it in `run.unreadable`) and the others asked again; another UserError
@@ -100,9 +105,9 @@ TOOLS: list[Tool] = [
     Tool("summary", "Profile summary", "tputui.analysis.summary:analyze",
          "tputui.screens.summary:SummaryScreen"),
     Tool("overview_page", "Overview page", "tputui.analysis.overview:analyze",
-         "tputui.screens.overview:OverviewScreen", has_data="tputui.analysis.overview:has_data", op_stats=True),
+         "tputui.screens.overview:OverviewScreen", op_stats=True),
     Tool("input_pipeline_analyzer", "Input pipeline analyzer", "tputui.analysis.input_pipeline:analyze",
-         "tputui.screens.input_pipeline:InputPipelineScreen", has_data="tputui.analysis.input_pipeline:has_data", op_stats=True),
+         "tputui.screens.input_pipeline:InputPipelineScreen", op_stats=True),
     Tool("trace_viewer", "Trace viewer", "tputui.analysis.trace_export:analyze",
          "tputui.screens.trace_viewer:TraceViewerScreen",
          declared_options=(('args', False),)),
@@ -123,7 +128,7 @@ TOOLS: list[Tool] = [
     Tool("kernel_stats", "GPU kernel stats", "tputui.analysis.kernel_stats:analyze",
          "tputui.screens.kernel_stats:KernelStatsScreen", has_data="tputui.analysis.kernel_stats:has_data", op_stats=True),
     Tool("pod_viewer", "Pod viewer", "tputui.analysis.pod_viewer:analyze",
-         "tputui.screens.pod_viewer:PodViewerScreen", has_data="tputui.analysis.pod_viewer:has_data", op_stats=True),
+         "tputui.screens.pod_viewer:PodViewerScreen", op_stats=True),
     Tool("megascale_stats", "Megascale stats", "tputui.analysis.megascale:analyze",
          "tputui.screens.megascale:MegascaleScreen", has_data="tputui.analysis.megascale:has_data",
          declared_options=(('dcn_gbps', None),)),
@@ -150,8 +155,32 @@ def get_tool(name: str) -> Tool:
 
 
 def tools_with_data(run: RunData) -> list[str]:
-    """Names of the tools with data in `run` (may decode: call it off the UI thread)."""
+    """Names of the tools with data in `run` (may run the op-stats map: call it off the UI thread)."""
     return [t.name for t in TOOLS if t.available(run)]
+
+
+def tools_known(run, imports: bool = False) -> dict[str, bool | None]:
+    """Which tools have data as far as is known now, without reading a host file: every tool's
+    has_data answers from the file list or the hosts' op stats, so once the op stats are in this
+    process (the overview computed them) all answer at once; before that, the tools needing them
+    are None (still to check). Cheap enough for the UI thread."""
+    # Imported here, not at the top: `tputui export` imports this module on every start and
+    # most exports never ask (~0.1 s of numpy / polars imports saved).
+    from tputui.analysis.host_map import known_op_stats
+
+    hosts = run.hosts
+    mapped = bool(hosts) and len(known_op_stats(run, hosts, from_disk=False)) == len(hosts)
+    # A check whose module is not imported yet is left to the caller's worker too (importing a
+    # tool's analysis can take a tenth of a second), unless `imports`.
+    return {t.name: t.available(run) if t.has_data is None or (mapped and (imports or t.check_imported())) else None
+            for t in TOOLS}
+
+
+def warm_up_checks() -> None:
+    """Import every tool's data check (from a background thread), so tools_known answers all."""
+    for t in TOOLS:
+        if t.has_data:
+            _load(t.has_data)
 
 
 def tool_names() -> list[str]:

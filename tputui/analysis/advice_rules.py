@@ -119,9 +119,29 @@ def suggestions_of(stats: OpStats, pipeline: InputPipelineResult | None = None,
     return ([found] if found else []) + suggestion_rules.apply_rules(signals)
 
 
+# XProf's rule class names as a reader would name the finding (the JSON keeps XProf's ruleName).
+RULE_TITLES = {
+    "BarrierCoresRule": "Cores waiting at barriers",
+    "CollectiveBoundRule": "Collective-bound",
+    "ComputeBoundRule": "Compute-bound",
+    "DataShuffleBoundRule": "Data-shuffle-bound",
+    "DataTransferBoundRule": "Host-to-device transfer bound",
+    "DebugPrintRule": "Debug prints",
+    "HostProcessingBoundRule": "Host input processing bound",
+    "InputBoundRule": "Input-bound",
+    "MemoryBoundRule": "Memory-bound",
+    "TensorCoreIdleBoundRule": "TensorCore idle",
+}
+
+
+def rule_title(rule: str) -> str:
+    return RULE_TITLES.get(rule, rule)
+
+
 def advice_rows(found: list[dict[str, str]], checks: list[perf_guide.Check]) -> list[dict[str, Any]]:
     """Every piece of advice as one row: XProf's first, then the guide's by severity."""
-    rows = [{"source": "XProf", "severity": "high", "title": s["ruleName"], "detail": plain_text(s["suggestionText"]),
+    rows = [{"source": "XProf", "severity": "high", "title": rule_title(s["ruleName"]),
+             "detail": plain_text(s["suggestionText"]),
              "ops": [], "change": ""} for s in found]
     rows += [{"source": "guide", "severity": c.severity, "title": c.title, "detail": c.detail, "ops": c.ops,
               "change": c.change} for c in checks]

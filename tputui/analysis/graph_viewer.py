@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from tputui.analysis import host_map
 from tputui.analysis.hlo_graph import Neighbourhood, dot_text, neighbourhood
 from tputui.analysis.hlo_modules import HloModuleEntry, find_module, hlo_modules
 from tputui.analysis.hlo_text import HloModel, computation_spans, instruction_text, module_text, shape_str
@@ -154,7 +155,7 @@ def _pick_module(modules: list[HloModuleEntry], module: str | None, node: str | 
 
 
 def has_data(run: RunData) -> bool:
-    return bool(hlo_modules(run))
+    return host_map.has_hlo_modules(run)
 
 
 def analyze(run: RunData, host: str | None = None, module: str | None = None, node: str | None = None,

@@ -91,27 +91,48 @@ def _merged_in_pieces(hf: HostFile) -> HostOpStats:
 def host_op_stats(run: RunData, host: str | None = None, progress: Progress | None = None) -> list[HostOpStats]:
     """The op stats of one host, or of every host of the run (in host order)."""
     hosts = [host] if host else run.require_hosts()
-    report = progress or current_progress()
+    found = known_op_stats(run, hosts)
+    todo = [h for h in hosts if h not in found]
+    if todo:
+        # One map at a time per run: a second asker (the tool picker while the overview loads)
+        # waits for the first one's results instead of decoding the same hosts again.
+        with run.memo.get_or_make(_MAP_LOCK, None, threading.Lock):
+            found.update(known_op_stats(run, todo))
+            todo = [h for h in todo if h not in found]
+            if todo:
+                report = progress or current_progress()
+                for h, stats in _unreadable_noted(run, _compute(run, todo, report)):
+                    found[h] = run.memo.put(HOST_OP_STATS, h, stats)
+                    if run.use_cache:
+                        derived_cache.store(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION, stats)
+                        decode_notes.replay(run.host_file(h))  # a worker's warnings went nowhere
+    return [found[h] for h in hosts]
+
+
+_MAP_LOCK: MemoKind[threading.Lock] = MemoKind("op stats map lock")
+
+
+def known_op_stats(run: RunData, hosts: list[str], from_disk: bool = True) -> dict[str, HostOpStats]:
+    """The op stats of `hosts` already computed: in this process, or (from_disk) in the cache.
+    Never decodes a host."""
     found: dict[str, HostOpStats] = {}
-    todo: list[str] = []
     for h in hosts:
         hit = run.memo.get(HOST_OP_STATS, h)
         if hit is not None:
             found[h] = hit
             continue
-        cached = derived_cache.load(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION) if run.use_cache else None
+        if not (from_disk and run.use_cache):
+            continue
+        cached = derived_cache.load(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION)
         if isinstance(cached, HostOpStats):
             found[h] = run.memo.put(HOST_OP_STATS, h, cached)
             decode_notes.replay(run.host_file(h))  # no decode here: say what the decode warned about
-        else:
-            todo.append(h)
-    if todo:
-        for h, stats in _unreadable_noted(run, _compute(run, todo, report)):
-            found[h] = run.memo.put(HOST_OP_STATS, h, stats)
-            if run.use_cache:
-                derived_cache.store(run.host_file(h), KIND, op_stats_format.FORMAT_VERSION, stats)
-                decode_notes.replay(run.host_file(h))  # a worker's warnings went nowhere
-    return [found[h] for h in hosts]
+    return found
+
+
+def host_facts(run: RunData, host: str | None = None) -> list[frozenset[str]]:
+    """Each host's tool facts (tool_facts.py), from its op stats."""
+    return [h.tool_facts for h in host_op_stats(run, host)]
 
 
 def known_grouping(run: RunData, host: str | None = None) -> HostGrouping | None:
@@ -470,3 +491,8 @@ def has_device_ops(run: RunData) -> bool:
 def has_gpu_kernels(run: RunData) -> bool:
     """Whether any host has GPU planes (kernel stats), from the op stats."""
     return any(h.kernels is not None for h in host_op_stats(run))
+
+
+def has_hlo_modules(run: RunData) -> bool:
+    """Whether any host has an XLA program with its HLO (memory viewer, graph viewer), from the op stats."""
+    return bool(run.hosts) and any(h.hlo_module_names for h in host_op_stats(run))

@@ -365,6 +365,13 @@ def _output_statement(output_p: float) -> str:
     return ""
 
 
+def without_section_refs(text: str) -> str:
+    """XProf's next-step sentence for a page without the input pipeline's sections (the overview):
+    its pointer to "Section 3 below" has nothing below to point at."""
+    return (text.replace(" (please ignore Section 3 below)", "")
+            .replace("Look at Section 3 for", "Look at the input pipeline analyzer's Section 3 (I) for"))
+
+
 def summary_next_step(classification: str, tf_data_used: bool) -> str:
     if classification in ("host", "both"):
         if not tf_data_used:

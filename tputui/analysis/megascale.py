@@ -32,9 +32,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis import host_map
 from tputui.analysis.hlo_ops import perf_env
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
 from tputui.analysis.result import NoDataError
+from tputui.analysis.tool_facts import MEGASCALE, has_megascale_events
 from tputui.data import pbwire, schema
 from tputui.data.run_data import RunData
 from tputui.data.stat_values import to_int
@@ -389,14 +391,6 @@ def summarize(occ: list[dict]) -> pl.DataFrame:
     return df.sort(["aggregated_total_stall_ms", "name"], descending=[True, False])
 
 
-def has_megascale_events(frame: XSpaceFrame) -> bool:
-    p = frame.plane_index(schema.HOST_PLANE)
-    if p is None:
-        return False
-    names = [n for n, pl_ in zip(frame.raw.em_name, frame.raw.em_plane) if pl_ == p]
-    return any(n.startswith("MegaScale:") for n in names)
-
-
 PLANES = [schema.TPU_PLANE_PREFIX, schema.METADATA_PLANE, schema.HOST_PLANE]
 
 
@@ -433,4 +427,4 @@ def analyze(run: RunData, host: str | None = None, dcn_gbps: float | None = None
 
 def has_data(run: RunData) -> bool:
     """Listed only where XProf finds DCN collectives: every host has `MegaScale:` events."""
-    return bool(run.hosts) and all(has_megascale_events(run.frame(h, planes=PLANES)) for h in run.hosts)
+    return bool(run.hosts) and all(MEGASCALE in facts for facts in host_map.host_facts(run))

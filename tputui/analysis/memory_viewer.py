@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from tputui.analysis import host_map
 from tputui.analysis.hlo_modules import HloModuleEntry, find_module, hlo_modules  # noqa: F401 (re-exported)
 from tputui.analysis.hlo_shape import shape_text, subshape, unpadded_bytes
 from tputui.analysis.result import NoDataError
@@ -46,7 +47,7 @@ def to_mib(n_bytes: int | float) -> float:
 
 
 def has_data(run: RunData) -> bool:
-    return bool(hlo_modules(run))
+    return host_map.has_hlo_modules(run)
 
 
 # --- the replay ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from tputui.analysis import group_extract, hlo_modules, hlo_ops, steps, tpu_steps
+from tputui.analysis import group_extract, hlo_modules, hlo_ops, steps, tool_facts, tpu_steps
 from tputui.analysis import op_metrics as om
 from tputui.analysis.barrier_cores import (
     DEBUG_PRINT,
@@ -81,6 +81,9 @@ class HostOpStats:
     barrier_cores: HostFractions | None = None  # the smart-suggestion rule's per-core step shares
     hlo_module_names: tuple[str, ...] = ()  # the host's XLA programs (`<module>(<program id>)`)
     grouping: HostGrouping = field(default_factory=HostGrouping.empty)  # XProf's step groups (trace viewer too)
+    # Which frame-only tools have data here (tool_facts: memory events, MegaScale, counters, ...),
+    # so the tool picker answers from the op stats without decoding the host again.
+    tool_facts: frozenset[str] = frozenset()
 
 
 # --- the map ---------------------------------------------------------------------------------
@@ -104,7 +107,7 @@ def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
         all_reduce={}, device_ops=None, kernels=frame_kernels(frame) if gpu else None,
         send_recv=pl.DataFrame(schema=SEND_RECV_SCHEMA), barrier_cores=special_op_fractions(frame, host),
         hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, host)),
-        grouping=host_grouping(frame),
+        grouping=host_grouping(frame), tool_facts=tool_facts.frame_facts(frame),
     )
 
 
@@ -141,6 +144,7 @@ class HostPart:
     hlo_module_names: tuple[str, ...]
     program_names: list[tuple[int, list[tuple[int, str, bool]]]]  # (plane index, entries) of /host:metadata
     protos: dict[int, bytes]  # program id -> HloProto, for fusions whose metadata has no children
+    tool_facts: frozenset[str] = frozenset()  # of the planes this part was read from
 
     @property
     def launches(self) -> dict[LaunchKey, int]:
@@ -173,6 +177,7 @@ class DevicePart:
     idle_ps: int
     first_plane_stats: dict | None  # device type and peaks: XProf takes them from the first core
     loop_ops: bool  # a TF loop op name among its metadata (the host's grouping would have stopped)
+    tool_facts: frozenset[str] = frozenset()
 
 
 def host_part(frame: XSpaceFrame, index: list[int] | None = None) -> HostPart:
@@ -189,6 +194,7 @@ def host_part(frame: XSpaceFrame, index: list[int] | None = None) -> HostPart:
         hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, "")),
         program_names=[(index[meta], hlo_ops.plane_program_names(frame, meta))] if meta is not None else [],
         protos=hlo_ops.hlo_protos([frame]),
+        tool_facts=tool_facts.frame_facts(frame),
     )
 
 
@@ -212,7 +218,7 @@ def device_part(frame: XSpaceFrame, launches: dict, index: list[int] | None = No
     busy, idle = om.duty_cycle(frame, planes)
     return DevicePart(cores=cores, busy_ps=busy, idle_ps=idle,
                       first_plane_stats=frame.plane_stat_map(planes[0]) if planes else None,
-                      loop_ops=has_loop_ops(frame))
+                      loop_ops=has_loop_ops(frame), tool_facts=tool_facts.frame_facts(frame))
 
 
 def has_loop_ops(frame: XSpaceFrame) -> bool:
@@ -279,6 +285,7 @@ def assemble_tpu_host(host: str, hp: HostPart, parts: list[DevicePart]) -> HostO
         send_recv=pl.DataFrame(send_recv, schema=SEND_RECV_SCHEMA, orient="row"),
         barrier_cores=fractions_of(host, [c.special for c in cores], [c.debug_print for c in cores]),
         hlo_module_names=hp.hlo_module_names, grouping=hp.grouping,
+        tool_facts=hp.tool_facts.union(*(d.tool_facts for d in parts)),
     )
 
 

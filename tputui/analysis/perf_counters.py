@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis import host_map, tool_facts
 from tputui.analysis.op_metrics import event_stat
 from tputui.analysis.result import NoDataError
 from tputui.data import schema
@@ -95,7 +96,7 @@ class PerfCountersResult:
 
 
 def has_data(run: RunData) -> bool:
-    return any(event_stat(run.frame(h), "counter_value")[0].any() for h in run.hosts)
+    return any(tool_facts.COUNTERS in facts for facts in host_map.host_facts(run)) if run.hosts else False
 
 
 def analyze(run: RunData, host: str | None = None, **_options) -> PerfCountersResult:

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import tf_data
+from tputui.analysis import host_map, tf_data, tool_facts
 from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
 
@@ -107,11 +107,7 @@ def _parent(name: str, names: list[str]) -> str:
 
 
 def has_data(run: RunData) -> bool:
-    for h in run.hosts:
-        fr = run.frame(h)  # the full frame the other tools decode too (cached)
-        if any(n.startswith("Iterator::") for n in fr.raw.em_name):
-            return True
-    return False
+    return any(tool_facts.TF_DATA in facts for facts in host_map.host_facts(run)) if run.hosts else False
 
 
 def analyze(run: RunData, host: str | None = None, **_options) -> TfDataBottleneckResult:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis import host_map, tool_facts
 from tputui.analysis import tpu_counter_ids as ids
 from tputui.analysis.result import NoDataError
 from tputui.data import schema
@@ -382,13 +383,7 @@ class UtilizationResult:
 
 def has_data(run: RunData) -> bool:
     """Listed only when a host has a TPU v6e / v7x chip and counter values (cheap: no event is read)."""
-    for h in run.hosts:
-        frame = run.frame(h)
-        if (any(_chip_of(frame, p) for p in range(len(frame.raw.plane_name)))
-                and (frame.stat_values("event", "counter_value").height
-                     or frame.stat_values("metadata", "counter_value").height)):
-            return True
-    return False
+    return any(tool_facts.has_chip_counters(facts) for facts in host_map.host_facts(run)) if run.hosts else False
 
 
 def analyze(run: RunData, host: str | None = None, **_options) -> UtilizationResult:

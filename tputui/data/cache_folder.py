@@ -11,7 +11,7 @@ import stat
 import time
 import zlib
 
-from tputui.data.storage import cache_root
+from tputui.data.cache_dir import cache_root
 
 DEFAULT_MAX_BYTES = 2 << 30  # TPUTUI_CACHE_MAX_GB overrides; oldest-used entries go first
 STALE_TMP_SECONDS = 6 * 3600  # a .tmp- folder this old is left over by a killed process

@@ -15,6 +15,7 @@ import mmap
 import os
 import stat as stat_mod
 
+from tputui.data.cache_dir import cache_root
 from tputui.data.runs import RIEGELI_SUFFIX, XPLANE_SUFFIX, HostFile, LogdirError
 
 # A serialized protobuf message cannot exceed 2 GiB, so no XSpace written as .xplane.pb can.
@@ -24,12 +25,6 @@ Listing = list[tuple[str, int, float]]  # (path or URL, size, mtime or GCS gener
 Buffer = bytes | mmap.mmap
 _GZIP = b"\x1f\x8b"
 _RIEGELI = b"\x83\xaf\x70\xd1"  # the start of every Riegeli file (its signature block header)
-
-
-def cache_root() -> str:
-    """Our cache folder ($XDG_CACHE_HOME/tputui); never inside a logdir."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tputui")
 
 
 def _gcs():

@@ -159,7 +159,10 @@ def describe_with_gcloud(q: TpuQuery) -> dict:
                 raise LiveError(f"gcloud printed no JSON describing TPU {q.name}") from None
         err = _gcloud_error_line(p.stderr)
         if "NOT_FOUND" not in err and "not found" not in err.lower():
-            raise LiveError(f"gcloud could not describe TPU {q.name}{_where(q)}: {err}")
+            # Without a configured zone / project gcloud says "Error parsing [tpu]": say the fix.
+            hint = (" (pass --zone and --project)" if not (q.zone and q.project)
+                    and any(w in err.lower() for w in ("parsing", "zone", "project")) else "")
+            raise LiveError(f"gcloud could not describe TPU {q.name}{_where(q)}: {err}{hint}")
         first_error = first_error or err
     raise LiveError(f"TPU {q.name} not found{_where(q)}: {first_error}")
 

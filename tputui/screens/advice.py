@@ -37,10 +37,10 @@ class AdviceScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMix
     ]
     RESULT_ACTIONS = frozenset({"show_in_trace", "show_in_graph", "switch_table", "export_csv"})
     DEFAULT_CSS = """
-    AdviceScreen #advice-head { height: 1; padding: 0 1; }
-    AdviceScreen #advice-items { height: auto; max-height: 12; border: round $panel; }
+    AdviceScreen #advice-head { height: auto; padding: 0 1; }
+    AdviceScreen #advice-items { height: auto; max-height: 12; border: round $foreground 55%; }
     AdviceScreen #advice-detail { height: auto; max-height: 14; padding: 0 1; }
-    AdviceScreen #advice-ops { height: 1fr; min-height: 4; border: round $panel; }
+    AdviceScreen #advice-ops { height: 1fr; min-height: 4; border: round $foreground 55%; }
     """
 
     def show(self, result: AdviceResult) -> None:

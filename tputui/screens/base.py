@@ -20,19 +20,21 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tputui.data.progress import Progress
 from tputui.data.run_data import RunData
 from tputui.screens import load_messages as lm
 from tputui.screens.load_messages import Loaded, LoadFailed, LoadProgress, answer
 from tputui.tools import Tool
+from tputui.widgets.footer import KeyFooter
+from tputui.widgets.type_ahead import hand_to_entry
 
 
 class ContextBar(Static):
     """Top line: where we are (run, host, tool) and the keys to change it."""
 
-    DEFAULT_CSS = "ContextBar { dock: top; height: 1; background: $primary-background; padding: 0 1; }"
+    DEFAULT_CSS = "ContextBar { dock: top; height: 1; background: $surface; color: $foreground; text-style: bold; padding: 0 1; }"
 
 
 class ToolScreen(Screen):
@@ -45,7 +47,7 @@ class ToolScreen(Screen):
     ToolScreen #body { height: 1fr; }
     ToolScreen #loading { height: 1; padding: 0 1; text-style: bold; }
     ToolScreen #progress { color: $text-muted; padding: 0 1; }
-    ToolScreen .error { color: $error; padding: 1 2; }
+    ToolScreen .error { color: $text-error; padding: 1 2; }
     ToolScreen .no-data { padding: 1 2 0 2; }
     ToolScreen .no-data-hint { color: $text-muted; padding: 0 2; }
     """
@@ -70,7 +72,7 @@ class ToolScreen(Screen):
             # loading worker for the GIL and slowed loads ~9x on a busy 2-core machine.
             yield Static(f"loading {self.tool.title}…", id="loading")
             yield Static("", id="progress")
-        yield Footer()
+        yield KeyFooter()
 
     def context_text(self) -> str:
         return (f"[b]{self.tool.title}[/b]  │  run [b]{self.run_data.name}[/b]  │  host {self.host_label()}"
@@ -105,6 +107,24 @@ class ToolScreen(Screen):
             return self.analyze(progress)
 
         answer(self, compute)
+
+    def on_key(self, event) -> None:
+        # Keys typed right after `/` or `g` reach the screen before the entry they opened has
+        # the focus: they are that entry's (type_ahead.py).
+        hand_to_entry(self, event)
+
+    def key_for(self, action: str) -> str:
+        """The key bound to `action` here, as the footer writes it: hints name the real key."""
+        for bindings in self._bindings.key_to_bindings.values():
+            for b in bindings:
+                if b.action in (action, f"screen.{action}"):
+                    return self.app.get_key_display(b)
+        raise KeyError(action)
+
+    @property
+    def offers_csv(self) -> bool:
+        """Whether `x` writes a table here (`?` leaves it out where it would only refuse)."""
+        return type(self).action_export_csv is not ToolScreen.action_export_csv
 
     def action_export_csv(self) -> None:
         """`x` (an app key, so every screen answers it): screens with a table override this

@@ -22,6 +22,8 @@ from textual.widgets import Button, Checkbox, Input, Label, LoadingIndicator, Ra
 from tputui.live.capture import CaptureResult, EmptyCaptureError, capture, no_trace_message
 from tputui.live.client import CancelledError, LiveError, TracerOptions
 from tputui.live.tpu_resolve import addresses_from
+from tputui.quick_exit import must_finish
+from tputui.widgets.marked import MarkedCheckbox, MarkedRadioButton
 
 HOST_LEVELS = [("1 — critical only", 1), ("2 — info (default)", 2), ("3 — verbose", 3)]
 ON_OFF = [("off", 0), ("on", 1)]
@@ -61,8 +63,8 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         with Vertical():
             yield Static("[b]Capture profile[/b]  [dim]Enter / Ctrl+S capture · Esc cancel[/dim]")
             with RadioSet(id="target-kind"):
-                yield RadioButton("Profiler address(es)", value=True, id="kind-address")
-                yield RadioButton("TPU name", id="kind-tpu")
+                yield MarkedRadioButton("Profiler address(es)", value=True, id="kind-address")
+                yield MarkedRadioButton("TPU name", id="kind-tpu")
             with Grid():
                 yield Label("host:port[,host:port…]", id="target-label")
                 yield Input(self.default_address, placeholder="localhost:9999", id="target")
@@ -79,7 +81,7 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
                 yield Label("Python trace level")
                 yield Select(ON_OFF, value=0, allow_blank=False, id="python-level")
                 yield Label("")
-                yield Checkbox("include tf.data ops", value=True, id="dataset-ops")
+                yield MarkedCheckbox("include tf.data ops", value=True, id="dataset-ops")
             yield LoadingIndicator()
             yield Static("", id="capture-progress")
             yield Static("", id="capture-error", markup=False)
@@ -185,8 +187,9 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         try:
             say("Resolving the TPU…" if form["tpu"] else "Connecting…")
             addresses = addresses_from(form["address"], form["tpu"], say=say)  # says which port answered
-            result = capture(addresses, form["logdir"], duration_ms=form["duration_ms"],
-                             attempts=form["attempts"], tracer=form["tracer"], progress=say, stop=self._stop)
+            with must_finish():  # quitting waits for the window to be ended on the server
+                result = capture(addresses, form["logdir"], duration_ms=form["duration_ms"],
+                                 attempts=form["attempts"], tracer=form["tracer"], progress=say, stop=self._stop)
         except CancelledError:
             self.post_message(self.Finished(cancelled=True))
             return

@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from tputui import format as fmt
 from tputui.analysis.diff import RunDiff
@@ -30,6 +30,7 @@ from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.screens.base import ContextBar
 from tputui.screens.stacked import BackTable, StackedScreen
+from tputui.widgets.footer import KeyFooter
 from tputui.widgets.table import FrameTable
 
 OP_COLUMNS = ["table", "side", "kind", "name", "only_in", "a_time_us", "b_time_us", "delta_us", "delta_pct",
@@ -73,7 +74,7 @@ class DiffScreen(StackedScreen):
     DiffScreen #diff-top { height: auto; max-height: 50%; overflow-y: auto; }
     DiffScreen #diff-steps, DiffScreen #diff-kpis { width: 1fr; height: auto; padding: 0 1; }
     DiffScreen #diff-notes { height: auto; padding: 0 1; color: $text-muted; }
-    DiffScreen FrameTable { height: 1fr; min-height: 5; border: round $panel; }
+    DiffScreen FrameTable { height: 1fr; min-height: 5; border: round $foreground 55%; }
     """
     tool = SimpleNamespace(title="Diff", name="diff")  # the title `?` shows
 
@@ -89,7 +90,7 @@ class DiffScreen(StackedScreen):
                          "  [dim](v / V trace B / A · Esc back · ? help)[/dim]", id="context")
         with Vertical(id="body"):
             yield Static("comparing…", id="diff-progress", markup=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._started = time.monotonic()

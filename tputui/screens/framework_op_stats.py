@@ -48,7 +48,7 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
     FrameworkOpStatsScreen #charts { height: auto; max-height: 10; }
     FrameworkOpStatsScreen #charts > HBarChart { width: 1fr; padding: 0 1; }
     FrameworkOpStatsScreen #note { color: $text-muted; padding: 0 1; }
-    FrameworkOpStatsScreen FrameTable { height: 1fr; border: round $panel; }
+    FrameworkOpStatsScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     """
     include_idle = True
 
@@ -60,9 +60,12 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
                                  HBarChart(title=f"{side}: self time by op type", unit="%", id=f"{side.lower()}-types"))
         pct = {c: fmt.fraction_percent for c in result.with_idle.columns if c.endswith("_percent")}
         times = {c: fmt.human_us for c in TIME_COLUMNS}
+        # On a device profile the device's share is the one that matters: it comes first.
+        shares = ("host_total_self_time_percent", "device_total_self_time_percent")
+        if "Device" in self.sides:
+            shares = shares[::-1]
         self.table = FrameTable(formats=UNITS.formats({**times, **pct}), id="ops", key="operation", hidden=("rank",),
-                                lead=("total_self_time", "host_total_self_time_percent",
-                                      "device_total_self_time_percent", "occurrences", "avg_self_time",
+                                lead=("total_self_time", *shares, "occurrences", "avg_self_time",
                                       "total_time", "avg_time"))
         if self.sides:
             self.body.mount(Horizontal(*(c for pair in self.charts.values() for c in pair), id="charts"))

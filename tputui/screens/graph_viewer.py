@@ -23,6 +23,7 @@ from tputui.analysis.result import NoDataError
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
+from tputui.widgets.key_tree import KeyTree
 from tputui.widgets.table import FrameTable
 
 _TOKEN = re.compile(r"(?P<root>^\s*ROOT )|(?P<entry>^ENTRY )|(?P<name>%[\w.\-]+)|(?P<shape>\b(?:pred|[suf]\d+|bf16|"
@@ -81,10 +82,10 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
     RESULT_ACTIONS = frozenset({"pick_module", "toggle_view", "search", "next_match", "depth", "body", "back",
                                 "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
-    GraphViewerScreen #gv-head { height: 1; padding: 0 1; }
-    GraphViewerScreen Tree { height: 1fr; border: round $panel; }
+    GraphViewerScreen #gv-head { height: auto; padding: 0 1; }
+    GraphViewerScreen Tree { height: 1fr; border: round $foreground 55%; }
     GraphViewerScreen #gv-center { height: auto; max-height: 4; padding: 0 1; }
-    GraphViewerScreen FrameTable { height: 1fr; border: round $panel; }
+    GraphViewerScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     GraphViewerScreen #gv-line { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     GraphViewerScreen #gv-search { dock: bottom; display: none; }
     GraphViewerScreen #gv-search.visible { display: block; }
@@ -100,7 +101,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
     # --- drawing ---------------------------------------------------------------------
     def show(self, result: GraphViewerResult) -> None:
         self.body.mount(Static("", id="gv-head"))
-        self.hlo_tree: Tree = Tree(result.module, id="gv-text")
+        self.hlo_tree: Tree = KeyTree(result.module, id="gv-text")
         self.hlo_tree.show_root = False
         self.hlo_tree.guide_depth = 2
         self._comp_nodes = {}
@@ -281,7 +282,8 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             box.first().remove_class("visible")
             (self.hlo_tree if self.hlo_tree.display else self.table).focus()
             return
-        if self.graph is None:
+        if self.graph is None:  # the text view: back to the screen before this one
+            self.app.action_back()
             return
         if self.history:
             self._open_graph(self.history.pop(), keep_history=True)

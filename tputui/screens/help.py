@@ -78,6 +78,8 @@ def help_lines(app: App, screen) -> tuple[list[tuple[str, str]], list[tuple[str,
         b = active.binding
         if not b.description or b.action in HELP_SKIP:
             continue
+        if b.action == "screen.export_csv" and not getattr(screen, "offers_csv", True):
+            continue  # this screen has no table: `x` would only say so
         app_wide = active.node is app
         entry = groups.setdefault((app_wide, b.action), [[], ""])
         display = b.key_display or app.get_key_display(b)

@@ -36,7 +36,7 @@ class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportM
     RESULT_ACTIONS = frozenset({"show_in_trace", "export_csv", "show_in_graph"})
     DEFAULT_CSS = """
     HloStatsScreen #top { height: auto; max-height: 10; padding: 0 1; }
-    HloStatsScreen FrameTable { height: 1fr; border: round $panel; }
+    HloStatsScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     HloStatsScreen #expr { height: auto; max-height: 4; padding: 0 1; color: $text-muted; }
     """
 

@@ -8,6 +8,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import SelectionList, Static
 
+from tputui.widgets.marked import MarkedSelectionList
+
 
 class HostStackPicker(ModalScreen[list[str] | None]):
     """Pick hosts to stack; dismissed with the picked hosts in the run's order (None: cancelled)."""
@@ -29,7 +31,7 @@ class HostStackPicker(ModalScreen[list[str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("[b]Hosts to stack[/b]  [dim]space toggles · Enter shows · Esc cancels[/dim]")
-            yield SelectionList[str](*[(h, h, h in self.chosen) for h in self.hosts], id="stack-hosts")
+            yield MarkedSelectionList[str](*[(h, h, h in self.chosen) for h in self.hosts], id="stack-hosts")
 
     def on_mount(self) -> None:
         self.query_one(SelectionList).focus()

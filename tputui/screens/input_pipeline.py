@@ -1,6 +1,7 @@
 """Input pipeline analyzer: am I input-bound, and where does the input time go?
 
-Sections numbered as XProf numbers them (its verdicts say "Section 3"), in reading order: (1) the
+Sections numbered as XProf numbers them (its verdicts say "Section 3"), their parts lettered so no
+number repeats (2a, 2b, ...), in reading order: (1) the
 verdict; (2) device side: the per-step graph, step-time and input-% statistics (and on TPUs with
 several cores, the range of input wait across cores per step, drawn as XProf draws it: the
 average with a min-max interval); (3) host side: input time by kind and the input-op table; then the tf.data
@@ -160,16 +161,16 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
     ]
     DEFAULT_CSS = """
     InputPipelineScreen #ip-scroll { height: 1fr; }
-    InputPipelineScreen #ip-verdict { height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-verdict { height: auto; border: round $foreground 55%; padding: 0 1; }
     InputPipelineScreen #ip-sides { height: auto; }
     InputPipelineScreen #ip-sides.narrow { layout: vertical; }
-    InputPipelineScreen #ip-device { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
-    InputPipelineScreen #ip-host { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
-    InputPipelineScreen #ip-core-range { height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-device { width: 1fr; height: auto; border: round $foreground 55%; padding: 0 1; }
+    InputPipelineScreen #ip-host { width: 1fr; height: auto; border: round $foreground 55%; padding: 0 1; }
+    InputPipelineScreen #ip-core-range { height: auto; border: round $foreground 55%; padding: 0 1; }
     InputPipelineScreen .ip-diagnostic { height: auto; padding: 0 1; color: $text-muted; }
-    InputPipelineScreen #ip-ops { height: 12; border: round $panel; }
-    InputPipelineScreen #ip-no-ops { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
-    InputPipelineScreen #ip-tfdata { height: auto; border: round $panel; padding: 0 1; }
+    InputPipelineScreen #ip-ops { height: 12; border: round $foreground 55%; }
+    InputPipelineScreen #ip-no-ops { height: auto; border: round $foreground 55%; padding: 0 1; color: $text-muted; }
+    InputPipelineScreen #ip-tfdata { height: auto; border: round $foreground 55%; padding: 0 1; }
     InputPipelineScreen #ip-recs { height: auto; padding: 0 1; color: $text-muted; }
     """
 
@@ -181,32 +182,32 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
         scroll.mount(verdict)
         if result.has_steps:
             categories = TPU_BREAKDOWN if result.hardware_type == "TPU" else BREAKDOWN
-            scroll.mount(StepChart(result.step_table, title="2 · Step time and input (ms)", categories=categories,
+            scroll.mount(StepChart(result.step_table, title="2a · Step time and input (ms)", categories=categories,
                                    autofocus=True, id="ip-steps"))
         if has_core_range(result):
             core_range = Static(_core_range(result, (self.size.width or 120) - 4), id="ip-core-range")
-            core_range.border_title = "2 · Input wait across cores per step (% of step time: │ min to max, ● avg)"
+            core_range.border_title = "2b · Input wait across cores per step (% of step time: │ min to max, ● avg)"
             scroll.mount(core_range)
         sides = Horizontal(id="ip-sides", classes="narrow" if self.size.width < NARROW_WIDTH else "")
         scroll.mount(sides)
         device = Static(_device_stats(result) if result.has_steps else
                         Text("No step time measured: no device-side analysis.", style="dim"), id="ip-device")
-        device.border_title = "2 · Device side"
+        device.border_title = "2c · Device side: step-time and input statistics"
         hb = result.host_breakdown
         host = HBarChart([(label, hb[key]) for key, label in HOST_LABELS], unit=" ms", bar_width=8,
                          label_width=max(len(label) for _, label in HOST_LABELS), id="ip-host")
-        host.border_title = "3 · Host side: input time by kind"
+        host.border_title = "3a · Host side: input time by kind"
         sides.mount(device, host)
         for d in result.diagnostics:
             scroll.mount(Static(Text(f"{d['severity']}: {d['message']}"), classes="ip-diagnostic"))
         if len(result.input_ops):
             ops = FrameTable(result.input_ops, id="ip-ops", sort=("self_ms", True), formats={
                 "total_percent": lambda v: fmt.percent(v, 2), "self_percent": lambda v: fmt.percent(v, 2)})
-            ops.border_title = f"3 · Input ops on the host: {len(result.input_ops)} · s sort · / filter · x CSV"
+            ops.border_title = f"3b · Input ops on the host: {len(result.input_ops)} · s sort · / filter · x CSV"
             ops.styles.height = min(INPUT_OPS_MAX_HEIGHT, len(result.input_ops) + 3)  # refitted once laid out
         else:
             ops = Static("No input ops on the host: no tf.data or infeed activity in this profile.", id="ip-no-ops")
-            ops.border_title = "3 · Input ops on the host"
+            ops.border_title = "3b · Input ops on the host"
         scroll.mount(ops)
         tfd = Static(_tf_data(result), id="ip-tfdata")
         tfd.border_title = "tf.data bottleneck analysis"

@@ -26,7 +26,7 @@ class KernelStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
     DEFAULT_CSS = """
     KernelStatsScreen #top { height: auto; max-height: 12; padding: 0 1; }
     KernelStatsScreen .note { color: $text-muted; padding: 0 1; }
-    KernelStatsScreen FrameTable { height: 1fr; border: round $panel; }
+    KernelStatsScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     """
 
     def show(self, result: KernelStats) -> None:

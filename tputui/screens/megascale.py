@@ -56,7 +56,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
     MegascaleScreen #empty { height: auto; padding: 1 1; color: $text-muted; }
-    MegascaleScreen FrameTable { height: 1fr; border: round $panel; }
+    MegascaleScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     MegascaleScreen #gbps { height: 3; display: none; }
     MegascaleScreen #gbps.open { display: block; }
     MegascaleScreen #detail { height: auto; padding: 0 1; }
@@ -84,7 +84,11 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         self.body.mount(Static("", id="summary"))
         self.body.mount(Input(placeholder="DCN bandwidth per host in Gbps (empty: off), enter to apply",
                               id="gbps", type="number"))
-        self.table = FrameTable(result.rows, id="rows", hidden=HIDDEN, formats={
+        # The name stays put when scrolling sideways; the column the rows are sorted by (XProf's
+        # order: total stall) and its companions come right after it, visible at 80 columns.
+        self.table = FrameTable(result.rows, id="rows", hidden=HIDDEN, key="name",
+                                lead=("aggregated_total_stall_ms", "occurrences", "stall_duration_ms",
+                                      "required_bandwidth_gbps"), formats={
             c: fmt.number for c in result.rows.columns if c.endswith("_ms")} | {
             "required_bandwidth_gbps": lambda v: f"{v:.2f}",
             "data_transmitted_bytes": fmt.count})

@@ -1,7 +1,7 @@
 """Memory profile: an allocator's summary, its memory over time and what was live at the peak.
 
 Keys: `m` memory id (allocator) picker; on the timeline ←/→ move the cursor one snapshot,
-PgUp/PgDn a tenth of the timeline, Home/End, `p` jumps to the peak, `f` shows or hides free
+PgUp/PgDn a tenth of the timeline, Home/End, `p` jumps to the peak, `u` shows or hides free
 memory, `v` opens the trace viewer at the cursor's moment (the allocation selected); Tab moves
 to the breakdown table (`s` sort, `/` filter, `x` CSV).
 """
@@ -19,7 +19,7 @@ from tputui.analysis.memory_profile import (
     memory_event_row,
 )
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
 from tputui.widgets.charts import AreaChart
 from tputui.widgets.summary_grid import summary_grid
@@ -87,15 +87,15 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
         Binding("v", "show_in_trace", "Show in trace", id="memory_profile.trace",
                 tooltip="open the trace viewer around the timeline cursor's moment"),
         Binding("x", "export_csv", "CSV", id="memory_profile.csv",
-                tooltip="write the breakdown table as shown to a CSV file in the working directory"),
+                tooltip=CSV_TIP),
     ]
     RESULT_ACTIONS = frozenset({"pick_memory", "toggle_free", "show_in_trace", "export_csv"})
     DEFAULT_CSS = """
-    MemoryProfileScreen #mp-head { height: 1; padding: 0 1; }
+    MemoryProfileScreen #mp-head { height: auto; padding: 0 1; }
     MemoryProfileScreen #mp-summary { height: auto; padding: 0 1; }
-    MemoryProfileScreen AreaChart { height: 1fr; min-height: 8; max-height: 18; border: round $panel; }
+    MemoryProfileScreen AreaChart { height: 1fr; min-height: 8; max-height: 18; border: round $foreground 55%; }
     MemoryProfileScreen #mp-event { height: auto; max-height: 3; padding: 0 1; }
-    MemoryProfileScreen FrameTable { height: 1fr; min-height: 6; border: round $panel; }
+    MemoryProfileScreen FrameTable { height: 1fr; min-height: 6; border: round $foreground 55%; }
     """
 
     show_free: bool = False
@@ -135,8 +135,8 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
         peak = a.peak_index
         self.chart.set_data(times, series, line=("fragmentation", tl["fragmentation"].to_numpy(), LINE_COLOR), peak=peak)
         self.chart.border_title = "Memory timeline"
-        self.chart.border_subtitle = self.chart.legend().plain + ("" if self.show_free else " (f: show free)") + \
-            " · v trace"
+        free_hint = "" if self.show_free else f" ({self.key_for('toggle_free')}: show free)"
+        self.chart.border_subtitle = f"{self.chart.legend().plain}{free_hint} · {self.key_for('show_in_trace')} trace"
         self.table.set_frame(a.breakdown)
         self.table.border_title = (f"Memory breakdown at the peak (step {a.peak_step}): "
                                    f"{a.breakdown.height} rows · s sort · / filter · x CSV")

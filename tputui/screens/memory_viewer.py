@@ -24,7 +24,7 @@ from tputui.analysis.memory_viewer import MemoryViewerResult, PeakBuffer, memory
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
-from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
+from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
 from tputui.widgets.charts import HORIZONTAL_EIGHTHS, AreaChart
 from tputui.widgets.summary_grid import summary_grid
@@ -125,17 +125,17 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         Binding("v", "show_in_trace", "Show in trace", id="memory_viewer.trace",
                 tooltip="open the trace viewer on the instruction at the cursor (curve) or defining the buffer (list)"),
         Binding("x", "export_csv", "CSV", id="memory_viewer.csv",
-                tooltip="write the buffer list as shown to a CSV file in the working directory"),
+                tooltip=CSV_TIP),
         graph_binding("memory_viewer"),
     ]
     RESULT_ACTIONS = frozenset({"pick_module", "pick_space", "toggle_order", "show_in_trace", "export_csv",
                                 "show_in_graph"})
     DEFAULT_CSS = """
-    MemoryViewerScreen #mv-head { height: 1; padding: 0 1; }
+    MemoryViewerScreen #mv-head { height: auto; padding: 0 1; }
     MemoryViewerScreen #mv-summary { height: auto; padding: 0 1; }
-    MemoryViewerScreen AreaChart { height: 1fr; min-height: 7; max-height: 14; border: round $panel; }
-    MemoryViewerScreen #mv-point { height: 1; padding: 0 1; }
-    MemoryViewerScreen FrameTable { height: 1fr; min-height: 6; border: round $panel; }
+    MemoryViewerScreen AreaChart { height: 1fr; min-height: 7; max-height: 14; border: round $foreground 55%; }
+    MemoryViewerScreen #mv-point { height: auto; padding: 0 1; }
+    MemoryViewerScreen FrameTable { height: 1fr; min-height: 6; border: round $foreground 55%; }
     MemoryViewerScreen #mv-buffer { height: auto; max-height: 3; padding: 0 1; }
     """
 
@@ -174,7 +174,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
                        + (f" ({', '.join(hints)})" if hints else ""))
             self.body.mount(Static(Text(why, style="dim"), id="mv-point"))
         top = r.largest_buffer_mib or 1.0
-        self.table = FrameTable(id="mv-buffers", hidden=("rank", "op_code", "logical_buffer_id", "alloc_point",
+        self.table = FrameTable(id="mv-buffers", key="name", hidden=("rank", "op_code", "logical_buffer_id", "alloc_point",
                                                          "free_point"), formats={
             "size_mib": lambda v: f"{fmt_bar(v / top)} {fmt.number(v, 2)}",
             "unpadded_size_mib": _mib_number, "extra_mib": _mib_number})

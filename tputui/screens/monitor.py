@@ -28,7 +28,7 @@ from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tputui import format as fmt
 from tputui.live.client import LiveError
@@ -36,6 +36,7 @@ from tputui.live.monitor import History, Sample, default_windows_dir, save_windo
 from tputui.live.monitor_state import MonitorState
 from tputui.live.runtime_metrics import RuntimeReading
 from tputui.widgets.charts import PALETTE, bar_text, sparkline
+from tputui.widgets.footer import KeyFooter
 
 MIN_SPARK, MIN_BAR, MAX_BAR = 8, 8, 40
 LABEL_WIDTH = max(len("Utilization (duty cycle)"), 24)
@@ -86,10 +87,10 @@ class MonitorScreen(Screen):
         Binding("q", "app.quit", "Quit", id="monitor.quit"),
     ]
     DEFAULT_CSS = """
-    MonitorScreen #monitor-head { dock: top; height: 1; background: $primary-background; padding: 0 1; }
+    MonitorScreen #monitor-head { dock: top; height: 1; background: $surface; color: $foreground; padding: 0 1; }
     MonitorScreen #chips, MonitorScreen #workers, MonitorScreen #figures {
-        height: auto; border: round $panel; padding: 0 1; }
-    MonitorScreen #top-ops { height: auto; min-height: 5; border: round $panel; padding: 0 1; }
+        height: auto; border: round $foreground 55%; padding: 0 1; }
+    MonitorScreen #top-ops { height: auto; min-height: 5; border: round $foreground 55%; padding: 0 1; }
     MonitorScreen #monitor-body { height: 1fr; scrollbar-size-vertical: 1; overflow-y: scroll; }
     MonitorScreen #status { height: auto; padding: 0 1; }
     MonitorScreen #status.error { color: $error; }
@@ -132,7 +133,7 @@ class MonitorScreen(Screen):
             yield Static("", id="figures")
             yield Static("", id="top-ops")
         yield Static("waiting for the first window…", id="status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         try:

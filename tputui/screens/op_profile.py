@@ -23,6 +23,7 @@ from tputui.analysis.op_profile import SORTS, Node, OpProfile
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin
+from tputui.widgets.key_tree import KeyTree
 
 DEFAULT_CHILDREN = 10
 PADDING_HELP = "make the two most-minor dimensions multiples of the tile, e.g. 8 and 128"
@@ -136,8 +137,8 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
                                 "show_in_graph"})
     DEFAULT_CSS = """
     OpProfileScreen #split { height: 1fr; }
-    OpProfileScreen Tree { width: 3fr; border: round $panel; }
-    OpProfileScreen #card-box { width: 2fr; border: round $panel; padding: 0 1; }
+    OpProfileScreen Tree { width: 3fr; border: round $foreground 55%; }
+    OpProfileScreen #card-box { width: 2fr; border: round $foreground 55%; padding: 0 1; }
     OpProfileScreen.narrow #split { layout: vertical; }
     OpProfileScreen.narrow Tree { width: 1fr; height: 1fr; }
     OpProfileScreen.narrow #card-box { width: 1fr; height: auto; max-height: 45%; }
@@ -152,7 +153,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
     needle = ""
 
     def show(self, result: OpProfile) -> None:
-        self.op_tree: Tree = Tree("op profile", id="tree")
+        self.op_tree: Tree = KeyTree("op profile", id="tree")
         self.card = Static("", id="card")
         split = Horizontal(id="split")
         self.body.mount(split)

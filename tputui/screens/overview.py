@@ -17,6 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
 from tputui import format as fmt
+from tputui.analysis.input_analysis import without_section_refs
 from tputui.analysis.overview import OverviewResult
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin
@@ -44,16 +45,19 @@ def _summary(r: OverviewResult) -> Table:
     else:
         t.add_row("Average step time", Text("unknown (no step marker)", style="dim"))
     tpu = r.stats.hardware_type == "TPU"
+    device = r.stats.hardware_type in ("TPU", "GPU")
     dash = Text("n/a on CPU/GPU", style="dim")
+    on_cpu = Text("n/a on CPU", style="dim")  # no device: a 0.0% would read as a measurement
     t.add_row("Device idle time", fmt.percent(r.device_idle_time_percent) if tpu else dash)
     t.add_row("Host idle time", fmt.percent(r.host_idle_time_percent) if tpu else dash)
     t.add_row("Device duty cycle", fmt.percent(r.device_duty_cycle_percent) if tpu else dash)
-    t.add_row("FLOPS utilization", fmt.percent(r.flop_rate_utilization_percent) + " of roofline")
-    t.add_row("Memory bandwidth", fmt.percent(r.memory_bw_utilization_percent) + " of HBM peak")
+    t.add_row("FLOPS utilization", fmt.percent(r.flop_rate_utilization_percent) + " of roofline" if device else on_cpu)
+    t.add_row("Memory bandwidth", fmt.percent(r.memory_bw_utilization_percent) + " of HBM peak" if device else on_cpu)
     t.add_row("MXU utilization", fmt.percent(r.stats.mxu_utilization_percent) if r.stats.mxu_utilization_percent
               else Text("no counters", style="dim"))
     t.add_row("16/32-bit compute",
-              f"{fmt.percent(r.device_compute_16bit_percent)} / {fmt.percent(r.device_compute_32bit_percent)}")
+              f"{fmt.percent(r.device_compute_16bit_percent)} / {fmt.percent(r.device_compute_32bit_percent)}"
+              if device else on_cpu)
     t.add_row("Op placement", f"host {fmt.percent(r.host_tf_op_percent)} · device {fmt.percent(r.device_tf_op_percent)}")
     return t
 
@@ -75,7 +79,7 @@ def _recommendation(r: OverviewResult) -> Text:
                 "precision_statement"):
         if rec[key]:
             t.append(rec[key] + "\n", style="italic")
-    t.append(rec["summary_next_step"] + "\n", style="dim")
+    t.append(without_section_refs(rec["summary_next_step"]) + "\n", style="dim")
     if rec["next_tool"]:
         t.append("Next: ", style="bold")
         t.append(f"{rec['next_tool']}  (J to open)")
@@ -119,11 +123,11 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
     OverviewScreen #ov-scroll { height: 1fr; }
     OverviewScreen #ov-top { height: auto; }
     OverviewScreen #ov-top.narrow { layout: vertical; }
-    OverviewScreen #ov-summary { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
-    OverviewScreen #ov-rec { width: 1fr; height: auto; border: round $panel; padding: 0 1; }
-    OverviewScreen #ov-no-steps { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
-    OverviewScreen #ov-ops { height: 14; border: round $panel; }
-    OverviewScreen #ov-no-ops { height: auto; border: round $panel; padding: 0 1; color: $text-muted; }
+    OverviewScreen #ov-summary { width: 1fr; height: auto; border: round $foreground 55%; padding: 0 1; }
+    OverviewScreen #ov-rec { width: 1fr; height: auto; border: round $foreground 55%; padding: 0 1; }
+    OverviewScreen #ov-no-steps { height: auto; border: round $foreground 55%; padding: 0 1; color: $text-muted; }
+    OverviewScreen #ov-ops { height: 14; border: round $foreground 55%; }
+    OverviewScreen #ov-no-ops { height: auto; border: round $foreground 55%; padding: 0 1; color: $text-muted; }
     OverviewScreen #ov-env { height: auto; padding: 0 1; }
     OverviewScreen #ov-diag { height: auto; padding: 0 1; }
     """

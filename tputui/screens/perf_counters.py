@@ -18,14 +18,14 @@ class PerfCountersScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     BINDINGS = [Binding("x", "export_csv", "CSV", id="perf_counters.csv", tooltip=CSV_TIP)]
     RESULT_ACTIONS = frozenset({"export_csv"})
     DEFAULT_CSS = """
-    PerfCountersScreen FrameTable { height: 1fr; border: round $panel; }
+    PerfCountersScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     PerfCountersScreen #pc-bars { height: auto; max-height: 12; padding: 0 1; }
     """
 
     def show(self, result: PerfCountersResult) -> None:
         frame = result.tables()["counters"].select("host", "chip", "kernel", "sample", "counter", "value_hex", "value",
                                                    "description", "set")
-        self.table = FrameTable(frame, id="pc-table", formats={"value": lambda v: f"{v:,}"})
+        self.table = FrameTable(frame, id="pc-table", key="counter", formats={"value": lambda v: f"{v:,}"})
         self.table.border_title = (f"Counter samples ({frame.height:,}, {frame['chip'].n_unique()} chips)"
                                    " · s sort · / filter · x CSV")
         self.body.mount(self.table)

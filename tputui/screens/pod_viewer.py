@@ -64,19 +64,20 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
     PodViewerScreen StepBar:focus { background: $accent 30%; }
     PodViewerScreen Heatmap { padding: 0 1; }
     PodViewerScreen Heatmap:focus { background: $boost; }
-    PodViewerScreen .line { height: 1; padding: 0 1; }
+    PodViewerScreen .line { height: auto; padding: 0 1; }
     PodViewerScreen #chip_legend { height: auto; }
-    PodViewerScreen #details { height: 2; padding: 0 1; color: $text; }
+    PodViewerScreen #details { height: auto; padding: 0 1; color: $text; }
     PodViewerScreen #chip-plot { height: 8; padding: 0 1; }
     PodViewerScreen #chip-axis { width: auto; height: 8; }
     PodViewerScreen StackedColumns { height: 8; width: 1fr; }
     PodViewerScreen StackedColumns:focus { background: $boost; }
-    PodViewerScreen #collectives { height: 1; padding: 0 1; }
+    PodViewerScreen #collectives { height: auto; padding: 0 1; }
     PodViewerScreen #channel-pane { height: 1fr; min-height: 4; }
-    PodViewerScreen #channels { height: 1fr; width: 1fr; border: round $panel; }
+    PodViewerScreen #channels { height: 1fr; width: 1fr; border: round $foreground 55%; }
     PodViewerScreen #latency { width: auto; max-width: 50%; height: auto; padding: 0 1; }
     """  # 8 = CHIP_CHART_HEIGHT
     channels: FrameTable | None = None
+    steps: list = []  # the result's step numbers (none until it is shown)
     step_index: reactive[int] = reactive(0, init=False)
     category: reactive[int] = reactive(0, init=False)
 
@@ -88,9 +89,14 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
         return (f"[b]{escape(self.tool.title)}[/b]  │  run [b]{escape(self.run_data.name)}[/b]  │  "
                 f"{where}{start}  [dim](t tool · r run · h host · ? help · q quit)[/dim]")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Steps and categories only once there are steps: no key offered that cannot act.
+        return bool(self.steps) if action in ("step", "category") else True
+
     def show(self, result: PodViewerResult) -> None:
         self.pod = result
         self.steps = result.step_numbers
+        self.refresh_bindings()
         if not self.steps:
             t = Text(f"No steps to show: this {result.device_type or ''} profile has no step markers.\n".replace("  ", " "),
                      style="bold")

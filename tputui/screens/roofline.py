@@ -100,7 +100,7 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportM
     RESULT_ACTIONS = frozenset({"toggle_feed", "show_in_trace", "export_csv", "show_in_graph"})
     DEFAULT_CSS = """
     RooflineScreen #chart { height: auto; padding: 0 1; }
-    RooflineScreen FrameTable { height: 1fr; border: round $panel; }
+    RooflineScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     """
     include_feed = True
 

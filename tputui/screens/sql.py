@@ -13,12 +13,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from tputui.data.run_data import RunData
 from tputui.query import TABLES, QueryResult, run_query
 from tputui.screens.base import ContextBar
 from tputui.screens.stacked import BackTable, StackedScreen
+from tputui.widgets.footer import KeyFooter
 from tputui.widgets.table import FrameTable
 
 EXAMPLE = "SELECT name, count(*) AS n, sum(duration_ns) / 1e6 AS ms FROM events GROUP BY name ORDER BY ms DESC"
@@ -41,7 +42,7 @@ class SqlScreen(StackedScreen):
     SqlScreen #sql-prompt { height: 3; margin: 0 0; }
     SqlScreen #sql-status { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     SqlScreen #sql-status.error { color: $error; }
-    SqlScreen FrameTable { height: 1fr; border: round $panel; }
+    SqlScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     """
 
     tool = SimpleNamespace(title="SQL", name="sql")  # the title `?` shows
@@ -60,7 +61,7 @@ class SqlScreen(StackedScreen):
                         select_on_focus=False)
             yield Static("tables: " + ", ".join(TABLES) + " · Enter runs the query", id="sql-status", markup=False)
             yield BackTable(pl.DataFrame(), id="sql-rows")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#sql-prompt", Input).focus()
@@ -69,6 +70,9 @@ class SqlScreen(StackedScreen):
         if action in ("show_in_trace", "export_csv") and self.result is None:
             return False
         return True
+
+    def action_focus_prompt(self) -> None:
+        self.query_one("#sql-prompt", Input).focus()
 
     # --- running a query ------------------------------------------------------------------
     def on_input_submitted(self, event: Input.Submitted) -> None:

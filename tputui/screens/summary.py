@@ -26,7 +26,7 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
     SummaryScreen #facts { height: auto; max-height: 50%; padding: 0 1; overflow-y: auto; }
     SummaryScreen #facts > Static { width: 1fr; height: auto; }
     SummaryScreen #next { height: auto; padding: 0 1; margin-bottom: 1; }
-    SummaryScreen FrameTable { height: 1fr; border: round $panel; }
+    SummaryScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     """
 
     tools_with_data: list[str] | None = None

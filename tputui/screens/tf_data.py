@@ -14,6 +14,7 @@ from tputui.analysis.tf_data import bottleneck_kind
 from tputui.analysis.tf_data_bottleneck import TfDataBottleneckResult, specific_advice
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin
+from tputui.widgets.key_tree import KeyTree
 from tputui.widgets.table import FrameTable
 
 KIND_WORDS = {"source": "a source dataset", "data_service": "tf.data service", "remote": "a remote source",
@@ -46,8 +47,8 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     RESULT_ACTIONS = frozenset({"switch", "export_csv"})
     DEFAULT_CSS = """
     TfDataScreen #tfd-summary { height: auto; padding: 0 1; }
-    TfDataScreen #tfd-pipes { height: auto; max-height: 10; border: round $panel; }
-    TfDataScreen #tfd-tree { height: 1fr; min-height: 7; border: round $panel; }
+    TfDataScreen #tfd-pipes { height: auto; max-height: 10; border: round $foreground 55%; }
+    TfDataScreen #tfd-tree { height: 1fr; min-height: 7; border: round $foreground 55%; }
     TfDataScreen #tfd-suggestion { height: auto; max-height: 30%; padding: 0 1; }
     """
 
@@ -59,7 +60,7 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
             c: (lambda v: f"{v:,.1f}") for c in frame.columns if c.endswith("_us")})
         self.pipes.border_title = f"Input pipelines, slowest first ({frame.height}) · Tab tree · x CSV"
         self.body.mount(self.pipes)
-        self.iter_tree: Tree = Tree("iterators", id="tfd-tree")
+        self.iter_tree: Tree = KeyTree("iterators", id="tfd-tree")
         self.iter_tree.show_root = False
         self.body.mount(self.iter_tree)
         self.body.mount(Static("", id="tfd-suggestion"))

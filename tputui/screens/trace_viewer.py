@@ -55,6 +55,7 @@ from tputui.data.progress import Progress
 from tputui.screens.base import ToolScreen
 from tputui.screens.host_stack_picker import HostStackPicker
 from tputui.widgets.timeline import Timeline, fmt_tick, parse_time
+from tputui.widgets.type_ahead import text_is_typed
 
 
 class DetailsBox(VerticalScroll, can_focus=False):
@@ -86,8 +87,8 @@ HINT = "Select an event: arrows, click, / to search, n / N for matches."
 
 class TraceViewerScreen(ToolScreen):
     DEFAULT_CSS = """
-    TraceViewerScreen #status { height: 1; background: $boost; padding: 0 1; }
-    TraceViewerScreen #details-box { height: 25%; min-height: 4; max-height: 12; border-top: solid $panel;
+    TraceViewerScreen #status { height: auto; background: $boost; padding: 0 1; }
+    TraceViewerScreen #details-box { height: auto; max-height: 30%; border-top: solid $foreground 55%;
                                      padding: 0 1; }
     TraceViewerScreen #details { height: auto; }
     TraceViewerScreen #prompt { dock: bottom; display: none; }
@@ -111,16 +112,19 @@ class TraceViewerScreen(ToolScreen):
                 tooltip="line above (pan mode: scroll; zoom mode: zoom in)"),
         Binding("down", "arrow('down')", "Next track", show=False, id="trace.down",
                 tooltip="line below (pan mode: scroll; zoom mode: zoom out)"),
-        Binding("enter", "toggle", "Fold", id="trace.toggle",
-                tooltip="on a section line: expand / collapse it; on a selected event: fit it (timing mode: set a mark)"),
+        Binding("enter", "toggle", "Fold / fit", id="trace.toggle",
+                tooltip="on a section line: expand / collapse it; on a selected event: fit it"),
+        # Enter in timing mode: its own binding, so the footer says what Enter does there.
+        Binding("enter", "timing_enter", "Set mark", id="trace.timing_enter",
+                tooltip="set a timing mark at the time cursor (two marks measure the interval)"),
         Binding("space", "timing_mark", "Set a timing mark", show=False, id="trace.timing_mark",
                 tooltip="set a timing mark at the time cursor (two marks measure the interval)"),
-        Binding("slash", "prompt('search')", "Search", id="trace.search", tooltip="search event names"),
+        Binding("slash", "prompt('search')", "Search", id="trace.search", tooltip="search event names", priority=True),
         Binding("n", "next_match(1)", "Next match", id="trace.next", group=MATCH, tooltip="next match"),
         Binding("N", "next_match(-1)", "Previous match", id="trace.prev", group=MATCH, tooltip="previous match"),
         Binding("asterisk", "select_matches", "Select all matches", show=False, id="trace.select_matches",
                 tooltip="select every match (the details pane sums them)"),
-        Binding("g", "prompt('goto')", "Go to", id="trace.goto", tooltip="go to a time, e.g. 12.5ms"),
+        Binding("g", "prompt('goto')", "Go to", id="trace.goto", tooltip="go to a time, e.g. 12.5ms", priority=True),
         Binding("y", "flow(1)", "Next flow partner", show=False, id="trace.flow_next", group=FLOW,
                 tooltip="jump to the selected event's next flow partner (host launch -> device op, producer -> consumer)"),
         Binding("Y", "flow(-1)", "Previous flow partner", show=False, id="trace.flow_prev", group=FLOW,
@@ -408,6 +412,21 @@ class TraceViewerScreen(ToolScreen):
             if mode == "timing" and self.timeline.time_cursor is None:
                 self.timeline.time_cursor = int(self.timeline.zoom_anchor())
             self.timeline.view_changed()
+            self.refresh_bindings()  # Enter's footer label follows the mode
+
+    def action_timing_enter(self) -> None:
+        self.action_toggle()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        timeline = getattr(self, "timeline", None)
+        timing = timeline is not None and timeline.mode == "timing"
+        if action == "toggle":
+            return not timing
+        if action == "timing_enter":
+            return timing
+        if action == "prompt":  # a priority key: while text is typed, it is text
+            return not text_is_typed(self)
+        return True
 
     def action_page(self, step: float) -> None:
         if self._ready():

@@ -40,7 +40,7 @@ class UtilizationViewerScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     BINDINGS = [Binding("x", "export_csv", "CSV", id="utilization_viewer.csv", tooltip=CSV_TIP)]
     RESULT_ACTIONS = frozenset({"export_csv"})
     DEFAULT_CSS = """
-    UtilizationViewerScreen FrameTable { height: 1fr; border: round $panel; }
+    UtilizationViewerScreen FrameTable { height: 1fr; border: round $foreground 55%; }
     UtilizationViewerScreen #uv-scroll { height: auto; max-height: 40%; padding: 0 1; }
     UtilizationViewerScreen #uv-bars { height: auto; }
     """

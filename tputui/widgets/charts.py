@@ -62,15 +62,27 @@ class HBarChart(Static):
     def on_mount(self) -> None:
         self.update(self.render_chart())
 
+    def on_resize(self) -> None:
+        self.update(self.render_chart())  # the widths follow the room
+
     def render_chart(self) -> RenderableType:
         t = Table.grid(padding=(0, 1))
-        t.add_column(no_wrap=True, max_width=self.label_width)
-        t.add_column(no_wrap=True)
-        t.add_column(justify="right", no_wrap=True)
+        values = [f"{value:,.2f}{self.unit}" for _, value in self.items]
+        value_w = max(map(len, values), default=0)
+        label_w = min(self.label_width, max((len(label) for label, _ in self.items), default=0))
+        bar_w = self.bar_width
+        room = self.content_size.width
+        if room and label_w + bar_w + value_w + 2 > room:  # narrow: the label gives way, then the bar
+            spare = room - value_w - 2
+            bar_w = max(min(bar_w, spare // 3), 1)
+            label_w = max(spare - bar_w, 1)
+        t.add_column(no_wrap=True, width=label_w)
+        t.add_column(no_wrap=True, width=bar_w)
+        t.add_column(justify="right", no_wrap=True, min_width=value_w)  # a number is never cut
         top = max((v for _, v in self.items), default=0) or 1.0
-        for i, (label, value) in enumerate(self.items):
-            t.add_row(Text(label, overflow="ellipsis"), bar_text(value / top, self.bar_width, PALETTE[i % len(PALETTE)]),
-                      f"{value:,.2f}{self.unit}")
+        for i, ((label, value), shown) in enumerate(zip(self.items, values)):
+            t.add_row(Text(label, overflow="ellipsis"), bar_text(value / top, bar_w, PALETTE[i % len(PALETTE)]),
+                      shown)
         if not self.items:
             t.add_row(Text("(no data)", style="dim"), "", "")
         if self.title:

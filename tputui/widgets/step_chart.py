@@ -69,7 +69,7 @@ class StepChart(Vertical):
     """Stacked step columns with a y-axis, legend and the cursor step's breakdown; ←/→ Home/End."""
 
     DEFAULT_CSS = f"""
-    StepChart {{ height: auto; border: round $panel; }}
+    StepChart {{ height: auto; border: round $foreground 55%; }}
     StepChart .plot {{ height: {CHART_HEIGHT}; }}
     StepChart .axis {{ width: auto; height: {CHART_HEIGHT}; }}
     StepChart StackedColumns {{ height: {CHART_HEIGHT}; width: 1fr; }}

@@ -27,6 +27,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tputui.widgets.type_ahead import text_is_typed
+
 Formatter = Callable[[Any], str]
 _DRAWN_TITLE = Widget.__dict__["border_title"]  # Textual's descriptor for the title drawn in the border
 MAX_COL_WIDTH = 60
@@ -69,7 +71,7 @@ class FrameTable(ScrollView, can_focus=True):
                 tooltip="next column (the one s sorts by)"),
         Binding("s", "sort", "Sort", id="table.sort",
                 tooltip="sort by the highlighted column (numbers biggest first; again: reverse)"),
-        Binding("slash", "filter", "Filter", id="table.filter",
+        Binding("slash", "filter", "Filter", id="table.filter", priority=True,  # type_ahead.py
                 tooltip="filter rows by a substring of any text column (Enter keeps it, Esc clears)"),
         Binding("c", "choose_columns", "Columns", show=False, id="table.columns",
                 tooltip="choose the columns shown (rarely needed ones start hidden; CSV keeps them all)"),
@@ -334,6 +336,11 @@ class FrameTable(ScrollView, can_focus=True):
             desc = numeric  # biggest first is what one wants for times and counts
         self.sort(col, desc)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "filter":  # a priority key: while text is typed, `/` is text
+            return not text_is_typed(self.screen)
+        return True
+
     def action_filter(self) -> None:
         from tputui.widgets.filter_bar import FilterBar
 
@@ -361,10 +368,28 @@ class FrameTable(ScrollView, can_focus=True):
     def action_select(self) -> None:
         self.post_message(self.RowSelected(self, self.row()))
 
+    def column_at(self, x: int) -> int | None:
+        """The column under screen cell `x` (the frozen key column stays at the left)."""
+        frozen = self.frozen_width
+        content_x = x if frozen and x < frozen else x + self.scroll_offset.x
+        left = 0
+        for i, w in enumerate(self._widths):
+            if left <= content_x < left + w + 1:
+                return i
+            left += w + 1
+        return None
+
     def on_click(self, event: events.Click) -> None:
-        if event.y == 0:
+        offset = event.get_content_offset(self)  # inside the border, if any
+        if offset is None:
             return
-        index = self.scroll_offset.y + event.y - 1
+        if offset.y == 0:  # a header: sort by that column (again: reverse), as `s` does
+            col = self.column_at(offset.x)
+            if col is not None:
+                self.cursor_col = col
+                self.action_sort()
+            return
+        index = self.scroll_offset.y + offset.y - 1
         if 0 <= index < self._view.height:
             self.cursor_row = index
 

@@ -26,6 +26,7 @@ from textual.widget import Widget
 
 from tputui import format as fmt
 from tputui.analysis.trace import Level, TraceIndex
+from tputui.widgets.legible import ANSI_PALETTE, label_on, standing_out
 
 AXIS_LINES = 2
 SPARK = "▁▂▃▄▅▆▇█"  # a known value is never blank: the lowest is ▁
@@ -115,7 +116,7 @@ class Timeline(Widget, can_focus=True):
         self.ix = index
         span = index.t_max - index.t_min
         pad = max(span // 50, 1)
-        self.t0 = float(index.t_min - pad)
+        self.t0 = float(max(index.t_min - pad, min(index.t_min, 0)))  # never before the profile start
         self.t1 = float(index.t_max + pad)
         self.top = 0  # first visible display line (below the axis)
         self.collapsed: set[int] = set()
@@ -207,6 +208,15 @@ class Timeline(Widget, can_focus=True):
     def invalidate(self) -> None:
         self._frame = None
         self.refresh()
+
+    @property
+    def ansi(self) -> bool:
+        """A 16-colour terminal: blocks take the ANSI hues (truecolour ones collapse into greys)."""
+        return self.app.console.color_system == "standard"
+
+    @property
+    def palette(self) -> list[str]:
+        return ANSI_PALETTE if self.ansi else PALETTE
 
     def notify_style_update(self) -> None:
         """A new theme (or CSS): drop the cached styles and the frame drawn with them."""
@@ -376,7 +386,8 @@ class Timeline(Widget, can_focus=True):
                 elif flowed:  # linked to the selection by a flow arrow
                     st = self.get_component_rich_style("timeline--flow")
                 else:
-                    st = Style(bgcolor=MATCH_BG if matched else PALETTE[color], color="black" if matched else "white")
+                    bg = MATCH_BG if matched else self.palette[color]
+                    st = Style(bgcolor=bg, color=label_on(bg))  # labels >= 4.5:1 on every block colour
             elif kind == "tick":
                 _, color, selected, matched, *flow = key
                 flowed = bool(flow and flow[0])
@@ -386,7 +397,9 @@ class Timeline(Widget, can_focus=True):
                     st = self.get_component_rich_style("timeline--selected") if selected else \
                         Style(bgcolor=MATCH_BG, color="black", bold=True)
                 else:
-                    st = self.rich_style + Style(color=PALETTE[color], bold=True)  # on the theme background
+                    back = self.rich_style.bgcolor.get_truecolor() if self.rich_style.bgcolor else (0, 0, 0)
+                    mark = self.palette[color] if self.ansi else standing_out(self.palette[color], (back[0], back[1], back[2]))
+                    st = self.rich_style + Style(color=mark, bold=True)  # on the theme background, >= 3:1
             elif kind == "gutter":
                 st = self.get_component_rich_style("timeline--gutter-focus" if key[1] else "timeline--gutter")
             elif kind == "section":

@@ -1,0 +1,59 @@
+"""Colours that stay readable: WCAG contrast, the label colour for a coloured block, a mark colour
+nudged until it stands out from the background, and the 16 ANSI colours for terminals that
+have no more (where truecolour categories collapse into one or two greys)."""
+from __future__ import annotations
+
+from rich.color import Color
+
+TEXT_CONTRAST = 4.5  # WCAG AA for text
+GRAPHIC_CONTRAST = 3.0  # borders, marks
+
+# Twelve distinct hues a 16-colour terminal draws (black, white and the greys are left for text
+# and background), four repeated: as many entries as the truecolour palette.
+ANSI_PALETTE = ["blue", "red", "green", "magenta", "yellow", "cyan", "bright_blue", "bright_red",
+                "bright_green", "bright_magenta", "bright_yellow", "bright_cyan",
+                "blue", "red", "green", "magenta"]
+# What those names look like in Textual's default ANSI theme (labels are chosen against these).
+_ANSI_RGB = {"blue": (0, 55, 218), "red": (197, 15, 31), "green": (19, 161, 14), "magenta": (136, 23, 152),
+             "yellow": (193, 156, 0), "cyan": (58, 150, 221), "bright_blue": (59, 120, 255),
+             "bright_red": (231, 72, 86), "bright_green": (22, 198, 12), "bright_magenta": (180, 0, 158),
+             "bright_yellow": (249, 241, 165), "bright_cyan": (97, 214, 214)}
+
+
+def rgb(color: str) -> tuple[int, int, int]:
+    if color in _ANSI_RGB:
+        return _ANSI_RGB[color]
+    t = Color.parse(color).get_truecolor()
+    return (t.red, t.green, t.blue)
+
+
+def luminance(c: tuple[int, int, int]) -> float:
+    def channel(v: float) -> float:
+        v /= 255
+        return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+    return 0.2126 * channel(c[0]) + 0.7152 * channel(c[1]) + 0.0722 * channel(c[2])
+
+
+def contrast(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def label_on(background: str) -> str:
+    """Black or white text, whichever reads better on `background` (truecolour, never ANSI
+    white: terminals draw that grey)."""
+    bg = rgb(background)
+    return "#000000" if contrast((0, 0, 0), bg) >= contrast((255, 255, 255), bg) else "#ffffff"
+
+
+def standing_out(color: str, background: tuple[int, int, int], target: float = GRAPHIC_CONTRAST) -> str:
+    """`color`, blended towards white (dark background) or black (light) until it reaches
+    `target` contrast with `background`."""
+    c = rgb(color)
+    toward = (255, 255, 255) if luminance(background) < 0.18 else (0, 0, 0)
+    for step in range(11):
+        f = step / 10
+        mixed = tuple(round(a + (b - a) * f) for a, b in zip(c, toward))
+        if contrast(mixed, background) >= target:  # type: ignore[arg-type]
+            return "#{:02x}{:02x}{:02x}".format(*mixed)
+    return "#{:02x}{:02x}{:02x}".format(*toward)
