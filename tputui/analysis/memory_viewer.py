@@ -21,10 +21,12 @@ from typing import Any
 
 import polars as pl
 
+from tputui.analysis.hbm_capacity import Headroom, device_capacity, headroom
 from tputui.analysis.hlo_modules import HloModuleEntry, find_module, hlo_modules  # noqa: F401 (re-exported)
 from tputui.analysis.hlo_shape import shape_text, subshape, unpadded_bytes
 from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
 from tputui.proto import hlo_pb2
 
 SMALL_BUFFER_BYTES = 16 * 1024  # XProf's default small_buffer_size
@@ -290,6 +292,7 @@ class MemoryViewerResult:
     total_allocation_bytes: int
     max_scoped_vmem_bytes: int = 0
     max_scoped_vmem_instruction: str = ""
+    hbm: Headroom | None = None  # the device's HBM beside the peak (HBM space only; set by analyze)
 
     # Figures as XProf reports them (MiB, indefinite buffers included).
     @property
@@ -363,7 +366,15 @@ class MemoryViewerResult:
             "buffers_by_size": [buf(b) for b in self.buffers_by_size],
             "heap_mib": self.heap_mib, "unpadded_heap_mib": self.unpadded_heap_mib,
             "instructions": self.instruction_names,
+            **self.hbm_json(),
         }
+
+    def hbm_json(self) -> dict[str, Any]:
+        h = self.hbm
+        return {"hbm_capacity_bytes": h.capacity_bytes if h else None,
+                "hbm_capacity_source": h.capacity_source if h else "",
+                "headroom_bytes": h.headroom_bytes if h else None, "fits": h.fits if h else None,
+                "batch_growth_factor": h.batch_factor if h else None, "batch_advice": h.advice if h else ""}
 
     def lifetime(self, b: PeakBuffer) -> tuple[int, int] | None:
         """(allocation, free) program points of a buffer in the heap simulation (XProf's
@@ -638,4 +649,11 @@ def analyze(run: RunData, host: str | None = None, module: str | None = None,
         return ModuleList(rows)
     entry = find_module(modules, module) if module else default_module(modules)
     color = parse_memory_space(memory_space)
-    return simulate(entry.parse(), color, name=entry.name, modules=[m.name for m in modules])
+    result = simulate(entry.parse(), color, name=entry.name, modules=[m.name for m in modules])
+    if color == 0:
+        try:
+            capacity = device_capacity(run, entry.host)
+        except UserError:  # a device plane that cannot be read: the capacity is unknown, the viewer stands
+            capacity = None
+        result.hbm = headroom(result.peak_heap_bytes + result.indefinite_bytes, result.peak_heap_bytes, capacity)
+    return result

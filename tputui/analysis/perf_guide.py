@@ -345,5 +345,10 @@ def checks(run: RunData, host: str | None = None) -> list[Check]:
     found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models), tail,
              _per_core_batch_check(models),
              _broadcast_check(models), _host_offload_check(models)]
+    return by_severity([c for c in found if c is not None])
+
+
+def by_severity(found: list[Check]) -> list[Check]:
+    """Most severe first (stable: each severity keeps its order)."""
     order = {"high": 0, "medium": 1, "info": 2}
-    return sorted((c for c in found if c is not None), key=lambda c: order[c.severity])
+    return sorted(found, key=lambda c: order[c.severity])

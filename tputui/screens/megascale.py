@@ -6,7 +6,8 @@ under the cursor (the table is wider than most terminals).
 
 Rows are flagged when their required bandwidth x cores per host exceeds the host's DCN bandwidth:
 the TPU generation's (Cloud TPU docs, per chip x chips) unless `B` sets another (empty: off).
-Keys: `s` sort, `/` filter, `B` the DCN bandwidth (Gbps per host), `enter` shows the row's recv-done ops in the trace
+Keys: `s` sort, `/` filter, `B` the DCN bandwidth (Gbps per host), `T` another TPU of the host (XProf reads
+TPU:0 only), `enter` shows the row's recv-done ops in the trace
 viewer (the same host), zoomed to their first occurrence."""
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tputui.analysis.megascale import MegascaleResult
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.table import FrameTable
 
 HIDDEN = ("exceeds_network",)
@@ -51,7 +53,10 @@ def empty_line(result: MegascaleResult) -> str:
 
 
 class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("B", "bandwidth", "DCN Gbps", id="megascale.gbps"), graph_binding("megascale"),
+    BINDINGS = [Binding("B", "bandwidth", "DCN Gbps", id="megascale.gbps"),
+                Binding("T", "pick_device", "TPU device", id="megascale.device",
+                        tooltip="pick the TPU of the host whose DCN collectives are shown (XProf shows TPU:0 only)"),
+                graph_binding("megascale"),
                 Binding("x", "export_csv", "CSV", id="megascale.csv", tooltip=CSV_TIP)]
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
@@ -79,7 +84,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
 
     def show(self, result: MegascaleResult) -> None:
         if not len(result.rows):
-            self.body.mount(Static(Text(empty_line(result)), id="empty"))
+            self.body.mount(Static(Text(empty_line(result) + _device_hint(result)), id="empty"))
             return
         self.body.mount(Static("", id="summary"))
         self.body.mount(Input(placeholder="DCN bandwidth per host in Gbps (empty: off), enter to apply",
@@ -98,7 +103,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
     def _summarize(self, result: MegascaleResult) -> None:
         n = len(result.rows)
         text = Text.assemble((f"{n}", "bold"), " DCN collectives on host ", (result.host, "bold"),
-                             f" ({DEVICE}, {result.cores_per_host} cores per host)")
+                             f" ({result.device}{_device_hint(result)}, {result.cores_per_host} cores per host)")
         if result.dcn_gbps:
             k = result.exceeding_count
             source = f" ({result.suggestion})" if result.dcn_gbps == result.suggested_gbps else " (set with B)"
@@ -167,7 +172,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         span = self.result.first_recv_done(row["name"])
         if span is None:
             self.query_one("#where", Static).update(
-                Text(f"{row['recv_op_name']} ({row['name']}): no complete occurrence on {DEVICE} to show"))
+                Text(f"{row['recv_op_name']} ({row['name']}): no complete occurrence on {self.result.device} to show"))
             return
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
@@ -175,5 +180,23 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         # the same one this table is for.
         show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=span[0], end_ps=span[1]))
 
+    def action_pick_device(self) -> None:
+        if self.result is None or len(self.result.devices) < 2:
+            self.notify("this host has one TPU device", severity="information")
+            return
+        choices = [(d, d + ("  (XProf's)" if d == DEVICE else "")) for d in self.result.devices]
+        self.app.push_screen(PickerScreen("TPU device", choices, self.result.device), self._device_picked)
+
+    def _device_picked(self, device: str | None) -> None:
+        if device and self.result is not None and device != self.result.device:
+            self.options = {**self.options, "device": device}
+            self.table = None
+            self.load()  # the same screen, its analysis again for that device
+
     def export_frame(self):
         return self.table.frame if self.table is not None else None
+
+
+def _device_hint(result: MegascaleResult) -> str:
+    n = len(result.devices)
+    return f"; {n} TPU devices, T for another" if n > 1 else ""

@@ -106,6 +106,15 @@ def _environment(r: OverviewResult) -> Text:
                          ("Training", "yes" if env["is_training"] else "no")):
         t.append(f"{label}: ", style="bold")
         t.append(value + "   ")
+    rt = env.get("tpu_runtime")
+    if rt:  # from the TPU runtime log (--tpu-logs)
+        init = f"init {rt['init_seconds']:.1f} s" if rt["init_seconds"] is not None else "init time not logged"
+        size = rt["premapped_buffer_bytes"]
+        buffer = f"premapped buffer {fmt.bytes_binary(size)}" if size is not None else "premapped buffer not logged"
+        failed = rt["premapped_allocation_failures"]
+        t.append("\nTPU runtime: ", style="bold")
+        t.append(f"{init}, {buffer}" + (f", {failed} allocation failure(s)" if failed else ""))
+        t.append(f"  ({rt['log']})", style="dim")
     return t
 
 
