@@ -219,6 +219,8 @@ class PodSpec:
     # Chip numbering: None, host after host (chips h*chips_per_host..); (X, Y, Z), the slice's
     # shape: hosts are 2x2x1 blocks in it and global chip ids run x fastest over the slice.
     mesh: tuple | None = None
+    # DCN stalls overridden: {channel: (send-done us, recv-done us)} (else the ones _dcn_ops draws)
+    dcn_stalls: dict | None = None
 
     @property
     def hosts(self) -> int:
@@ -325,7 +327,10 @@ def _dcn_ops(spec: PodSpec, step: int, ops: list, cur: int, rng) -> int:
     cur += d + US
     for _rdv, _tt, k, _n in DCN:
         stall = {10: 420, 11: 150, 12: 60, 13: 95}[k] * (1 + rng.normal(0, 0.15))
-        for op, dus in (("send-done", 3 + rng.random() * 4), ("recv-done", stall)):
+        send_done = 3 + rng.random() * 4
+        if spec.dcn_stalls and k in spec.dcn_stalls:  # drawn above all the same: the others stay as they were
+            send_done, stall = spec.dcn_stalls[k]
+        for op, dus in (("send-done", send_done), ("recv-done", stall)):
             d = int(dus * US)
             ops.append(Op(f"{op}.{k}", f"host {op}", cur, d, bytes_accessed=_nbytes(k)))
             cur += d + US
@@ -496,6 +501,10 @@ FIXTURES = [
             peak_tflops=275.0, peak_hbm_gbps=1200.0),
     PodSpec("dcn_2slices", "TPU v5 lite", hosts_per_slice=1, chips_per_host=4, cores_per_chip=1, steps=5,
             slices=2, seed=3, host_prefix="ms"),
+    # One collective (the all-gather) stalls in send-done while its recv-done is short: the
+    # megascale guide's sign of a hardware or network problem (issue #31).
+    PodSpec("dcn_hw_stall", "TPU v5 lite", hosts_per_slice=1, chips_per_host=2, cores_per_chip=1, steps=4,
+            slices=2, seed=4, host_prefix="hw", dcn_stalls={11: (520, 12)}),
 ]
 
 

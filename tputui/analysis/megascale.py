@@ -21,7 +21,8 @@ process_megascale_dcn.cc), reproduced here:
   then averaged per rendezvous (whole microseconds again): the table is in milliseconds.
 - Required bandwidth (Gbps) = bytes / slack: bytes * 8 / (slack us * 1000); INT_MAX with no slack.
 
-Beyond XProf: with no bandwidth given, rows are flagged against the DCN bandwidth of the host's TPU
+Beyond XProf: findings (analysis/dcn_diagnosis.py: stall outliers and their likely cause, collectives
+needing more than the network); with no bandwidth given, rows are flagged against the DCN bandwidth of the host's TPU
 generation (per chip, from the Cloud TPU docs, times the chips on the host) when it is known.
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis import dcn_diagnosis
 from tputui.analysis.hlo_ops import perf_env
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
 from tputui.analysis.result import NoDataError
@@ -108,6 +110,8 @@ class MegascaleResult:
     suggestion: str = ""  # where suggested_gbps comes from (or why there is none)
     device: str = DEFAULT_DEVICE  # the TPU device plane the table is for
     devices: list[str] = field(default_factory=list)  # the host's TPU device planes (the picker's choices)
+    peers: dict[str, list[int]] = field(default_factory=dict)  # collective -> other slices (dcn_diagnosis)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # dcn_diagnosis.findings, set by flag()
 
     def to_json(self) -> dict[str, Any]:
         rows = self.rows.drop("exceeds_network") if self.dcn_gbps is None else self.rows
@@ -115,7 +119,7 @@ class MegascaleResult:
                 "dcn_gbps": self.dcn_gbps, "device_type": self.device_type,
                 "suggested_dcn_gbps": self.suggested_gbps, "suggestion": self.suggestion,
                 "device": self.device, "devices": self.devices,
-                "rows": rows.to_dicts(), "diagnostics": self.diagnostics}
+                "rows": rows.to_dicts(), "diagnostics": self.diagnostics, "findings": self.findings}
 
     @property
     def flagged_names(self) -> set[str]:
@@ -144,7 +148,15 @@ class MegascaleResult:
         rows = self.rows.with_columns(exceeds_network=(
             (pl.col("required_bandwidth_gbps") * self.cores_per_host > dcn_gbps) if dcn_gbps
             else pl.lit(False)))
-        return dataclasses.replace(self, rows=rows, dcn_gbps=dcn_gbps or None)
+        found = dcn_diagnosis.findings(rows, dcn_gbps or None, self.cores_per_host, self.peers)
+        return dataclasses.replace(self, rows=rows, dcn_gbps=dcn_gbps or None, findings=found)
+
+    @property
+    def stall_outlier_names(self) -> set[str]:
+        return {f["collective"] for f in self.findings if f["kind"] == "stall_outlier"}
+
+    def findings_of(self, name: str) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f["collective"] == name]
 
 
 # --- minimal protobuf reading (xla.HloProto and DcnCollectiveInfoProto) ------------------------
@@ -452,8 +464,10 @@ def analyze(run, host: str | None = None, dcn_gbps: float | None = None, device:
     res = MegascaleResult(host, hosts, rows, cores, None, diagnostics,
                           pl.DataFrame(spans, schema={"name": pl.String, "start_ps": pl.Int64, "end_ps": pl.Int64},
                                        orient="row"), device_type, suggested, suggestion, plane, devices)
+    # the peers are read only when a collective's stall stands out (the finding names them)
+    res.peers = dcn_diagnosis.slice_peers(frame) if dcn_diagnosis.stall_outliers(rows) else {}
     gbps = suggested if dcn_gbps is None else dcn_gbps
-    return res.flag(gbps) if gbps else res
+    return res.flag(gbps)
 
 
 def has_data(run) -> bool:

@@ -65,6 +65,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
     MegascaleScreen #gbps { height: 3; display: none; }
     MegascaleScreen #gbps.open { display: block; }
     MegascaleScreen #detail { height: auto; padding: 0 1; }
+    MegascaleScreen #finding { height: auto; max-height: 5; padding: 0 1; }
     MegascaleScreen #where { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
 
@@ -95,6 +96,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
             "data_transmitted_bytes": fmt.count})
         self.body.mount(self.table)
         self.body.mount(Static("", id="detail"))
+        self.body.mount(Static("", id="finding"))
         self.body.mount(Static("", id="where"))
         self._summarize(result)
         self.table.focus()
@@ -117,13 +119,20 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         else:
             text.append(f" · no DCN bandwidth set (B; {result.suggested_gbps:g} Gbps for {result.suggestion})",
                         style="dim")
+        outliers = result.stall_outlier_names
+        if outliers:
+            text.append(" · ")
+            text.append(f"{len(outliers)}", style="bold")
+            text.append(" with a stall standing out (")
+            text.append("* marked", style="yellow")
+            text.append("; the line under the table says why)")
         for d in result.diagnostics:
             text.append(f"\n{d}", style="dim")
         self.query_one("#summary", Static).update(text)
         self.table.border_title = (f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter"
                                    " · B Gbps · enter trace")
-        flagged = result.flagged_names
-        self.table.formats["name"] = (lambda v: f"! {v}" if v in flagged else v)
+        flagged, outliers = result.flagged_names, result.stall_outlier_names
+        self.table.formats["name"] = lambda v: _marks(v, flagged, outliers)
         self.table.refresh()
 
     def action_bandwidth(self) -> None:
@@ -157,6 +166,9 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
     def _show_detail(self, row) -> None:
         for detail in self.query("#detail"):
             detail.update(row_details(row) if row else "")
+        found = self.result.findings_of(row["name"]) if row and self.result is not None else []
+        for line in self.query("#finding"):  # what the guide makes of this collective (dcn_diagnosis)
+            line.update(Text("\n".join(f["text"] for f in found), style="yellow") if found else "")
 
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         self._trace(event.row)
@@ -195,6 +207,12 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
 
     def export_frame(self):
         return self.table.frame if self.table is not None else None
+
+
+def _marks(name: str, flagged: set[str], outliers: set[str]) -> str:
+    """`!` needs more than the network, `*` its stall stands out (both: `*!`)."""
+    mark = ("*" if name in outliers else "") + ("!" if name in flagged else "")
+    return f"{mark} {name}" if mark else name
 
 
 def _device_hint(result: MegascaleResult) -> str:
