@@ -2,11 +2,14 @@
 
 Each check names the ops it found, the figures and what to change:
 - layout padding: a tiled layout (e.g. `T(8,128)`) pads the two most-minor dimensions up to the
-  tile; padded bytes / logical bytes per materialized buffer (instructions outside fusions);
+  tile; padded bytes / logical bytes per materialized buffer (instructions outside fusions); high
+  severity when the padding (or one padded buffer) is 25% or more of the TPU's HBM (an OOM risk);
 - MXU alignment: dot contraction and output-feature sizes against the MXU (128 through v5e, 256
   on v6e), and the rows (batch) against 8; the share of MXU work that is padding;
-- materialized broadcasts: a large `broadcast` outside a fusion written to memory and read by an
-  elementwise op (XLA could fuse it into the consumer);
+- materialized broadcasts: a large `broadcast` outside a fusion (or a fusion that only broadcasts)
+  written to memory and read by an elementwise op (XLA could fuse it into the consumer);
+- unfused elementwise ops: an elementwise kernel (an elementwise op outside fusions, or a loop
+  fusion of elementwise ops alone) that reads a 1 MiB+ result of another from memory;
 - host offload: copies between host memory (memory space 5, `S(5)`) and the device, bytes per run;
 - input-bound steps: the share of step time waiting on the host / infeed (10% or more, XProf's
   input-bound threshold).
@@ -22,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis import host_map
+from tputui.analysis.hbm_capacity import Capacity, tpu_capacity
 from tputui.analysis.hlo_modules import hlo_modules
 from tputui.analysis.hlo_shape import TUPLE, type_name
 from tputui.analysis.hlo_text import HloModel, shape_str
@@ -29,8 +33,9 @@ from tputui.analysis.op_stats import OpStats
 from tputui.data.run_data import RunData
 from tputui.proto import xla_data_pb2 as xd
 
-MIB = 1 << 20
+MIB, GIB = 1 << 20, 1 << 30
 PADDING_MIN_RATIO, PADDING_MIN_BYTES = 1.25, 1 * MIB
+PADDING_OOM_PERCENT = 25.0  # padding (or one padded buffer) this share of the device's HBM: an OOM risk
 BROADCAST_MIN_BYTES = 1 * MIB
 INPUT_BOUND_PERCENT = 10.0  # XProf's kInfeedPercentageThreshold
 HOST_MEMORY_SPACE = 5
@@ -129,7 +134,7 @@ def _materialized(model: HloModel):
             yield from comp.instructions
 
 
-def _padding_check(models: list[tuple[str, HloModel]]) -> Check | None:
+def _padding_check(models: list[tuple[str, HloModel]], capacity: Capacity | None = None) -> Check | None:
     found = []
     for module, m in models:
         for ins in _materialized(m):
@@ -143,13 +148,25 @@ def _padding_check(models: list[tuple[str, HloModel]]) -> Check | None:
         return None
     found.sort(key=lambda f: -(f.figures["padded_bytes"] - f.figures["logical_bytes"]))
     waste = sum(f.figures["padded_bytes"] - f.figures["logical_bytes"] for f in found)
+    change = ("Make the two most-minor dimensions multiples of the tile (8 and 128 for f32, 16 and 128 for "
+              "bf16): pad or reshape batch / feature sizes, or move a small dimension out of the minor position.")
+    worst = found[0]
+    # Padding that takes a large share of the device's HBM: the guide's "padding can cause out-of-memory"
+    hbm = capacity.bytes if capacity else 0
+    share = 100.0 * max(waste, worst.figures["padded_bytes"]) / hbm if hbm else 0.0
+    if share >= PADDING_OOM_PERCENT:
+        for f in found:
+            f.figures["hbm_percent"] = round(100.0 * f.figures["padded_bytes"] / hbm, 1)
+        return Check("layout_padding", "Layout padding risks running out of HBM", "high",
+                     f"{len(found)} buffers grow at least {PADDING_MIN_RATIO}x once tiled: {waste / GIB:,.2f} GiB of "
+                     f"padding in all, {share:.0f}% of this TPU's {hbm / GIB:.0f} GiB HBM "
+                     f"(largest: {worst.op}, {worst.figures['logical_bytes'] / MIB:,.0f} MiB of data in "
+                     f"{worst.figures['padded_bytes'] / GIB:,.2f} GiB, {worst.figures['expansion']}x).",
+                     change + " Until then, a smaller batch keeps it in memory.", found[:50])
     return Check("layout_padding", "Layout padding wastes memory and bandwidth", "medium",
                  f"{len(found)} buffers are at least {PADDING_MIN_RATIO}x their logical size once tiled; "
-                 f"{waste / MIB:,.1f} MiB of padding in all (largest: {found[0].op}, "
-                 f"{found[0].figures['expansion']}x).",
-                 "Make the two most-minor dimensions multiples of the tile (8 and 128 for f32, 16 and 128 for "
-                 "bf16): pad or reshape batch / feature sizes, or move a small dimension out of the minor position.",
-                 found[:50])
+                 f"{waste / MIB:,.1f} MiB of padding in all (largest: {worst.op}, "
+                 f"{worst.figures['expansion']}x).", change, found[:50])
 
 
 # --- MXU alignment ------------------------------------------------------------------------
@@ -200,16 +217,62 @@ def _mxu_check(models: list[tuple[str, HloModel]], device_type: str, on_tpu: boo
                  found[:50])
 
 
-# --- broadcasts and host offload ------------------------------------------------------------
+# --- broadcasts, unfused elementwise ops and host offload --------------------------------------
+UNARY = {"abs", "ceil", "cosine", "exponential", "exponential-minus-one", "floor", "log", "log-plus-one", "logistic",
+         "negate", "not", "round-nearest-afz", "round-nearest-even", "rsqrt", "sign", "sine", "sqrt", "cbrt", "tan",
+         "tanh", "erf", "convert", "is-finite", "real", "imag"}
+PASS_THROUGH = {"opt-barrier", "get-tuple-element", "tuple", "bitcast", "copy", "reshape"}
+UNFUSED_MIN_BYTES = 1 * MIB
+
+
+def _fused_ops(m: HloModel, ins) -> list:
+    """The instructions a fusion computes (its called computation, parameters left out)."""
+    comp = m.comps.get(ins.called_computation_ids[0]) if ins.called_computation_ids else None
+    return [i for i in comp.instructions if i.opcode != "parameter"] if comp is not None else []
+
+
+def is_elementwise_kernel(m: HloModel, ins) -> bool:
+    """An op that runs as a kernel of its own and only computes elementwise: an elementwise op outside
+    any fusion, or a loop fusion of elementwise ops alone (XLA wraps an op it did not fuse in one)."""
+    if ins.opcode in ELEMENTWISE or ins.opcode in UNARY:
+        return True
+    if ins.opcode != "fusion" or ins.fusion_kind != "kLoop":
+        return False
+    ops = _fused_ops(m, ins)
+    return bool(ops) and all(i.opcode in ELEMENTWISE or i.opcode in UNARY or i.opcode == "constant" for i in ops)
+
+
+def is_broadcast_kernel(m: HloModel, ins) -> bool:
+    """A broadcast written to memory: the op itself outside fusions, or a fusion that only broadcasts."""
+    if ins.opcode == "broadcast":
+        return True
+    if ins.opcode != "fusion":
+        return False
+    ops = _fused_ops(m, ins)
+    return bool(ops) and any(i.opcode == "broadcast" for i in ops) and all(
+        i.opcode in ("broadcast", "constant") for i in ops)
+
+
+def _consumers(m: HloModel, ins, depth: int = 3) -> list:
+    """The ops that read `ins`'s result, through ops that only pass it on (barriers, tuples, bitcasts)."""
+    out = []
+    for u in (m.instrs[i] for i in m.users.get(ins.id, [])):
+        if u.opcode in PASS_THROUGH and depth > 0:
+            out += _consumers(m, u, depth - 1)
+        else:
+            out.append(u)
+    return out
+
+
 def _broadcast_check(models: list[tuple[str, HloModel]]) -> Check | None:
     found = []
     for module, m in models:
         for ins in _materialized(m):
-            if ins.opcode != "broadcast":
+            if not is_broadcast_kernel(m, ins):
                 continue
             logical, _ = padding_of(ins.shape)
-            users = [m.instrs[u] for u in m.users.get(ins.id, [])]
-            feeds = [u.name for u in users if u.opcode in ELEMENTWISE or u.opcode == "fusion"]
+            feeds = [u.name for u in _consumers(m, ins) if u.opcode in ELEMENTWISE or u.opcode in UNARY
+                     or u.opcode == "fusion"]
             if logical >= BROADCAST_MIN_BYTES and feeds:
                 found.append(Finding(ins.name, module, {"bytes": logical, "shape": shape_str(ins.shape),
                                                         "feeds": ", ".join(feeds[:4])}))
@@ -221,6 +284,34 @@ def _broadcast_check(models: list[tuple[str, HloModel]]) -> Check | None:
                  f"MiB that elementwise ops then read back (largest: {found[0].op}).",
                  "Let XLA fuse the broadcast into its consumer (avoid optimization barriers / custom calls between "
                  "them), or broadcast inside the jitted function where the consumer is.", found[:50])
+
+
+def _unfused_check(models: list[tuple[str, HloModel]]) -> Check | None:
+    """Elementwise kernels that read another elementwise kernel's result from memory: XLA would
+    normally fuse the two into one pass, saving the write and the read of the intermediate."""
+    found = []
+    for module, m in models:
+        for ins in _materialized(m):
+            if not is_elementwise_kernel(m, ins):
+                continue
+            for producer in (m.instrs.get(i) for i in ins.operand_ids):
+                if producer is None or not is_elementwise_kernel(m, producer):
+                    continue
+                nbytes, _ = padding_of(producer.shape)
+                if nbytes >= UNFUSED_MIN_BYTES:
+                    found.append(Finding(ins.name, module, {"reads": producer.name, "bytes": nbytes,
+                                                            "shape": shape_str(producer.shape)}))
+    if not found:
+        return None
+    found.sort(key=lambda f: -f.figures["bytes"])
+    moved = sum(2 * f.figures["bytes"] for f in found)
+    return Check("unfused_elementwise", "Elementwise ops that XLA did not fuse", "medium",
+                 f"{len(found)} elementwise ops read an intermediate another elementwise op wrote to memory: "
+                 f"{moved / MIB:,.1f} MiB written and read back per run (largest: {found[0].figures['reads']} -> "
+                 f"{found[0].op}).",
+                 "Keep the chain inside one jitted function with nothing between the ops (optimization barriers, host "
+                 "callbacks, custom calls), and check that no XLA flag turns fusion off "
+                 "(--xla_disable_hlo_passes).", found[:50])
 
 
 def _memory_space(shape: xd.ShapeProto) -> int:
@@ -342,9 +433,10 @@ def checks(run: RunData, host: str | None = None) -> list[Check]:
                       for h in host_map.host_op_stats(run, host)):  # a TPU profile may hold no XLA ops
         ops = host_map.run_device_ops(run, host)
         tail = long_tail_check(ops.ops, ops.perf.peak_tflops)
-    found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models), tail,
+    capacity = tpu_capacity(stats.device_type) if on_tpu else None
+    found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models, capacity), tail,
              _per_core_batch_check(models),
-             _broadcast_check(models), _host_offload_check(models)]
+             _broadcast_check(models), _unfused_check(models), _host_offload_check(models)]
     return by_severity([c for c in found if c is not None])
 
 
