@@ -177,6 +177,7 @@ class PeakBuffer:
     source_file: str = ""
     source_line: int = 0
     stack_frame: str = ""
+    op_category: str = ""  # the op's kind: "loop fusion", "output fusion", ... for fusions, else the opcode
 
     @property
     def is_small(self) -> bool:
@@ -237,7 +238,17 @@ def _peak_buffer(module: _Module, buf: _Buffer, number: int) -> PeakBuffer:
         size_bytes=buf.size, unpadded_bytes=buf.unpadded, name=buf.name_with_index,
         category=_category(buf.alloc), shape=shape, tf_op_name=op_name, op_code=buf.instr.opcode,
         source_file=file_name if file_name else "", source_line=line if file_name else 0,
-        stack_frame=stack if file_name else "")
+        stack_frame=stack if file_name else "", op_category=op_category(buf.instr))
+
+
+_FUSION_KINDS = {"kLoop": "loop fusion", "kInput": "input fusion", "kOutput": "output fusion", "kCustom": "custom fusion"}
+
+
+def op_category(instr) -> str:
+    """What kind of op defines a buffer: a fusion's kind (XLA names its categories after them), else the opcode."""
+    if instr.opcode == "fusion":
+        return _FUSION_KINDS.get(instr.fusion_kind, "fusion")
+    return instr.opcode
 
 
 def _max_scoped_vmem(proto: hlo_pb2.HloProto, color: int) -> tuple[int, str]:
@@ -348,6 +359,7 @@ class MemoryViewerResult:
                 "name": b.label if b.is_small else b.name, "logical_buffer_id": b.logical_buffer_id,
                 "size_mib": b.size_mib, "unpadded_size_mib": b.unpadded_mib, "shape": b.shape,
                 "allocation_type": b.category, "framework_op": b.tf_op_name, "op_code": b.op_code,
+                "op_category": b.op_category,
                 "source": f"{b.source_file}:{b.source_line}" if b.source_file else "",
             }
         return {

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import host_map
+from tputui.analysis import advice_rules, host_map, perf_guide
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
 from tputui.analysis.op_roofline import roofline_metrics
 
@@ -201,6 +201,9 @@ class OpProfile:
     device_type: str
     peak_tflops: float
     peak_hbm_gbps: float
+    # The Advice tool's first hints (advice_rules.advice_rows: XProf's rules, then the guide's checks),
+    # for the root's card; set by analyze
+    advice: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ridge_point(self) -> float:
@@ -224,6 +227,7 @@ class OpProfile:
             "by_category": self.by_category.to_json(grouping_levels=1),
             "by_program_exclude_idle": self.by_program_no_idle.to_json(grouping_levels=2),
             "by_category_exclude_idle": self.by_category_no_idle.to_json(grouping_levels=1),
+            "top_advice": [{k: a[k] for k in ("source", "severity", "title", "detail")} for a in self.advice],
         }
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -389,8 +393,17 @@ def from_device_ops(db: DeviceOps) -> OpProfile:
         peak_hbm_gbps=db.perf.peak_bws_gbps[0])
 
 
+TOP_ADVICE = 3
+
+
 def analyze(run, host: str | None = None, **options) -> OpProfile:
-    return from_device_ops(host_map.run_device_ops(run, host))
+    result = from_device_ops(host_map.run_device_ops(run, host))
+    try:  # the root card's hints; never worth failing the op profile for
+        rows = advice_rules.advice_rows(advice_rules.suggestions(run, host), perf_guide.checks(run, host))
+        result.advice = rows[:TOP_ADVICE]
+    except Exception:  # noqa: BLE001
+        result.advice = []
+    return result
 
 
 def has_data(run) -> bool:

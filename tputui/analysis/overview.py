@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import advice_rules, host_map, perf_guide, tpu_runtime_log, utilization
+from tputui.analysis import advice_rules, gpu_trace_hint, host_map, perf_guide, tpu_runtime_log, utilization
 from tputui.analysis import input_analysis as ip
 from tputui.analysis import op_metrics as om
 from tputui.analysis.op_stats import OpStats
@@ -49,6 +49,7 @@ class OverviewResult:
     tips: list[dict[str, str]] = field(default_factory=list)
     advice: list[dict[str, Any]] = field(default_factory=list)  # advice_rules.advice_rows: XProf's rules, the guide's
     tpu_runtime: tpu_runtime_log.TpuRuntime | None = None  # from the TPU runtime log (--tpu-logs), when read
+    hints: list[str] = field(default_factory=list)  # beyond XProf's diagnostics: the CUPTI hint (gpu_trace_hint)
 
     # --- views the screen and export share ----------------------------------------------------
     @property
@@ -134,6 +135,7 @@ class OverviewResult:
             "recommendation": self.recommendation(),
             "advice": self.advice,
             "diagnostics": self.pipeline.diagnostics,
+            "hints": self.hints,
         }
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -216,8 +218,11 @@ def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
 
 def analyze(run: RunData, host: str | None = None, tpu_logs: str | None = None, **options) -> OverviewResult:
     """`tpu_logs`: a folder (or file) holding the TPU runtime log, tpu_driver.INFO."""
-    result = analyze_stats(run.name, host_map.run_op_stats(run, host))
+    stats = host_map.run_op_stats(run, host)
+    result = analyze_stats(run.name, stats)
     result.tpu_runtime = tpu_runtime_log.read(tpu_logs)
+    hint = gpu_trace_hint.cupti_hint(stats.per_host)
+    result.hints = [hint] if hint else []
     try:  # the recommendation panel's advice; never worth failing the overview for
         result.advice = advice_rules.advice_rows(advice_rules.suggestions(run, host, result.pipeline),
                                                 perf_guide.by_severity(perf_guide.checks(run, host)

@@ -131,7 +131,8 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
     field("extra", fmt.bytes_binary(b.extra_bytes) if b.extra_bytes else "")
     field("shape", b.shape)
     field("framework op", b.tf_op_name)
-    field("op", b.op_code)
+    field("op", f"{b.op_code} operation" if b.op_code else "")  # XProf's words
+    field("category", b.op_category if b.op_category != b.op_code else "")
     field("source", f"{b.source_file}:{b.source_line}" if b.source_file else "")
     return t
 

@@ -63,7 +63,7 @@ def intensity_text(n: Node, ridge: float) -> Text:
     return t
 
 
-def node_card(n: Node, total_ps: int, ridge: float = 0.0) -> Table:
+def node_card(n: Node, total_ps: int, ridge: float = 0.0, advice: list[dict] | None = None) -> Table:
     g = Table.grid(padding=(0, 1))
     g.add_column(style="bold", no_wrap=True)
     g.add_column(overflow="fold")
@@ -101,6 +101,10 @@ def node_card(n: Node, total_ps: int, ridge: float = 0.0) -> Table:
         else:
             text.append("  (no tile padding)", style="dim")
         g.add_row("Padding", text)
+    for i, a in enumerate(advice or ()):  # the root's card: the Advice tool's first hints
+        hint = Text(a["title"], style="bold" if a["severity"] == "high" else "")
+        hint.append(f" ({a['source']}; t → Advice for the rest)" if i == 0 else f" ({a['source']})", style="dim")
+        g.add_row("Advice" if i == 0 else "", hint)
     return g
 
 
@@ -204,7 +208,8 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
     def _show_card(self, n: Node | None) -> None:
         if n is not None:
             self.card_node = n
-            self.card.update(node_card(n, self._total, self.result.ridge_point))
+            root = n is self.op_tree.root.data
+            self.card.update(node_card(n, self._total, self.result.ridge_point, self.result.advice if root else None))
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         self._show_card(event.node.data)

@@ -119,12 +119,15 @@ def _environment(r: OverviewResult) -> Text:
 
 
 def _diagnostics(r: OverviewResult) -> Text:
-    if not r.pipeline.diagnostics:
+    if not r.pipeline.diagnostics and not r.hints:
         return Text("No diagnostics.", style="dim")
     t = Text()
     for d in r.pipeline.diagnostics:
         t.append(f"{d['severity']}: ", style="bold yellow" if d["severity"] == "WARNING" else "bold red")
         t.append(d["message"] + "\n")
+    for hint in r.hints:  # ours, beyond XProf's diagnostics
+        t.append("HINT: ", style="bold cyan")
+        t.append(hint + "\n")
     return t
 
 
