@@ -9,6 +9,8 @@ usage: XLA_FLAGS=... python scripts/make_guide_fixtures.py NAME OUT_LOGDIR   (ru
   materialized_broadcast  a [1024] vector broadcast to [2048, 1024] (8 MiB), then added, fusion disabled as above:
                           the broadcast is written to memory instead of fused into the add (one elementwise op
                           only, so the unfused-chain check has nothing to say)
+  conv_small_batch        a 3x3 convolution of 16 NHWC images with 3 input features: the performance guide's
+                          padding example (batch 16 -> 128, features 3 -> 8 on the MXU, about 5% used)
 
 Each run: 3 steps (StepTraceAnnotation), compiled before the trace. With --oracle, XProf's memory_viewer and
 graph-free figures for each go to <fixture>/oracle/ (its converter via ../shared/tools/oracle.py).
@@ -28,7 +30,8 @@ ORACLE = ROOT.parent / "shared" / "tools" / "oracle.py"
 # XLA's fusion pass off: each op its own kernel (XLA CPU fuses these otherwise; an optimization barrier does
 # not keep a broadcast out of its consumer on CPU either)
 FLAGS = {"unfused_elementwise": "--xla_disable_hlo_passes=fusion",
-         "materialized_broadcast": "--xla_disable_hlo_passes=fusion"}
+         "materialized_broadcast": "--xla_disable_hlo_passes=fusion",
+         "conv_small_batch": ""}
 
 
 def program(name: str):
@@ -50,6 +53,12 @@ def program(name: str):
 
         args = [np.linspace(0, 1, 1024, dtype=np.float32), np.ones((2048, 1024), np.float32)]  # host arrays:
         # no jitted helper programs in the profile
+    elif name == "conv_small_batch":
+        @jax.jit
+        def step(x, k):  # NHWC images, HWIO kernel: batch 16, 3 input features, 8 output features
+            return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+        args = [np.ones((16, 32, 32, 3), np.float32), np.ones((3, 3, 3, 8), np.float32)]
     else:
         raise SystemExit(f"unknown fixture {name}")
     return step, args
@@ -94,6 +103,7 @@ def main() -> None:
     ap.add_argument("--all", action="store_true")
     ap.add_argument("--oracle", metavar="PYTHON", help="a python with xprof: write XProf's outputs beside each")
     ap.add_argument("--xprof-memory", metavar="LOGDIR", help=argparse.SUPPRESS)
+    ap.add_argument("--only", metavar="NAME", help="with --all: build this fixture only")
     a = ap.parse_args()
     if a.xprof_memory:
         xprof_memory_viewer(pathlib.Path(a.xprof_memory))
@@ -101,7 +111,9 @@ def main() -> None:
     if not a.all:
         capture(a.name, a.logdir)
         return
-    for name, flags in FLAGS.items():
+    ap_only = [n for n in FLAGS if not a.only or n == a.only]
+    for name in ap_only:
+        flags = FLAGS[name]
         out = OUT / name
         env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
         # one process per fixture: XLA_FLAGS are read once, at backend start

@@ -523,6 +523,14 @@ FIXTURES = [
     PodSpec("pod_padding_oom", "TPU v5 lite", hosts_per_slice=1, chips_per_host=1, cores_per_chip=1, steps=2,
             seed=6, host_prefix="pad",
             extra_hlo=("  pad.1 = f32[33554432,2]{1,0:T(8,128)} iota(), iota_dimension=0",)),
+    # The step's convolution.21 as the performance guide's padding example: batch 16 and 3 input features
+    # (padded to 128 and 8 on the MXU, about 5% used), so the op profile's card can say so (issue #31).
+    PodSpec("pod_conv_fit", "TPU v5 lite", hosts_per_slice=1, chips_per_host=1, cores_per_chip=1, steps=2,
+            seed=7, host_prefix="conv",
+            extra_hlo=("  x.21 = f32[16,32,32,3]{3,2,1,0} broadcast(c0), dimensions={}",
+                       "  k.21 = f32[3,3,3,8]{3,2,1,0} broadcast(c0), dimensions={}",
+                       "  convolution.21 = f32[16,32,32,8]{3,2,1,0} convolution(x.21, k.21), "
+                       "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f")),
 ]
 
 

@@ -7,6 +7,7 @@ fixture and the check's figures are compared with it.
   guides/materialized_broadcast  JAX CPU, an 8 MiB broadcast then an add, XLA fusion off
   pod/pod_long_tail              TPU v5e-shaped: 90 small low-FLOPS loop fusions after the step's work
   pod/pod_padding_oom            TPU v5e-shaped: an f32[33554432,2] T(8,128) buffer, 256 MiB padded to 16 GiB
+  guides/conv_small_batch        JAX CPU, a 3x3 convolution of 16 images with 3 features (the guide's example)
 (scripts/make_guide_fixtures.py and scripts/make_pod_fixtures.py make them.)"""
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from tputui.export import run_tool
 FIXTURE_OF = {"unfused_elementwise": FIXTURES / "guides" / "unfused_elementwise",
               "materialized_broadcast": FIXTURES / "guides" / "materialized_broadcast",
               "low_flops_tail": FIXTURES / "pod" / "pod_long_tail",
-              "layout_padding": FIXTURES / "pod" / "pod_padding_oom"}
+              "layout_padding": FIXTURES / "pod" / "pod_padding_oom",
+              "mxu_alignment": FIXTURES / "guides" / "conv_small_batch"}
 
 
 def _checks(path) -> dict[str, dict]:
@@ -97,3 +99,36 @@ def test_padding_below_the_oom_share_stays_medium():
     v7x = hbm_capacity.tpu_capacity("TPU v7x")  # 192 GiB: 16 GiB of padding is 8% of it
     c = perf_guide._padding_check(models, v7x)
     assert c is not None and c.severity == "medium" and "wastes memory" in c.title
+
+
+def test_convolution_fit_is_the_guides_example(checks):
+    c = checks["mxu_alignment"]["mxu_alignment"]
+    (f,) = c["findings"]
+    assert (f["batch"], f["input_features"], f["padded_to"], f["mxu_utilization_percent"]) == (16, 3, "128 x 8", 4.7)
+
+
+async def test_op_card_says_the_convolutions_mxu_fit():
+    from conftest import make_app, settle
+    from rich.console import Console
+
+    from tputui.screens.op_profile import OpProfileScreen, node_card
+
+    app = make_app(str(FIXTURES / "pod" / "pod_conv_fit"), "op_profile", use_cache=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, OpProfileScreen)
+        r = screen.result
+        assert set(r.mxu_fit) == {"convolution.21"}
+
+        def find(n):
+            if n.name == "convolution.21":
+                return n
+            return next((x for x in map(find, n.children) if x is not None), None)
+
+        node = find(r.tree())
+        assert node is not None
+        console = Console(width=200, record=True, color_system=None)
+        console.print(node_card(node, 1, 0.0, None, r.mxu_fit.get(node.name)))
+        card = [" ".join(line.split()) for line in console.export_text().splitlines()]
+        assert "MXU fit 4.7% of the MXU used: batch 16, input features 3 padded to 128 x 8" in card

@@ -204,6 +204,9 @@ class OpProfile:
     # The Advice tool's first hints (advice_rules.advice_rows: XProf's rules, then the guide's checks),
     # for the root's card; set by analyze
     advice: list[dict[str, Any]] = field(default_factory=list)
+    # op name -> the guide's MXU-fit figures for its dots / convolutions (perf_guide's mxu_alignment),
+    # for the op's card; set by analyze
+    mxu_fit: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ridge_point(self) -> float:
@@ -228,6 +231,7 @@ class OpProfile:
             "by_program_exclude_idle": self.by_program_no_idle.to_json(grouping_levels=2),
             "by_category_exclude_idle": self.by_category_no_idle.to_json(grouping_levels=1),
             "top_advice": [{k: a[k] for k in ("source", "severity", "title", "detail")} for a in self.advice],
+            "mxu_fit": self.mxu_fit,
         }
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -398,11 +402,13 @@ TOP_ADVICE = 3
 
 def analyze(run, host: str | None = None, **options) -> OpProfile:
     result = from_device_ops(host_map.run_device_ops(run, host))
-    try:  # the root card's hints; never worth failing the op profile for
-        rows = advice_rules.advice_rows(advice_rules.suggestions(run, host), perf_guide.checks(run, host))
+    try:  # the root card's hints and the ops' MXU fit; never worth failing the op profile for
+        checks = perf_guide.checks(run, host)
+        rows = advice_rules.advice_rows(advice_rules.suggestions(run, host), checks)
         result.advice = rows[:TOP_ADVICE]
+        result.mxu_fit = {f.op: f.figures for c in checks if c.name == "mxu_alignment" for f in c.findings}
     except Exception:  # noqa: BLE001
-        result.advice = []
+        result.advice, result.mxu_fit = [], {}
     return result
 
 

@@ -5,7 +5,8 @@ Each check names the ops it found, the figures and what to change:
   tile; padded bytes / logical bytes per materialized buffer (instructions outside fusions); high
   severity when the padding (or one padded buffer) is 25% or more of the TPU's HBM (an OOM risk);
 - MXU alignment: dot contraction and output-feature sizes against the MXU (128 through v5e, 256
-  on v6e), and the rows (batch) against 8; the share of MXU work that is padding;
+  on v6e), and the rows (batch) against 8; a convolution's batch against 128 and its input
+  features against 8 (the guide's estimate); the share of MXU work that is padding;
 - materialized broadcasts: a large `broadcast` outside a fusion (or a fusion that only broadcasts)
   written to memory and read by an elementwise op (XLA could fuse it into the consumer);
 - unfused elementwise ops: an elementwise kernel (an elementwise op outside fusions, or a loop
@@ -180,6 +181,36 @@ def _roundup(n: int, k: int) -> int:
     return -(-n // k) * k
 
 
+CONV_BATCH_TILE, CONV_FEATURE_TILE = 128, 8  # the guide's convolution example: batch -> 128, features -> 8
+
+
+def _conv_findings(module: str, m: HloModel) -> list[Finding]:
+    """Convolutions whose batch or input features pad the MXU tile, as the performance guide
+    estimates them: batch padded to a multiple of 128, input features to a multiple of 8 (its
+    example: batch 16 and 3 features use 16 x 3 / (128 x 8), about 5%)."""
+    out = []
+    for ins in m.instrs.values():
+        if ins.opcode != "convolution" or not ins.operand_ids:
+            continue
+        lhs = m.instrs.get(ins.operand_ids[0])
+        if lhs is None or not ins.HasField("convolution_dimension_numbers"):
+            continue
+        d, dims = ins.convolution_dimension_numbers, list(lhs.shape.dimensions)
+        if max(d.input_batch_dimension, d.input_feature_dimension) >= len(dims):
+            continue
+        batch, feat = dims[d.input_batch_dimension], dims[d.input_feature_dimension]
+        if batch <= 0 or feat <= 0:
+            continue
+        done = _roundup(batch, CONV_BATCH_TILE) * _roundup(feat, CONV_FEATURE_TILE)
+        if done > batch * feat:
+            out.append(Finding(ins.name, module, {"batch": batch, "input_features": feat,
+                                                  "padded_to": f"{_roundup(batch, CONV_BATCH_TILE)} x "
+                                                               f"{_roundup(feat, CONV_FEATURE_TILE)}",
+                                                  "mxu_utilization_percent": round(100.0 * batch * feat / done, 1),
+                                                  "mxu_waste_percent": round(100.0 * (1 - batch * feat / done), 1)}))
+    return out
+
+
 def _mxu_check(models: list[tuple[str, HloModel]], device_type: str, on_tpu: bool) -> Check | None:
     mxu = mxu_size(device_type)
     found = []
@@ -204,13 +235,15 @@ def _mxu_check(models: list[tuple[str, HloModel]], device_type: str, on_tpu: boo
             if done > useful:
                 found.append(Finding(ins.name, module, {"rows": rows, "contraction": k, "features": n, "mxu": mxu,
                                                         "mxu_waste_percent": round(100.0 * (1 - useful / done), 1)}))
+        found += _conv_findings(module, m)
     if not found:
         return None
     found.sort(key=lambda f: -f.figures["mxu_waste_percent"])
     where = f"the {mxu}x{mxu} MXU of this {device_type}" if on_tpu else f"a {mxu}x{mxu} TPU MXU (this profile ran on CPU)"
     return Check("mxu_alignment", "Matmul sizes not aligned to the MXU", "medium" if on_tpu else "info",
-                 f"{len(found)} dots have contraction or feature sizes that are not multiples of {mxu} (or rows "
-                 f"not a multiple of 8) for {where}; worst: {found[0].op}, "
+                 f"{len(found)} dots / convolutions have contraction or feature sizes that are not multiples of {mxu} "
+                 f"(or rows not a multiple of 8; a convolution's batch not of 128 or its input features not of 8) "
+                 f"for {where}; worst: {found[0].op}, "
                  f"{found[0].figures['mxu_waste_percent']}% of its MXU work is padding.",
                  f"Use feature / hidden sizes that are multiples of {mxu} and per-core batch sizes that are multiples "
                  "of 8; after sharding, check the per-core batch (global batch / data-parallel cores).",
