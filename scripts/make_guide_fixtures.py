@@ -9,6 +9,9 @@ usage: XLA_FLAGS=... python scripts/make_guide_fixtures.py NAME OUT_LOGDIR   (ru
   materialized_broadcast  a [1024] vector broadcast to [2048, 1024] (8 MiB), then added, fusion disabled as above:
                           the broadcast is written to memory instead of fused into the add (one elementwise op
                           only, so the unfused-chain check has nothing to say)
+  spmd_small_batch        a [96, 100] batch sharded over 8 CPU devices (--xla_force_host_platform_device_count=8):
+                          the partitioned program's parameters hold one core's 12 x 100, outside the guide's
+                          per-core batch rules
   conv_small_batch        a 3x3 convolution of 16 NHWC images with 3 input features: the performance guide's
                           padding example (batch 16 -> 128, features 3 -> 8 on the MXU, about 5% used)
 
@@ -31,7 +34,9 @@ ORACLE = ROOT.parent / "shared" / "tools" / "oracle.py"
 # not keep a broadcast out of its consumer on CPU either)
 FLAGS = {"unfused_elementwise": "--xla_disable_hlo_passes=fusion",
          "materialized_broadcast": "--xla_disable_hlo_passes=fusion",
-         "conv_small_batch": ""}
+         "conv_small_batch": "",
+         # eight CPU devices: the program is SPMD-partitioned over them, as a TPU job's over its cores
+         "spmd_small_batch": "--xla_force_host_platform_device_count=8"}
 
 
 def program(name: str):
@@ -59,6 +64,18 @@ def program(name: str):
             return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
         args = [np.ones((16, 32, 32, 3), np.float32), np.ones((3, 3, 3, 8), np.float32)]
+    elif name == "spmd_small_batch":
+        from jax.sharding import Mesh, NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        mesh = Mesh(np.array(jax.devices()), ("data",))
+
+        @jax.jit
+        def step(x, w):  # a global batch of 96 over 8 devices: 12 rows and 100 features per core
+            return jnp.tanh(x @ w)
+
+        args = [jax.device_put(np.ones((96, 100), np.float32), NamedSharding(mesh, P("data", None))),
+                jax.device_put(np.ones((100, 256), np.float32), NamedSharding(mesh, P(None, None)))]
     else:
         raise SystemExit(f"unknown fixture {name}")
     return step, args
@@ -69,7 +86,7 @@ def capture(name: str, logdir: str) -> None:
 
     shutil.rmtree(logdir, ignore_errors=True)
     step, args = program(name)
-    args = [jax.device_put(a) for a in args]
+    args = [a if isinstance(a, jax.Array) else jax.device_put(a) for a in args]
     step(*args).block_until_ready()  # compile outside the trace
     with jax.profiler.trace(logdir):
         for i in range(3):

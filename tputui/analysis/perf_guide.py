@@ -386,26 +386,46 @@ def per_core_dims(shape: xd.ShapeProto, sharding: xd.OpSharding) -> list[int] | 
     return [-(-d // t) for d, t in zip(shape.dimensions, tiles)]
 
 
+def is_partitioned(m: HloModel) -> bool:
+    """An SPMD-partitioned program (XLA renames its entry `<name>_spmd`): its parameters already have
+    one core's shape, their sharding says how the global array was split."""
+    entry = m.comps.get(m.proto.entry_computation_id)
+    return entry is not None and entry.name.endswith("_spmd")
+
+
+def batch_rule_ok(batch: int, features: int) -> bool:
+    """The guide's batch rules, per core: batch a multiple of 8 with features a multiple of 128, or
+    batch a multiple of 128 with features a multiple of 8 (64 / 1024 over a v2 / v3 device's 8 cores)."""
+    return (batch % 8 == 0 and features % 128 == 0) or (batch % 128 == 0 and features % 8 == 0)
+
+
 def _per_core_batch_check(models: list[tuple[str, HloModel]]) -> Check | None:
     found = []
     for module, m in models:
         entry = m.comps.get(m.proto.entry_computation_id)
+        partitioned = is_partitioned(m)
         for ins in entry.instructions if entry is not None else ():
             if ins.opcode != "parameter" or not ins.HasField("sharding") or len(ins.shape.dimensions) < 2:
                 continue
-            local = per_core_dims(ins.shape, ins.sharding)
-            if local is None or not ins.shape.dimensions[0] >= ins.sharding.tile_assignment_dimensions[0] > 1:
+            local = list(ins.shape.dimensions) if partitioned else per_core_dims(ins.shape, ins.sharding)
+            tiles = list(ins.sharding.tile_assignment_dimensions)
+            if local is None or not tiles or tiles[0] <= 1 or (not partitioned and ins.shape.dimensions[0] < tiles[0]):
                 continue  # the leading dimension is not split across cores
-            if local[0] < 8 or local[0] % 8:
-                found.append(Finding(ins.name, module, {"global_shape": shape_str(ins.shape, layout=False),
-                                                        "per_core_batch": local[0],
-                                                        "per_core_dims": "x".join(map(str, local))}))
+            batch, features = local[0], local[-1]
+            if batch < 8 or not batch_rule_ok(batch, features):
+                shape = ([d * t for d, t in zip(local, tiles)] if partitioned else list(ins.shape.dimensions))
+                found.append(Finding(ins.name, module, {"global_shape": "x".join(map(str, shape)),
+                                                        "per_core_batch": batch, "per_core_features": features,
+                                                        "per_core_dims": "x".join(map(str, local)),
+                                                        "partitioned": partitioned}))
     if not found:
         return None
     return Check("per_core_batch", "Per-core batch after sharding is small or unaligned", "info",
-                 f"{len(found)} sharded inputs leave each core a leading (batch) dimension that is under 8 or not a "
-                 f"multiple of 8 (e.g. {found[0].op}: {found[0].figures['per_core_dims']} per core).",
-                 "Choose the global batch as a multiple of 8 x the data-parallel cores, or shard another dimension.",
+                 f"{len(found)} sharded inputs leave each core a batch and feature size outside the guide's rules "
+                 f"(batch a multiple of 8 with features a multiple of 128, or batch a multiple of 128 with features "
+                 f"a multiple of 8; e.g. {found[0].op}: {found[0].figures['per_core_dims']} per core).",
+                 "Choose the global batch as a multiple of 8 (or 128) x the data-parallel cores and feature sizes as "
+                 "multiples of 128 (or 8), or shard another dimension.",
                  found[:50])
 
 
