@@ -150,3 +150,18 @@ def test_the_guides_batch_rules(batch, features, ok):
     from tputui.analysis.perf_guide import batch_rule_ok
 
     assert batch_rule_ok(batch, features) is ok
+
+
+def test_input_bound_advice_has_the_guides_tensorflow_steps():
+    from conftest import PROFILES
+
+    c = _checks(PROFILES / "tf_loop")["input_bound"]
+    for words in ("synthetic data", "num_parallel_reads", "shard the dataset early", "after spatial augmentation",
+                  "tf.config.threading", "jit_compile=True"):
+        assert words in c["what_to_change"]
+
+
+def test_tf_data_help_explains_iterator_names():
+    from tputui.screens.tf_data import TfDataScreen
+
+    assert "Iterator::A::B::C is the iterator of C, which feeds B, which feeds A" in TfDataScreen.help_notes

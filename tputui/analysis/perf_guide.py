@@ -471,8 +471,13 @@ def _input_check(stats: OpStats) -> Check | None:
     return Check("input_bound", "Steps wait on the input pipeline", "high",
                  f"{percent:.1f}% of step time is spent waiting for input (host input, host-to-device copies, "
                  f"device waiting on the host); step {worst['step']} waits longest.",
-                 "See the input pipeline analyzer and the tf.data bottleneck: prefetch, parallelize map / interleave, "
-                 "cache or preprocess offline; feed larger batches per host.",
+                 "Confirm it first: run a few steps on synthetic data (one batch fed again and again); if the step "
+                 "time drops, the input is the bottleneck. Then see the input pipeline analyzer and the tf.data "
+                 "bottleneck: prefetch, parallelize map / interleave, read files in parallel "
+                 "(TFRecordDataset(num_parallel_reads=...)), shard the dataset early (before shuffle and map), cast to "
+                 "the compute type after spatial augmentation, give tf.data enough threads (tf.config.threading), "
+                 "cache or preprocess offline; feed larger batches per host. In TensorFlow, compile the step with XLA "
+                 "(tf.function(jit_compile=True)).",
                  [Finding(str(worst["name"] or worst["step"]), "", {"input_percent": round(percent, 1)})])
 
 
