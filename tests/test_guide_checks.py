@@ -165,3 +165,10 @@ def test_tf_data_help_explains_iterator_names():
     from tputui.screens.tf_data import TfDataScreen
 
     assert "Iterator::A::B::C is the iterator of C, which feeds B, which feeds A" in TfDataScreen.help_notes
+
+
+def test_a_stacked_device_axis_is_not_a_batch():
+    from conftest import PROFILES
+
+    # tpu_v6e_inference's jit__psum is partitioned over 2 devices with one [1, 5, 1024, 1024, 256] row each
+    assert "per_core_batch" not in _checks(PROFILES / "tpu_v6e_inference")

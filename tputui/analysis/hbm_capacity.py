@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tputui.analysis import op_stats_format
 from tputui.analysis.map_pool import KIND as OP_STATS_KIND
-from tputui.data import schema
+from tputui.analysis.op_stats import HostOpStats
+from tputui.data import derived_cache, schema
 from tputui.data.run_data import RunData
 
 GIB = 1 << 30
@@ -43,21 +45,30 @@ def tpu_capacity(device_type: str) -> Capacity | None:
 FIRST_DEVICES = (schema.TPU_PLANE_PREFIX + "0", schema.GPU_PLANE_PREFIX + "0")
 
 
+PLANE_READ_MAX_BYTES = 256 << 20  # above this, one device plane is too much to decode for one figure
+
+
 def device_capacity(run: RunData, host: str) -> Capacity | None:
-    """The HBM of one device of `host`: from the host's op stats when this process has them, else from
-    its first TPU or GPU device plane (that plane alone decoded)."""
+    """The HBM of one device of `host`: from the host's op stats when this process or the cache has
+    them, else from its first TPU or GPU device plane (that plane alone decoded, on host files up to
+    PLANE_READ_MAX_BYTES: the memory viewer otherwise reads the HLO metadata only)."""
+    hf = run.host_file(host)
     stats = run.memo.get((OP_STATS_KIND, host))
-    if stats is not None and stats.hardware == "TPU":
-        return tpu_capacity(stats.device_type)
+    if stats is None and run.use_cache:
+        stats = derived_cache.load(hf, OP_STATS_KIND, op_stats_format.FORMAT_VERSION)
+    if isinstance(stats, HostOpStats):
+        return tpu_capacity(stats.device_type) if stats.hardware == "TPU" else None
+    if hf.size > PLANE_READ_MAX_BYTES and run.whole_frame_if_loaded(host) is None:
+        return None
     fr = run.whole_frame_if_loaded(host) or run.frame(host, planes=FIRST_DEVICES)
     for p, name in enumerate(fr.raw.plane_name):
         if name not in FIRST_DEVICES:
             continue
-        stats = fr.plane_stat_map(p)
+        st = fr.plane_stat_map(p)
         if name.startswith("/device:GPU"):
-            size = stats.get(GPU_MEMORY_STAT)
+            size = st.get(GPU_MEMORY_STAT)
             return Capacity(int(size), "the GPU plane's memory_size") if isinstance(size, int) and size > 0 else None
-        return tpu_capacity(str(stats.get(schema.STAT_DEVICE_TYPE_STRING) or ""))
+        return tpu_capacity(str(st.get(schema.STAT_DEVICE_TYPE_STRING) or ""))
     return None
 
 

@@ -211,6 +211,19 @@ def _conv_findings(module: str, m: HloModel) -> list[Finding]:
     return out
 
 
+def _mxu_what(found: list[Finding], mxu: int) -> str:
+    convs = sum(1 for f in found if "input_features" in f.figures)
+    dots = len(found) - convs
+    parts = []
+    if dots:
+        parts.append(f"{dots} dots have contraction or feature sizes that are not multiples of {mxu} (or rows not a "
+                     "multiple of 8)")
+    if convs:
+        parts.append(f"{convs} convolutions have a batch that is not a multiple of {CONV_BATCH_TILE} or input "
+                     f"features not a multiple of {CONV_FEATURE_TILE}")
+    return "; ".join(parts)
+
+
 def _mxu_check(models: list[tuple[str, HloModel]], device_type: str, on_tpu: bool) -> Check | None:
     mxu = mxu_size(device_type)
     found = []
@@ -241,9 +254,7 @@ def _mxu_check(models: list[tuple[str, HloModel]], device_type: str, on_tpu: boo
     found.sort(key=lambda f: -f.figures["mxu_waste_percent"])
     where = f"the {mxu}x{mxu} MXU of this {device_type}" if on_tpu else f"a {mxu}x{mxu} TPU MXU (this profile ran on CPU)"
     return Check("mxu_alignment", "Matmul sizes not aligned to the MXU", "medium" if on_tpu else "info",
-                 f"{len(found)} dots / convolutions have contraction or feature sizes that are not multiples of {mxu} "
-                 f"(or rows not a multiple of 8; a convolution's batch not of 128 or its input features not of 8) "
-                 f"for {where}; worst: {found[0].op}, "
+                 f"{_mxu_what(found, mxu)} for {where}; worst: {found[0].op}, "
                  f"{found[0].figures['mxu_waste_percent']}% of its MXU work is padding.",
                  f"Use feature / hidden sizes that are multiples of {mxu} and per-core batch sizes that are multiples "
                  "of 8; after sharding, check the per-core batch (global batch / data-parallel cores).",
@@ -412,6 +423,8 @@ def _per_core_batch_check(models: list[tuple[str, HloModel]]) -> Check | None:
             if local is None or not tiles or tiles[0] <= 1 or (not partitioned and ins.shape.dimensions[0] < tiles[0]):
                 continue  # the leading dimension is not split across cores
             batch, features = local[0], local[-1]
+            if batch == 1:
+                continue  # one row per core: a stacked device axis (pmap, psum over devices), not a batch
             if batch < 8 or not batch_rule_ok(batch, features):
                 shape = ([d * t for d, t in zip(local, tiles)] if partitioned else list(ins.shape.dimensions))
                 found.append(Finding(ins.name, module, {"global_shape": "x".join(map(str, shape)),
