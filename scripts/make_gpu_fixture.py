@@ -9,6 +9,11 @@ Edge cases on purpose: a zero-duration kernel, the same kernel with other launch
 kernel on two GPUs, durations that are not whole nanoseconds, a stat stored by reference.
 
     python scripts/make_gpu_fixture.py [OUT_LOGDIR]   (default tests/fixtures/gpu_kernels)
+    python scripts/make_gpu_fixture.py --no-device-events [OUT_LOGDIR]   (default tests/fixtures/gpu_no_device_events)
+
+`--no-device-events`: the same host and GPU planes with no event on the GPUs and the warning TensorFlow's
+GPU tracer leaves in the XSpace when CUPTI was refused (what the Profiler guide names as the usual cause
+of a GPU trace without device events); its oracle is XProf's overview_page.
 
 Then the oracle: /opt/venvs/oracle/bin/python ../shared/tools/oracle.py OUT_LOGDIR kernel_stats
 > OUT_LOGDIR/oracle/kernel_stats.json (scripts/make_gpu_fixture.py --oracle does both).
@@ -139,12 +144,22 @@ def host_plane(space: xplane_pb2.XSpace) -> None:
     ev.offset_ps, ev.duration_ps = 0, 2_000_000_000
 
 
-def build(out_dir: str) -> str:
+CUPTI_WARNING = ("CUPTI error: CUPTI could not be initialized: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES "
+                 "(the GPU tracer recorded no device activity)")
+
+
+def build(out_dir: str, device_events: bool = True) -> str:
     space = xplane_pb2.XSpace()
     space.hostnames.append(HOST)
     host_plane(space)
-    gpu_plane(space, 0, KERNELS_GPU0)
-    gpu_plane(space, 1, KERNELS_GPU1)
+    gpu_plane(space, 0, KERNELS_GPU0 if device_events else [])
+    gpu_plane(space, 1, KERNELS_GPU1 if device_events else [])
+    if not device_events:
+        for plane in space.planes:  # the stream lines are there, empty
+            for line in plane.lines:
+                if plane.name.startswith("/device:GPU"):
+                    del line.events[:]
+        space.warnings.append(CUPTI_WARNING)
     run_dir = os.path.join(out_dir, "plugins", "profile", RUN)
     os.makedirs(run_dir, exist_ok=True)
     path = os.path.join(run_dir, f"{HOST}.xplane.pb")
@@ -153,12 +168,12 @@ def build(out_dir: str) -> str:
     return path
 
 
-def write_oracle(out_dir: str) -> str:
-    """XProf's own kernel_stats for the fixture (checks the fixture reads as a GPU profile)."""
-    out = subprocess.run([ORACLE_PY, ORACLE_TOOL, out_dir, "kernel_stats"], check=True,
+def write_oracle(out_dir: str, tool: str = "kernel_stats") -> str:
+    """XProf's own output of `tool` for the fixture (kernel_stats: it reads as a GPU profile)."""
+    out = subprocess.run([ORACLE_PY, ORACLE_TOOL, out_dir, tool], check=True,
                          capture_output=True, text=True, timeout=300).stdout
     os.makedirs(os.path.join(out_dir, "oracle"), exist_ok=True)
-    path = os.path.join(out_dir, "oracle", "kernel_stats.json")
+    path = os.path.join(out_dir, "oracle", f"{tool}.json")
     with open(path, "w") as f:
         f.write(out)
     return path
@@ -166,7 +181,9 @@ def write_oracle(out_dir: str) -> str:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    target = args[0] if args else os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "gpu_kernels")
-    print(build(target))
+    empty = "--no-device-events" in sys.argv
+    default = "gpu_no_device_events" if empty else "gpu_kernels"
+    target = args[0] if args else os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", default)
+    print(build(target, device_events=not empty))
     if "--oracle" in sys.argv:
-        print(write_oracle(target))
+        print(write_oracle(target, "overview_page" if empty else "kernel_stats"))

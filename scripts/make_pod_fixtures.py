@@ -219,6 +219,12 @@ class PodSpec:
     # Chip numbering: None, host after host (chips h*chips_per_host..); (X, Y, Z), the slice's
     # shape: hosts are 2x2x1 blocks in it and global chip ids run x fastest over the slice.
     mesh: tuple | None = None
+    # DCN stalls overridden: {channel: (send-done us, recv-done us)} (else the ones _dcn_ops draws)
+    dcn_stalls: dict | None = None
+    # Extra small, low-FLOPS ops at the end of every step (a long tail of op time), fixed durations
+    small_ops: int = 0
+    # Extra instructions in the step program's entry computation (HLO text lines)
+    extra_hlo: tuple = ()
 
     @property
     def hosts(self) -> int:
@@ -299,6 +305,10 @@ def simulate(spec: PodSpec) -> dict:
                 d = int(base * (1 + rng.normal(0, 0.03)) * US)
                 ops.append(Op(name, cat, cur, d, flops=fl, bytes_accessed=by))
                 cur += d + US
+            for i in range(spec.small_ops):  # no random draws: the other fixtures stay as they were
+                d = (8 + i % 5) * US
+                ops.append(Op(f"fusion.{200 + i}", "loop fusion", cur, d, flops=4096, bytes_accessed=64 << 10))
+                cur += d + US
             ops.append(Op("outfeed.7", "outfeed", cur, 24 * US, bytes_accessed=1 << 20))
             ends[(h, c)] = cur + 24 * US + 3 * US
         step_end = max(ends.values()) + 5 * US
@@ -325,7 +335,10 @@ def _dcn_ops(spec: PodSpec, step: int, ops: list, cur: int, rng) -> int:
     cur += d + US
     for _rdv, _tt, k, _n in DCN:
         stall = {10: 420, 11: 150, 12: 60, 13: 95}[k] * (1 + rng.normal(0, 0.15))
-        for op, dus in (("send-done", 3 + rng.random() * 4), ("recv-done", stall)):
+        send_done = 3 + rng.random() * 4
+        if spec.dcn_stalls and k in spec.dcn_stalls:  # drawn above all the same: the others stay as they were
+            send_done, stall = spec.dcn_stalls[k]
+        for op, dus in (("send-done", send_done), ("recv-done", stall)):
             d = int(dus * US)
             ops.append(Op(f"{op}.{k}", f"host {op}", cur, d, bytes_accessed=_nbytes(k)))
             cur += d + US
@@ -359,6 +372,7 @@ def hlo_module_proto(spec: PodSpec) -> bytes:
                 f"  recv.{k} = ({shp}, u32[], token[]) recv(after-all.1), channel_id={2 * k + 1}, is_host_transfer=true, {attrs}",
                 f"  recv-done.{k} = ({shp}, token[]) recv-done(recv.{k}), channel_id={2 * k + 1}, is_host_transfer=true, {attrs}",
             ]
+    lines += list(spec.extra_hlo)
     text = (f"HloModule {MODULE}, entry_computation_layout={{(f32[1024]{{0}})->f32[1024]{{0}}}}\n\n"
             "ENTRY main.1 {\n" + "\n".join(lines) + f"\n  ROOT copy.99 = f32[1024]{{0}} copy({root})\n}}\n")
     module = xc.hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
@@ -496,6 +510,27 @@ FIXTURES = [
             peak_tflops=275.0, peak_hbm_gbps=1200.0),
     PodSpec("dcn_2slices", "TPU v5 lite", hosts_per_slice=1, chips_per_host=4, cores_per_chip=1, steps=5,
             slices=2, seed=3, host_prefix="ms"),
+    # One collective (the all-gather) stalls in send-done while its recv-done is short: the
+    # megascale guide's sign of a hardware or network problem (issue #31).
+    PodSpec("dcn_hw_stall", "TPU v5 lite", hosts_per_slice=1, chips_per_host=2, cores_per_chip=1, steps=4,
+            slices=2, seed=4, host_prefix="hw", dcn_stalls={11: (520, 12)}),
+    # 90 small loop fusions (8-12 us, 4 KFLOP each) after the step's work: a long tail of low-FLOPS ops
+    # taking about a quarter of the op time (the performance guide's check; issue #31).
+    PodSpec("pod_long_tail", "TPU v5 lite", hosts_per_slice=1, chips_per_host=1, cores_per_chip=1, steps=4,
+            seed=5, host_prefix="tail", small_ops=90),
+    # A [33554432, 2] f32 buffer tiled T(8,128): 256 MiB of data padded to 16 GiB, a v5e chip's whole HBM
+    # (the performance guide's padding check, at the size where it risks running out of memory; issue #31).
+    PodSpec("pod_padding_oom", "TPU v5 lite", hosts_per_slice=1, chips_per_host=1, cores_per_chip=1, steps=2,
+            seed=6, host_prefix="pad",
+            extra_hlo=("  pad.1 = f32[33554432,2]{1,0:T(8,128)} iota(), iota_dimension=0",)),
+    # The step's convolution.21 as the performance guide's padding example: batch 16 and 3 input features
+    # (padded to 128 and 8 on the MXU, about 5% used), so the op profile's card can say so (issue #31).
+    PodSpec("pod_conv_fit", "TPU v5 lite", hosts_per_slice=1, chips_per_host=1, cores_per_chip=1, steps=2,
+            seed=7, host_prefix="conv",
+            extra_hlo=("  x.21 = f32[16,32,32,3]{3,2,1,0} broadcast(c0), dimensions={}",
+                       "  k.21 = f32[3,3,3,8]{3,2,1,0} broadcast(c0), dimensions={}",
+                       "  convolution.21 = f32[16,32,32,8]{3,2,1,0} convolution(x.21, k.21), "
+                       "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f")),
 ]
 
 
@@ -526,7 +561,7 @@ def main() -> None:
         od = base / "oracle"
         od.mkdir(parents=True, exist_ok=True)
         index = {"tool": "xprof 2.24.2 via shared/tools/oracle.py", "outputs": {}}
-        for tool in ("pod_viewer", "overview_page"):
+        for tool in ("pod_viewer", "overview_page") + (("hlo_stats", "op_profile") if spec.small_ops else ()):
             (od / f"{tool}.json").write_bytes(run_oracle(base, tool))
             index["outputs"][tool] = f"{tool}.json"
         if spec.slices > 1:

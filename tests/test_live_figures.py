@@ -68,7 +68,9 @@ def test_plain_lines_for_tpu_and_host_windows():
     lines = plain_lines(s, 2)
     assert lines[1] == "TPU type: TPU v6 Lite" and lines[2] == "Number of TPU cores: 4"
     assert lines[3] == f"TPU idle time (lower is better): {s.idle_pct:.1f}%"
-    assert lines[4].startswith("Utilization of TPU Matrix Units (higher is better): n/a")
+    # no counters in a trace window: the window's FLOPs over its cores' time at the peak, labelled so
+    assert lines[4] == (f"Utilization of TPU Matrix Units (higher is better): {s.mxu_pct:.3f}% "
+                        "(from the profile window: device op FLOPs / (the cores' time x peak FLOP rate))")
     assert plain_lines(s, 1)[2].startswith("Utilization of TPU Matrix Units")
     h = sample_from_xspace(xplane("jax_live_capture").read_bytes(), "h:1", 1000, now=0)
     hl = plain_lines(h, 2)

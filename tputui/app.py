@@ -158,9 +158,11 @@ class TputuiApp(App):
 
     def __init__(self, logdir: Logdir, run: str | None = None, host: str | None = None,
                  tool: str | None = None, use_cache: bool = True, jobs: int | None = None,
-                 dask: str | None = None, watch: float | None = None, demo: bool = False) -> None:
+                 dask: str | None = None, watch: float | None = None, demo: bool = False,
+                 tpu_logs: str | None = None) -> None:
         super().__init__()
         self.demo = demo
+        self.tpu_logs = tpu_logs  # the TPU runtime log's folder, for the tools that read it
         self.watch_seconds = watch
         self.logdir, self.use_cache = logdir, use_cache
         self.scale = {"jobs": jobs, "dask": dask}  # how multi-host analyses run (RunData)
@@ -233,6 +235,8 @@ class TputuiApp(App):
     def open_tool(self, name: str, replace: bool = False, **options) -> None:
         tool = get_tool(name)
         self.tool_name = name
+        if self.tpu_logs and "tpu_logs" in tool.option_names():
+            options.setdefault("tpu_logs", self.tpu_logs)
         screen_cls = tool.screen_class()
         if screen_cls is None:
             from tputui.screens.generic import GenericToolScreen

@@ -49,6 +49,7 @@ def app_parser() -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true",
                    help="open the bundled demo profiles (a JAX CPU run; r switches to a TPU v6e run)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the decode cache")
+    p.add_argument("--tpu-logs", metavar="DIR", help=TPU_LOGS_HELP)
     _add_scale_arguments(p)
     _add_timeout(p)
     p.add_argument("--watch", type=_positive, metavar="SECONDS",
@@ -110,11 +111,16 @@ def export_parser() -> argparse.ArgumentParser:
     return p
 
 
+TPU_LOGS_HELP = ("the TPU runtime log's folder (tpu_driver.INFO): init time, premapped buffer size and its "
+                 "allocation failures in the overview and Advice (default: /tmp/tpu_logs when it exists)")
 # Words and checks for the tools' options (which options exist comes from the registry).
-OPTION_HELP = {"module": "HLO module name or program id", "memory_space": "memory space (0 = HBM, or a name)",
+OPTION_HELP = {"tpu_logs": TPU_LOGS_HELP,
+               "module": "HLO module name or program id", "memory_space": "memory space (0 = HBM, or a name)",
                "list_modules": "list the HLO modules", "dcn_gbps": "DCN bandwidth per host, Gbps",
                "max_snapshots": "snapshots on the memory timeline", "args": "every event's args in the JSON",
-               "node": "the instruction whose neighbourhood to draw", "depth": "how many edges around --node (default 3)"}
+               "node": "the instruction whose neighbourhood to draw",
+               "device": "the TPU of the host, /device:TPU:N or N (default /device:TPU:0, as XProf)",
+               "depth": "how many edges around --node (default 3)"}
 
 
 def tool_options() -> dict[str, tuple[list[str], object]]:
@@ -186,7 +192,21 @@ def _tool_options(a: argparse.Namespace) -> dict:
         if not sep:
             raise UserError(f"--option expects KEY=VALUE, got {kv!r}")
         opts[key.replace("-", "_")] = value
+    tpu_logs = tpu_logs_dir(opts.get("tpu_logs"))
+    if tpu_logs and a.tool in tool_options()["tpu_logs"][0]:
+        opts["tpu_logs"] = tpu_logs
     return opts
+
+
+def tpu_logs_dir(given: str | None) -> str | None:
+    """The TPU runtime log folder to read: the one given (which must hold a log: else one line and
+    exit 2), or libtpu's default folder when it exists on this machine."""
+    from tputui.analysis.tpu_runtime_log import DEFAULT_DIR, require_log
+
+    if given:
+        require_log(given)
+        return given
+    return DEFAULT_DIR if os.path.isdir(DEFAULT_DIR) else None
 
 
 def run_export(argv: list[str]) -> int:
@@ -215,7 +235,8 @@ def run_export(argv: list[str]) -> int:
         return _fail("export needs --tool TOOL (or --list)")
     run = RunData(logdir.run(a.run), use_cache=not a.no_cache, jobs=a.jobs, dask=a.dask)
     options = _tool_options(a)
-    cache = None if a.no_cache else OutputCache(run, a.tool, a.host, options, a.format, a.table)
+    cache = None if a.no_cache else OutputCache(run, a.tool, a.host, options, a.format, a.table,
+                                                extra=_input_stamps(options))
     notes = cache.notes() if cache else None
     if notes is not None:  # the same export of the same files: its output again, no analysis
         _replay_decode_notes(run, a.host)
@@ -260,6 +281,15 @@ def _replay_decode_notes(run, host: str | None) -> None:
     for hf in run.run.hosts:
         if host is None or hf.host == host:
             decode_notes.replay(hf)
+
+
+def _input_stamps(options: dict) -> list:
+    """Files outside the run that the export reads (the TPU runtime log): part of its cache key."""
+    if not options.get("tpu_logs"):
+        return []
+    from tputui.analysis.tpu_runtime_log import stamp
+
+    return [stamp(options["tpu_logs"])]
 
 
 def _is_op_stats_tool(tool: str) -> bool:
@@ -487,7 +517,8 @@ def run_app(argv: list[str]) -> int:
     from tputui.signals import exiting_app
 
     app = TputuiApp(logdir, run=run.name, host=a.host, tool=a.tool, use_cache=not a.no_cache,
-                    jobs=a.jobs, dask=a.dask, watch=a.watch, demo=a.demo)
+                    jobs=a.jobs, dask=a.dask, watch=a.watch, demo=a.demo,
+                    tpu_logs=tpu_logs_dir(a.tpu_logs))
     with exiting_app(app):  # SIGTERM / SIGHUP: the app quits as on q (a capture in flight is ended)
         app.run()
     from tputui.quick_exit import leave

@@ -151,10 +151,13 @@ class OutputCache:
     PIECE_BYTES = 1 << 20  # smaller writes are gathered up to this before the hand-over
     _OUT, _NOTES = "out.zst", "notes.json"
 
-    def __init__(self, run: RunData, tool: str, host: str | None, options: dict, fmt: str, table: str | None):
+    def __init__(self, run: RunData, tool: str, host: str | None, options: dict, fmt: str, table: str | None,
+                 extra: list | None = None):
         files = sorted((h.path, h.size, repr(h.mtime)) for h in run.run.hosts)
+        # `extra`: stamps of other files the export reads (the TPU runtime log), only when there are any,
+        # so the keys of other exports stay as they were
         ident = json.dumps([self.VERSION, __version__, _code_stamp(), run.name, tool, host, sorted(options.items()),
-                            fmt, table, files], default=repr)
+                            fmt, table, files] + ([extra] if extra else []), default=repr)
         self.entry = os.path.join(cache_root(), "frames", hashlib.sha1(path_bytes(ident)).hexdigest() + ".export")
         self._tmp: str | None = None
         self._raw: IO[bytes] | None = None

@@ -29,7 +29,7 @@ TABLE = [
 SCREENS = [
     ("i", "IDLE on/off (framework op stats, op profile)"),
     ("b", "what rows are grouped / ordered by (op profile, memory viewer)"),
-    ("e", "infeed / outfeed on/off (roofline)"), ("B", "DCN bandwidth (megascale)"),
+    ("e", "infeed / outfeed on/off (roofline)"), ("B", "DCN bandwidth (megascale)"), ("T", "TPU device of the host (megascale)"),
     ("u", "free memory on/off (memory profile)"), ("k", "category (pod viewer)"),
     ("[ ]", "previous / next step (pod viewer)"), ("I J O", "open input pipeline / the suggested tool / overview"),
     ("M", "memory space (memory viewer)"), ("G", "show the op in its HLO graph"),

@@ -7,10 +7,11 @@ process_megascale_dcn.cc), reproduced here:
 
 - A run has DCN stats only if every host's `/host:CPU` plane has an event named `MegaScale: ...`;
   otherwise every host's table is empty.
-- Only `/device:TPU:0` is read. Its `XLA Ops` events whose `hlo_category` contains "host send" or
-  "host recv" are looked up in the HLO module of the `XLA Modules` event containing them
-  (`/host:metadata` "Hlo Proto", keyed `<module>(<program_id>)`): opcode, channel id, frontend
-  attributes `_xla_host_transfer_rendezvous` (the collective's name) and `_xla_megascale_transfer_type`.
+- Only `/device:TPU:0` is read (here the default; `device` picks another TPU of the host). Its
+  `XLA Ops` events whose `hlo_category` contains "host send" or "host recv" are looked up in the
+  HLO module of the `XLA Modules` event containing them (`/host:metadata` "Hlo Proto", keyed
+  `<module>(<program_id>)`): opcode, channel id, frontend attributes `_xla_host_transfer_rendezvous`
+  (the collective's name) and `_xla_megascale_transfer_type`.
 - Per rendezvous, in line order: send starts an occurrence; every DCN op adds its duration to the
   stall of its own rendezvous and to the "overlap" of every open one; recv-done closes it with
   slack = recv-done start - send start - overlap (ns -> whole us), observed = recv-done end - send
@@ -20,7 +21,8 @@ process_megascale_dcn.cc), reproduced here:
   then averaged per rendezvous (whole microseconds again): the table is in milliseconds.
 - Required bandwidth (Gbps) = bytes / slack: bytes * 8 / (slack us * 1000); INT_MAX with no slack.
 
-Beyond XProf: with no bandwidth given, rows are flagged against the DCN bandwidth of the host's TPU
+Beyond XProf: findings (analysis/dcn_diagnosis.py: stall outliers and their likely cause, collectives
+needing more than the network); with no bandwidth given, rows are flagged against the DCN bandwidth of the host's TPU
 generation (per chip, from the Cloud TPU docs, times the chips on the host) when it is known.
 """
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tputui.analysis import host_map
+from tputui.analysis import dcn_diagnosis, host_map
 from tputui.analysis.hlo_ops import perf_env
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
 from tputui.analysis.result import NoDataError
@@ -43,6 +45,7 @@ from tputui.data.stat_values import to_int
 from tputui.data.xspace import XSpaceFrame
 
 INT_MAX = 2147483647
+DEFAULT_DEVICE = "/device:TPU:0"  # the only plane XProf reads DCN collectives from
 RENDEZVOUS_ATTR = "_xla_host_transfer_rendezvous"
 TRANSFER_TYPE_ATTR = "_xla_megascale_transfer_type"
 # xla PrimitiveType -> bytes per element (TOKEN / TUPLE / OPAQUE have no elements).
@@ -107,13 +110,18 @@ class MegascaleResult:
     device_type: str = ""
     suggested_gbps: float | None = None  # the TPU generation's DCN bandwidth for this host
     suggestion: str = ""  # where suggested_gbps comes from (or why there is none)
+    device: str = DEFAULT_DEVICE  # the TPU device plane the table is for
+    devices: list[str] = field(default_factory=list)  # the host's TPU device planes (the picker's choices)
+    peers: dict[str, list[int]] = field(default_factory=dict)  # collective -> other slices (dcn_diagnosis)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # dcn_diagnosis.findings, set by flag()
 
     def to_json(self) -> dict[str, Any]:
         rows = self.rows.drop("exceeds_network") if self.dcn_gbps is None else self.rows
         return {"host": self.host, "hosts": self.hosts, "cores_per_host": self.cores_per_host,
                 "dcn_gbps": self.dcn_gbps, "device_type": self.device_type,
                 "suggested_dcn_gbps": self.suggested_gbps, "suggestion": self.suggestion,
-                "rows": rows.to_dicts(), "diagnostics": self.diagnostics}
+                "device": self.device, "devices": self.devices,
+                "rows": rows.to_dicts(), "diagnostics": self.diagnostics, "findings": self.findings}
 
     @property
     def flagged_names(self) -> set[str]:
@@ -142,7 +150,15 @@ class MegascaleResult:
         rows = self.rows.with_columns(exceeds_network=(
             (pl.col("required_bandwidth_gbps") * self.cores_per_host > dcn_gbps) if dcn_gbps
             else pl.lit(False)))
-        return dataclasses.replace(self, rows=rows, dcn_gbps=dcn_gbps or None)
+        found = dcn_diagnosis.findings(rows, dcn_gbps or None, self.cores_per_host, self.peers)
+        return dataclasses.replace(self, rows=rows, dcn_gbps=dcn_gbps or None, findings=found)
+
+    @property
+    def stall_outlier_names(self) -> set[str]:
+        return {f["collective"] for f in self.findings if f["kind"] == "stall_outlier"}
+
+    def findings_of(self, name: str) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f["collective"] == name]
 
 
 # --- minimal protobuf reading (xla.HloProto and DcnCollectiveInfoProto) ------------------------
@@ -241,10 +257,11 @@ def transmitted_bytes(size: int, group: int, transfer_type: str) -> int:
 
 
 # --- the tracker (XProf's DcnTracker) ---------------------------------------------------------
-def _slacks(frame: XSpaceFrame) -> tuple[list[dict], list[tuple[str, int, int]]]:
-    """Per occurrence: rendezvous, names, times (whole us), bytes; and recv-done spans (ps)."""
+def _slacks(frame: XSpaceFrame, device: str = DEFAULT_DEVICE) -> tuple[list[dict], list[tuple[str, int, int]]]:
+    """Per occurrence: rendezvous, names, times (whole us), bytes; and recv-done spans (ps), of one
+    TPU device plane (XProf reads /device:TPU:0 only)."""
     raw = frame.raw
-    tpu0 = frame.plane_index("/device:TPU:0")
+    tpu0 = frame.plane_index(device)
     if tpu0 is None:
         return [], []
     lines = {raw.line_name[ln]: ln for ln in frame.lines_of(tpu0)}
@@ -394,8 +411,26 @@ def summarize(occ: list[dict]) -> pl.DataFrame:
 PLANES = [schema.TPU_PLANE_PREFIX, schema.METADATA_PLANE, schema.HOST_PLANE]
 
 
-def analyze(run: RunData, host: str | None = None, dcn_gbps: float | None = None, **_options) -> MegascaleResult:
-    """One host's table, flagged against `dcn_gbps` (Gbps per host); None: the TPU generation's, 0: none."""
+def device_plane(device: str | int | None, devices: list[str]) -> str:
+    """`/device:TPU:N`, `TPU:N` or `N` as the host's plane name (None: TPU:0, as XProf)."""
+    if device is None or str(device).strip() == "":
+        return DEFAULT_DEVICE
+    text = str(device).strip()
+    name = text if text.startswith("/device:") else schema.TPU_PLANE_PREFIX + text.removeprefix("TPU:")
+    if devices and name not in devices:
+        raise NoDataError(f"no device {text!r} on this host (devices: {', '.join(devices)})")
+    return name
+
+
+def _tpu_devices(frame: XSpaceFrame) -> list[str]:
+    names = [n for n in frame.raw.plane_name if n.startswith(schema.TPU_PLANE_PREFIX)]
+    return sorted(names, key=lambda n: (len(n), n))
+
+
+def analyze(run: RunData, host: str | None = None, dcn_gbps: float | None = None, device: str | None = None,
+            **_options) -> MegascaleResult:
+    """One host's table, flagged against `dcn_gbps` (Gbps per host); None: the TPU generation's, 0: none.
+    `device`: which TPU of the host (`/device:TPU:N` or N; default TPU:0, the only one XProf reads)."""
     hosts = list(run.hosts)
     if not hosts:
         raise NoDataError("the run has no readable host")
@@ -403,16 +438,18 @@ def analyze(run: RunData, host: str | None = None, dcn_gbps: float | None = None
     if host not in hosts:
         raise NoDataError(f"no host {host!r} in this run (hosts: {', '.join(hosts)})")
     frame = run.frame(host, planes=PLANES)
+    devices = _tpu_devices(frame)
+    plane = device_plane(device, devices)
     gated = all(has_megascale_events(run.frame(h, planes=PLANES) if h != host else frame) for h in hosts)
     diagnostics = []
     if gated:
-        occ, spans = _slacks(frame)
+        occ, spans = _slacks(frame, plane)
         rows = summarize(occ)
     else:
         occ, spans, rows = [], [], pl.DataFrame(schema=ROW_SCHEMA)
         diagnostics.append("No DCN (megascale) collectives: a host has no `MegaScale:` events.")
     if gated and not len(rows):
-        diagnostics.append("No DCN send/recv ops found on /device:TPU:0.")
+        diagnostics.append(f"No DCN send/recv ops found on {plane}.")
     cores = len(tensor_core_planes(frame))
     device_type = perf_env([frame]).device_type if cores else ""
     # One tensor-core plane per chip on the generations with a figure (v5e / v6e: one core per
@@ -420,9 +457,11 @@ def analyze(run: RunData, host: str | None = None, dcn_gbps: float | None = None
     suggested, suggestion = suggested_dcn_gbps(device_type, cores)
     res = MegascaleResult(host, hosts, rows, cores, None, diagnostics,
                           pl.DataFrame(spans, schema={"name": pl.String, "start_ps": pl.Int64, "end_ps": pl.Int64},
-                                       orient="row"), device_type, suggested, suggestion)
+                                       orient="row"), device_type, suggested, suggestion, plane, devices)
+    # the peers are read only when a collective's stall stands out (the finding names them)
+    res.peers = dcn_diagnosis.slice_peers(frame) if dcn_diagnosis.stall_outliers(rows) else {}
     gbps = suggested if dcn_gbps is None else dcn_gbps
-    return res.flag(gbps) if gbps else res
+    return res.flag(gbps)
 
 
 def has_data(run: RunData) -> bool:

@@ -22,10 +22,12 @@ from typing import Any
 import polars as pl
 
 from tputui.analysis import host_map
+from tputui.analysis.hbm_capacity import Headroom, device_capacity, headroom
 from tputui.analysis.hlo_modules import HloModuleEntry, find_module, hlo_modules  # noqa: F401 (re-exported)
 from tputui.analysis.hlo_shape import shape_text, subshape, unpadded_bytes
 from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
 from tputui.proto import hlo_pb2
 
 SMALL_BUFFER_BYTES = 16 * 1024  # XProf's default small_buffer_size
@@ -176,6 +178,7 @@ class PeakBuffer:
     source_file: str = ""
     source_line: int = 0
     stack_frame: str = ""
+    op_category: str = ""  # the op's kind: "loop fusion", "output fusion", ... for fusions, else the opcode
 
     @property
     def is_small(self) -> bool:
@@ -236,7 +239,17 @@ def _peak_buffer(module: _Module, buf: _Buffer, number: int) -> PeakBuffer:
         size_bytes=buf.size, unpadded_bytes=buf.unpadded, name=buf.name_with_index,
         category=_category(buf.alloc), shape=shape, tf_op_name=op_name, op_code=buf.instr.opcode,
         source_file=file_name if file_name else "", source_line=line if file_name else 0,
-        stack_frame=stack if file_name else "")
+        stack_frame=stack if file_name else "", op_category=op_category(buf.instr))
+
+
+_FUSION_KINDS = {"kLoop": "loop fusion", "kInput": "input fusion", "kOutput": "output fusion", "kCustom": "custom fusion"}
+
+
+def op_category(instr) -> str:
+    """What kind of op defines a buffer: a fusion's kind (XLA names its categories after them), else the opcode."""
+    if instr.opcode == "fusion":
+        return _FUSION_KINDS.get(instr.fusion_kind, "fusion")
+    return instr.opcode
 
 
 def _max_scoped_vmem(proto: hlo_pb2.HloProto, color: int) -> tuple[int, str]:
@@ -291,6 +304,7 @@ class MemoryViewerResult:
     total_allocation_bytes: int
     max_scoped_vmem_bytes: int = 0
     max_scoped_vmem_instruction: str = ""
+    hbm: Headroom | None = None  # the device's HBM beside the peak (HBM space only; set by analyze)
 
     # Figures as XProf reports them (MiB, indefinite buffers included).
     @property
@@ -346,6 +360,7 @@ class MemoryViewerResult:
                 "name": b.label if b.is_small else b.name, "logical_buffer_id": b.logical_buffer_id,
                 "size_mib": b.size_mib, "unpadded_size_mib": b.unpadded_mib, "shape": b.shape,
                 "allocation_type": b.category, "framework_op": b.tf_op_name, "op_code": b.op_code,
+                "op_category": b.op_category,
                 "source": f"{b.source_file}:{b.source_line}" if b.source_file else "",
             }
         return {
@@ -364,7 +379,15 @@ class MemoryViewerResult:
             "buffers_by_size": [buf(b) for b in self.buffers_by_size],
             "heap_mib": self.heap_mib, "unpadded_heap_mib": self.unpadded_heap_mib,
             "instructions": self.instruction_names,
+            **self.hbm_json(),
         }
+
+    def hbm_json(self) -> dict[str, Any]:
+        h = self.hbm
+        return {"hbm_capacity_bytes": h.capacity_bytes if h else None,
+                "hbm_capacity_source": h.capacity_source if h else "",
+                "headroom_bytes": h.headroom_bytes if h else None, "fits": h.fits if h else None,
+                "batch_growth_factor": h.batch_factor if h else None, "batch_advice": h.advice if h else ""}
 
     def lifetime(self, b: PeakBuffer) -> tuple[int, int] | None:
         """(allocation, free) program points of a buffer in the heap simulation (XProf's
@@ -639,4 +662,11 @@ def analyze(run: RunData, host: str | None = None, module: str | None = None,
         return ModuleList(rows)
     entry = find_module(modules, module) if module else default_module(modules)
     color = parse_memory_space(memory_space)
-    return simulate(entry.parse(), color, name=entry.name, modules=[m.name for m in modules])
+    result = simulate(entry.parse(), color, name=entry.name, modules=[m.name for m in modules])
+    if color == 0:
+        try:
+            capacity = device_capacity(run, entry.host)
+        except UserError:  # a device plane that cannot be read: the capacity is unknown, the viewer stands
+            capacity = None
+        result.hbm = headroom(result.peak_heap_bytes + result.indefinite_bytes, result.peak_heap_bytes, capacity)
+    return result

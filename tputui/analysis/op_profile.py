@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import host_map
+from tputui.analysis import advice_rules, host_map, perf_guide
 from tputui.analysis.hlo_ops import IDLE, DeviceOps, FusedChild
 from tputui.analysis.op_roofline import roofline_metrics
 from tputui.analysis.stdsort import partial_sort
@@ -153,6 +153,12 @@ class OpProfile:
     device_type: str
     peak_tflops: float
     peak_hbm_gbps: float
+    # The Advice tool's first hints (advice_rules.advice_rows: XProf's rules, then the guide's checks),
+    # for the root's card; set by analyze
+    advice: list[dict[str, Any]] = field(default_factory=list)
+    # op name -> the guide's MXU-fit figures for its dots / convolutions (perf_guide's mxu_alignment),
+    # for the op's card; set by analyze
+    mxu_fit: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ridge_point(self) -> float:
@@ -176,6 +182,8 @@ class OpProfile:
             "by_category": self.by_category.to_json(grouping_levels=1),
             "by_program_exclude_idle": self.by_program_no_idle.to_json(grouping_levels=2),
             "by_category_exclude_idle": self.by_category_no_idle.to_json(grouping_levels=1),
+            "top_advice": [{k: a[k] for k in ("source", "severity", "title", "detail")} for a in self.advice],
+            "mxu_fit": self.mxu_fit,
         }
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -341,8 +349,19 @@ def from_device_ops(db: DeviceOps) -> OpProfile:
         peak_hbm_gbps=db.perf.peak_bws_gbps[0])
 
 
+TOP_ADVICE = 3
+
+
 def analyze(run: RunData, host: str | None = None, **options) -> OpProfile:
-    return from_device_ops(host_map.run_device_ops(run, host))
+    result = from_device_ops(host_map.run_device_ops(run, host))
+    try:  # the root card's hints and the ops' MXU fit; never worth failing the op profile for
+        checks = perf_guide.checks(run, host)
+        rows = advice_rules.advice_rows(advice_rules.suggestions(run, host), checks)
+        result.advice = rows[:TOP_ADVICE]
+        result.mxu_fit = {f.op: f.figures for c in checks if c.name == "mxu_alignment" for f in c.findings}
+    except Exception:  # noqa: BLE001
+        result.advice, result.mxu_fit = [], {}
+    return result
 
 
 def has_data(run: RunData) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import advice_rules, host_map, perf_guide, utilization
+from tputui.analysis import advice_rules, gpu_trace_hint, host_map, perf_guide, tpu_runtime_log, utilization
 from tputui.analysis import input_analysis as ip
 from tputui.analysis import op_metrics as om
 from tputui.analysis.op_stats import OpStats
@@ -48,6 +48,8 @@ class OverviewResult:
     precision_statement: str
     tips: list[dict[str, str]] = field(default_factory=list)
     advice: list[dict[str, Any]] = field(default_factory=list)  # advice_rules.advice_rows: XProf's rules, the guide's
+    tpu_runtime: tpu_runtime_log.TpuRuntime | None = None  # from the TPU runtime log (--tpu-logs), when read
+    hints: list[str] = field(default_factory=list)  # beyond XProf's diagnostics: the CUPTI hint (gpu_trace_hint)
 
     # --- views the screen and export share ----------------------------------------------------
     @property
@@ -75,7 +77,8 @@ class OverviewResult:
         s = self.stats
         return {"device_type": s.device_type, "device_core_count": s.device_core_count,
                 "host_count": len(s.hosts), "hosts": s.hosts, "task_count": len(s.hosts),
-                "is_training": s.is_training, "hardware_type": s.hardware_type}
+                "is_training": s.is_training, "hardware_type": s.hardware_type,
+                "tpu_runtime": self.tpu_runtime.to_json() if self.tpu_runtime else None}
 
     def recommendation(self) -> dict[str, Any]:
         b = self.bottleneck
@@ -132,6 +135,7 @@ class OverviewResult:
             "recommendation": self.recommendation(),
             "advice": self.advice,
             "diagnostics": self.pipeline.diagnostics,
+            "hints": self.hints,
         }
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -212,11 +216,17 @@ def analyze_stats(run_name: str, stats: OpStats) -> OverviewResult:
     )
 
 
-def analyze(run: RunData, host: str | None = None, **options) -> OverviewResult:
-    result = analyze_stats(run.name, host_map.run_op_stats(run, host))
+def analyze(run: RunData, host: str | None = None, tpu_logs: str | None = None, **options) -> OverviewResult:
+    """`tpu_logs`: a folder (or file) holding the TPU runtime log, tpu_driver.INFO."""
+    stats = host_map.run_op_stats(run, host)
+    result = analyze_stats(run.name, stats)
+    result.tpu_runtime = tpu_runtime_log.read(tpu_logs)
+    hint = gpu_trace_hint.cupti_hint(stats.per_host)
+    result.hints = [hint] if hint else []
     try:  # the recommendation panel's advice; never worth failing the overview for
         result.advice = advice_rules.advice_rows(advice_rules.suggestions(run, host, result.pipeline),
-                                                perf_guide.checks(run, host))
+                                                perf_guide.by_severity(perf_guide.checks(run, host)
+                                                                       + tpu_runtime_log.checks(result.tpu_runtime)))
     except Exception:  # noqa: BLE001
         result.advice = []
     return result

@@ -2,11 +2,15 @@
 
 Each check names the ops it found, the figures and what to change:
 - layout padding: a tiled layout (e.g. `T(8,128)`) pads the two most-minor dimensions up to the
-  tile; padded bytes / logical bytes per materialized buffer (instructions outside fusions);
+  tile; padded bytes / logical bytes per materialized buffer (instructions outside fusions); high
+  severity when the padding (or one padded buffer) is 25% or more of the TPU's HBM (an OOM risk);
 - MXU alignment: dot contraction and output-feature sizes against the MXU (128 through v5e, 256
-  on v6e), and the rows (batch) against 8; the share of MXU work that is padding;
-- materialized broadcasts: a large `broadcast` outside a fusion written to memory and read by an
-  elementwise op (XLA could fuse it into the consumer);
+  on v6e), and the rows (batch) against 8; a convolution's batch against 128 and its input
+  features against 8 (the guide's estimate); the share of MXU work that is padding;
+- materialized broadcasts: a large `broadcast` outside a fusion (or a fusion that only broadcasts)
+  written to memory and read by an elementwise op (XLA could fuse it into the consumer);
+- unfused elementwise ops: an elementwise kernel (an elementwise op outside fusions, or a loop
+  fusion of elementwise ops alone) that reads a 1 MiB+ result of another from memory;
 - host offload: copies between host memory (memory space 5, `S(5)`) and the device, bytes per run;
 - input-bound steps: the share of step time waiting on the host / infeed (10% or more, XProf's
   input-bound threshold).
@@ -22,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis import host_map
+from tputui.analysis.hbm_capacity import Capacity, tpu_capacity
 from tputui.analysis.hlo_modules import hlo_modules
 from tputui.analysis.hlo_shape import TUPLE, type_name
 from tputui.analysis.hlo_text import HloModel, shape_str
@@ -29,8 +34,9 @@ from tputui.analysis.op_stats import OpStats
 from tputui.data.run_data import RunData
 from tputui.proto import xla_data_pb2 as xd
 
-MIB = 1 << 20
+MIB, GIB = 1 << 20, 1 << 30
 PADDING_MIN_RATIO, PADDING_MIN_BYTES = 1.25, 1 * MIB
+PADDING_OOM_PERCENT = 25.0  # padding (or one padded buffer) this share of the device's HBM: an OOM risk
 BROADCAST_MIN_BYTES = 1 * MIB
 INPUT_BOUND_PERCENT = 10.0  # XProf's kInfeedPercentageThreshold
 HOST_MEMORY_SPACE = 5
@@ -129,7 +135,7 @@ def _materialized(model: HloModel):
             yield from comp.instructions
 
 
-def _padding_check(models: list[tuple[str, HloModel]]) -> Check | None:
+def _padding_check(models: list[tuple[str, HloModel]], capacity: Capacity | None = None) -> Check | None:
     found = []
     for module, m in models:
         for ins in _materialized(m):
@@ -143,13 +149,25 @@ def _padding_check(models: list[tuple[str, HloModel]]) -> Check | None:
         return None
     found.sort(key=lambda f: -(f.figures["padded_bytes"] - f.figures["logical_bytes"]))
     waste = sum(f.figures["padded_bytes"] - f.figures["logical_bytes"] for f in found)
+    change = ("Make the two most-minor dimensions multiples of the tile (8 and 128 for f32, 16 and 128 for "
+              "bf16): pad or reshape batch / feature sizes, or move a small dimension out of the minor position.")
+    worst = found[0]
+    # Padding that takes a large share of the device's HBM: the guide's "padding can cause out-of-memory"
+    hbm = capacity.bytes if capacity else 0
+    share = 100.0 * max(waste, worst.figures["padded_bytes"]) / hbm if hbm else 0.0
+    if share >= PADDING_OOM_PERCENT:
+        for f in found:
+            f.figures["hbm_percent"] = round(100.0 * f.figures["padded_bytes"] / hbm, 1)
+        return Check("layout_padding", "Layout padding risks running out of HBM", "high",
+                     f"{len(found)} buffers grow at least {PADDING_MIN_RATIO}x once tiled: {waste / GIB:,.2f} GiB of "
+                     f"padding in all, {share:.0f}% of this TPU's {hbm / GIB:.0f} GiB HBM "
+                     f"(largest: {worst.op}, {worst.figures['logical_bytes'] / MIB:,.0f} MiB of data in "
+                     f"{worst.figures['padded_bytes'] / GIB:,.2f} GiB, {worst.figures['expansion']}x).",
+                     change + " Until then, a smaller batch keeps it in memory.", found[:50])
     return Check("layout_padding", "Layout padding wastes memory and bandwidth", "medium",
                  f"{len(found)} buffers are at least {PADDING_MIN_RATIO}x their logical size once tiled; "
-                 f"{waste / MIB:,.1f} MiB of padding in all (largest: {found[0].op}, "
-                 f"{found[0].figures['expansion']}x).",
-                 "Make the two most-minor dimensions multiples of the tile (8 and 128 for f32, 16 and 128 for "
-                 "bf16): pad or reshape batch / feature sizes, or move a small dimension out of the minor position.",
-                 found[:50])
+                 f"{waste / MIB:,.1f} MiB of padding in all (largest: {worst.op}, "
+                 f"{worst.figures['expansion']}x).", change, found[:50])
 
 
 # --- MXU alignment ------------------------------------------------------------------------
@@ -161,6 +179,49 @@ def mxu_size(device_type: str) -> int:
 
 def _roundup(n: int, k: int) -> int:
     return -(-n // k) * k
+
+
+CONV_BATCH_TILE, CONV_FEATURE_TILE = 128, 8  # the guide's convolution example: batch -> 128, features -> 8
+
+
+def _conv_findings(module: str, m: HloModel) -> list[Finding]:
+    """Convolutions whose batch or input features pad the MXU tile, as the performance guide
+    estimates them: batch padded to a multiple of 128, input features to a multiple of 8 (its
+    example: batch 16 and 3 features use 16 x 3 / (128 x 8), about 5%)."""
+    out = []
+    for ins in m.instrs.values():
+        if ins.opcode != "convolution" or not ins.operand_ids:
+            continue
+        lhs = m.instrs.get(ins.operand_ids[0])
+        if lhs is None or not ins.HasField("convolution_dimension_numbers"):
+            continue
+        d, dims = ins.convolution_dimension_numbers, list(lhs.shape.dimensions)
+        if max(d.input_batch_dimension, d.input_feature_dimension) >= len(dims):
+            continue
+        batch, feat = dims[d.input_batch_dimension], dims[d.input_feature_dimension]
+        if batch <= 0 or feat <= 0:
+            continue
+        done = _roundup(batch, CONV_BATCH_TILE) * _roundup(feat, CONV_FEATURE_TILE)
+        if done > batch * feat:
+            out.append(Finding(ins.name, module, {"batch": batch, "input_features": feat,
+                                                  "padded_to": f"{_roundup(batch, CONV_BATCH_TILE)} x "
+                                                               f"{_roundup(feat, CONV_FEATURE_TILE)}",
+                                                  "mxu_utilization_percent": round(100.0 * batch * feat / done, 1),
+                                                  "mxu_waste_percent": round(100.0 * (1 - batch * feat / done), 1)}))
+    return out
+
+
+def _mxu_what(found: list[Finding], mxu: int) -> str:
+    convs = sum(1 for f in found if "input_features" in f.figures)
+    dots = len(found) - convs
+    parts = []
+    if dots:
+        parts.append(f"{dots} dots have contraction or feature sizes that are not multiples of {mxu} (or rows not a "
+                     "multiple of 8)")
+    if convs:
+        parts.append(f"{convs} convolutions have a batch that is not a multiple of {CONV_BATCH_TILE} or input "
+                     f"features not a multiple of {CONV_FEATURE_TILE}")
+    return "; ".join(parts)
 
 
 def _mxu_check(models: list[tuple[str, HloModel]], device_type: str, on_tpu: bool) -> Check | None:
@@ -187,29 +248,75 @@ def _mxu_check(models: list[tuple[str, HloModel]], device_type: str, on_tpu: boo
             if done > useful:
                 found.append(Finding(ins.name, module, {"rows": rows, "contraction": k, "features": n, "mxu": mxu,
                                                         "mxu_waste_percent": round(100.0 * (1 - useful / done), 1)}))
+        found += _conv_findings(module, m)
     if not found:
         return None
     found.sort(key=lambda f: -f.figures["mxu_waste_percent"])
     where = f"the {mxu}x{mxu} MXU of this {device_type}" if on_tpu else f"a {mxu}x{mxu} TPU MXU (this profile ran on CPU)"
     return Check("mxu_alignment", "Matmul sizes not aligned to the MXU", "medium" if on_tpu else "info",
-                 f"{len(found)} dots have contraction or feature sizes that are not multiples of {mxu} (or rows "
-                 f"not a multiple of 8) for {where}; worst: {found[0].op}, "
+                 f"{_mxu_what(found, mxu)} for {where}; worst: {found[0].op}, "
                  f"{found[0].figures['mxu_waste_percent']}% of its MXU work is padding.",
                  f"Use feature / hidden sizes that are multiples of {mxu} and per-core batch sizes that are multiples "
                  "of 8; after sharding, check the per-core batch (global batch / data-parallel cores).",
                  found[:50])
 
 
-# --- broadcasts and host offload ------------------------------------------------------------
+# --- broadcasts, unfused elementwise ops and host offload --------------------------------------
+UNARY = {"abs", "ceil", "cosine", "exponential", "exponential-minus-one", "floor", "log", "log-plus-one", "logistic",
+         "negate", "not", "round-nearest-afz", "round-nearest-even", "rsqrt", "sign", "sine", "sqrt", "cbrt", "tan",
+         "tanh", "erf", "convert", "is-finite", "real", "imag"}
+PASS_THROUGH = {"opt-barrier", "get-tuple-element", "tuple", "bitcast", "copy", "reshape"}
+UNFUSED_MIN_BYTES = 1 * MIB
+
+
+def _fused_ops(m: HloModel, ins) -> list:
+    """The instructions a fusion computes (its called computation, parameters left out)."""
+    comp = m.comps.get(ins.called_computation_ids[0]) if ins.called_computation_ids else None
+    return [i for i in comp.instructions if i.opcode != "parameter"] if comp is not None else []
+
+
+def is_elementwise_kernel(m: HloModel, ins) -> bool:
+    """An op that runs as a kernel of its own and only computes elementwise: an elementwise op outside
+    any fusion, or a loop fusion of elementwise ops alone (XLA wraps an op it did not fuse in one)."""
+    if ins.opcode in ELEMENTWISE or ins.opcode in UNARY:
+        return True
+    if ins.opcode != "fusion" or ins.fusion_kind != "kLoop":
+        return False
+    ops = _fused_ops(m, ins)
+    return bool(ops) and all(i.opcode in ELEMENTWISE or i.opcode in UNARY or i.opcode == "constant" for i in ops)
+
+
+def is_broadcast_kernel(m: HloModel, ins) -> bool:
+    """A broadcast written to memory: the op itself outside fusions, or a fusion that only broadcasts."""
+    if ins.opcode == "broadcast":
+        return True
+    if ins.opcode != "fusion":
+        return False
+    ops = _fused_ops(m, ins)
+    return bool(ops) and any(i.opcode == "broadcast" for i in ops) and all(
+        i.opcode in ("broadcast", "constant") for i in ops)
+
+
+def _consumers(m: HloModel, ins, depth: int = 3) -> list:
+    """The ops that read `ins`'s result, through ops that only pass it on (barriers, tuples, bitcasts)."""
+    out = []
+    for u in (m.instrs[i] for i in m.users.get(ins.id, [])):
+        if u.opcode in PASS_THROUGH and depth > 0:
+            out += _consumers(m, u, depth - 1)
+        else:
+            out.append(u)
+    return out
+
+
 def _broadcast_check(models: list[tuple[str, HloModel]]) -> Check | None:
     found = []
     for module, m in models:
         for ins in _materialized(m):
-            if ins.opcode != "broadcast":
+            if not is_broadcast_kernel(m, ins):
                 continue
             logical, _ = padding_of(ins.shape)
-            users = [m.instrs[u] for u in m.users.get(ins.id, [])]
-            feeds = [u.name for u in users if u.opcode in ELEMENTWISE or u.opcode == "fusion"]
+            feeds = [u.name for u in _consumers(m, ins) if u.opcode in ELEMENTWISE or u.opcode in UNARY
+                     or u.opcode == "fusion"]
             if logical >= BROADCAST_MIN_BYTES and feeds:
                 found.append(Finding(ins.name, module, {"bytes": logical, "shape": shape_str(ins.shape),
                                                         "feeds": ", ".join(feeds[:4])}))
@@ -221,6 +328,34 @@ def _broadcast_check(models: list[tuple[str, HloModel]]) -> Check | None:
                  f"MiB that elementwise ops then read back (largest: {found[0].op}).",
                  "Let XLA fuse the broadcast into its consumer (avoid optimization barriers / custom calls between "
                  "them), or broadcast inside the jitted function where the consumer is.", found[:50])
+
+
+def _unfused_check(models: list[tuple[str, HloModel]]) -> Check | None:
+    """Elementwise kernels that read another elementwise kernel's result from memory: XLA would
+    normally fuse the two into one pass, saving the write and the read of the intermediate."""
+    found = []
+    for module, m in models:
+        for ins in _materialized(m):
+            if not is_elementwise_kernel(m, ins):
+                continue
+            for producer in (m.instrs.get(i) for i in ins.operand_ids):
+                if producer is None or not is_elementwise_kernel(m, producer):
+                    continue
+                nbytes, _ = padding_of(producer.shape)
+                if nbytes >= UNFUSED_MIN_BYTES:
+                    found.append(Finding(ins.name, module, {"reads": producer.name, "bytes": nbytes,
+                                                            "shape": shape_str(producer.shape)}))
+    if not found:
+        return None
+    found.sort(key=lambda f: -f.figures["bytes"])
+    moved = sum(2 * f.figures["bytes"] for f in found)
+    return Check("unfused_elementwise", "Elementwise ops that XLA did not fuse", "medium",
+                 f"{len(found)} elementwise ops read an intermediate another elementwise op wrote to memory: "
+                 f"{moved / MIB:,.1f} MiB written and read back per run (largest: {found[0].figures['reads']} -> "
+                 f"{found[0].op}).",
+                 "Keep the chain inside one jitted function with nothing between the ops (optimization barriers, host "
+                 "callbacks, custom calls), and check that no XLA flag turns fusion off "
+                 "(--xla_disable_hlo_passes).", found[:50])
 
 
 def _memory_space(shape: xd.ShapeProto) -> int:
@@ -262,26 +397,48 @@ def per_core_dims(shape: xd.ShapeProto, sharding: xd.OpSharding) -> list[int] | 
     return [-(-d // t) for d, t in zip(shape.dimensions, tiles)]
 
 
+def is_partitioned(m: HloModel) -> bool:
+    """An SPMD-partitioned program (XLA renames its entry `<name>_spmd`): its parameters already have
+    one core's shape, their sharding says how the global array was split."""
+    entry = m.comps.get(m.proto.entry_computation_id)
+    return entry is not None and entry.name.endswith("_spmd")
+
+
+def batch_rule_ok(batch: int, features: int) -> bool:
+    """The guide's batch rules, per core: batch a multiple of 8 with features a multiple of 128, or
+    batch a multiple of 128 with features a multiple of 8 (64 / 1024 over a v2 / v3 device's 8 cores)."""
+    return (batch % 8 == 0 and features % 128 == 0) or (batch % 128 == 0 and features % 8 == 0)
+
+
 def _per_core_batch_check(models: list[tuple[str, HloModel]]) -> Check | None:
     found = []
     for module, m in models:
         entry = m.comps.get(m.proto.entry_computation_id)
+        partitioned = is_partitioned(m)
         for ins in entry.instructions if entry is not None else ():
             if ins.opcode != "parameter" or not ins.HasField("sharding") or len(ins.shape.dimensions) < 2:
                 continue
-            local = per_core_dims(ins.shape, ins.sharding)
-            if local is None or not ins.shape.dimensions[0] >= ins.sharding.tile_assignment_dimensions[0] > 1:
+            local = list(ins.shape.dimensions) if partitioned else per_core_dims(ins.shape, ins.sharding)
+            tiles = list(ins.sharding.tile_assignment_dimensions)
+            if local is None or not tiles or tiles[0] <= 1 or (not partitioned and ins.shape.dimensions[0] < tiles[0]):
                 continue  # the leading dimension is not split across cores
-            if local[0] < 8 or local[0] % 8:
-                found.append(Finding(ins.name, module, {"global_shape": shape_str(ins.shape, layout=False),
-                                                        "per_core_batch": local[0],
-                                                        "per_core_dims": "x".join(map(str, local))}))
+            batch, features = local[0], local[-1]
+            if batch == 1:
+                continue  # one row per core: a stacked device axis (pmap, psum over devices), not a batch
+            if batch < 8 or not batch_rule_ok(batch, features):
+                shape = ([d * t for d, t in zip(local, tiles)] if partitioned else list(ins.shape.dimensions))
+                found.append(Finding(ins.name, module, {"global_shape": "x".join(map(str, shape)),
+                                                        "per_core_batch": batch, "per_core_features": features,
+                                                        "per_core_dims": "x".join(map(str, local)),
+                                                        "partitioned": partitioned}))
     if not found:
         return None
     return Check("per_core_batch", "Per-core batch after sharding is small or unaligned", "info",
-                 f"{len(found)} sharded inputs leave each core a leading (batch) dimension that is under 8 or not a "
-                 f"multiple of 8 (e.g. {found[0].op}: {found[0].figures['per_core_dims']} per core).",
-                 "Choose the global batch as a multiple of 8 x the data-parallel cores, or shard another dimension.",
+                 f"{len(found)} sharded inputs leave each core a batch and feature size outside the guide's rules "
+                 f"(batch a multiple of 8 with features a multiple of 128, or batch a multiple of 128 with features "
+                 f"a multiple of 8; e.g. {found[0].op}: {found[0].figures['per_core_dims']} per core).",
+                 "Choose the global batch as a multiple of 8 (or 128) x the data-parallel cores and feature sizes as "
+                 "multiples of 128 (or 8), or shard another dimension.",
                  found[:50])
 
 
@@ -327,8 +484,13 @@ def _input_check(stats: OpStats) -> Check | None:
     return Check("input_bound", "Steps wait on the input pipeline", "high",
                  f"{percent:.1f}% of step time is spent waiting for input (host input, host-to-device copies, "
                  f"device waiting on the host); step {worst['step']} waits longest.",
-                 "See the input pipeline analyzer and the tf.data bottleneck: prefetch, parallelize map / interleave, "
-                 "cache or preprocess offline; feed larger batches per host.",
+                 "Confirm it first: run a few steps on synthetic data (one batch fed again and again); if the step "
+                 "time drops, the input is the bottleneck. Then see the input pipeline analyzer and the tf.data "
+                 "bottleneck: prefetch, parallelize map / interleave, read files in parallel "
+                 "(TFRecordDataset(num_parallel_reads=...)), shard the dataset early (before shuffle and map), cast to "
+                 "the compute type after spatial augmentation, give tf.data enough threads (tf.config.threading), "
+                 "cache or preprocess offline; feed larger batches per host. In TensorFlow, compile the step with XLA "
+                 "(tf.function(jit_compile=True)).",
                  [Finding(str(worst["name"] or worst["step"]), "", {"input_percent": round(percent, 1)})])
 
 
@@ -342,8 +504,14 @@ def checks(run: RunData, host: str | None = None) -> list[Check]:
                       for h in host_map.host_op_stats(run, host)):  # a TPU profile may hold no XLA ops
         ops = host_map.run_device_ops(run, host)
         tail = long_tail_check(ops.ops, ops.perf.peak_tflops)
-    found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models), tail,
+    capacity = tpu_capacity(stats.device_type) if on_tpu else None
+    found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models, capacity), tail,
              _per_core_batch_check(models),
-             _broadcast_check(models), _host_offload_check(models)]
+             _broadcast_check(models), _unfused_check(models), _host_offload_check(models)]
+    return by_severity([c for c in found if c is not None])
+
+
+def by_severity(found: list[Check]) -> list[Check]:
+    """Most severe first (stable: each severity keeps its order)."""
     order = {"high": 0, "medium": 1, "info": 2}
-    return sorted((c for c in found if c is not None), key=lambda c: order[c.severity])
+    return sorted(found, key=lambda c: order[c.severity])

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from tputui.analysis import advice_rules, host_map, perf_guide, suggestion_rules, suggestion_signals
+from tputui.analysis import advice_rules, host_map, perf_guide, suggestion_rules, suggestion_signals, tpu_runtime_log
 from tputui.data.run_data import RunData
 
 
@@ -35,9 +35,11 @@ class AdviceResult:
         return {"advice": self.items(), "op_findings": perf_guide.findings_frame(self.checks)}
 
 
-def analyze(run: RunData, host: str | None = None, **_options) -> AdviceResult:
+def analyze(run: RunData, host: str | None = None, tpu_logs: str | None = None, **_options) -> AdviceResult:
+    """`tpu_logs`: a folder (or file) holding the TPU runtime log, whose premapped-buffer failures and
+    slow initialization are checks too."""
     hosts = [host] if host else run.require_hosts()
     stats = host_map.run_op_stats(run, host)
     signals = suggestion_signals.signals(stats)
-    return AdviceResult(advice_rules.suggestions_of(stats, signals=signals), perf_guide.checks(run, host), hosts,
-                        signals)
+    found = perf_guide.by_severity(perf_guide.checks(run, host) + tpu_runtime_log.checks(tpu_runtime_log.read(tpu_logs)))
+    return AdviceResult(advice_rules.suggestions_of(stats, signals=signals), found, hosts, signals)

@@ -35,6 +35,9 @@ class WindowFigures:
     # Input share: per core (time in infeed ops) for devices, per step (XProf's "Input") for hosts.
     infeed_pct: list[float] = field(default_factory=list)
     top_ops: list[TopOp] = field(default_factory=list)
+    # Matrix-unit utilization from the window itself (TPU): device op FLOPs over the cores' time at
+    # their peak FLOP rate, the overview's FLOPS figure for a window; None without a peak or ops.
+    mxu_pct: float | None = None
 
     @property
     def host_only(self) -> bool:
@@ -107,7 +110,27 @@ def _device_figures(fr: XSpaceFrame, names: list[str], steps: list[float]) -> Wi
     top_ops = [TopOp(r["name"], r["self_time_ps"] / 1e9, 100.0 * r["self_time_ps"] / total, int(r["occurrences"]))
                for r in top.iter_rows(named=True)]
     dtype = str(fr.plane_stat_map(planes[0]).get("device_type_string") or ("TPU" if tpu else "GPU"))
-    return WindowFigures(dtype, len(planes), busy, idle, steps, names, infeed, top_ops)
+    mxu = window_mxu_pct(db, fr.plane_stat_map(planes[0]).get("peak_teraflops_per_second")) if tpu else None
+    return WindowFigures(dtype, len(planes), busy, idle, steps, names, infeed, top_ops, mxu)
+
+
+MXU_SOURCE = "from the profile window: device op FLOPs / (the cores' time x peak FLOP rate)"
+
+
+def window_mxu_pct(db, peak_tflops) -> float | None:
+    """Device op FLOPs over the window's core time at the peak rate, in % (ops that may hold inner
+    ops left out, as the overview does)."""
+    from tputui.analysis.utilization import INNER_OPS
+
+    try:
+        peak = float(peak_tflops)
+    except (TypeError, ValueError):
+        return None
+    if peak <= 0 or not db.total_time_ps:
+        return None
+    ops = db.ops.filter(~pl.col("category").is_in(list(INNER_OPS)) & (pl.col("occurrences") > 0))
+    flops = float(ops["flops"].sum()) if ops.height else 0.0
+    return 100.0 * flops / (db.total_time_ps * 1e-12 * peak * 1e12)
 
 
 def window_figures(fr: XSpaceFrame) -> WindowFigures:

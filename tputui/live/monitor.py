@@ -50,7 +50,7 @@ class Sample:
     device_type: str | None = None
     cores: int | None = None
     utilization_pct: float | None = None  # device busy share (duty cycle)
-    mxu_pct: float | None = None  # matrix-unit utilization: only from servers' performance counters
+    mxu_pct: float | None = None  # matrix-unit utilization: the server's counters, else the window's FLOPs
     idle_pct: float | None = None
     steps: int = 0
     step_ms_avg: float | None = None
@@ -63,6 +63,7 @@ class Sample:
     error: str | None = None  # this cycle failed: the one line to show
     retry_in_s: float | None = None  # when the next try happens after an error
     empty: bool = False  # the server answered with an empty trace (nothing ran)
+    mxu_source: str | None = None  # where mxu_pct comes from (the server's counters, or the window's FLOPs)
 
     @property
     def ok(self) -> bool:
@@ -127,6 +128,10 @@ def sample_from_xspace(data: bytes, address: str, window_ms: int, now: float | N
     s.step_ms_avg, s.step_ms_min, s.step_ms_max = _stats(w.step_ms)
     s.infeed_pct_avg, s.infeed_pct_min, s.infeed_pct_max = _stats(w.infeed_pct)
     s.top_ops = [{"name": t.name, "time_ms": t.time_ms, "percent": t.percent, "count": t.count} for t in w.top_ops]
+    if w.mxu_pct is not None:  # no counters in a trace window: computed from its FLOPs, and labelled so
+        from tputui.live.figures import MXU_SOURCE
+
+        s.mxu_pct, s.mxu_source = w.mxu_pct, MXU_SOURCE
     return s
 
 
@@ -135,7 +140,7 @@ def sample_from_monitor(resp, address: str, window_ms: int, now: float | None = 
     r = resp.monitor_result
     s = Sample(time=time.time() if now is None else now, address=address, window_ms=window_ms, source="monitor")
     if r.response_type >= 1:
-        s.mxu_pct = r.matrix_unit_utilization_percent
+        s.mxu_pct, s.mxu_source = r.matrix_unit_utilization_percent, "the server's Monitor (performance counters)"
     if r.response_type >= 2:
         s.idle_pct = r.device_idle_time_percent
         s.utilization_pct = 100.0 - r.device_idle_time_percent

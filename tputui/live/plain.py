@@ -36,7 +36,9 @@ def plain_lines(s: Sample, level: int) -> list[str]:
     dtype = s.device_type or "unknown"
     host_only = s.from_trace and s.cores is None
     unit = "TPU" if dtype.upper().startswith("TPU") else "Device"
-    mxu = _pct(s.mxu_pct, 3) if s.mxu_pct is not None else "n/a (no matrix-unit counters in the trace)"
+    mxu = _pct(s.mxu_pct, 3) if s.mxu_pct is not None else "n/a (no matrix-unit counters or FLOPs in the trace)"
+    if s.mxu_pct is not None and s.mxu_source:
+        mxu += f" ({s.mxu_source})"
     out = [f"Timestamp: {stamp}",
            f"{unit} type: {dtype}" + (" (host only: no TPU or GPU in the trace)" if host_only else "")]
     if level >= 2 and not host_only:

@@ -6,7 +6,8 @@ under the cursor (the table is wider than most terminals).
 
 Rows are flagged when their required bandwidth x cores per host exceeds the host's DCN bandwidth:
 the TPU generation's (Cloud TPU docs, per chip x chips) unless `B` sets another (empty: off).
-Keys: `s` sort, `/` filter, `B` the DCN bandwidth (Gbps per host), `enter` shows the row's recv-done ops in the trace
+Keys: `s` sort, `/` filter, `B` the DCN bandwidth (Gbps per host), `T` another TPU of the host (XProf reads
+TPU:0 only), `enter` shows the row's recv-done ops in the trace
 viewer (the same host), zoomed to their first occurrence."""
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tputui.analysis.megascale import MegascaleResult
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin
+from tputui.screens.pickers import PickerScreen
 from tputui.widgets.table import FrameTable
 
 HIDDEN = ("exceeds_network",)
@@ -51,7 +53,10 @@ def empty_line(result: MegascaleResult) -> str:
 
 
 class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
-    BINDINGS = [Binding("B", "bandwidth", "DCN Gbps", id="megascale.gbps"), graph_binding("megascale"),
+    BINDINGS = [Binding("B", "bandwidth", "DCN Gbps", id="megascale.gbps"),
+                Binding("T", "pick_device", "TPU device", id="megascale.device",
+                        tooltip="pick the TPU of the host whose DCN collectives are shown (XProf shows TPU:0 only)"),
+                graph_binding("megascale"),
                 Binding("x", "export_csv", "CSV", id="megascale.csv", tooltip=CSV_TIP)]
     DEFAULT_CSS = """
     MegascaleScreen #summary { height: auto; padding: 0 1; }
@@ -60,6 +65,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
     MegascaleScreen #gbps { height: 3; display: none; }
     MegascaleScreen #gbps.open { display: block; }
     MegascaleScreen #detail { height: auto; padding: 0 1; }
+    MegascaleScreen #finding { height: auto; max-height: 5; padding: 0 1; }
     MegascaleScreen #where { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
 
@@ -79,7 +85,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
 
     def show(self, result: MegascaleResult) -> None:
         if not len(result.rows):
-            self.body.mount(Static(Text(empty_line(result)), id="empty"))
+            self.body.mount(Static(Text(empty_line(result) + _device_hint(result)), id="empty"))
             return
         self.body.mount(Static("", id="summary"))
         self.body.mount(Input(placeholder="DCN bandwidth per host in Gbps (empty: off), enter to apply",
@@ -94,6 +100,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
             "data_transmitted_bytes": fmt.count})
         self.body.mount(self.table)
         self.body.mount(Static("", id="detail"))
+        self.body.mount(Static("", id="finding"))
         self.body.mount(Static("", id="where"))
         self._summarize(result)
         self.table.focus()
@@ -102,7 +109,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
     def _summarize(self, result: MegascaleResult) -> None:
         n = len(result.rows)
         text = Text.assemble((f"{n}", "bold"), " DCN collectives on host ", (result.host, "bold"),
-                             f" ({DEVICE}, {result.cores_per_host} cores per host)")
+                             f" ({result.device}{_device_hint(result)}, {result.cores_per_host} cores per host)")
         if result.dcn_gbps:
             k = result.exceeding_count
             source = f" ({result.suggestion})" if result.dcn_gbps == result.suggested_gbps else " (set with B)"
@@ -116,13 +123,20 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         else:
             text.append(f" · no DCN bandwidth set (B; {result.suggested_gbps:g} Gbps for {result.suggestion})",
                         style="dim")
+        outliers = result.stall_outlier_names
+        if outliers:
+            text.append(" · ")
+            text.append(f"{len(outliers)}", style="bold")
+            text.append(" with a stall standing out (")
+            text.append("* marked", style="yellow")
+            text.append("; the line under the table says why)")
         for d in result.diagnostics:
             text.append(f"\n{d}", style="dim")
         self.query_one("#summary", Static).update(text)
         self.table.border_title = (f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter"
                                    " · B Gbps · enter trace")
-        flagged = result.flagged_names
-        self.table.formats["name"] = (lambda v: f"! {v}" if v in flagged else v)
+        flagged, outliers = result.flagged_names, result.stall_outlier_names
+        self.table.formats["name"] = lambda v: _marks(v, flagged, outliers)
         self.table.refresh()
 
     def action_bandwidth(self) -> None:
@@ -156,6 +170,9 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
     def _show_detail(self, row) -> None:
         for detail in self.query("#detail"):
             detail.update(row_details(row) if row else "")
+        found = self.result.findings_of(row["name"]) if row and self.result is not None else []
+        for line in self.query("#finding"):  # what the guide makes of this collective (dcn_diagnosis)
+            line.update(Text("\n".join(f["text"] for f in found), style="yellow") if found else "")
 
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         self._trace(event.row)
@@ -171,7 +188,7 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         span = self.result.first_recv_done(row["name"])
         if span is None:
             self.query_one("#where", Static).update(
-                Text(f"{row['recv_op_name']} ({row['name']}): no complete occurrence on {DEVICE} to show"))
+                Text(f"{row['recv_op_name']} ({row['name']}): no complete occurrence on {self.result.device} to show"))
             return
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
@@ -179,5 +196,29 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         # the same one this table is for.
         show_in_trace_viewer(self.app, TraceFocus(names=(row["recv_op_name"],), start_ps=span[0], end_ps=span[1]))
 
+    def action_pick_device(self) -> None:
+        if self.result is None or len(self.result.devices) < 2:
+            self.notify("this host has one TPU device", severity="information")
+            return
+        choices = [(d, d + ("  (XProf's)" if d == DEVICE else "")) for d in self.result.devices]
+        self.app.push_screen(PickerScreen("TPU device", choices, self.result.device), self._device_picked)
+
+    def _device_picked(self, device: str | None) -> None:
+        if device and self.result is not None and device != self.result.device:
+            self.options = {**self.options, "device": device}
+            self.table = None
+            self.load()  # the same screen, its analysis again for that device
+
     def export_frame(self):
         return self.table.frame if self.table is not None else None
+
+
+def _marks(name: str, flagged: set[str], outliers: set[str]) -> str:
+    """`!` needs more than the network, `*` its stall stands out (both: `*!`)."""
+    mark = ("*" if name in outliers else "") + ("!" if name in flagged else "")
+    return f"{mark} {name}" if mark else name
+
+
+def _device_hint(result: MegascaleResult) -> str:
+    n = len(result.devices)
+    return f"; {n} TPU devices, T for another" if n > 1 else ""

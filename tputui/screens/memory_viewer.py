@@ -77,14 +77,30 @@ def _space_label(color: int) -> str:
 def _summary(r: MemoryViewerResult, width: int = 200) -> Table:
     last = ("Scoped VMEM (max)", f"{fmt.bytes_binary(r.max_scoped_vmem_bytes)}  {r.max_scoped_vmem_instruction}") \
         if r.max_scoped_vmem_bytes else ("Buffers at peak", f"{len(r.buffers):,}")
-    return summary_grid([
+    groups = [
         [("Peak memory", _mib(r.peak_heap_mib)), ("Unpadded peak", _mib(r.peak_unpadded_heap_mib)),
          ("Padding at peak", _mib(r.peak_padding_mib))],
         [("Parameters", fmt.bytes_binary(r.entry_parameters_bytes)),
          ("Outputs (maybe live out)", fmt.bytes_binary(r.maybe_live_out_bytes)),
          ("Temporaries at peak", fmt.bytes_binary(r.peak_heap_bytes))],
         [("Total allocated", fmt.bytes_binary(r.total_allocation_bytes)), ("Program points", f"{len(r.heap_bytes):,}"), last],
-    ], width)
+    ]
+    for group, cell in zip(groups, _hbm_cells(r)):  # one more line: the HBM beside the peak
+        group.append(cell)
+    return summary_grid(groups, width)
+
+
+def _hbm_cells(r: MemoryViewerResult) -> list[tuple[str, str]]:
+    """The device's HBM, the headroom the peak leaves and the batch that would fit, when the
+    capacity is known (HBM space only)."""
+    h = r.hbm
+    if h is None or h.capacity_bytes is None or h.headroom_bytes is None:
+        return []
+    room = (f"{fmt.bytes_binary(h.headroom_bytes)}, fits" if h.fits
+            else f"over by {fmt.bytes_binary(-h.headroom_bytes)}")
+    batch = f"about {h.batch_factor:.1f}x" if h.batch_factor else "-"
+    return [("HBM per device", fmt.bytes_binary(h.capacity_bytes)), ("Headroom at peak", room),
+            ("Larger batch fits", batch)]
 
 
 def _buffer_card(b: PeakBuffer | None) -> Text:
@@ -108,7 +124,8 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
     field("extra", fmt.bytes_binary(b.extra_bytes) if b.extra_bytes else "")
     field("shape", b.shape)
     field("framework op", b.tf_op_name)
-    field("op", b.op_code)
+    field("op", f"{b.op_code} operation" if b.op_code else "")  # XProf's words
+    field("category", b.op_category if b.op_category != b.op_code else "")
     field("source", f"{b.source_file}:{b.source_line}" if b.source_file else "")
     return t
 
@@ -133,6 +150,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
     DEFAULT_CSS = """
     MemoryViewerScreen #mv-head { height: auto; padding: 0 1; }
     MemoryViewerScreen #mv-summary { height: auto; padding: 0 1; }
+    MemoryViewerScreen #mv-hbm-advice { height: auto; padding: 0 1; }
     MemoryViewerScreen AreaChart { height: 1fr; min-height: 7; max-height: 14; border: round $foreground 55%; }
     MemoryViewerScreen #mv-point { height: auto; padding: 0 1; }
     MemoryViewerScreen FrameTable { height: 1fr; min-height: 6; border: round $foreground 55%; }
@@ -150,6 +168,8 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
             (f"  ({len(r.memory_spaces)} spaces: M to pick)" if len(r.memory_spaces) > 1 else "", "dim")),
             id="mv-head"))
         self.body.mount(Static(_summary(r, (self.size.width or 120) - 2), id="mv-summary"))
+        if r.hbm is not None and r.hbm.advice:
+            self.body.mount(Static(Text(r.hbm.advice, style="dim"), id="mv-hbm-advice"))
         focus = None
         if r.heap_bytes:
             self.peak_point = r.peak_point

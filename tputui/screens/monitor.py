@@ -383,6 +383,8 @@ class MonitorScreen(Screen):
                 continue
             spark = Text(sparkline(series, width), style=PALETTE[i % len(PALETTE)])
             rng = f"{show(min(series))} … {show(max(series))}" if len(series) > 1 else ""
+            if name == "mxu_pct" and ok.mxu_source and ok.mxu_source.startswith("from the profile window"):
+                label = "MXU utilization (window FLOPs)"  # not the counters: labelled with its source
             t.add_row(label, show(value), spark, rng)
         return t
 

@@ -64,7 +64,18 @@ def intensity_text(n: Node, ridge: float) -> Text:
     return t
 
 
-def node_card(n: Node, total_ps: int, ridge: float = 0.0) -> Table:
+def mxu_fit_text(f: dict) -> Text:
+    """The guide's padding estimate of a dot / convolution on the MXU, one line."""
+    if "input_features" in f:  # a convolution: batch to 128, input features to 8
+        return Text(f"{f['mxu_utilization_percent']}% of the MXU used: batch {f['batch']}, input features "
+                    f"{f['input_features']} padded to {f['padded_to']}")
+    used = round(100.0 - f["mxu_waste_percent"], 1)
+    return Text(f"{used}% of the MXU used: contraction {f['contraction']}, features {f['features']} "
+                f"(multiples of {f['mxu']}), rows {f['rows']} (multiple of 8)")
+
+
+def node_card(n: Node, total_ps: int, ridge: float = 0.0, advice: list[dict] | None = None,
+              mxu_fit: dict | None = None) -> Table:
     g = Table.grid(padding=(0, 1))
     g.add_column(style="bold", no_wrap=True)
     g.add_column(overflow="fold")
@@ -102,6 +113,12 @@ def node_card(n: Node, total_ps: int, ridge: float = 0.0) -> Table:
         else:
             text.append("  (no tile padding)", style="dim")
         g.add_row("Padding", text)
+    if mxu_fit:
+        g.add_row("MXU fit", mxu_fit_text(mxu_fit))
+    for i, a in enumerate(advice or ()):  # the root's card: the Advice tool's first hints
+        hint = Text(a["title"], style="bold" if a["severity"] == "high" else "")
+        hint.append(f" ({a['source']}; t → Advice for the rest)" if i == 0 else f" ({a['source']})", style="dim")
+        g.add_row("Advice" if i == 0 else "", hint)
     return g
 
 
@@ -205,7 +222,9 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
     def _show_card(self, n: Node | None) -> None:
         if n is not None:
             self.card_node = n
-            self.card.update(node_card(n, self._total, self.result.ridge_point))
+            root = n is self.op_tree.root.data
+            self.card.update(node_card(n, self._total, self.result.ridge_point, self.result.advice if root else None,
+                                       self.result.mxu_fit.get(n.name)))
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         self._show_card(event.node.data)

@@ -100,16 +100,28 @@ def _environment(r: OverviewResult) -> Text:
                          ("Training", "yes" if env["is_training"] else "no")):
         t.append(f"{label}: ", style="bold")
         t.append(value + "   ")
+    rt = env.get("tpu_runtime")
+    if rt:  # from the TPU runtime log (--tpu-logs)
+        init = f"init {rt['init_seconds']:.1f} s" if rt["init_seconds"] is not None else "init time not logged"
+        size = rt["premapped_buffer_bytes"]
+        buffer = f"premapped buffer {fmt.bytes_binary(size)}" if size is not None else "premapped buffer not logged"
+        failed = rt["premapped_allocation_failures"]
+        t.append("\nTPU runtime: ", style="bold")
+        t.append(f"{init}, {buffer}" + (f", {failed} allocation failure(s)" if failed else ""))
+        t.append(f"  ({rt['log']})", style="dim")
     return t
 
 
 def _diagnostics(r: OverviewResult) -> Text:
-    if not r.pipeline.diagnostics:
+    if not r.pipeline.diagnostics and not r.hints:
         return Text("No diagnostics.", style="dim")
     t = Text()
     for d in r.pipeline.diagnostics:
         t.append(f"{d['severity']}: ", style="bold yellow" if d["severity"] == "WARNING" else "bold red")
         t.append(d["message"] + "\n")
+    for hint in r.hints:  # ours, beyond XProf's diagnostics
+        t.append("HINT: ", style="bold cyan")
+        t.append(hint + "\n")
     return t
 
 

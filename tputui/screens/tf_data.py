@@ -39,7 +39,10 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     help_notes = ("tf.data input pipelines (root iterators), slowest call first. The tree is that call: ▶ marks "
                   "the critical path (iterators it waited on, including async producers), ★ the bottleneck "
                   "(largest self time on that path). Starts are relative to the call; async producers start "
-                  "earlier (negative).")
+                  "earlier (negative). Reading a name: Iterator::A::B::C is the iterator of C, which feeds B, which "
+                  "feeds A: the name starts at the pipeline's end and ends with the dataset op this iterator runs "
+                  "(Iterator::Root::Prefetch::MapAndBatch::TFRecord: the TFRecord reader, whose records are mapped, "
+                  "batched, then prefetched).")
     BINDINGS = [
         Binding("tab", "switch", "Pipelines / tree", id="tf_data.tab", tooltip="move between the pipelines and the tree"),
         Binding("x", "export_csv", "CSV", id="tf_data.csv", tooltip=CSV_TIP),

@@ -45,6 +45,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from tputui import format as fmt
+from tputui.analysis.collective_wait import wait_for_slowest
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex
 from tputui.analysis.trace_cache import finish_index, open_index
@@ -82,7 +83,9 @@ MAX_STATS = 40
 MAX_NAMES = 8  # names listed for a multi-event selection
 MAX_FLOWS = 12  # flow partners listed for one event
 MAX_RANGE_NAMES = 30  # names listed for a marked range (the pane scrolls)
-HINT = "Select an event: arrows, click, / to search, n / N for matches."
+HINT = ("Select an event: arrows, click, / to search, n / N for matches.\n"
+        "Events that cross the capture's start or end are missing: the profiler keeps only what begins and ends "
+        "inside it, so a step cut by an edge is not shown.")
 
 
 class TraceViewerScreen(ToolScreen):
@@ -571,6 +574,9 @@ class TraceViewerScreen(ToolScreen):
             t.add_row("Full name", long_name)
         if int(ix.kind[i]) != 0:
             t.add_row("Derived", "synthesized by XProf's rules (from the op / region it covers)")
+        wait = self.collective_wait(i)
+        if wait is not None:  # an all-reduce: how long this core waited for the slowest one
+            t.add_row("Waited", wait.text(lambda ps: fmt.time_ps(ps, 3)))
         flows = self.flow_rows(i)
         if flows is not None:
             t.add_row("Flows", flows)
@@ -579,6 +585,10 @@ class TraceViewerScreen(ToolScreen):
                 v = f"<{len(v):,} bytes>"
             t.add_row(k, str(v))
         return t
+
+    def collective_wait(self, i: int):
+        frame, src = self.timeline.ix.frame_of(i), int(self.timeline.ix.source[i])
+        return wait_for_slowest(frame, src) if frame is not None and src >= 0 else None
 
     def flow_rows(self, i: int):
         """The event's flow partners: direction, name, where, how long after / before."""
