@@ -83,9 +83,9 @@ MAX_STATS = 40
 MAX_NAMES = 8  # names listed for a multi-event selection
 MAX_FLOWS = 12  # flow partners listed for one event
 MAX_RANGE_NAMES = 30  # names listed for a marked range (the pane scrolls)
-HINT = ("Select an event: arrows, click, / to search, n / N for matches.\n"
-        "Events that cross the capture's start or end are missing: the profiler keeps only what begins and ends "
-        "inside it, so a step cut by an edge is not shown.")
+HINT = "Select an event: arrows, click, / to search, n / N for matches."
+CAPTURE_EDGE_NOTE = ("Events that cross the capture's start or end are missing: the profiler keeps only what begins "
+                     "and ends inside it, so a step cut by an edge is not shown.")
 
 
 class TraceViewerScreen(ToolScreen):
@@ -163,7 +163,7 @@ class TraceViewerScreen(ToolScreen):
                   "by a connector; y / Y jump between them. z twice marks a range (per-name summary below). "
                   "H stacks several hosts on one time axis. "
                   "Times are from the profile start. The mouse works too: "
-                  "click selects, the wheel zooms at the pointer, shift+wheel pans.")
+                  "click selects, the wheel zooms at the pointer, shift+wheel pans. " + CAPTURE_EDGE_NOTE)
 
     def __init__(self, run, host, tool, **options: Any) -> None:
         self.focus_request: TraceFocus | None = options.pop("focus", None)
@@ -552,7 +552,7 @@ class TraceViewerScreen(ToolScreen):
         if not len(sel):
             if tl.mark is not None:
                 return self.range_summary(tl.mark.start, tl.mark.end)
-            return Text(HINT, style="dim")
+            return Text(HINT, style="dim")  # one line: the note on the capture's edges is in `?`
         if len(sel) > 1:
             return self.selection_summary(sel)
         i = int(tl.current if len(sel) == 1 and tl.current == sel[0] else sel[0])
