@@ -172,7 +172,9 @@ def test_a_damaged_entry_never_answers(capsysbinary, kind, pattern, damage):
 
 @pytest.mark.parametrize("kind,pattern,damage", [
     ("export", "out.zst", "bytes flipped"), ("frame", "blobs.bin", "bytes flipped"),
-    ("op_stats", "blobs.bin", "bytes flipped"), ("trace", "start.npy", "bytes flipped")])
+    ("trace", "start.npy", "bytes flipped")])
+# (op_stats is not here: since the op stats grew the step grouping and the tool facts, the three
+# bytes flipped land in fields jax_mlp's overview does not show, so the harness cannot show it.)
 def test_without_the_checksums_the_same_damage_is_answered(capsysbinary, monkeypatch, kind, pattern, damage):
     """The harness itself: with the checksums not compared (sizes still are), these damages give
     wrong output or fail, so the matrix above tests the checks and reads the entries it damages."""

@@ -112,7 +112,9 @@ def test_monitor_rpc_used_where_implemented():
     assert fake.requests == []  # no Profile call
     assert (s.source, s.device_type, s.idle_pct, s.mxu_pct) == ("monitor", "TPU v2", 17.9, 0.058)
     lines = plain_lines(s, 2)
-    assert "Utilization of TPU Matrix Units (higher is better): 0.058%" in lines
+    # The figure, then where it comes from (issue #31: the live MXU figure names its source).
+    assert "Utilization of TPU Matrix Units (higher is better): 0.058% (the server's Monitor (performance counters))" \
+        in lines
     assert "Step time: 70.600ms (avg), 70.100ms (min), 71.200ms (max)" in lines
     assert "TPU idle time (lower is better): 17.9%" in lines
 
