@@ -75,9 +75,9 @@ def test_an_edited_checkout_does_not_replay_an_older_builds_output(capsys, monke
     """The key holds the newest mtime of tputui's own files: the same version number with other
     code is a miss (a developer's edit, an upgrade in place)."""
     logdir = str(PROFILES / "tf_keras")
-    assert export._code_stamp() == export._code_stamp()
+    assert export.code_stamp() == export.code_stamp()
     run(capsys, "export", logdir, "--tool", "summary")
-    monkeypatch.setattr(export, "_code_stamp", lambda: "another build")
+    monkeypatch.setattr(export, "code_stamp", lambda: "another build")
     run(capsys, "export", logdir, "--tool", "summary")
     assert len(entries()) == 2
 

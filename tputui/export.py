@@ -24,6 +24,7 @@ from tputui import __version__
 from tputui.analysis.result import NoDataError, TextResult, ToolResult
 from tputui.data import entry_seal
 from tputui.data.cache_folder import private_dir, publish, temp_prefix
+from tputui.data.code_stamp import code_stamp
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
 from tputui.data.runs import path_bytes, shown
@@ -156,7 +157,7 @@ class OutputCache:
         files = sorted((h.path, h.size, repr(h.mtime)) for h in run.run.hosts)
         # `extra`: stamps of other files the export reads (the TPU runtime log), only when there are any,
         # so the keys of other exports stay as they were
-        ident = json.dumps([self.VERSION, __version__, _code_stamp(), run.name, tool, host, sorted(options.items()),
+        ident = json.dumps([self.VERSION, __version__, code_stamp(), run.name, tool, host, sorted(options.items()),
                             fmt, table, files] + ([extra] if extra else []), default=repr)
         self.entry = os.path.join(cache_root(), "frames", hashlib.sha1(path_bytes(ident)).hexdigest() + ".export")
         self._tmp: str | None = None
@@ -312,21 +313,6 @@ class OutputCache:
             publish(tmp, self.entry)
         except OSError:
             self._drop()
-
-
-def _code_stamp() -> str:
-    """The newest modification time of tputui's own source files: an edited checkout (the version
-    number unchanged) must not be answered with an output an older build wrote."""
-    root = os.path.dirname(os.path.abspath(__file__))
-    newest = 0.0
-    for folder, _dirs, names in os.walk(root):
-        for n in names:
-            if n.endswith((".py", ".so")):
-                try:
-                    newest = max(newest, os.stat(os.path.join(folder, n)).st_mtime)
-                except OSError:
-                    pass
-    return repr(newest)
 
 
 class _Tee(io.TextIOBase):

@@ -33,6 +33,7 @@ from tputui.analysis.trace_flows import FlowTable
 from tputui.data import entry_seal
 from tputui.data.cache import cache_key, cache_root
 from tputui.data.cache_folder import prune, temp_prefix
+from tputui.data.code_stamp import code_stamp
 from tputui.data.files import atomic_dir
 from tputui.data.run_data import RunData
 
@@ -132,7 +133,7 @@ def entry_path(run: RunData, host: str | None) -> str | None:
     key = cache_key(run.host_file(host), None)
     if key is None:
         return None
-    version = hashlib.sha1(tputui.__version__.encode()).hexdigest()[:8]
+    version = hashlib.sha1(f"{tputui.__version__}\0{code_stamp()}".encode()).hexdigest()[:8]
     return os.path.join(cache_root(), "frames", f"{key}.trace{INDEX_VERSION}-{version}")
 
 

@@ -1,10 +1,11 @@
 """Small results derived from one host file (e.g. op stats), cached beside the decoded frames.
 
 `$XDG_CACHE_HOME/tputui/frames/<key>.<kind>/`, keyed like the frame cache (path, size, mtime or
-GCS generation) plus the kind, its format version and tputui's version, so a changed file, a new
-format or a new tputui recomputes. Entries live in the frames folder, so the same LRU cap prunes
-them. The value is stored as data only (`plain_tree`: JSON for the tree, .npy without pickle for
-arrays, Arrow IPC for polars frames, in tree.json and blobs.bin): reading an entry runs no code
+GCS generation) plus the kind, its format version, tputui's version and a stamp of its code
+(data/code_stamp.py), so a changed file, a new format or changed code recomputes. Entries live in
+the frames folder, so the same LRU cap prunes them. The value is stored as data only (`plain_tree`:
+JSON for the tree, .npy without pickle for arrays, Arrow IPC for polars frames, in tree.json and
+blobs.bin): reading an entry runs no code
 that whoever can write the cache folder put there. Written to a temp dir, sealed with its
 checksums (`entry_seal`, checked in full on every load: these entries are small) and renamed: a
 reader never sees half an entry, and one that does not check out is removed and recomputed.
@@ -21,6 +22,7 @@ from typing import Any
 from tputui import __version__
 from tputui.data import entry_seal
 from tputui.data.cache_folder import private_dir, publish, temp_prefix
+from tputui.data.code_stamp import code_stamp
 from tputui.data.runs import HostFile, path_bytes
 from tputui.data.storage import cache_root
 
@@ -30,7 +32,7 @@ _FORMAT = 2  # 1: a pickle; 2: a plain tree with checksums
 
 
 def entry_path(hf: HostFile, kind: str, version: int) -> str:
-    ident = f"{kind}\0v{version}\0f{_FORMAT}\0{__version__}\0{hf.path}\0{hf.size}\0{hf.mtime!r}"
+    ident = f"{kind}\0v{version}\0f{_FORMAT}\0{__version__}\0{code_stamp()}\0{hf.path}\0{hf.size}\0{hf.mtime!r}"
     return os.path.join(cache_root(), "frames", f"{hashlib.sha1(path_bytes(ident)).hexdigest()}.{kind}")
 
 
