@@ -67,7 +67,7 @@ def min_bytes() -> int:
 
 
 PIECES_MEMORY_ENV = "TPUTUI_PIECES_MEMORY_MB"
-PIECES_MEMORY_BYTES = 1536 << 20  # pieces in flight at once, by memory_estimate: the map stays near 2 GB
+PIECES_MEMORY_BYTES = 1280 << 20  # pieces in flight at once, by memory_estimate: the map stays under 2 GB
 # A piece's peak memory over its serialized size, measured on the x2000 TPU host: ~5.7x for a
 # piece of host threads, ~6x for a TensorCore plane (its events carry several stats each).
 _PIECE_PEAK_PER_BYTE = 6
