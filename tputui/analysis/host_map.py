@@ -378,15 +378,20 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
         pool.shutdown(wait=False)
 
 
-def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progress | None):
+def _dask_client(address: str):
+    """A client of the Dask scheduler at `address`; ScaleOutError (one line) when it cannot be had."""
     try:
         from distributed import Client
     except ImportError:
         raise ScaleOutError("--dask needs the dask extra: pip install 'tputui[dask]'") from None
     try:
-        client = Client(address, timeout=10, set_as_default=False)
+        return Client(address, timeout=10, set_as_default=False)
     except (OSError, TimeoutError) as e:
         raise ScaleOutError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+
+
+def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progress | None):
+    client = _dask_client(address)
     try:
         if report:
             workers = len(client.scheduler_info().get("workers", {}))
@@ -412,14 +417,7 @@ def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progr
 def _pieces_on_dask(address: str, hf: HostFile, pieces: list[host_pieces.Piece], report: Progress | None) -> HostOpStats:
     """One giant host's pieces on the Dask cluster: each worker reads its pieces from the file
     itself, stage by stage (analysis/host_pieces.py)."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ScaleOutError("--dask needs the dask extra: pip install 'tputui[dask]'") from None
-    try:
-        client = Client(address, timeout=10, set_as_default=False)
-    except (OSError, TimeoutError) as e:
-        raise ScaleOutError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+    client = _dask_client(address)
     done = 0
     if report:
         workers = len(client.scheduler_info().get("workers", {}))

@@ -30,6 +30,19 @@ def varint(buf, i: int) -> tuple[int, int]:
             raise WireError("varint too long")
 
 
+def encode_varint(value: int) -> bytes:
+    """The varint bytes of a non-negative int (the inverse of `varint`)."""
+    out = bytearray()
+    while True:
+        b = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
 def fields(buf) -> Iterator[tuple[int, int, int | bytes]]:
     """(field number, wire type, value) for every field, in wire order."""
     i, n = 0, len(buf)

@@ -95,7 +95,7 @@ def subset_xspace(data, planes: list[tuple[PlaneEntry, list[int] | None]],
                 if n - 1 not in wanted:
                     continue
             kept += _field(number, wire, value)
-        out += [_varint(_SPACE_PLANES << 3 | 2), _varint(sum(len(c) for c in kept)), *kept]
+        out += [pbwire.encode_varint(_SPACE_PLANES << 3 | 2), pbwire.encode_varint(sum(len(c) for c in kept)), *kept]
     hostnames, errors, warnings = texts
     for number, values in ((_SPACE_ERRORS, errors), (_SPACE_WARNINGS, warnings), (_SPACE_HOSTNAMES, hostnames)):
         for v in values:
@@ -103,25 +103,13 @@ def subset_xspace(data, planes: list[tuple[PlaneEntry, list[int] | None]],
     return b"".join(out)
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field(number: int, wire: int, value) -> list:
     """One field's chunks: its key, then its value (length-prefixed when wire type 2)."""
-    key = _varint(number << 3 | wire)
+    key = pbwire.encode_varint(number << 3 | wire)
     if wire == 0:
-        return [key, _varint(value)]
+        return [key, pbwire.encode_varint(value)]
     if wire == 2:
-        return [key, _varint(len(value)), value]
+        return [key, pbwire.encode_varint(len(value)), value]
     return [key, value]  # fixed 32 / 64 bits
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from typing import BinaryIO
 
+from tputui.data import pbwire
 from tputui.data.highway import hash64
 from tputui.data.riegeli import (
     BLOCK_HEADER_SIZE,
@@ -27,16 +28,7 @@ from tputui.data.riegeli import (
 COMPRESSIONS = {"none": NONE, "brotli": BROTLI, "zstd": ZSTD}
 
 
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+varint = pbwire.encode_varint  # chunk headers' sizes
 
 
 def compress(kind: int, data: bytes, level: int | None = None) -> bytes:
