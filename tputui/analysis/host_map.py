@@ -22,6 +22,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 
@@ -226,52 +227,16 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
     if report:
         report(f"op stats: {hf.host} in {len(pieces)} pieces ({hf.size / 1e6:,.0f} MB), {lanes} at a time")
     done = 0
-
     pool = map_pool.take(lanes - 1) if lanes > 1 else None  # for every stage of the host's pieces
-    broken = False
 
     def run_parts(todo: list[host_pieces.Piece], launches: dict | None, grouping: bool):
-        nonlocal done, broken
-        pending = collections.deque(todo)
-        in_flight: dict[Future, host_pieces.Piece] = {}  # a worker's future -> its piece
-        budget = host_pieces.memory_budget()
-
-        def fits(piece: host_pieces.Piece) -> bool:  # one piece at least is always in flight
-            held = sum(host_pieces.memory_estimate(p) for p in in_flight.values())
-            return not in_flight or held + host_pieces.memory_estimate(piece) <= budget
-
-        def hand_out() -> None:  # a free worker takes the next piece from the front, memory allowing
-            nonlocal broken
-            # The last piece is left for this process, which would otherwise wait.
-            while pool is not None and not broken and len(pending) > 1 and len(in_flight) < lanes - 1 and fits(pending[0]):
-                try:
-                    fut = pool.submit(host_pieces.map_piece, hf, pending[0], launches, grouping)
-                except BrokenProcessPool:  # a worker died: this process maps what is left
-                    broken = True
-                    return
-                in_flight[fut] = pending.popleft()
-
-        try:
-            hand_out()
-            while pending or in_flight:
-                ready = [f for f in in_flight if f.done()]
-                if not ready and (not pending or not fits(pending[-1])):
-                    ready = [next(iter(in_flight))]  # nothing that fits here: wait for a worker
-                if ready:
-                    got = [_piece_result(f, in_flight.pop(f), hf, launches, grouping) for f in ready]
-                    hand_out()
-                else:
-                    with xspace.one_decode_thread() if pool is not None else contextlib.nullcontext():
-                        got = [host_pieces.map_piece(hf, pending.pop(), launches, grouping)]
-                    hand_out()
-                for part in got:
-                    done += 1
-                    if report:
-                        report(f"op stats: {hf.host}: piece {done}/{len(pieces)} done ({100 * done // len(pieces)}%)")
-                    yield part
-        finally:
-            for f in in_flight:
-                f.cancel()
+        nonlocal done
+        for part in pieces_in_lanes(pool, lanes, todo, host_pieces.map_piece, (hf,), (launches, grouping),
+                                    f"op stats: the worker process mapping a piece of host {hf.host} died; mapping it again here"):
+            done += 1
+            if report:
+                report(f"op stats: {hf.host}: piece {done}/{len(pieces)} done ({100 * done // len(pieces)}%)")
+            yield part
 
     try:
         return host_pieces.map_in_pieces(hf, pieces, run_parts)
@@ -282,14 +247,56 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _piece_result(fut: Future, piece: host_pieces.Piece, hf: HostFile, launches: dict | None,
-                  grouping: bool) -> host_pieces.Part:
-    """A worker's piece; when the worker died (killed, out of memory), the piece again, here."""
+def pieces_in_lanes(pool, lanes: int, todo: list[host_pieces.Piece], work: Callable, before: tuple, after: tuple,
+                    died: str) -> Iterator:
+    """work(*before, piece, *after) for every piece, in any order: `lanes - 1` workers of `pool`
+    take pieces from the front and this process from the back, within host_pieces' memory budget
+    (one piece at least is always in flight). A piece whose worker died is done again here, after
+    the warning `died`."""
+    pending = collections.deque(todo)
+    in_flight: dict[Future, host_pieces.Piece] = {}  # a worker's future -> its piece
+    budget = host_pieces.memory_budget()
+    broken = False
+
+    def fits(piece: host_pieces.Piece) -> bool:
+        held = sum(host_pieces.memory_estimate(p) for p in in_flight.values())
+        return not in_flight or held + host_pieces.memory_estimate(piece) <= budget
+
+    def hand_out() -> None:  # a free worker takes the next piece from the front, memory allowing
+        nonlocal broken
+        # The last piece is left for this process, which would otherwise wait.
+        while pool is not None and not broken and len(pending) > 1 and len(in_flight) < lanes - 1 and fits(pending[0]):
+            try:
+                fut = pool.submit(work, *before, pending[0], *after)
+            except BrokenProcessPool:  # a worker died: this process does what is left
+                broken = True
+                return
+            in_flight[fut] = pending.popleft()
+
+    def result(fut: Future, piece: host_pieces.Piece):
+        try:
+            return fut.result()
+        except BrokenProcessPool:
+            log.warning(died)
+            return work(*before, piece, *after)
+
     try:
-        return fut.result()
-    except BrokenProcessPool:
-        log.warning(f"op stats: the worker process mapping a piece of host {hf.host} died; mapping it again here")
-        return host_pieces.map_piece(hf, piece, launches, grouping)
+        hand_out()
+        while pending or in_flight:
+            ready = [f for f in in_flight if f.done()]
+            if not ready and (not pending or not fits(pending[-1])):
+                ready = [next(iter(in_flight))]  # nothing that fits here: wait for a worker
+            if ready:
+                got = [result(f, in_flight.pop(f)) for f in ready]
+                hand_out()
+            else:
+                with xspace.one_decode_thread() if pool is not None else contextlib.nullcontext():
+                    got = [work(*before, pending.pop(), *after)]
+                hand_out()
+            yield from got
+    finally:
+        for f in in_flight:
+            f.cancel()
 
 
 def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Progress | None):

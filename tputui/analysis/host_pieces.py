@@ -163,10 +163,19 @@ def map_piece(hf: HostFile, piece: Piece, launches: dict | None = None, grouping
     """One piece's part (a worker runs this): only the piece's planes, or lines, are decoded.
     `launches`: the host's launch groups (device pieces); `grouping`: whether thread pieces
     extract the grouping's events (HostPart.may_group)."""
-    index = list(piece.index)
+    frame = piece_frame(hf, piece)
     if piece.kind == "device":
-        frame = load_frame(hf, piece.keep(), use_cache=False, write_cache=False)
-        return op_stats.device_part(frame, launches or {}, index)
+        return op_stats.device_part(frame, launches or {}, list(piece.index))
+    if piece.kind == "threads":
+        return op_stats.threads_part(frame, grouping)
+    return op_stats.host_part(frame, list(piece.index))
+
+
+def piece_frame(hf: HostFile, piece: Piece) -> XSpaceFrame:
+    """The frame of a piece's planes (a thread piece: its lines of the host plane; the meta piece:
+    the host plane without lines), decoded from the file's bytes alone."""
+    if piece.kind == "device":
+        return load_frame(hf, piece.keep(), use_cache=False, write_cache=False)
     data = read(hf)
     planes = {p.name: p for p in plane_directory(data) or []}
     if piece.kind == "threads":
@@ -175,11 +184,7 @@ def map_piece(hf: HostFile, piece: Piece, launches: dict | None = None, grouping
         raw = subset_xspace(data, [(planes[n], [] if n == schema.HOST_PLANE else None) for n in piece.names],
                             space_texts(data))
     del data, planes
-    frame = decode(raw)
-    del raw
-    if piece.kind == "threads":
-        return op_stats.threads_part(frame, grouping)
-    return op_stats.host_part(frame, index)
+    return decode(raw)
 
 
 # (pieces, launches, grouping) -> their parts, in any order

@@ -112,15 +112,18 @@ class TraceEvents:
         return self.pid[pos], self.tid[pos], self.start_ps[pos]
 
 
-def trace_events(frame: XSpaceFrame, derived: bool = True, grouping: HostGrouping | None = None) -> TraceEvents:
+def trace_events(frame: XSpaceFrame, derived: bool = True, grouping: HostGrouping | None = None,
+                 piece: bool = False) -> TraceEvents:
     """Build the trace viewer's events of one host's frame.
 
     derived=False leaves out the lines derived from TPU op stats (Framework Name Scope / Ops,
     Source code, Host Offload Ops): the trace viewer's quick first pass. Its events are the
     first rows of the full result, in the same order (the derived ones follow them).
     grouping: the host's step groups when the caller has them (its cached op stats).
+    piece: the frame is a piece of a host (trace_pieces.py): `grouping` is the host's, taken as
+    it is, and the roots it renames are left for the caller, which knows their ranks.
     """
-    out = _Build(frame, grouping=grouping).run(derived)
+    out = _Build(frame, grouping=grouping, piece=piece).run(derived)
     assert isinstance(out, TraceEvents)
     return out
 
@@ -255,8 +258,10 @@ class SplitEvents:
 
 
 class _Build:
-    def __init__(self, frame: XSpaceFrame, split_raw: bool = False, grouping: HostGrouping | None = None) -> None:
+    def __init__(self, frame: XSpaceFrame, split_raw: bool = False, grouping: HostGrouping | None = None,
+                 piece: bool = False) -> None:
         self.f = frame
+        self.piece = piece
         self.split_raw = split_raw
         self._grouping = grouping
         self._launches: dict[LaunchKey, int] | None = None
@@ -322,7 +327,7 @@ class _Build:
         self.apply_step_name_stats(rows, names)
         if not grouped:
             groups = self.grouping
-            renamed = groups.renamed_rows(self.root_candidates)
+            renamed = {} if self.piece else groups.renamed_rows(self.root_candidates)
             for p in pids:
                 if TPU_CORE_PLANE.fullmatch(r.plane_name[p]) and groups.enabled:
                     self.device_steps[p] = _DeviceSteps.of(self, p, groups)
@@ -454,7 +459,7 @@ class _Build:
     def grouping(self) -> HostGrouping:
         """XProf's step groups of the host: the op stats' own when the caller has them, else
         computed once per frame (event_grouping.py); never a second grouping of our own."""
-        if self._grouping is None or not self._grouping.fits(self.root_candidates):
+        if self._grouping is None or not (self.piece or self._grouping.fits(self.root_candidates)):
             self._grouping = host_grouping(self.f)
         return self._grouping
 

@@ -118,6 +118,12 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
     names = set(frame.raw.sm_name)
     if not names & {"_p", "_c", "correlation_id", "flow"}:
         return FlowTable.empty()
+    return link_ends(flow_ends(frame, event_positions(source, kind)))
+
+
+def event_positions(source: np.ndarray, kind: np.ndarray):
+    """frame rows -> the position of the raw event showing each (-1 when none), for events whose
+    frame rows are `source` and kinds `kind`."""
     src_rows = np.asarray(source)
     if src_rows.dtype != np.int32:
         src_rows = src_rows.astype(np.int64, copy=False)
@@ -137,7 +143,59 @@ def flow_table(frame, source: np.ndarray, kind: np.ndarray) -> FlowTable:
         hit = (j < len(rows_sorted)) & (rows_sorted[jc] == rows) if len(rows_sorted) else np.zeros(len(rows), bool)
         return np.where(hit, jc if by_row is None else by_row[jc], -1)
 
-    found = (_producer_links(frame, position), _launch_links(frame, position), _xflow_links(frame, position))
+    return position
+
+
+@dataclass
+class FlowEnds:
+    """The ends links are made of, before linking: per rule, the (event position, start time,
+    key...) of each event that can take part. Ends of several pieces of one host, their positions
+    made the host's, concatenated (`joined`) and linked give the host's table (trace_pieces)."""
+
+    producer: tuple[np.ndarray, ...] = ()  # pos, t, type, id of `_p` ends
+    consumer: tuple[np.ndarray, ...] = ()  # pos, t, type, id of `_c` ends
+    launch: tuple[np.ndarray, ...] = ()  # pos, t, correlation id, on a device plane
+    xflow: tuple[np.ndarray, ...] = ()  # pos, t, the `flow` stat's raw value
+
+    FIELDS = ("producer", "consumer", "launch", "xflow")
+
+    def remapped(self, pos_map: np.ndarray) -> FlowEnds:
+        """The same ends with positions mapped through `pos_map` (old -> new)."""
+        return FlowEnds(**{f: (pos_map[c[0]], *c[1:]) if c else () for f in self.FIELDS
+                           for c in (getattr(self, f),)})
+
+    @staticmethod
+    def joined(parts: list[FlowEnds]) -> FlowEnds:
+        out = {}
+        for f in FlowEnds.FIELDS:
+            cols = [getattr(p, f) for p in parts if getattr(p, f)]
+            out[f] = tuple(np.concatenate(c) for c in zip(*cols)) if cols else ()
+        return FlowEnds(**out)
+
+
+def flow_ends(frame, position) -> FlowEnds:
+    """The ends of every rule's links among the events `position` places (frame row -> event
+    position, -1 when not shown)."""
+    names = frame.raw.sm_name
+    out = FlowEnds()
+    if "_p" in names and "_c" in names:
+        out.producer = _side(frame, position, "_p", "_pt")
+        out.consumer = _side(frame, position, "_c", "_ct")
+    if "correlation_id" in names:
+        owner, ids = _int_stat(frame, "correlation_id")
+        keep, pos, t = _placed(owner, position, frame)
+        on_device = np.array([n.startswith("/device") for n in frame.raw.plane_name] + [False])
+        out.launch = (pos, t, ids[keep], on_device[frame.events["plane"].to_numpy()[owner[keep]]])
+    if "flow" in names:
+        owner, value = _int_stat(frame, "flow")
+        keep, pos, t = _placed(owner, position, frame)
+        out.xflow = (pos, t, value[keep])
+    return out
+
+
+def link_ends(ends: FlowEnds) -> FlowTable:
+    """The links the ends make, as one table."""
+    found = (_producer_links(ends), _launch_links(ends), _xflow_links(ends))
     parts = [p for p in found if p is not None and len(p[0])]
     if not parts:
         return FlowTable.empty()
@@ -288,28 +346,28 @@ def _context(values: np.ndarray) -> np.ndarray:
     return np.where((values >= 0) & (values < len(CONTEXT_TYPES)), values, 0)
 
 
-def _producer_links(frame, position) -> Links | None:
-    if "_p" not in frame.raw.sm_name or "_c" not in frame.raw.sm_name:
+def _side(frame, position, id_stat: str, type_stat: str) -> tuple[np.ndarray, ...]:
+    """(pos, t, type, id) per (id stat, type stat) pair of a shown event (type 0 when absent)."""
+    owner, ids = _int_stat(frame, id_stat)
+    t_owner, types = _int_stat(frame, type_stat)
+    if np.array_equal(owner, t_owner):  # every id with its type, one each: the usual case
+        typ = types
+    else:
+        left, right = _left_join(owner, t_owner)
+        owner, ids = owner[left], ids[left]
+        if len(types):
+            typ = np.where(right >= 0, types[np.maximum(right, 0)], 0)
+        else:  # ids without any type stat: type 0 (unmatched ends are ordinary)
+            typ = np.zeros(len(ids), types.dtype)
+    keep, pos, t = _placed(owner, position, frame)
+    return pos, t, typ[keep], ids[keep]
+
+
+def _producer_links(ends: FlowEnds) -> Links | None:
+    if not ends.producer or not ends.consumer:
         return None
-
-    def side(id_stat: str, type_stat: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(pos, t, type, id) per (id stat, type stat) pair of a shown event (type 0 when absent)."""
-        owner, ids = _int_stat(frame, id_stat)
-        t_owner, types = _int_stat(frame, type_stat)
-        if np.array_equal(owner, t_owner):  # every id with its type, one each: the usual case
-            typ = types
-        else:
-            left, right = _left_join(owner, t_owner)
-            owner, ids = owner[left], ids[left]
-            if len(types):
-                typ = np.where(right >= 0, types[np.maximum(right, 0)], 0)
-            else:  # ids without any type stat: type 0 (unmatched ends are ordinary)
-                typ = np.zeros(len(ids), types.dtype)
-        keep, pos, t = _placed(owner, position, frame)
-        return pos, t, typ[keep], ids[keep]
-
-    p_pos, p_t, p_type, p_id = side("_p", "_pt")
-    c_pos, c_t, c_type, c_id = side("_c", "_ct")
+    p_pos, p_t, p_type, p_id = ends.producer
+    c_pos, c_t, c_type, c_id = ends.consumer
     p_group, c_group = _groups((p_type, c_type), (p_id, c_id))
     del c_type, c_id
     p_cat = _context(p_type).astype(np.uint8)
@@ -332,30 +390,21 @@ def _left_join(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndar
     return li, ri
 
 
-def _launch_links(frame, position) -> Links | None:
-    if "correlation_id" not in frame.raw.sm_name:
+def _launch_links(ends: FlowEnds) -> Links | None:
+    if not ends.launch or not len(ends.launch[0]):
         return None
-    owner, ids = _int_stat(frame, "correlation_id")
-    keep, pos, t = _placed(owner, position, frame)
-    if not len(keep):
-        return None
-    owner, ids = owner[keep], ids[keep]
-    on_device = np.array([n.startswith("/device") for n in frame.raw.plane_name] + [False])
-    dev = on_device[frame.events["plane"].to_numpy()[owner]]
+    pos, t, ids, dev = ends.launch
     h, d = np.flatnonzero(~dev), np.flatnonzero(dev)
     h_group, d_group = _groups((ids[h], ids[d]))
     cat = np.full(len(h), CONTEXT_TYPES.index("gpu_launch"), np.int64)
     return _link((pos[h], t[h], h_group, cat, ids[h]), (pos[d], t[d], d_group), FLOW_GPU_LAUNCH)
 
 
-def _xflow_links(frame, position) -> Links | None:
-    if "flow" not in frame.raw.sm_name:
+def _xflow_links(ends: FlowEnds) -> Links | None:
+    if not ends.xflow or not len(ends.xflow[0]):
         return None
-    owner, value = _int_stat(frame, "flow")
-    keep, pos, t = _placed(owner, position, frame)
-    if not len(keep):
-        return None
-    v = value[keep].view(np.uint64)
+    pos, t, value = ends.xflow
+    v = value.view(np.uint64)
     direction = v & np.uint64(3)
     ids = ((v >> np.uint64(2)) & np.uint64(FLOW_ID_MASK)).view(np.int64)
     cat = (v >> np.uint64(58)).view(np.int64)
