@@ -231,8 +231,8 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
 
     def run_parts(todo: list[host_pieces.Piece], launches: dict | None, grouping: bool):
         nonlocal done
-        for part in pieces_in_lanes(pool, lanes, todo, host_pieces.map_piece, (hf,), (launches, grouping),
-                                    f"op stats: the worker process mapping a piece of host {hf.host} died; mapping it again here"):
+        died = f"op stats: the worker process mapping a piece of host {hf.host} died; mapping it again here"
+        for part in pieces_in_lanes(pool, lanes, todo, host_pieces.map_piece, (hf,), (launches, grouping), died):
             done += 1
             if report:
                 report(f"op stats: {hf.host}: piece {done}/{len(pieces)} done ({100 * done // len(pieces)}%)")

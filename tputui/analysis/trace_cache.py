@@ -19,12 +19,14 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 
 import numpy as np
 import polars as pl
 
 import tputui
+from tputui.analysis import host_map, host_pieces, map_pool, trace_pieces
 from tputui.analysis.host_map import known_grouping
 from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index, remember_index
 from tputui.analysis.trace_counters import CounterTable
@@ -36,6 +38,7 @@ from tputui.data.cache_folder import prune, temp_prefix
 from tputui.data.code_stamp import code_stamp
 from tputui.data.files import atomic_dir
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
 
 INDEX_VERSION = 3  # 2: flow links and counter tracks; 3: a manifest with checksums (entry_seal)
 _ARRAYS = ("start", "end", "cover", "name", "source", "kind", "ev_row", "event_row", "row_count", "row_first",
@@ -118,6 +121,62 @@ def finish_index(run: RunData, host: str | None, first: TraceIndex, progress: Pr
     return ix
 
 
+def pieced_index(run: RunData, host: str | None, progress: Progress = None) -> TraceIndex | None:
+    """A giant host's final index built piece by piece (trace_pieces.py) and read back from disk
+    (memory-mapped), or None when the host is read whole (host_pieces.plan)."""
+    hf = run.host_file(host)
+    try:
+        pieces = host_pieces.plan(hf)
+    except UserError:
+        return None  # read whole: that path says what is wrong with the file
+    if not pieces:
+        return None
+    report = progress or (lambda msg: None)
+    grouping = known_grouping(run, host)
+    if grouping is None:
+        report("op stats first: the host's step groups name the trace's steps")
+        grouping = host_map.host_op_stats(run, host, progress)[0].grouping
+    entry = entry_path(run, host)
+    parent = os.path.dirname(entry) if entry is not None else tempfile.gettempdir()
+    os.makedirs(parent, exist_ok=True)
+    scratch = trace_pieces.piece_folder(parent)
+    lanes = min(run.jobs or map_pool.default_jobs(), len(pieces))
+    pool = map_pool.take(lanes - 1) if lanes > 1 else None
+    try:
+        infos = []
+        for info in host_map.pieces_in_lanes(pool, lanes, pieces, trace_pieces.build_piece, (hf,), (grouping, scratch),
+                                             f"the worker process building a piece of host {hf.host}'s trace died; "
+                                             "building it again here"):
+            infos.append(info)
+            report(f"trace pieces: {len(infos)}/{len(pieces)} built ({100 * len(infos) // len(pieces)}%)")
+        place = {host_pieces.Piece(i["piece"]["kind"], tuple(i["piece"]["names"]), tuple(i["piece"]["index"]),
+                                   int(i["piece"]["size"]), tuple(i["piece"]["lines"])): i for i in infos}
+        infos = [place[p] for p in pieces]  # in the plan's order: the file's
+        target = entry if entry is not None else os.path.join(scratch, "index")
+        with atomic_dir(target, temp_prefix()) as tmp:
+            meta = trace_pieces.compose(infos, grouping, tmp, report)
+            meta.update(version=INDEX_VERSION, processes=meta["processes"])
+            with open(os.path.join(tmp, "index.json"), "w", encoding="utf-8") as f:
+                json.dump(meta, f)
+            entry_seal.seal(tmp, {"version": INDEX_VERSION})
+        trace_pieces.remove_scratch(scratch, keep=target)
+        if entry is not None:
+            prune(os.path.dirname(entry), keep=entry)
+        ix = load_index(target)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if entry is None:
+            shutil.rmtree(scratch, ignore_errors=True)  # mapped arrays outlive their unlinked files
+        else:
+            trace_pieces.remove(scratch)
+    if ix is None:
+        raise UserError(f"could not read back the trace index just built for {hf.host}")
+    assert isinstance(ix, trace_pieces.PiecedIndex)
+    ix.host_file = hf
+    return ix
+
+
 def cached_events(run: RunData, host: str | None) -> TraceEvents | None:
     """The host's trace viewer events from a saved index (no decode), or None when none is saved."""
     entry = entry_path(run, host)
@@ -191,6 +250,11 @@ def load_index(path: str, full: bool = False) -> TraceIndex | None:
                                 *(np.load(os.path.join(path, f"counter.{n}.npy")) for n in _COUNTER_ARRAYS))
         os.utime(path)  # recently used, for the LRU prune
         ix = _index_of(meta, arr, levels, flows, counters)
+        if "pieces" in meta:  # built piece by piece: an event's details come from its piece
+            ix.__class__ = trace_pieces.PiecedIndex
+            ix.pieces = [host_pieces.Piece(d["kind"], tuple(d["names"]), tuple(d["index"]), int(d["size"]),
+                                           tuple(d["lines"])) for d in meta["pieces"]]
+            ix.track_piece = [int(k) for k in meta["track_piece"]]
     except Exception:  # noqa: BLE001 - damaged (or another build's): this open builds it again
         shutil.rmtree(path, ignore_errors=True)
         return None

@@ -178,8 +178,9 @@ def flow_ends(frame, position) -> FlowEnds:
     position, -1 when not shown)."""
     names = frame.raw.sm_name
     out = FlowEnds()
-    if "_p" in names and "_c" in names:
+    if "_p" in names:  # a piece of a host may hold one side only
         out.producer = _side(frame, position, "_p", "_pt")
+    if "_c" in names:
         out.consumer = _side(frame, position, "_c", "_ct")
     if "correlation_id" in names:
         owner, ids = _int_stat(frame, "correlation_id")
