@@ -248,19 +248,19 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
 
 
 def pieces_in_lanes(pool, lanes: int, todo: list[host_pieces.Piece], work: Callable, before: tuple, after: tuple,
-                    died: str) -> Iterator:
+                    died: str, estimate: Callable[[host_pieces.Piece], int] = host_pieces.memory_estimate) -> Iterator:
     """work(*before, piece, *after) for every piece, in any order: `lanes - 1` workers of `pool`
     take pieces from the front and this process from the back, within host_pieces' memory budget
-    (one piece at least is always in flight). A piece whose worker died is done again here, after
-    the warning `died`."""
+    (one piece at least is always in flight; `estimate`: a piece's peak memory). A piece whose
+    worker died is done again here, after the warning `died`."""
     pending = collections.deque(todo)
     in_flight: dict[Future, host_pieces.Piece] = {}  # a worker's future -> its piece
     budget = host_pieces.memory_budget()
     broken = False
 
     def fits(piece: host_pieces.Piece) -> bool:
-        held = sum(host_pieces.memory_estimate(p) for p in in_flight.values())
-        return not in_flight or held + host_pieces.memory_estimate(piece) <= budget
+        held = sum(estimate(p) for p in in_flight.values())
+        return not in_flight or held + estimate(piece) <= budget
 
     def hand_out() -> None:  # a free worker takes the next piece from the front, memory allowing
         nonlocal broken

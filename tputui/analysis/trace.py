@@ -22,6 +22,7 @@ import weakref
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +72,7 @@ class TraceIndex:
     # Set by the first pass over the raw events only (trace_events(derived=False)): the lines
     # derived from op stats come with the final index (trace_cache.finish_index).
     partial = False
+    coarse = False  # a giant host's first pass: some lines only (trace_cache._coarse_index)
     deferred: tuple[int, ...] = ()  # sections of a partial index whose events come with the final one
 
     def __init__(self, ev: TraceEvents, progress: Callable[[str], None] | None = None, exact: bool = True) -> None:
@@ -114,6 +116,14 @@ class TraceIndex:
     def frame_ready(self) -> bool:
         """False while an index read from disk has not loaded its frame yet (see `frame`)."""
         return self._frame is not None or self.frame_loader is None
+
+    def details_ready(self, i: int) -> bool:
+        """Whether event i's stats can be read without decoding anything (see prepare_details)."""
+        return self.frame_ready
+
+    def prepare_details(self, i: int) -> None:
+        """Decode what event i's stats come from (a worker calls this when details_ready is False)."""
+        _ = self.frame_of(i)
 
     @property
     def complete(self) -> bool:
@@ -267,10 +277,37 @@ class TraceIndex:
         return TraceIndex(self._events, progress, exact=True)
 
     def positions_of(self, other: TraceIndex, events: np.ndarray) -> np.ndarray:
-        """Positions in self of `other`'s events (both built from the same TraceEvents)."""
+        """Positions in self of `other`'s events (both built from the same TraceEvents, unless
+        `other` is a coarse first pass: then found by place, time and name; -1 when not here)."""
+        if other.coarse:
+            return self.locate(other, events)
         inv = np.empty(len(self.ev_row), np.int64)
         inv[self.ev_row] = np.arange(len(self.ev_row))
         return inv[other.ev_row[np.asarray(events, np.int64)]]
+
+    def locate(self, other: TraceIndex, events: np.ndarray, limit: int = 10_000) -> np.ndarray:
+        """Positions in self of `other`'s events found by track, start and name (at most `limit`:
+        a selection, not a trace); -1 for an event not found."""
+        events = np.asarray(events, np.int64)[:limit]
+        track_of = {(t.pid, t.tid): k for k, t in enumerate(self.tracks)}
+        ids = {n: i for i, n in enumerate(self.names)}
+        out = np.full(len(events), -1, np.int64)
+        for j, e in enumerate(events.tolist()):
+            t = other.tracks[int(other.row_track[int(other.event_row[e])])]
+            k = track_of.get((t.pid, t.tid))
+            want = ids.get(other.names[int(other.name[e])])
+            if k is None or want is None:
+                continue
+            track = self.tracks[k]
+            s = int(other.start[e])
+            for r in range(track.first_row, track.first_row + track.num_rows):
+                sl = self.row_events(r)
+                a, b = np.searchsorted(self.start[sl], [s, s + 1])
+                hit = [sl.start + x for x in range(int(a), int(b)) if int(self.name[sl.start + x]) == want]
+                if hit:
+                    out[j] = hit[0]
+                    break
+        return out
 
     # --- frame queries -----------------------------------------------------------------
     def level_for(self, ps_per_col: float) -> Level:
@@ -376,7 +413,7 @@ class TraceIndex:
             elif not mask.any() or not len(level.start):
                 m = np.zeros(len(level.start), bool)
             else:
-                csum = np.concatenate(([0], np.cumsum(mask)))
+                csum = np.concatenate(([0], np.cumsum(mask, dtype=np.int32 if len(mask) < 2**31 else np.int64)))
                 m = csum[level.first_event + level.events] - csum[level.first_event] > 0
             self._match_cache[key] = m
         return m
@@ -386,12 +423,18 @@ class TraceIndex:
         """The frame event i's `source` row belongs to (the one frame, unless hosts are stacked)."""
         return self.frame
 
-    def stats(self, i: int) -> dict[str, object]:
-        """Every stat of the event's source (op metadata first, then the event's own)."""
+    def detail_row(self, i: int) -> tuple[Any, int] | None:
+        """(frame, row of its events) that event i's stats come from; None when there is none."""
         src = int(self.source[i])
         frame = self.frame_of(i)
-        if frame is None or src < 0:
+        return (frame, src) if frame is not None and src >= 0 else None
+
+    def stats(self, i: int) -> dict[str, object]:
+        """Every stat of the event's source (op metadata first, then the event's own)."""
+        at = self.detail_row(i)
+        if at is None:
             return {}
+        frame, src = at
         md = int(frame.events["metadata"][src])
         out: dict[str, object] = {}
         if md >= 0:
@@ -401,10 +444,10 @@ class TraceIndex:
 
     def metadata_name(self, i: int) -> str:
         """The source event's full metadata name (e.g. an op's HLO text) when it differs."""
-        src = int(self.source[i])
-        frame = self.frame_of(i)
-        if frame is None or src < 0:
+        at = self.detail_row(i)
+        if at is None:
             return ""
+        frame, src = at
         md = int(frame.events["metadata"][src])
         return frame.raw.em_name[md] if md >= 0 else ""
 

@@ -27,6 +27,7 @@ import polars as pl
 
 import tputui
 from tputui.analysis import host_map, host_pieces, map_pool, trace_pieces
+from tputui.analysis.event_grouping import HostGrouping
 from tputui.analysis.host_map import known_grouping
 from tputui.analysis.trace import Level, Section, TraceIndex, Track, known_index, remember_index
 from tputui.analysis.trace_counters import CounterTable
@@ -58,9 +59,16 @@ def open_index(run: RunData, host: str | None, progress: Progress = None) -> Tra
     entry = entry_path(run, host)
     if entry is not None:
         ix = load_index(entry)
+        if isinstance(ix, trace_pieces.PiecedIndex):
+            ix.host_file = hf
+            return ix
         if ix is not None:
             ix.frame_loader = lambda: run.frame(host)
             return ix
+    if in_pieces(run, host):
+        coarse = _coarse_index(run, host, progress)
+        if coarse is not None:
+            return coarse
     frame = run.frame(host)
     ix = known_index(frame)
     if ix is not None and ix.complete:
@@ -96,6 +104,10 @@ def finish_index(run: RunData, host: str | None, first: TraceIndex, progress: Pr
     frame when it cannot be saved; `first` itself when it already is final."""
     if first.complete:
         return first
+    if first.coarse:
+        pieced = pieced_index(run, host, progress)
+        if pieced is not None:
+            return pieced
     frame = run.frame(host)
     if first.partial:
         if progress:
@@ -118,6 +130,35 @@ def finish_index(run: RunData, host: str | None, first: TraceIndex, progress: Pr
             saved._frame = frame
             return saved
     remember_index(frame, ix)
+    return ix
+
+
+def in_pieces(run: RunData, host: str | None) -> bool:
+    """Whether the host is a giant one the trace viewer reads in pieces (no whole-host frame)."""
+    hf = run.host_file(host)
+    return not run.has_frame(hf.host) and _in_pieces(hf)
+
+
+def _in_pieces(hf) -> bool:
+    try:
+        return bool(host_pieces.plan(hf))
+    except UserError:
+        return False  # read whole: that path says what is wrong with the file
+
+
+def _coarse_index(run: RunData, host: str | None, progress: Progress) -> TraceIndex | None:
+    """A giant host's first frame: its devices' small lines (trace_pieces.coarse_frame), drawn
+    while finish_index builds the host's index piece by piece."""
+    hf = run.host_file(host)
+    if progress:
+        progress(f"first pass over {hf.host}'s device steps and modules")
+    frame = trace_pieces.coarse_frame(hf)
+    if frame is None:
+        return None
+    ev = trace_events(frame, derived=False, grouping=known_grouping(run, host) or HostGrouping.empty(), piece=True)
+    ix = TraceIndex(ev, progress, exact=False)
+    ix.partial, ix.coarse = True, True
+    ix._events = None
     return ix
 
 
@@ -146,11 +187,10 @@ def pieced_index(run: RunData, host: str | None, progress: Progress = None) -> T
         infos = []
         for info in host_map.pieces_in_lanes(pool, lanes, pieces, trace_pieces.build_piece, (hf,), (grouping, scratch),
                                              f"the worker process building a piece of host {hf.host}'s trace died; "
-                                             "building it again here"):
+                                             "building it again here", trace_pieces.memory_estimate):
             infos.append(info)
             report(f"trace pieces: {len(infos)}/{len(pieces)} built ({100 * len(infos) // len(pieces)}%)")
-        place = {host_pieces.Piece(i["piece"]["kind"], tuple(i["piece"]["names"]), tuple(i["piece"]["index"]),
-                                   int(i["piece"]["size"]), tuple(i["piece"]["lines"])): i for i in infos}
+        place = {trace_pieces.piece_of(i["piece"]): i for i in infos}
         infos = [place[p] for p in pieces]  # in the plan's order: the file's
         target = entry if entry is not None else os.path.join(scratch, "index")
         with atomic_dir(target, temp_prefix()) as tmp:
@@ -158,6 +198,7 @@ def pieced_index(run: RunData, host: str | None, progress: Progress = None) -> T
             meta.update(version=INDEX_VERSION, processes=meta["processes"])
             with open(os.path.join(tmp, "index.json"), "w", encoding="utf-8") as f:
                 json.dump(meta, f)
+            report("sealing the index (checksums)")
             entry_seal.seal(tmp, {"version": INDEX_VERSION})
         trace_pieces.remove_scratch(scratch, keep=target)
         if entry is not None:
@@ -251,10 +292,7 @@ def load_index(path: str, full: bool = False) -> TraceIndex | None:
         os.utime(path)  # recently used, for the LRU prune
         ix = _index_of(meta, arr, levels, flows, counters)
         if "pieces" in meta:  # built piece by piece: an event's details come from its piece
-            ix.__class__ = trace_pieces.PiecedIndex
-            ix.pieces = [host_pieces.Piece(d["kind"], tuple(d["names"]), tuple(d["index"]), int(d["size"]),
-                                           tuple(d["lines"])) for d in meta["pieces"]]
-            ix.track_piece = [int(k) for k in meta["track_piece"]]
+            ix = trace_pieces.as_pieced(ix, meta)
     except Exception:  # noqa: BLE001 - damaged (or another build's): this open builds it again
         shutil.rmtree(path, ignore_errors=True)
         return None

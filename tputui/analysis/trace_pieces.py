@@ -26,6 +26,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import asdict
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -34,15 +35,28 @@ from tputui.analysis.event_grouping import HostGrouping
 from tputui.analysis.event_groups import root_candidates
 from tputui.analysis.trace import HOST_SECTION, TraceIndex
 from tputui.analysis.trace_counters import CounterTable, build
-from tputui.analysis.trace_events import HOST_PID, trace_events
+from tputui.analysis.trace_events import DEVICE_PREFIXES, HOST_PID, trace_events
 from tputui.analysis.trace_flows import FlowEnds, event_positions, flow_ends, link_ends
+from tputui.analysis.trace_kinds import KIND_RAW
+from tputui.data import event_subset
+from tputui.data.plane_directory import PlaneEntry, line_sizes, plane_directory, space_texts, subset_xspace
 from tputui.data.runs import HostFile
-from tputui.data.xspace import XSpaceFrame
+from tputui.data.storage import read
+from tputui.data.xspace import XSpaceFrame, decode
 
 Progress = Callable[[str], None] | None
 _ROW_ARRAYS = ("start", "end", "cover", "name", "source", "kind", "ev_row", "event_row")
 _LEVEL_ARRAYS = ("start", "end", "rep", "first_event", "events", "row_first", "row_count")
 _COUNTER_ARRAYS = ("pid", "series", "t_ps", "value", "first", "count")
+
+
+# A piece's peak memory over its serialized size while its index is built, measured on the x2000
+# TPU host: 7.3x for 140 MB of host threads, 7.5x for a 200 MB TensorCore plane.
+_PEAK_PER_BYTE = 8
+
+
+def memory_estimate(piece: host_pieces.Piece) -> int:
+    return _PEAK_PER_BYTE * piece.size
 
 
 # --- one piece (a worker) --------------------------------------------------------------------
@@ -56,8 +70,8 @@ def build_piece(hf: HostFile, piece: host_pieces.Piece, grouping: HostGrouping, 
     cands = root_candidates(frame) if piece.kind == "threads" else np.zeros(0, np.int64)
     cand_ev = position(np.asarray(cands, np.int64)) if len(cands) else np.zeros(0, np.int64)
     counters = ev.counters if ev.counters is not None else CounterTable.empty()
-    ev.counters, ev.flows = None, None  # the host's are joined in compose
-    del frame
+    ev.counters, ev.flows, ev.frame = None, None, None  # the host's are joined in compose
+    del frame, position  # the index needs the events only: the decoded piece goes first
     ix = TraceIndex(ev, exact=True)
     del ev
     ix.build_pyramid()
@@ -206,10 +220,9 @@ def compose(infos: list[dict], grouping: HostGrouping, path: str, progress: Prog
     for p in pieces:
         p.events_before = before
         before += int(p.info["num_events"])
-        mine = [(spans[g][0], int(ev_at[g])) for g, t in enumerate(order) if t[3] == p.number]
-        mine.sort()
-        p.track_event = np.array([a for a, _ in mine], np.int64)
-        p.track_first = np.array([g for _, g in mine], np.int64)
+        firsts = sorted((spans[g][0], int(ev_at[g])) for g, t in enumerate(order) if t[3] == p.number)
+        p.track_event = np.array([a for a, _ in firsts], np.int64)
+        p.track_first = np.array([g for _, g in firsts], np.int64)
     with_cover = not all(p.info["cover_is_end"] for p in pieces)
     small_rows = num_events < 2**31
     report(f"writing the index: {num_events:,} events in {len(order):,} tracks")
@@ -256,8 +269,7 @@ def compose(infos: list[dict], grouping: HostGrouping, path: str, progress: Prog
     row_track = np.repeat(np.arange(len(order)), [t[5] for t in order]) if order else np.zeros(0, np.int64)
     np.save(os.path.join(path, "row_track.npy"), row_track)
     np.save(os.path.join(path, "row_depth.npy"), np.arange(num_rows) - row_at[:-1][row_track] if order else row_track)
-    gaps = sorted({g for p in pieces for g in p.info["gaps"]})
-    _write_levels(pieces, order, spans, gaps, path, report)
+    gaps = _write_levels(pieces, order, spans, sorted({g for p in pieces for g in p.info["gaps"]}), path, report)
     _write_flows(pieces, path, report)
     counter_names = _write_counters(pieces, path)
     np.save(os.path.join(path, "name_hash.npy"), np.array([zlib.crc32(n.encode()) for n in names], np.uint32))
@@ -277,26 +289,20 @@ def compose(infos: list[dict], grouping: HostGrouping, path: str, progress: Prog
 
 
 def _write_levels(pieces: list[_Piece], order: list[tuple], spans: list[tuple[int, int]], gaps: list[int],
-                  path: str, report: Callable[[str], None]) -> None:
-    """Level k of the host (gap gaps[k-1]): per track, its piece's coarsest level with gap <= it."""
-    for k, gap in enumerate(gaps, 1):
-        report(f"level of detail {k} of {len(gaps)}")
-        chosen = []  # per track: (piece, its level number, first block, end block, row counts)
-        total = 0
-        for g, t in enumerate(order):
-            p = pieces[t[3]]
-            lv = sum(1 for x in p.info["gaps"] if x <= gap)  # the piece's levels are by gap, finest first
-            if lv == 0:
-                a, b = spans[g]
-                counts = p.row_count[t[4]:t[4] + t[5]]
-            else:
-                rf = _level_rows(p.folder, lv, "row_first")
-                rc = _level_rows(p.folder, lv, "row_count")
-                a = int(rf[t[4]])
-                counts = rc[t[4]:t[4] + t[5]]
-                b = a + int(counts.sum())
-            chosen.append((p, lv, a, b, counts))
-            total += b - a
+                  path: str, report: Callable[[str], None]) -> list[int]:
+    """The host's levels: for a gap g, per track, its piece's coarsest level with gap <= g. A gap
+    is kept when its blocks are at most 0.7 of the last kept level's (as TraceIndex builds its
+    own), and the coarsest always; returns the kept gaps."""
+    plans = []
+    kept = sum(b - a for a, b in spans)
+    for gap in gaps:
+        chosen = [_chosen(pieces[t[3]], gap, t, spans[g]) for g, t in enumerate(order)]
+        total = sum(c[3] - c[2] for c in chosen)
+        if total <= 0.7 * kept or gap == gaps[-1]:
+            plans.append((gap, chosen, total))
+            kept = total
+    for k, (_gap, chosen, total) in enumerate(plans, 1):
+        report(f"level of detail {k} of {len(plans)}")
         cols = {name: _Column(os.path.join(path, f"L{k}.{name}.npy"), dt, total) for name, dt in
                 (("start", np.int64), ("end", np.int64), ("rep", np.int64), ("first_event", np.int64),
                  ("events", np.int64))}
@@ -320,6 +326,19 @@ def _write_levels(pieces: list[_Piece], order: list[tuple], spans: list[tuple[in
         rc = np.concatenate(row_count) if row_count else np.zeros(0, np.int64)
         np.save(os.path.join(path, f"L{k}.row_count.npy"), rc)
         np.save(os.path.join(path, f"L{k}.row_first.npy"), np.concatenate(([0], np.cumsum(rc)[:-1])).astype(np.int64))
+    return [gap for gap, _, _ in plans]
+
+
+def _chosen(p: _Piece, gap: int, t: tuple, span: tuple[int, int]) -> tuple:
+    """(piece, its level for `gap`, first block, end block, blocks per row) of track t."""
+    lv = sum(1 for x in p.info["gaps"] if x <= gap)  # the piece's levels are by gap, finest first
+    if lv == 0:
+        return p, 0, span[0], span[1], p.row_count[t[4]:t[4] + t[5]]
+    rf = _level_rows(p.folder, lv, "row_first")
+    rc = _level_rows(p.folder, lv, "row_count")
+    a = int(rf[t[4]])
+    counts = rc[t[4]:t[4] + t[5]]
+    return p, lv, a, a + int(counts.sum()), counts
 
 
 @lru_cache(maxsize=256)
@@ -368,30 +387,106 @@ def _write_counters(pieces: list[_Piece], path: str) -> list[str]:
 
 # --- an index of pieces, read back ------------------------------------------------------------
 class PiecedIndex(TraceIndex):
-    """A composed index: an event's stats come from its own piece, decoded alone when asked."""
+    """A composed index: no frame of the whole host. An event's stats come from its own plane's
+    events of its name alone (event_subset), decoded when asked (prepare_details, a worker)."""
 
     host_file: HostFile | None = None
     pieces: list[host_pieces.Piece] = []
     track_piece: list[int] = []
-    _piece_frame: tuple[int, XSpaceFrame] | None = None
+    _details: tuple[int, tuple[XSpaceFrame, int] | None] | None = None
+
+    @property
+    def frame(self):
+        return None
 
     def piece_of(self, i: int) -> int:
         return self.track_piece[int(self.row_track[int(self.event_row[i])])]
 
     def frame_of(self, i: int):
-        k = self.piece_of(i)
-        held = self._piece_frame
-        if held is not None and held[0] == k:
-            return held[1]
-        if self.host_file is None:
-            return None
-        frame = host_pieces.piece_frame(self.host_file, self.pieces[k])
-        self._piece_frame = (k, frame)
-        return frame
+        at = self.detail_row(i)
+        return at[0] if at is not None else None
 
     def details_ready(self, i: int) -> bool:
-        held = self._piece_frame
-        return held is not None and held[0] == self.piece_of(i)
+        return self._details is not None and self._details[0] == i
+
+    def prepare_details(self, i: int) -> None:
+        if not self.details_ready(i):
+            self._details = (i, self._find(i))
+
+    def detail_row(self, i: int) -> tuple[Any, int] | None:
+        self.prepare_details(i)
+        assert self._details is not None
+        return self._details[1]
+
+    def _find(self, i: int) -> tuple[XSpaceFrame, int] | None:
+        """The frame of the event's plane holding only the events of its name (its piece's lines
+        of a host plane), and the event's row there; None for derived events (no such row)."""
+        if self.host_file is None or int(self.kind[i]) != KIND_RAW:
+            return None
+        track = self.tracks[int(self.row_track[int(self.event_row[i])])]
+        plane = self.processes.get(track.pid)
+        if plane is None:
+            return None
+        meta = event_subset.plane_metadata(self.host_file, plane)
+        if meta is None:
+            return None
+        want = self.names[int(self.name[i])]
+        shown = [d or n for n, d in zip(meta.raw.em_name, meta.raw.em_display_name)]
+        # A root the grouping renamed reads "<its name> <step>".
+        names = {n for n, s in zip(meta.raw.em_name, shown) if s == want or s == want.rsplit(" ", 1)[0]}
+        frame = event_subset.events_named(self.host_file, plane, names)
+        if frame is None:
+            return None
+        r = frame.raw
+        line_tid = np.where(r.line_display_id != 0, r.line_display_id, r.line_id).astype(np.int64) & 0xFFFFFFFF
+        rows = np.flatnonzero((line_tid[r.event_line] == track.tid) & (frame.start_ps == int(self.start[i])))
+        return (frame, int(rows[0])) if len(rows) else None
+
+    def positions_of(self, other: TraceIndex, events: np.ndarray) -> np.ndarray:
+        return self.locate(other, events)  # ev_row numbers no frame's events here
+
+
+def as_pieced(ix: TraceIndex, meta: dict) -> PiecedIndex:
+    """A loaded index whose index.json names its pieces, as the PiecedIndex it is."""
+    ix.__class__ = PiecedIndex
+    assert isinstance(ix, PiecedIndex)
+    ix.pieces = [piece_of(d) for d in meta["pieces"]]
+    ix.track_piece = [int(k) for k in meta["track_piece"]]
+    return ix
+
+
+def piece_of(d: dict) -> host_pieces.Piece:
+    """A Piece from its asdict() form (lists back to tuples)."""
+    return host_pieces.Piece(d["kind"], tuple(d["names"]), tuple(d["index"]), int(d["size"]), tuple(d["lines"]))
+
+
+# --- the first frame of a giant host -------------------------------------------------------------
+COARSE_LINE_BYTES = 16 << 20  # a device line up to this size is in the first pass
+COARSE_BYTES = 96 << 20  # and the first pass reads at most this much
+
+
+def coarse_frame(hf: HostFile) -> XSpaceFrame | None:
+    """The device planes' small lines (steps, XLA modules, ...: not the XLA ops), decoded alone:
+    what the trace viewer draws first on a giant host while its pieces are built. None when the
+    host has no device plane."""
+    data = read(hf)
+    planes = plane_directory(data) or []
+    picked: list[tuple[PlaneEntry, list[int] | None]] = []
+    total = 0
+    for e in planes:
+        if not e.name.startswith(DEVICE_PREFIXES):
+            continue
+        lines = []
+        for i, n in enumerate(line_sizes(data, e)):
+            if n <= COARSE_LINE_BYTES and total + n <= COARSE_BYTES:
+                lines.append(i)
+                total += n
+        picked.append((e, lines))
+    if not picked:
+        return None
+    raw = subset_xspace(data, picked, space_texts(data))
+    del data
+    return decode(raw)
 
 
 def piece_folder(parent: str) -> str:

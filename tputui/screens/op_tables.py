@@ -11,6 +11,7 @@ import polars as pl
 from textual import work
 from textual.message import Message
 
+from tputui.analysis.trace_cache import in_pieces
 from tputui.data.files import atomic_open
 from tputui.export import csv_text
 from tputui.screens.base import ToolScreen
@@ -129,7 +130,14 @@ class TraceJumpMixin:
     @work(thread=True, exclusive=True, group="trace-jump", description="finding events")
     def _find_trace_events(self: ToolScreen, label: str, finder: EventFinder) -> None:
         try:
-            found = finder(self.run_data.frame(self.host))
+            if in_pieces(self.run_data, self.host):
+                from tputui.screens.trace_viewer import TraceFocus
+
+                # No frame of a giant host (it would take its size many times over): its events
+                # are found by name in the trace viewer's index (the op, on every core).
+                found = TraceFocus(names=(label.split(" (")[0],))
+            else:
+                found = finder(self.run_data.frame(self.host))
         except Exception as e:  # noqa: BLE001 - say it, keep the screen
             self.post_message(TraceJumpMixin.EventsFound(label, error=str(e)))
             return

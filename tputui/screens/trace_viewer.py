@@ -231,9 +231,9 @@ class TraceViewerScreen(ToolScreen):
         self.post_message(self.LodDone(finish_index(self.run_data, self.host, ix, report), first=ix))
 
     @work(thread=True, exclusive=True, group="trace-frame", description="event details")
-    def load_details_frame(self) -> None:
+    def load_details_frame(self, event: int) -> None:
         try:
-            _ = self.index.frame
+            self.index.prepare_details(event)
         except Exception as e:  # noqa: BLE001 - the view works without details; say why
             self.post_message(self.DetailsFrameFailed(f"cannot read the event's details: {e}"))
             return
@@ -536,10 +536,11 @@ class TraceViewerScreen(ToolScreen):
         details = self.query("#details")
         if tl is None or not details:
             return
-        if len(tl.selection) == 1 and not tl.ix.frame_ready:
-            # An index read from the cache has no frame yet: its stats come from one, read off the UI thread.
+        if len(tl.selection) == 1 and not tl.ix.details_ready(int(tl.selection[0])):
+            # An index read from the cache (or a giant host's, piece by piece) has no frame yet: the
+            # event's stats come from one, read off the UI thread.
             details.first().update(Text("reading the event's details…", style="dim"))
-            self.load_details_frame()
+            self.load_details_frame(int(tl.selection[0]))
             return
         details.first().update(self.details_renderable())
         for box in self.query("#details-box"):
@@ -587,8 +588,8 @@ class TraceViewerScreen(ToolScreen):
         return t
 
     def collective_wait(self, i: int):
-        frame, src = self.timeline.ix.frame_of(i), int(self.timeline.ix.source[i])
-        return wait_for_slowest(frame, src) if frame is not None and src >= 0 else None
+        at = self.timeline.ix.detail_row(i)
+        return wait_for_slowest(*at) if at is not None else None
 
     def flow_rows(self, i: int):
         """The event's flow partners: direction, name, where, how long after / before."""
