@@ -5,5 +5,5 @@ Bump when HostOpStats or anything computed into it changes: cached entries of an
 recomputed.
 """
 FORMAT_VERSION = 8  # 4: the host's HLO module names; 6: its step grouping (event_grouping; 5 was its draft); 7: tool facts;
-# 8: the batch size (batch_size.py)
+# 8: the batch size (batch_size.py) and the TF input facts (tf_input.py)
 KIND = "opstats"  # the op stats' kind in the derived cache
