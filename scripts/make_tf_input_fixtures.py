@@ -11,6 +11,9 @@ usage: python scripts/make_tf_input_fixtures.py NAME OUT_LOGDIR     (one fixture
                          next() inside the step
   device_pipeline        tf.distribute.MirroredStrategy over two logical CPU devices and a distributed dataset:
                          the strategy's device-side pipelines (Iterator::Prefetch::Generator) beside the host one
+  tfrecord_late_shard    four TFRecord files read one after the other (TFRecordDataset without num_parallel_reads),
+                         parsed, then sharded (shard after the map: every worker parses every record); the step
+                         compiled by XLA (tf.function(jit_compile=True))
 
 Each: 8 steps of a small dense model, `tf.profiler.experimental.Trace("train", step_num=i, _r=1)` around each
 step, the first step run before the profile. With --oracle, XProf's tf_data_bottleneck_analysis-free tools
@@ -30,7 +33,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "tf_input"
 ORACLE = ROOT.parent / "shared" / "tools" / "oracle.py"
-NAMES = ("iterator_outside_step", "from_generator", "py_function_map", "device_pipeline")
+NAMES = ("iterator_outside_step", "from_generator", "py_function_map", "device_pipeline", "tfrecord_late_shard")
 STEPS = 8
 BATCH = 16
 FEATURES = 32
@@ -57,6 +60,25 @@ def dataset(name: str):
         ds = tf.data.Dataset.from_generator(gen, output_signature=(
             tf.TensorSpec((FEATURES,), tf.float32), tf.TensorSpec((), tf.int64)))
         return ds.batch(BATCH).prefetch(1)
+    if name == "tfrecord_late_shard":
+        import tempfile
+
+        folder = tempfile.mkdtemp()
+        files = [os.path.join(folder, f"part-{k}.tfrecord") for k in range(4)]
+        for k, path in enumerate(files):
+            with tf.io.TFRecordWriter(path) as w:
+                for i in range(k * 128, (k + 1) * 128):
+                    w.write(tf.train.Example(features=tf.train.Features(feature={
+                        "x": tf.train.Feature(float_list=tf.train.FloatList(value=xs[i])),
+                        "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[ys[i]]))})).SerializeToString())
+        spec = {"x": tf.io.FixedLenFeature([FEATURES], tf.float32), "y": tf.io.FixedLenFeature([], tf.int64)}
+
+        def parse(record):
+            ex = tf.io.parse_single_example(record, spec)
+            return ex["x"], ex["y"]
+
+        return (tf.data.TFRecordDataset(files).repeat().map(parse).shard(2, 0)  # the shard comes too late
+                .batch(BATCH).prefetch(1))
     ds = tf.data.Dataset.from_tensor_slices((xs, ys)).repeat()
     if name == "py_function_map":
         def pymap(x, y):
@@ -94,7 +116,7 @@ def run(name: str, logdir: str) -> None:
             w.assign_sub(0.1 * g)
         return loss
 
-    @tf.function
+    @tf.function(jit_compile=name == "tfrecord_late_shard")
     def train_step(x, y):
         return strategy.run(replica_step, args=(x, y))
 

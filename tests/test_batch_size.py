@@ -32,6 +32,11 @@ EXPECTED = {
     "guides/conv_small_batch": (16, "derived", "x [16, 32, 32, 3] beside the kernel k [3, 3, 3, 8]"),
     "tf_input/from_generator": (16, "recorded", "from_generator(...).batch(16): BatchV2 carries 16"),
     "tf_input/iterator_outside_step": (16, "recorded", "map(...).batch(16): MapAndBatch carries 16"),
+    "tf_input/py_function_map": (16, "recorded", "map(py_function).batch(16): MapAndBatch carries 16"),
+    "tf_input/tfrecord_late_shard": (16, "recorded", "batch(16) after the shard: BatchV2 carries 16 (the step is "
+                                                     "an XLA program too, but a recorded batch comes first)"),
+    "tf_input/device_pipeline": (16, "recorded", "the global batch of 16 (MapAndBatch), which Rebatch splits "
+                                                 "into 8 per replica"),
 }
 
 

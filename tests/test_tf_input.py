@@ -5,6 +5,8 @@
   tf_input/from_generator         Dataset.from_generator                         -> python_input (from_generator)
   tf_input/py_function_map        a map calling tf.py_function                   -> python_input (py_function)
   tf_input/device_pipeline        MirroredStrategy, a distributed dataset         -> two Device:N pipelines
+  tf_input/tfrecord_late_shard    4 TFRecord files read in turn, map, then shard  -> sequential_file_reads, shard_late
+                                  (its step compiled with jit_compile=True: the only TF fixture tf_without_xla skips)
   profiles/tf_loop, tf_keras      maps calling tf.numpy_function                  -> python_input (numpy_function)
 
 XProf computes the overview and input pipeline of these fixtures (oracle/ beside each): its input
@@ -27,13 +29,18 @@ from tputui.export import export_text, run_tool
 
 TF_INPUT = FIXTURES / "tf_input"
 FIXTURE = {name: TF_INPUT / name for name in ("iterator_outside_step", "from_generator", "py_function_map",
-                                              "device_pipeline")} | {"tf_loop": PROFILES / "tf_loop",
-                                                                     "tf_keras": PROFILES / "tf_keras"}
+                                              "device_pipeline", "tfrecord_late_shard")} | {
+    "tf_loop": PROFILES / "tf_loop", "tf_keras": PROFILES / "tf_keras", "jax_mlp": PROFILES / "jax_mlp"}
 # finding (check, kind of Python) -> the fixtures it fires on; silent on every other one
 FIRES_ON = {("iterator_outside_step", None): {"iterator_outside_step"},
             ("python_input", "from_generator"): {"from_generator"},
             ("python_input", "py_function"): {"py_function_map"},
-            ("python_input", "numpy_function"): {"tf_loop", "tf_keras"}}
+            ("python_input", "numpy_function"): {"tf_loop", "tf_keras"},
+            ("sequential_file_reads", None): {"tfrecord_late_shard"},
+            ("shard_late", None): {"tfrecord_late_shard"},
+            # every TensorFlow program here but the one compiled with jit_compile=True; never a JAX one
+            ("tf_without_xla", None): {"iterator_outside_step", "from_generator", "py_function_map", "device_pipeline",
+                                       "tf_loop", "tf_keras"}}
 
 
 def _run(name: str) -> RunData:
@@ -67,11 +74,22 @@ def test_iterator_outside_the_step_figures(advice):
     assert "input_bound" not in advice["iterator_outside_step"] and "input_bound" in advice["py_function_map"]
 
 
-@pytest.mark.parametrize("name", ["from_generator", "py_function_map", "device_pipeline"])
+@pytest.mark.parametrize("name", ["from_generator", "py_function_map", "device_pipeline", "tfrecord_late_shard"])
 def test_input_conclusion_equals_xprofs(name):
     ours = json.loads(export_text(_run(name), "overview_page", "json"))["input_conclusion"]
     xprof = json.loads((TF_INPUT / name / "oracle" / "overview_page.json").read_text())[1]["p"]["input_conclusion"]
     assert ours == xprof and "HIGHLY input-bound" in ours
+
+
+def test_pipeline_shape_checks_name_the_iterators(advice):
+    reads = advice["tfrecord_late_shard"]["sequential_file_reads"]
+    assert reads["findings"][0]["op"].endswith("::FlatMap[0]::TFRecord")  # TFRecordDataset(files): a FlatMap
+    assert "num_parallel_reads=tf.data.AUTOTUNE" in reads["what_to_change"]
+    shard = advice["tfrecord_late_shard"]["shard_late"]
+    assert [f["op"] for f in shard["findings"]] == ["Iterator::Root::Prefetch::BatchV2::Shard"]
+    assert "list_files" in shard["what_to_change"]
+    xla = advice["tf_loop"]["tf_without_xla"]
+    assert xla["findings"][0]["tf_function_calls"] == 20 and "jit_compile=True" in xla["what_to_change"]
 
 
 def test_advice_is_named_from_what_the_pipeline_holds():

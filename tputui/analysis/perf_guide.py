@@ -14,8 +14,10 @@ Each check names the ops it found, the figures and what to change:
 - host offload: copies between host memory (memory space 5, `S(5)`) and the device, bytes per run;
 - input-bound steps: the share of step time waiting on the host / infeed (10% or more, XProf's
   input-bound threshold);
-- TensorFlow input (tf_input.py): the dataset iterator called outside the step's Trace context, and
-  the Python an input pipeline holds (a from_generator source, a tf.py_function / tf.numpy_function).
+- TensorFlow input (tf_input.py): the dataset iterator called outside the step's Trace context, the
+  Python an input pipeline holds (a from_generator source, a tf.py_function / tf.numpy_function),
+  files read one at a time (num_parallel_reads), a shard after reading / mapping (shard early), and
+  a TensorFlow step run without XLA (jit_compile=True).
 `padding_of(shape)` is also used by the op profile's details card.
 """
 from __future__ import annotations
@@ -529,6 +531,46 @@ def _python_input_check(stats: OpStats) -> Check | None:
                  [Finding(e, "", {"host": h, "kind": k}) for h, k, _, e in found])
 
 
+def _sequential_reads_check(stats: OpStats) -> Check | None:
+    found = [(h.host, n) for h in stats.per_host if h.tf_input is not None for n in h.tf_input.sequential_reads]
+    if not found:
+        return None
+    reader = found[0][1].split("::")[-1]
+    return Check("sequential_file_reads", f"{reader} files are read one at a time", "info",
+                 f"The pipeline reads its files one after the other ({found[0][1]}): no parallel interleave above "
+                 "the reader, so reading waits on one file's I/O at a time.",
+                 f"Read several files at once: {reader}Dataset(files, num_parallel_reads=tf.data.AUTOTUNE), or "
+                 "files.interleave(..., num_parallel_calls=tf.data.AUTOTUNE, deterministic=False); shards of "
+                 "100+ MB each.",
+                 [Finding(n, "", {"host": h}) for h, n in found])
+
+
+def _late_shard_check(stats: OpStats) -> Check | None:
+    found = [(h.host, n) for h in stats.per_host if h.tf_input is not None for n in h.tf_input.late_shards]
+    if not found:
+        return None
+    return Check("shard_late", "The dataset is sharded after it is read and transformed", "info",
+                 f"{found[0][1]}: what feeds the Shard is already read, mapped or shuffled, so every worker does "
+                 "all of that work and keeps one part of it.",
+                 "Shard early: shard the list of files before reading (Dataset.list_files(...).shard(num_workers, "
+                 "worker_index), then interleave the readers), before any map or shuffle; with tf.distribute, "
+                 "auto-sharding by FILE does it.",
+                 [Finding(n, "", {"host": h}) for h, n in found])
+
+
+def _tf_without_xla_check(stats: OpStats) -> Check | None:
+    found = [(h.host, h.tf_input.tf_function_calls) for h in stats.per_host
+             if h.tf_input is not None and h.tf_input.tf_function_calls and not h.hlo_module_names]
+    if not found:
+        return None
+    return Check("tf_without_xla", "The TensorFlow step runs without XLA", "info",
+                 f"{sum(n for _, n in found):,} tf.function runs and no XLA program in the profile: the step's ops "
+                 "run one kernel at a time, each result written to memory.",
+                 "Compile the step with XLA: tf.function(jit_compile=True) (Keras: model.compile(jit_compile=True)), "
+                 "which fuses the ops into fewer kernels; on TPUs TensorFlow always compiles with XLA.",
+                 [Finding(h, "", {"tf_function_calls": n}) for h, n in found])
+
+
 def checks(run: RunData, host: str | None = None) -> list[Check]:
     models = [(m.name, HloModel.build(m.parse())) for m in hlo_modules(run, host)]
     stats = host_map.run_op_stats(run, host)  # the per-host op-stats, cached: the tools share it
@@ -543,7 +585,8 @@ def checks(run: RunData, host: str | None = None) -> list[Check]:
     found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models, capacity), tail,
              _per_core_batch_check(models),
              _broadcast_check(models), _unfused_check(models), _host_offload_check(models),
-             _iterator_outside_step_check(stats), _python_input_check(stats)]
+             _iterator_outside_step_check(stats), _python_input_check(stats), _sequential_reads_check(stats),
+             _late_shard_check(stats), _tf_without_xla_check(stats)]
     return by_severity([c for c in found if c is not None])
 
 

@@ -35,8 +35,9 @@ SPECIFIC = [
      "prefetch: the buffer ran dry, so the producer upstream is the real cost: look at its children; "
      "prefetch(tf.data.AUTOTUNE) at the end only hides a producer that is fast enough on average."),
     (("TFRecord", "TextLine", "FixedLengthRecordV2", "TensorSlice", "Generator"),
-     "source: read files in parallel (interleave over shards), keep data close to the host, and prefer "
-     "TFRecord shards of 100+ MB; a Python generator is single-threaded."),
+     "source: read files in parallel (TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE), or interleave "
+     "over shards), keep data close to the host, and prefer TFRecord shards of 100+ MB; a Python generator is "
+     "single-threaded."),
 ]
 
 

@@ -8,6 +8,11 @@ between steps, where the input pipeline analysis cannot count it as the step wai
 here as root iterator calls (`Iterator::Root`, or any two-part `Iterator::X` name) on a host thread that
 runs step events (XProf's step groups' roots) but nested in none of them.
 
+Pipeline shape: file readers with no parallel interleave above them (TFRecordDataset without
+num_parallel_reads reads its files one after the other, in a FlatMap), and a Shard above file reading,
+mapping or shuffling (sharded late). A TensorFlow program (tf.function runs, `__inference_...`) is
+noted so a check can see it ran without XLA.
+
 Python in the pipeline: a `Dataset.from_generator` source (an iterator whose long name ends in
 `::Generator` under a FlatMap: `Iterator::Root::...::FlatMap[0]::Generator`; not a distribution
 strategy's device-side `Iterator::[Root::]Prefetch::Generator`), and py-function ops (`PyFunc`:
@@ -27,6 +32,10 @@ from tputui.data.xspace import XSpaceFrame
 
 ITERATOR_PREFIX = "Iterator::"
 DEVICE_SECOND_ITERATORS = ("Iterator::Prefetch::Generator", "Iterator::Root::Prefetch::Generator")
+FILE_READERS = {"TFRecord", "TextLine", "FixedLengthRecord"}
+SHARD_AFTER = {"Map", "ParallelMap", "MapAndBatch", "Shuffle", "ShuffleAndRepeat", "FlatMap", "Interleave",
+               "ParallelInterleave", "TFRecord", "TextLine", "FixedLengthRecord"}
+TF_FUNCTION = re.compile(r"^(EagerLocalExecute: )?__inference_")
 PY_FUNC_OPS = {"PyFunc": "tf.numpy_function", "EagerPyFunc": "tf.py_function"}
 _TF_DATA_THREAD = re.compile(r"^tf_data_")
 
@@ -40,11 +49,45 @@ class TfInputFacts:
     step_threads: int = 0  # threads with step events and iterator calls
     generators: tuple[str, ...] = ()  # from_generator iterators (long names)
     py_funcs: dict[str, int] = field(default_factory=dict)  # op (PyFunc / EagerPyFunc) -> events on tf.data threads
+    sequential_reads: tuple[str, ...] = ()  # file readers with no parallel interleave above them (long names)
+    late_shards: tuple[str, ...] = ()  # Shard iterators with reading / mapping / shuffling below them
+    tf_function_calls: int = 0  # tf.function runs (`__inference_...` events): a TensorFlow program
 
     @property
     def iterator_outside_steps(self) -> bool:
         """Most root iterator calls on step threads fall outside every step."""
         return self.outside_calls > 0 and 2 * self.outside_calls >= self.iterator_calls
+
+
+def _kind(segment: str) -> str:
+    """An iterator name's segment without its input index and version: `ParallelMap` of `ParallelMapV2[0]`."""
+    return re.sub(r"V\d+$", "", re.sub(r"\[\d+\]$", "", segment))
+
+
+def is_sequential_read(name: str) -> bool:
+    """A file reader (TFRecord, TextLine, FixedLengthRecord) not under a parallel interleave: its files are
+    read one after the other (TFRecordDataset without num_parallel_reads reads them in a FlatMap)."""
+    parts = [_kind(p) for p in name.split("::")[1:]]
+    return bool(parts) and parts[-1] in FILE_READERS and "ParallelInterleave" not in parts
+
+
+def late_shard_of(name: str) -> str | None:
+    """The Shard iterator above this one (its long name) when this one reads files, maps or shuffles:
+    the shard comes after that work, so every worker does all of it and keeps 1/N."""
+    segments = name.split("::")
+    kinds = [_kind(p) for p in segments]
+    if "Shard" not in kinds[1:]:
+        return None
+    at = kinds.index("Shard", 1)
+    return "::".join(segments[:at + 1]) if any(k in SHARD_AFTER for k in kinds[at + 1:]) else None
+
+
+def _dedupe(names) -> tuple[str, ...]:
+    """One long name per iterator position (inputs `[k]` of a FlatMap / interleave collapsed)."""
+    out: dict[str, str] = {}
+    for n in sorted(names):
+        out.setdefault(re.sub(r"\[\d+\]", "[*]", n), n)
+    return tuple(out.values())
 
 
 def is_root_iterator(name: str) -> bool:
@@ -96,8 +139,14 @@ def host_tf_input(frame: XSpaceFrame, grouping: HostGrouping) -> TfInputFacts | 
         if out:
             per_thread[line_name] = per_thread.get(line_name, 0) + out
     generators = tuple(sorted({n for n in names if is_generator_source(n)}))
+    used = np.unique(md_all[md_all >= 0]).tolist()
+    tf_functions = [k for k in used if TF_FUNCTION.match(names[k])]
     return TfInputFacts(calls, outside, outside_ps, max(per_thread, key=per_thread.__getitem__) if per_thread else "",
-                        threads, generators, py_func_counts(frame))
+                        threads, generators, py_func_counts(frame),
+                        _dedupe(n for n in names if is_sequential_read(n)),
+                        _dedupe({shard for n in names if n.startswith(ITERATOR_PREFIX)
+                                 for shard in [late_shard_of(n)] if shard}),
+                        int(np.isin(md_all, tf_functions).sum()) if tf_functions else 0)
 
 
 def _step_rows(frame: XSpaceFrame, grouping: HostGrouping) -> np.ndarray:
