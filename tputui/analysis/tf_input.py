@@ -139,8 +139,7 @@ def host_tf_input(frame: XSpaceFrame, grouping: HostGrouping) -> TfInputFacts | 
         if out:
             per_thread[line_name] = per_thread.get(line_name, 0) + out
     generators = tuple(sorted({n for n in names if is_generator_source(n)}))
-    used = np.unique(md_all[md_all >= 0]).tolist()
-    tf_functions = [k for k in used if TF_FUNCTION.match(names[k])]
+    tf_functions = [k for k, n in enumerate(names) if TF_FUNCTION.match(n)]
     return TfInputFacts(calls, outside, outside_ps, max(per_thread, key=per_thread.__getitem__) if per_thread else "",
                         threads, generators, py_func_counts(frame),
                         _dedupe(n for n in names if is_sequential_read(n)),

@@ -60,7 +60,9 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
                   "earlier (negative). Reading a name: Iterator::A::B::C is the iterator of C, which feeds B, which "
                   "feeds A: the name starts at the pipeline's end and ends with the dataset op this iterator runs "
                   "(Iterator::Root::Prefetch::MapAndBatch::TFRecord: the TFRecord reader, whose records are mapped, "
-                  "batched, then prefetched).")
+                  "batched, then prefetched). Device:N pipelines (a distribution strategy's device side, which "
+                  "prefetches the host pipeline's batches to each device) come after the host ones, outside the "
+                  "ranking as in XProf. Under the advice: the pipeline's other runs (calls), slowest first.")
     BINDINGS = [
         Binding("tab", "switch", "Pipelines / tree", id="tf_data.tab", tooltip="move between the pipelines and the tree"),
         Binding("x", "export_csv", "CSV", id="tf_data.csv", tooltip=CSV_TIP),
