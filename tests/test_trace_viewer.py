@@ -631,6 +631,10 @@ async def test_one_end_of_a_marked_interval_moves():
         await pilot.press("full_stop")
         assert (tl.mark.start, tl.mark.end, tl.mark_end) == (e6, e6 + 10 * col, "end")
         assert fmt_ps(10 * col) in tl.frame()[1].text  # the axis's mark bar gives the new length
+        await pilot.press("E", "1")
+        tl.select([trains[0]])
+        await pilot.press("m")  # a new mark: its end is the one that moves again
+        assert (tl.mark.start, tl.mark.end, tl.mark_end) == (s4, e4, "end")
 
 
 async def test_a_moved_range_mark_sums_the_new_range():

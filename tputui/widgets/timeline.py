@@ -683,7 +683,7 @@ class Timeline(Widget, can_focus=True):
     def mark_selection(self) -> None:
         if len(self.selection):
             a, b = self.selection_span()
-            self.mark = Mark(a, b)
+            self.mark, self.mark_end = Mark(a, b), "end"  # a new mark: its end moves first
             self.view_changed()
 
     def set_search(self, text: str) -> int:
@@ -745,6 +745,7 @@ class Timeline(Widget, can_focus=True):
         self.timing.append((a, b))
         if len(self.timing) == 2:
             self.mark = Mark(min(s for s, _ in self.timing), max(e for _, e in self.timing))
+            self.mark_end = "end"
             self.range_done = True
             if len(self.selection):
                 self.select([], reveal=False)  # the details pane sums the range now
