@@ -89,3 +89,15 @@ def test_range_stats_of_some_rows_and_of_an_empty_range(ix):
     assert only.count == int((((s < b) & (e > a)) | ((s == e) & (s >= a) & (s <= b))).sum())
     empty = range_stats(ix, ix.t_max + 10, ix.t_max + 20)
     assert empty.count == 0 and empty.per_name == []
+
+
+def test_moving_one_end_of_an_interval():
+    from tputui.analysis.trace_selection import move_interval_end
+
+    assert move_interval_end(10, 50, "end", 70) == (10, 70, "end")
+    assert move_interval_end(10, 50, "start", 30) == (30, 50, "start")
+    assert move_interval_end(10, 50, "start", 50) == (50, 50, "start")  # empty, not swapped
+    assert move_interval_end(10, 50, "start", 80) == (50, 80, "end")  # past the end: it is the end now
+    assert move_interval_end(10, 50, "end", 4) == (4, 10, "start")
+    with pytest.raises(ValueError):
+        move_interval_end(10, 50, "middle", 20)

@@ -386,6 +386,8 @@ async def test_help_explains_the_trace_keys():
         assert isinstance(help_screen, HelpScreen)
         keys = dict(help_screen.screen_lines)
         assert keys["f"] == "zoom to the selection" and keys["4"].startswith("timing mode")
+        assert "start or its end" in keys["E"] and "selected event's edge" in keys["."]  # moving a mark's end
+        assert "one column left" in keys["<"] and "one column right" in keys[">"]
         assert "XProf" in help_screen.notes
 
 
@@ -594,3 +596,59 @@ async def test_second_open_draws_the_saved_index_at_once():
         assert ix.frame_ready and app.run_data._frames
         text = details_text(app.screen)
         assert ix.event_name(i) in text and "Duration" in text
+
+
+async def test_one_end_of_a_marked_interval_moves():
+    """E picks the start or the end of the mark, `.` moves it to the selected event's edge or the
+    time cursor, < / > nudge it a column; the axis and the status give the new length."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        screen = app.screen
+        await pilot.press("full_stop")
+        assert tl.mark is None  # nothing marked: a notification, no mark made
+        trains = [int(np.flatnonzero(tl.ix.name == tl.ix.names.index(f"train {k}"))[0]) for k in (4, 6)]
+        tl.select([trains[0]])
+        await pilot.press("m")
+        s4, e4 = int(tl.ix.start[trains[0]]), int(tl.ix.end[trains[0]])
+        assert (tl.mark.start, tl.mark.end, tl.mark_end) == (s4, e4, "end")
+        tl.select([trains[1]])
+        await pilot.press("full_stop")  # the end goes to train 6's end
+        e6 = int(tl.ix.end[trains[1]])
+        assert (tl.mark.start, tl.mark.end) == (s4, e6)
+        status = str(screen.query_one("#status").render())
+        assert f"mark {fmt_ps(e6 - s4)} (end moves" in status
+        await pilot.press("E", "full_stop")  # now the start: train 6's start
+        s6 = int(tl.ix.start[trains[1]])
+        assert (tl.mark.start, tl.mark.end, tl.mark_end) == (s6, e6, "start")
+        col = max(int(round(tl.span / tl.plot_width)), 1)
+        await pilot.press("greater_than_sign", "greater_than_sign", "less_than_sign")
+        assert (tl.mark.start, tl.mark.end) == (s6 + col, e6)
+        assert fmt_ps(e6 - s6 - col) in str(screen.query_one("#status").render())
+        # Timing mode: `.` takes the time cursor; the start dragged past the end becomes the end.
+        await pilot.press("4")
+        tl.time_cursor = e6 + 10 * col
+        await pilot.press("full_stop")
+        assert (tl.mark.start, tl.mark.end, tl.mark_end) == (e6, e6 + 10 * col, "end")
+        assert fmt_ps(10 * col) in tl.frame()[1].text  # the axis's mark bar gives the new length
+        await pilot.press("E", "1")
+        tl.select([trains[0]])
+        await pilot.press("m")  # a new mark: its end is the one that moves again
+        assert (tl.mark.start, tl.mark.end, tl.mark_end) == (s4, e4, "end")
+
+
+async def test_a_moved_range_mark_sums_the_new_range():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        tl = await loaded(pilot)
+        first = int(np.flatnonzero(tl.ix.name == tl.ix.names.index("train 4"))[0])
+        tl.select([first])
+        await pilot.press("z", "z")
+        assert tl.range_done and len(tl.selection) == 0
+        before = details_text(app.screen)
+        await pilot.press("4")
+        tl.time_cursor = int(tl.ix.end[int(np.flatnonzero(tl.ix.name == tl.ix.names.index("train 7"))[0])])
+        await pilot.press("full_stop")
+        after = details_text(app.screen)
+        assert "train 7" in after and "train 7" not in before
+        assert fmt_ps(tl.mark.end - tl.mark.start) in after

@@ -39,6 +39,8 @@ SCREENS = [
     ("w a s d, f, g, m, n N, /, 1-4", "trace viewer: zoom / pan (as XProf), fit, go to, mark, matches, search, modes"),
     ("y Y", "trace viewer: next / previous flow partner of the selected event (host launch -> device op, ...)"),
     ("z Z", "trace viewer: range mark at the cursor (twice: the range, summed per name) / clear it"),
+    ("E . < >", "trace viewer: pick the marked interval's start or end / move it to the cursor or the selected "
+                "event's edge / nudge it a column"),
     ("H", "trace viewer: stack several hosts on one time axis (space toggles, Enter shows)"),
 ]
 # Letters with two meanings on purpose, and why.

@@ -36,11 +36,13 @@ from tputui.analysis.barrier_cores import (
     plane_fractions,
     special_op_fractions,
 )
+from tputui.analysis.batch_size import BatchSize, host_batch_size
 from tputui.analysis.event_grouping import HostGrouping, LaunchKey, host_grouping
 from tputui.analysis.event_groups import LOOP_OPS
 from tputui.analysis.gpu_kernels import frame_kernels
 from tputui.analysis.op_metrics import OpMetricsDb
 from tputui.analysis.steps import StepDb
+from tputui.analysis.tf_input import TfInputFacts, host_tf_input
 from tputui.analysis.tpu_steps import HostSteps, line_rows
 from tputui.data import schema
 from tputui.data.stat_values import stat_float
@@ -84,6 +86,8 @@ class HostOpStats:
     # Which frame-only tools have data here (tool_facts: memory events, MegaScale, counters, ...),
     # so the tool picker answers from the op stats without decoding the host again.
     tool_facts: frozenset[str] = frozenset()
+    batch_size: BatchSize | None = None  # recorded by the profile, else derived from the step program
+    tf_input: TfInputFacts | None = None  # tf.data iterator calls against the steps, Python in the pipelines
 
 
 # --- the map ---------------------------------------------------------------------------------
@@ -98,6 +102,7 @@ def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
     mxu, hbm, has_host = _host_plane_utilization(frame)
     device_db = om.device_op_metrics(frame) if gpu else None
     host_steps, step_db = steps.host_step_dbs(frame, host, hostname)
+    modules = hlo_modules.frame_modules(frame, host)
     return HostOpStats(
         host=host, hostname=hostname, errors=list(frame.errors), warnings=list(frame.warnings),
         hardware=hardware, device_type=device_type, core_count=len(gpu),
@@ -106,8 +111,9 @@ def map_host(frame: XSpaceFrame, host: str) -> HostOpStats:
         host_db=om.host_op_metrics(frame), device_db=device_db, steps=host_steps, step_db=step_db,
         all_reduce={}, device_ops=None, kernels=frame_kernels(frame) if gpu else None,
         send_recv=pl.DataFrame(schema=SEND_RECV_SCHEMA), barrier_cores=special_op_fractions(frame, host),
-        hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, host)),
+        hlo_module_names=tuple(m.name for m in modules),
         grouping=host_grouping(frame), tool_facts=tool_facts.frame_facts(frame),
+        batch_size=host_batch_size(frame, modules), tf_input=host_tf_input(frame, host_grouping(frame)),
     )
 
 
@@ -145,6 +151,8 @@ class HostPart:
     program_names: list[tuple[int, list[tuple[int, str, bool]]]]  # (plane index, entries) of /host:metadata
     protos: dict[int, bytes]  # program id -> HloProto, for fusions whose metadata has no children
     tool_facts: frozenset[str] = frozenset()  # of the planes this part was read from
+    batch_size: BatchSize | None = None
+    tf_input: TfInputFacts | None = None
 
     @property
     def launches(self) -> dict[LaunchKey, int]:
@@ -186,15 +194,18 @@ def host_part(frame: XSpaceFrame, index: list[int] | None = None) -> HostPart:
     index = index if index is not None else list(range(len(frame.raw.plane_name)))
     mxu, hbm, has_host = _host_plane_utilization(frame)
     meta = frame.plane_index(schema.METADATA_PLANE)
+    modules = hlo_modules.frame_modules(frame, "")
+    grouping = host_grouping(frame)
     return HostPart(
         hostname=frame.hostnames[0] if frame.hostnames else "localhost",
         errors=list(frame.errors), warnings=list(frame.warnings), mxu=mxu, hbm=hbm, has_host_plane=has_host,
-        is_training=is_training(frame), host_db=om.host_op_metrics(frame), grouping=host_grouping(frame),
+        is_training=is_training(frame), host_db=om.host_op_metrics(frame), grouping=grouping,
         groups_loop_ops=has_loop_ops(frame), may_group=group_extract.may_group(frame),
-        hlo_module_names=tuple(m.name for m in hlo_modules.frame_modules(frame, "")),
+        hlo_module_names=tuple(m.name for m in modules),
         program_names=[(index[meta], hlo_ops.plane_program_names(frame, meta))] if meta is not None else [],
         protos=hlo_ops.hlo_protos([frame]),
-        tool_facts=tool_facts.frame_facts(frame),
+        tool_facts=tool_facts.frame_facts(frame), batch_size=host_batch_size(frame, modules),
+        tf_input=host_tf_input(frame, grouping),
     )
 
 
@@ -285,7 +296,8 @@ def assemble_tpu_host(host: str, hp: HostPart, parts: list[DevicePart]) -> HostO
         send_recv=pl.DataFrame(send_recv, schema=SEND_RECV_SCHEMA, orient="row"),
         barrier_cores=fractions_of(host, [c.special for c in cores], [c.debug_print for c in cores]),
         hlo_module_names=hp.hlo_module_names, grouping=hp.grouping,
-        tool_facts=hp.tool_facts.union(*(d.tool_facts for d in parts)),
+        tool_facts=hp.tool_facts.union(*(d.tool_facts for d in parts)), batch_size=hp.batch_size,
+        tf_input=hp.tf_input,
     )
 
 

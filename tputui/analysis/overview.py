@@ -21,6 +21,7 @@ import polars as pl
 from tputui.analysis import advice_rules, gpu_trace_hint, host_map, perf_guide, tpu_runtime_log, utilization
 from tputui.analysis import input_analysis as ip
 from tputui.analysis import op_metrics as om
+from tputui.analysis.batch_size import BatchSize, run_batch_size
 from tputui.analysis.op_stats import OpStats
 from tputui.data.run_data import RunData
 
@@ -78,7 +79,13 @@ class OverviewResult:
         return {"device_type": s.device_type, "device_core_count": s.device_core_count,
                 "host_count": len(s.hosts), "hosts": s.hosts, "task_count": len(s.hosts),
                 "is_training": s.is_training, "hardware_type": s.hardware_type,
-                "tpu_runtime": self.tpu_runtime.to_json() if self.tpu_runtime else None}
+                "tpu_runtime": self.tpu_runtime.to_json() if self.tpu_runtime else None,
+                "batch_size": self.batch_size.to_json() if self.batch_size else None}
+
+    @property
+    def batch_size(self) -> BatchSize | None:
+        """Beyond XProf (which records none): recorded by the profile, else derived (batch_size.py)."""
+        return run_batch_size([h.batch_size for h in self.stats.per_host])
 
     def recommendation(self) -> dict[str, Any]:
         b = self.bottleneck

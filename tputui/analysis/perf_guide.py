@@ -13,7 +13,11 @@ Each check names the ops it found, the figures and what to change:
   fusion of elementwise ops alone) that reads a 1 MiB+ result of another from memory;
 - host offload: copies between host memory (memory space 5, `S(5)`) and the device, bytes per run;
 - input-bound steps: the share of step time waiting on the host / infeed (10% or more, XProf's
-  input-bound threshold).
+  input-bound threshold);
+- TensorFlow input (tf_input.py): the dataset iterator called outside the step's Trace context, the
+  Python an input pipeline holds (a from_generator source, a tf.py_function / tf.numpy_function),
+  files read one at a time (num_parallel_reads), a shard after reading / mapping (shard early), and
+  a TensorFlow step run without XLA (jit_compile=True).
 `padding_of(shape)` is also used by the op profile's details card.
 """
 from __future__ import annotations
@@ -31,6 +35,7 @@ from tputui.analysis.hlo_modules import hlo_modules
 from tputui.analysis.hlo_shape import TUPLE, type_name
 from tputui.analysis.hlo_text import HloModel, shape_str
 from tputui.analysis.op_stats import OpStats
+from tputui.analysis.tf_input import PYTHON_INPUT_CHANGE, python_input_sources
 from tputui.data.run_data import RunData
 from tputui.proto import xla_data_pb2 as xd
 
@@ -494,6 +499,78 @@ def _input_check(stats: OpStats) -> Check | None:
                  [Finding(str(worst["name"] or worst["step"]), "", {"input_percent": round(percent, 1)})])
 
 
+# --- TensorFlow input (tf_input.py's facts, from the op-stats map) ---------------------------------
+def _iterator_outside_step_check(stats: OpStats) -> Check | None:
+    found = [(h.host, h.tf_input) for h in stats.per_host if h.tf_input is not None and h.tf_input.iterator_outside_steps]
+    if not found:
+        return None
+    host, f = found[0]
+    return Check("iterator_outside_step", "The dataset iterator is called outside the step", "medium",
+                 f"{f.outside_calls} of {f.iterator_calls} tf.data GetNext calls on thread {f.outside_thread} "
+                 f"({host}) fall outside every step event ({f.outside_ps / 1e9:,.2f} ms): the input time lands "
+                 "between steps, so the step-time breakdown and the input pipeline analyzer do not count it as "
+                 "waiting for input.",
+                 "Fetch the batch inside the step's context: `with tf.profiler.experimental.Trace('train', "
+                 "step_num=step, _r=1): x, y = next(iterator); train_step(x, y)` (or iterate inside the "
+                 "tf.function), so each step's input wait is measured with it.",
+                 [Finding(h, "", {"outside_calls": t.outside_calls, "iterator_calls": t.iterator_calls,
+                                  "outside_ms": round(t.outside_ps / 1e9, 3), "thread": t.outside_thread})
+                  for h, t in found])
+
+
+def _python_input_check(stats: OpStats) -> Check | None:
+    found = [(h.host, kind, what, evidence) for h in stats.per_host if h.tf_input is not None
+             for kind, what, evidence in python_input_sources(h.tf_input)]
+    if not found:
+        return None
+    kinds = list(dict.fromkeys(k for _, k, _, _ in found))
+    whats = list(dict.fromkeys(w for _, _, w, _ in found))
+    return Check("python_input", "The input pipeline runs Python: " + ", ".join(whats), "medium",
+                 "The tf.data pipeline holds " + "; ".join(f"{w} ({e})" for _, _, w, e in found[:4]) + ".",
+                 "; ".join(PYTHON_INPUT_CHANGE[k] for k in kinds) + ".",
+                 [Finding(e, "", {"host": h, "kind": k}) for h, k, _, e in found])
+
+
+def _sequential_reads_check(stats: OpStats) -> Check | None:
+    found = [(h.host, n) for h in stats.per_host if h.tf_input is not None for n in h.tf_input.sequential_reads]
+    if not found:
+        return None
+    reader = found[0][1].split("::")[-1]
+    return Check("sequential_file_reads", f"{reader} files are read one at a time", "info",
+                 f"The pipeline reads its files one after the other ({found[0][1]}): no parallel interleave above "
+                 "the reader, so reading waits on one file's I/O at a time.",
+                 f"Read several files at once: {reader}Dataset(files, num_parallel_reads=tf.data.AUTOTUNE), or "
+                 "files.interleave(..., num_parallel_calls=tf.data.AUTOTUNE, deterministic=False); shards of "
+                 "100+ MB each.",
+                 [Finding(n, "", {"host": h}) for h, n in found])
+
+
+def _late_shard_check(stats: OpStats) -> Check | None:
+    found = [(h.host, n) for h in stats.per_host if h.tf_input is not None for n in h.tf_input.late_shards]
+    if not found:
+        return None
+    return Check("shard_late", "The dataset is sharded after it is read and transformed", "info",
+                 f"{found[0][1]}: what feeds the Shard is already read, mapped or shuffled, so every worker does "
+                 "all of that work and keeps one part of it.",
+                 "Shard early: shard the list of files before reading (Dataset.list_files(...).shard(num_workers, "
+                 "worker_index), then interleave the readers), before any map or shuffle; with tf.distribute, "
+                 "auto-sharding by FILE does it.",
+                 [Finding(n, "", {"host": h}) for h, n in found])
+
+
+def _tf_without_xla_check(stats: OpStats) -> Check | None:
+    found = [(h.host, h.tf_input.tf_function_calls) for h in stats.per_host
+             if h.tf_input is not None and h.tf_input.tf_function_calls and not h.hlo_module_names]
+    if not found:
+        return None
+    return Check("tf_without_xla", "The TensorFlow step runs without XLA", "info",
+                 f"{sum(n for _, n in found):,} tf.function runs and no XLA program in the profile: the step's ops "
+                 "run one kernel at a time, each result written to memory.",
+                 "Compile the step with XLA: tf.function(jit_compile=True) (Keras: model.compile(jit_compile=True)), "
+                 "which fuses the ops into fewer kernels; on TPUs TensorFlow always compiles with XLA.",
+                 [Finding(h, "", {"tf_function_calls": n}) for h, n in found])
+
+
 def checks(run: RunData, host: str | None = None) -> list[Check]:
     models = [(m.name, HloModel.build(m.parse())) for m in hlo_modules(run, host)]
     stats = host_map.run_op_stats(run, host)  # the per-host op-stats, cached: the tools share it
@@ -507,7 +584,9 @@ def checks(run: RunData, host: str | None = None) -> list[Check]:
     capacity = tpu_capacity(stats.device_type) if on_tpu else None
     found = [_input_check(stats), _mxu_check(models, device_type, on_tpu), _padding_check(models, capacity), tail,
              _per_core_batch_check(models),
-             _broadcast_check(models), _unfused_check(models), _host_offload_check(models)]
+             _broadcast_check(models), _unfused_check(models), _host_offload_check(models),
+             _iterator_outside_step_check(stats), _python_input_check(stats), _sequential_reads_check(stats),
+             _late_shard_check(stats), _tf_without_xla_check(stats)]
     return by_severity([c for c in found if c is not None])
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from tputui.analysis.batch_size import recorded_batch_sizes
 from tputui.data import schema
 from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
@@ -125,30 +126,6 @@ def capture_options(frame: XSpaceFrame) -> tuple[dict[str, Any], int | None, int
     return opts, start if isinstance(start, int) else None, stop if isinstance(stop, int) else None
 
 
-BATCH_SIZE_STAT = "batch_size"
-
-
-def batch_sizes(frame: XSpaceFrame) -> tuple[list[int], str]:
-    """The distinct positive `batch_size` stat values on events, event metadata or planes, and
-    the name of what carries the first one (e.g. tf.data's `Iterator::...::MapAndBatch`)."""
-    found: list[int] = []
-    source = ""
-    for owner in ("event", "metadata", "plane"):
-        v = frame.stat_values(owner, BATCH_SIZE_STAT).filter(pl.col("int") > 0)
-        if not len(v):
-            continue
-        if not source:
-            row = int(v["owner"][0])
-            if owner == "event":
-                source = frame.raw.em_name[int(frame.events["metadata"][row])]
-            elif owner == "metadata":
-                source = frame.raw.em_name[row]
-            else:
-                source = frame.raw.plane_name[row]
-        found += v["int"].unique().to_list()
-    return sorted(set(found)), source
-
-
 def summarize_host(host: str, path: str, size: int, frame: XSpaceFrame) -> HostSummary:
     ev = frame.events
     per_line = ev.group_by("line").agg(
@@ -179,7 +156,7 @@ def summarize_host(host: str, path: str, size: int, frame: XSpaceFrame) -> HostS
         start = frame.start_ps
         span = (int(start.min()), int((start + frame.raw.event_duration_ps).max()))
     opts, t0, t1 = capture_options(frame)
-    batches, batch_source = batch_sizes(frame)
+    batches, batch_source = recorded_batch_sizes(frame)
     return HostSummary(
         host=host, file=path, size_bytes=size, planes=planes, lines=lines, span_ps=span,
         start_time_ns=t0, stop_time_ns=t1, capture_options=opts,

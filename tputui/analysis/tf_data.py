@@ -1,5 +1,10 @@
 """tf.data bottleneck analysis (XProf's tf_data_bottleneck_analysis, xplane_to_tf_data_stats.cc).
 
+Device input pipelines (a distribution strategy prefetching to its devices) are found as XProf does,
+from the `Iterator::Prefetch::Generator` iterator (named `Iterator::Root::Prefetch::Generator` by
+TensorFlow 2.21), named Device:N and kept apart from the host ones (Host:N), which alone are ranked.
+Every call (run) of a pipeline is kept, slowest first, with its own bottleneck.
+
 For every host input pipeline (a root iterator, `Iterator::Root`, seen once per GetNext call):
 its call latencies (avg / min / max, calls over 50 us are slow), and for its slowest call the
 bottleneck iterator: the iterator on the blocking path (nested in the call, or produced for it by
@@ -16,6 +21,13 @@ import numpy as np
 import polars as pl
 
 from tputui.analysis import op_metrics as om
+from tputui.analysis.tf_input import (
+    DEVICE_SECOND_ITERATORS,
+    TfInputFacts,
+    is_generator_source,
+    py_func_counts,
+    python_input_sources,
+)
 from tputui.data import schema
 from tputui.data.xspace import XSpaceFrame
 
@@ -76,6 +88,11 @@ def bottleneck_kind(iterator_name: str) -> str:
     return "other"
 
 
+RUNS_SCHEMA: dict[str, Any] = {"rank": pl.Int64, "start_us": pl.Float64, "duration_us": pl.Float64,
+                               "bottleneck_iterator": pl.String, "bottleneck_self_us": pl.Float64}
+MAX_RUNS_WALKED = 200  # calls whose bottleneck is found (each walks its iterator tree); the rest: duration only
+
+
 @dataclass
 class PipelineStats:
     host: str
@@ -91,15 +108,28 @@ class PipelineStats:
     bottleneck_latency_ps: int
     iterators: pl.DataFrame  # slowest call: iterator, long_name, is_async, calls, start (from the call's
     # start), duration, self, blocking (on the critical path), depth in the iterator tree
+    side: str = "host"  # "device": a distribution strategy's device-side pipeline (XProf's Device:N)
+    runs: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=RUNS_SCHEMA))  # every call, slowest first
+    holds: list[tuple[str, str, str]] = field(default_factory=list)  # Python it runs: (kind, what, evidence)
 
     @property
     def suggestion(self) -> str:
         return SUGGESTIONS[bottleneck_kind(self.bottleneck_iterator)]
 
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "input_pipeline": self.name, "side": self.side, "calls": self.calls,
+                "avg_latency_us": self.avg_latency_ps / 1e6, "min_latency_us": self.min_latency_ps / 1e6,
+                "max_latency_us": self.max_latency_ps / 1e6, "slow_calls": self.slow_calls,
+                "bottleneck_iterator": self.bottleneck_iterator,
+                "bottleneck_iterator_long_name": self.bottleneck_long_name,
+                "bottleneck_iterator_latency_us": self.bottleneck_latency_ps / 1e6,
+                "suggestion": self.suggestion}
+
 
 @dataclass
 class TfDataAnalysis:
-    pipelines: list[PipelineStats] = field(default_factory=list)  # slowest first
+    pipelines: list[PipelineStats] = field(default_factory=list)  # host pipelines, slowest first (XProf's)
+    device_pipelines: list[PipelineStats] = field(default_factory=list)  # device side, apart (XProf ignores them)
 
     @property
     def is_input_bound(self) -> bool:
@@ -123,15 +153,8 @@ class TfDataAnalysis:
             "is_input_bound": self.is_input_bound, "summary": self.summary,
             "input_bound_host": top.host if top and self.is_input_bound else None,
             "slowest_input_pipeline": top.name if top else None,
-            "pipelines": [{
-                "host": p.host, "input_pipeline": p.name, "calls": p.calls,
-                "avg_latency_us": p.avg_latency_ps / 1e6, "min_latency_us": p.min_latency_ps / 1e6,
-                "max_latency_us": p.max_latency_ps / 1e6, "slow_calls": p.slow_calls,
-                "bottleneck_iterator": p.bottleneck_iterator,
-                "bottleneck_iterator_long_name": p.bottleneck_long_name,
-                "bottleneck_iterator_latency_us": p.bottleneck_latency_ps / 1e6,
-                "suggestion": p.suggestion,
-            } for p in self.pipelines],
+            "pipelines": [p.to_json() for p in self.pipelines],
+            "device_pipelines": [p.to_json() for p in self.device_pipelines],
         }
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -143,8 +166,8 @@ def analyze_frames(frames: dict[str, XSpaceFrame]) -> TfDataAnalysis:
     pipes: list[PipelineStats] = []
     for host, fr in frames.items():
         pipes += _host_pipelines(host, fr)
-    pipes.sort(key=lambda p: -p.max_latency_ps)
-    return TfDataAnalysis(pipes)
+    host_side = sorted((p for p in pipes if p.side == "host"), key=lambda p: -p.max_latency_ps)
+    return TfDataAnalysis(host_side, [p for p in pipes if p.side == "device"])
 
 
 def _host_pipelines(host: str, fr: XSpaceFrame) -> list[PipelineStats]:
@@ -203,15 +226,29 @@ def _host_pipelines(host: str, fr: XSpaceFrame) -> list[PipelineStats]:
     for i in np.flatnonzero(iter_mask & ids[0]).tolist():
         if len(name_of(i).split("::")) == 2:
             roots.setdefault(int(ids[1][i]), []).append(i)
+    parent_of, names_of = _iterator_tree_ids(np.flatnonzero(iter_mask & ids[0]), ids, parent_ids, name_of)
+    device = _device_roots(parent_of, names_of, set(roots))
+    py_funcs = py_func_counts(fr) if roots else {}
     out = []
-    for n_pipe, (root_id, calls) in enumerate(sorted(roots.items(), key=lambda kv: min(start[c] for c in kv[1]))):
+    numbers = {"host": 0, "device": 0}
+    for root_id, calls in sorted(roots.items(), key=lambda kv: min(start[c] for c in kv[1])):
+        side = "device" if root_id in device else "host"
+        n_pipe = numbers[side]
+        numbers[side] += 1
         calls.sort(key=lambda c: -dur[c])
         lat = dur[calls]
-        stats: dict[int, dict[str, Any]] = {}
-        _walk(calls[0], True, 0, children, ids, start, dur, name_of, stats)
-        blocking = [(s["self_ps"], it) for it, s in stats.items() if s["blocking"]]
-        b_self, b_id = max(blocking, key=lambda x: x[0]) if blocking and max(blocking)[0] > 0 else (0, None)
-        b_long = stats[b_id]["long_name"] if b_id is not None else ""
+        stats, b_self, b_long = _bottleneck(calls[0], children, ids, start, dur, name_of)
+        runs: list[tuple[int, float, float, str | None, float | None]] = []  # every call, slowest first,
+        # with its own bottleneck (the first MAX_RUNS_WALKED)
+        for rank, c in enumerate(calls, 1):
+            r_self, r_long = b_self, b_long
+            if rank > MAX_RUNS_WALKED:
+                runs.append((rank, int(start[c]) / 1e6, int(dur[c]) / 1e6, None, None))
+                continue
+            if rank > 1:
+                _, r_self, r_long = _bottleneck(c, children, ids, start, dur, name_of)
+            runs.append((rank, int(start[c]) / 1e6, int(dur[c]) / 1e6, r_long.split("::")[-1], r_self / 1e6))
+        members = {names_of[i] for i in names_of if _root_of(i, parent_of) == root_id}
         call_start = int(start[calls[0]])
         iters = pl.DataFrame([{"iterator": s["long_name"].split("::")[-1], "long_name": s["long_name"],
                                "is_async": s["long_name"].split("::")[-1] in _ASYNC, "calls": s["calls"],
@@ -220,12 +257,68 @@ def _host_pipelines(host: str, fr: XSpaceFrame) -> list[PipelineStats]:
                                "blocking": s["blocking"], "depth": len(s["long_name"].split("::")) - 2}
                               for s in stats.values()])
         out.append(PipelineStats(
-            host=host, name=f"Host:{n_pipe}", root_id=root_id, calls=len(calls),
+            host=host, name=f"{side.capitalize()}:{n_pipe}", root_id=root_id, calls=len(calls),
             avg_latency_ps=int(lat.sum() // len(lat)), min_latency_ps=int(lat.min()), max_latency_ps=int(lat.max()),
             slow_calls=int((lat > SLOW_CALL_PS).sum()), bottleneck_iterator=b_long.split("::")[-1] if b_long else "",
-            bottleneck_long_name=b_long, bottleneck_latency_ps=int(b_self), iterators=iters,
+            bottleneck_long_name=b_long, bottleneck_latency_ps=int(b_self), iterators=iters, side=side,
+            runs=pl.DataFrame(runs, schema=RUNS_SCHEMA, orient="row"),
+            holds=_holds(members, py_funcs) if side == "host" else [],
         ))
     return out
+
+
+def _bottleneck(call, children, ids, start, dur, name_of) -> tuple[dict[int, dict[str, Any]], int, str]:
+    """One call's iterator stats, and its bottleneck: the largest self time on the blocking path."""
+    stats: dict[int, dict[str, Any]] = {}
+    _walk(call, True, 0, children, ids, start, dur, name_of, stats)
+    blocking = [(s["self_ps"], it) for it, s in stats.items() if s["blocking"]]
+    b_self, b_id = max(blocking, key=lambda x: x[0]) if blocking and max(blocking)[0] > 0 else (0, None)
+    return stats, int(b_self), stats[b_id]["long_name"] if b_id is not None else ""
+
+
+def _iterator_tree_ids(rows, ids, parent_ids, name_of) -> tuple[dict[int, int], dict[int, str]]:
+    """{iterator id: its parent iterator's id} and {iterator id: long name} over every iterator event."""
+    parent_of: dict[int, int] = {}
+    names_of: dict[int, str] = {}
+    for i in rows.tolist():
+        it = int(ids[1][i])
+        names_of.setdefault(it, name_of(i))
+        if parent_ids[0][i]:
+            parent_of.setdefault(it, int(parent_ids[1][i]))
+    return parent_of, names_of
+
+
+def _root_of(it: int, parent_of: dict[int, int]) -> int:
+    for _ in range(100):  # XProf's depth limit
+        if it not in parent_of:
+            return it
+        it = parent_of[it]
+    return it
+
+
+def _device_roots(parent_of: dict[int, int], names_of: dict[int, str], roots: set[int]) -> set[int]:
+    """Roots of device input pipelines (XProf's rule: the pipeline whose iterator is the parent of an
+    `Iterator::Prefetch::Generator`; TensorFlow now names it `Iterator::Root::Prefetch::Generator`,
+    under the root's Prefetch, so the root is one step further up)."""
+    found = set()
+    for it, name in names_of.items():
+        if name not in DEVICE_SECOND_ITERATORS or it not in parent_of:
+            continue
+        up = parent_of[it]
+        if up in roots:
+            found.add(up)
+        elif parent_of.get(up) in roots:
+            found.add(parent_of[up])
+    return found
+
+
+def _holds(members: set[str], py_funcs: dict[str, int]) -> list[tuple[str, str, str]]:
+    """The Python a host pipeline runs, named from its iterators' long names (a from_generator source)
+    and the py-function ops on tf.data's threads (given to a pipeline that maps or generates)."""
+    generators = tuple(sorted(n for n in members if is_generator_source(n)))
+    maps = any("Map" in n.split("::")[-1].split("[")[0] for n in members)
+    return python_input_sources(TfInputFacts(generators=generators,
+                                             py_funcs=py_funcs if maps or generators else {}))
 
 
 def _walk(i, blocking, level, children, ids, start, dur, name_of, stats) -> None:

@@ -1,8 +1,11 @@
 """tf.data bottleneck analysis as its own tool: every host input pipeline, slowest first, with the
 iterator tree of its slowest call (start from the call's start, duration, self time, calls per
 iterator), the critical path (the iterators the call waited on) and the bottleneck iterator's
-suggestion. The analysis itself is tputui/analysis/tf_data.py (XProf's xplane_to_tf_data_stats.cc),
-which the input pipeline analyzer also summarizes.
+suggestion; every other call (run) of a pipeline, slowest first, with its own bottleneck; a
+distribution strategy's device-side pipelines apart (after the host ones, as XProf's Device:N);
+advice named from the Python a pipeline holds (a from_generator source, a py_function map). The
+analysis itself is tputui/analysis/tf_data.py (XProf's xplane_to_tf_data_stats.cc), which the input
+pipeline analyzer also summarizes.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import polars as pl
 
 from tputui.analysis import host_map, tf_data, tool_facts
 from tputui.analysis.result import NoDataError
+from tputui.analysis.tf_input import PYTHON_INPUT_CHANGE
 from tputui.data.run_data import RunData
 
 # What to change, by the kind of bottleneck iterator (tf.data performance guide), beside XProf's text.
@@ -31,8 +35,9 @@ SPECIFIC = [
      "prefetch: the buffer ran dry, so the producer upstream is the real cost: look at its children; "
      "prefetch(tf.data.AUTOTUNE) at the end only hides a producer that is fast enough on average."),
     (("TFRecord", "TextLine", "FixedLengthRecordV2", "TensorSlice", "Generator"),
-     "source: read files in parallel (interleave over shards), keep data close to the host, and prefer "
-     "TFRecord shards of 100+ MB; a Python generator is single-threaded."),
+     "source: read files in parallel (TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE), or interleave "
+     "over shards), keep data close to the host, and prefer TFRecord shards of 100+ MB; a Python generator is "
+     "single-threaded."),
 ]
 
 
@@ -43,18 +48,32 @@ def specific_advice(iterator: str) -> str:
     return ""
 
 
+def pipeline_advice(pipe: tf_data.PipelineStats) -> str:
+    """What to change, named from what the pipeline holds (a from_generator source, a py_function
+    map: tf_input.py) when it holds Python, else from its bottleneck iterator's kind."""
+    if pipe.holds:
+        return " ".join(f"It runs {what} ({evidence}): {PYTHON_INPUT_CHANGE[kind]}."
+                        for kind, what, evidence in pipe.holds)
+    return specific_advice(pipe.bottleneck_iterator)
+
+
 @dataclass
 class TfDataBottleneckResult:
     analysis: tf_data.TfDataAnalysis
 
     @property
     def pipelines(self) -> list[tf_data.PipelineStats]:
-        return self.analysis.pipelines
+        """The host pipelines, slowest first, then the device-side ones (a distribution strategy's)."""
+        return self.analysis.pipelines + self.analysis.device_pipelines
 
     def pipeline_frame(self) -> pl.DataFrame:
-        rows = self.analysis.to_json()["pipelines"]
+        rows = [p.to_json() for p in self.pipelines]
         frame = pl.DataFrame(rows) if rows else pl.DataFrame()
         return frame.drop("suggestion", "bottleneck_iterator_long_name", strict=False)
+
+    def runs(self, index: int) -> pl.DataFrame:
+        """Every call (run) of the pipeline, slowest first, each with its own bottleneck iterator."""
+        return self.pipelines[index].runs
 
     def iterator_tree(self, index: int) -> pl.DataFrame:
         """The slowest call's iterators depth first (children by start time), with their `parent`
@@ -81,19 +100,25 @@ class TfDataBottleneckResult:
 
     def to_json(self) -> dict[str, Any]:
         out = self.analysis.to_json()
-        for i, pipe in enumerate(out["pipelines"]):
-            pipe["advice"] = specific_advice(pipe["bottleneck_iterator"])
-            pipe["iterators"] = self.iterator_tree(i).to_dicts()
+        rows = out["pipelines"] + out["device_pipelines"]  # the order of self.pipelines
+        for i, (row, pipe) in enumerate(zip(rows, self.pipelines)):
+            row["advice"] = pipeline_advice(pipe)
+            row["holds"] = [{"kind": k, "what": w, "evidence": e} for k, w, e in pipe.holds]
+            row["iterators"] = self.iterator_tree(i).to_dicts()
+            row["runs"] = pipe.runs.to_dicts()
         return out
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        trees = [self.iterator_tree(i).with_columns(host=pl.lit(p.host), input_pipeline=pl.lit(p.name))
-                 for i, p in enumerate(self.pipelines)]
-        iterators = pl.concat(trees) if trees else pl.DataFrame()
-        if trees:
-            iterators = iterators.select("host", "input_pipeline", *[c for c in iterators.columns
-                                                                      if c not in ("host", "input_pipeline")])
-        return {"pipelines": self.pipeline_frame(), "iterators": iterators}
+        def tagged(frames: list[pl.DataFrame]) -> pl.DataFrame:
+            if not frames:
+                return pl.DataFrame()
+            both = pl.concat(frames)
+            return both.select("host", "input_pipeline", *[c for c in both.columns if c not in ("host", "input_pipeline")])
+
+        label = [(pl.lit(p.host).alias("host"), pl.lit(p.name).alias("input_pipeline")) for p in self.pipelines]
+        return {"pipelines": self.pipeline_frame(),
+                "iterators": tagged([self.iterator_tree(i).with_columns(*label[i]) for i in range(len(label))]),
+                "runs": tagged([p.runs.with_columns(*label[i]) for i, p in enumerate(self.pipelines)])}
 
 
 def _parent(name: str, names: list[str]) -> str:
@@ -113,7 +138,7 @@ def has_data(run: RunData) -> bool:
 def analyze(run: RunData, host: str | None = None, **_options) -> TfDataBottleneckResult:
     hosts = [host] if host else run.require_hosts()
     analysis = tf_data.analyze_frames({h: run.frame(h) for h in hosts})
-    if not analysis.pipelines:
+    if not analysis.pipelines and not analysis.device_pipelines:
         raise NoDataError("no tf.data input pipeline in this profile (iterator events come from TensorFlow's "
                           "tf.data with the host tracer on)")
     return TfDataBottleneckResult(analysis)

@@ -155,3 +155,19 @@ def range_stats(ix: TraceIndex, start_ps: int, end_ps: int, rows: np.ndarray | N
         RangeNameStats(ix.names[int(ids[k])], int(counts[ids[k]]), int(totals[ids[k]]), int(mins[k]), int(maxs[k]),
                        b - a)
         for k in by_total.tolist()])
+
+
+INTERVAL_ENDS = ("start", "end")
+
+
+def move_interval_end(start: int, end: int, which: str, to: int) -> tuple[int, int, str]:
+    """A marked interval [start, end] with its `which` end ("start" / "end") moved to `to`.
+
+    Returns the new (start, end, which): an end moved past the other one becomes that end (a
+    start dragged beyond the end is now the end, and keeps being the one moved)."""
+    if which not in INTERVAL_ENDS:
+        raise ValueError(f"an interval end is 'start' or 'end', not {which!r}")
+    to = int(to)
+    if which == "start":
+        return (to, end, "start") if to <= end else (end, to, "end")
+    return (start, to, "end") if to >= start else (to, start, "start")

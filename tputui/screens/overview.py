@@ -100,6 +100,12 @@ def _environment(r: OverviewResult) -> Text:
                          ("Training", "yes" if env["is_training"] else "no")):
         t.append(f"{label}: ", style="bold")
         t.append(value + "   ")
+    batch = env.get("batch_size")
+    if batch:  # beyond XProf: recorded by the profile, or derived from the step program (labelled)
+        t.append("\nBatch size: ", style="bold")
+        t.append(f"{batch['value']:,}" + (f" (all: {', '.join(map(str, batch['values']))})"
+                                          if len(batch["values"]) > 1 else ""))
+        t.append(f"  {batch['source']}: {batch['detail']}", style="dim")
     rt = env.get("tpu_runtime")
     if rt:  # from the TPU runtime log (--tpu-logs)
         init = f"init {rt['init_seconds']:.1f} s" if rt["init_seconds"] is not None else "init time not logged"

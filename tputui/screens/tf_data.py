@@ -1,7 +1,8 @@
-"""tf.data bottleneck: the host input pipelines, slowest first; for the highlighted one, the
-iterator tree of its slowest call (start relative to the call, duration, self time, calls), the
-critical path (▶, bold: the iterators the call waited on), the bottleneck iterator (★) and what to
-change. Tab moves between the pipelines and the tree; `x` writes the pipelines as CSV.
+"""tf.data bottleneck: the host input pipelines, slowest first, then a distribution strategy's
+device-side ones; for the highlighted one, the iterator tree of its slowest call (start relative to
+the call, duration, self time, calls), the critical path (▶, bold: the iterators the call waited on),
+the bottleneck iterator (★), what to change (named from the Python the pipeline runs when it does)
+and its other runs, slowest first. Tab moves between the pipelines and the tree; `x` writes the pipelines as CSV.
 """
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from textual.widgets import Static, Tree
 
 from tputui import format as fmt
 from tputui.analysis.tf_data import bottleneck_kind
-from tputui.analysis.tf_data_bottleneck import TfDataBottleneckResult, specific_advice
+from tputui.analysis.tf_data_bottleneck import TfDataBottleneckResult, pipeline_advice
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin
 from tputui.widgets.key_tree import KeyTree
 from tputui.widgets.table import FrameTable
 
+MAX_RUNS_SHOWN = 6
 KIND_WORDS = {"source": "a source dataset", "data_service": "tf.data service", "remote": "a remote source",
               "parallelizable": "a transformation that can run in parallel",
               "sequential": "an inherently sequential transformation", "other": "an iterator"}
@@ -35,6 +37,22 @@ def iterator_label(row: dict) -> Text:
     return t
 
 
+def runs_line(runs) -> Text:
+    """The pipeline's other calls, slowest first (the tree shows the first)."""
+    t = Text()
+    if runs.height < 2:
+        return t
+    t.append(f"\nOther runs, slowest first ({runs.height - 1}): ", style="bold")
+    shown = []
+    for row in runs.slice(1, MAX_RUNS_SHOWN).iter_rows(named=True):
+        where = f", {row['bottleneck_iterator']}" if row["bottleneck_iterator"] else ""
+        shown.append(f"#{row['rank']} {fmt.duration_us(row['duration_us'])} at {fmt.duration_us(row['start_us'])}{where}")
+    t.append(" · ".join(shown))
+    if runs.height - 1 > MAX_RUNS_SHOWN:
+        t.append(f" · … {runs.height - 1 - MAX_RUNS_SHOWN} more (all in the export's runs table)", style="dim")
+    return t
+
+
 class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     help_notes = ("tf.data input pipelines (root iterators), slowest call first. The tree is that call: ▶ marks "
                   "the critical path (iterators it waited on, including async producers), ★ the bottleneck "
@@ -42,7 +60,9 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
                   "earlier (negative). Reading a name: Iterator::A::B::C is the iterator of C, which feeds B, which "
                   "feeds A: the name starts at the pipeline's end and ends with the dataset op this iterator runs "
                   "(Iterator::Root::Prefetch::MapAndBatch::TFRecord: the TFRecord reader, whose records are mapped, "
-                  "batched, then prefetched).")
+                  "batched, then prefetched). Device:N pipelines (a distribution strategy's device side, which "
+                  "prefetches the host pipeline's batches to each device) come after the host ones, outside the "
+                  "ranking as in XProf. Under the advice: the pipeline's other runs (calls), slowest first.")
     BINDINGS = [
         Binding("tab", "switch", "Pipelines / tree", id="tf_data.tab", tooltip="move between the pipelines and the tree"),
         Binding("x", "export_csv", "CSV", id="tf_data.csv", tooltip=CSV_TIP),
@@ -61,7 +81,9 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
         frame = result.pipeline_frame()
         self.pipes = FrameTable(frame.with_row_index("index"), hidden=("index",), id="tfd-pipes", formats={
             c: (lambda v: f"{v:,.1f}") for c in frame.columns if c.endswith("_us")})
-        self.pipes.border_title = f"Input pipelines, slowest first ({frame.height}) · Tab tree · x CSV"
+        device = len(a.device_pipelines)
+        self.pipes.border_title = (f"Input pipelines, slowest first ({frame.height}"
+                                   + (f"; the last {device} device-side" if device else "") + ") · Tab tree · x CSV")
         self.body.mount(self.pipes)
         self.iter_tree: Tree = KeyTree("iterators", id="tfd-tree")
         self.iter_tree.show_root = False
@@ -99,7 +121,7 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
             text.append(f"{pipe.bottleneck_iterator}", style="bold red")
             text.append(f" ({KIND_WORDS[kind]}), self time {fmt.duration_us(pipe.bottleneck_latency_ps / 1e6)} "
                         f"of the slowest call; {pipe.slow_calls} of {pipe.calls} calls over 50 µs.\n", style="")
-            advice = specific_advice(pipe.bottleneck_iterator)
+            advice = pipeline_advice(pipe)
             if advice:
                 text.append("What to change: ", style="bold")
                 text.append(advice + "\n")
@@ -107,6 +129,10 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
             text.append(pipe.suggestion)
         else:
             text.append("No iterator on this call's path spent time of its own.", style="dim")
+        if pipe.side == "device":
+            text.append("\nA device-side pipeline of a distribution strategy (it prefetches the host pipeline's "
+                        "batches to a device); XProf leaves it out of the bottleneck ranking.", style="dim")
+        text.append_text(runs_line(pipe.runs))
         self.query_one("#tfd-suggestion", Static).update(text)
 
     def action_switch(self) -> None:

@@ -11,6 +11,8 @@ partners (trace_flows) are highlighted, joined to it by a connector and listed i
 y / Y jump to the next / previous one (l is the graph viewer's). z sets a range mark
 at the cursor (the selection, or the time cursor in timing mode); the second closes the range,
 shaded, and the details sum its events per name (trace_selection.range_stats); Z clears it.
+One end of a marked interval moves: E picks its start or its end, `.` moves that end to the
+time cursor (timing mode) or to the selected event's matching edge, < / > nudge it a column.
 Counter tracks (trace_counters) sit under their process's header as sparklines; on one, the
 status line gives its value at the time cursor.
 
@@ -83,6 +85,7 @@ MAX_STATS = 40
 MAX_NAMES = 8  # names listed for a multi-event selection
 MAX_FLOWS = 12  # flow partners listed for one event
 MAX_RANGE_NAMES = 30  # names listed for a marked range (the pane scrolls)
+NO_MARK = "no marked interval: m marks the selection, z twice a range, 4 then space twice a timed one"
 HINT = "Select an event: arrows, click, / to search, n / N for matches."
 CAPTURE_EDGE_NOTE = ("Events that cross the capture's start or end are missing: the profiler keeps only what begins "
                      "and ends inside it, so a step cut by an edge is not shown.")
@@ -132,6 +135,15 @@ class TraceViewerScreen(ToolScreen):
                 tooltip="jump to the selected event's next flow partner (host launch -> device op, producer -> consumer)"),
         Binding("Y", "flow(-1)", "Previous flow partner", show=False, id="trace.flow_prev", group=FLOW,
                 tooltip="jump to the previous flow partner"),
+        Binding("E", "mark_end", "Start / end of the mark", show=False, id="trace.mark_end",
+                tooltip="pick which end of the marked interval moves: its start or its end"),
+        Binding("full_stop", "move_mark_end", "Move the mark's end here", show=False, id="trace.move_mark_end",
+                tooltip="move the picked end of the marked interval to the time cursor (timing mode) or to the "
+                        "selected event's edge (its start for the start, its end for the end)"),
+        Binding("less_than_sign", "nudge_mark_end(-1)", "Nudge the mark's end left", show=False,
+                id="trace.nudge_mark_left", tooltip="move the picked end of the marked interval one column left"),
+        Binding("greater_than_sign", "nudge_mark_end(1)", "Nudge the mark's end right", show=False,
+                id="trace.nudge_mark_right", tooltip="move the picked end of the marked interval one column right"),
         Binding("z", "range_mark", "Range mark", show=False, id="trace.range_mark",
                 tooltip="range mark at the cursor (the selection, or the time cursor in timing mode); the second "
                         "closes the range: shaded, and its events summed per name"),
@@ -161,7 +173,8 @@ class TraceViewerScreen(ToolScreen):
     help_notes = ("[b]Like XProf's trace viewer[/b]: w a s d zoom and pan, 1-4 pick what the arrows do, "
                   "f fits the selection, m marks it. A selected event's flow partners are highlighted and joined "
                   "by a connector; y / Y jump between them. z twice marks a range (per-name summary below). "
-                  "H stacks several hosts on one time axis. "
+                  "E picks the marked interval's start or end, . moves it to the cursor / selected event, "
+                  "< > nudge it. H stacks several hosts on one time axis. "
                   "Times are from the profile start. The mouse works too: "
                   "click selects, the wheel zooms at the pointer, shift+wheel pans. " + CAPTURE_EDGE_NOTE)
 
@@ -392,6 +405,32 @@ class TraceViewerScreen(ToolScreen):
             self.timeline.clear_range()
             self.update_details()
 
+    def action_mark_end(self) -> None:
+        if self._ready():
+            if self.timeline.switch_mark_end() is None:
+                self.notify(NO_MARK, timeout=3)
+
+    def action_move_mark_end(self) -> None:
+        if not self._ready():
+            return
+        tl = self.timeline
+        target = tl.mark_end_target()
+        if tl.mark is None:
+            self.notify(NO_MARK, timeout=3)
+        elif target is None:
+            self.notify("nothing to move it to: select an event, or press 4 for a time cursor", timeout=3)
+        else:
+            tl.move_mark_end(target)
+            self.update_details()
+
+    def action_nudge_mark_end(self, cols: int) -> None:
+        if not self._ready():
+            return
+        if self.timeline.nudge_mark_end(int(cols)):
+            self.update_details()
+        else:
+            self.notify(NO_MARK, timeout=3)
+
     def action_timing_mark(self) -> None:
         if self._ready():
             self.timeline.timing_mark()
@@ -507,7 +546,7 @@ class TraceViewerScreen(ToolScreen):
         parts = [f"{fmt_tick(int(tl.t0), step)} – {fmt_tick(int(tl.t1), step)} ({fmt.time_ps(tl.span)})",
                  f"{ix.num_events:,} events"]
         if tl.mark is not None:
-            parts.append(f"mark {fmt.time_ps(tl.mark.end - tl.mark.start)}")
+            parts.append(f"mark {fmt.time_ps(tl.mark.end - tl.mark.start)} ({tl.mark_end} moves: E . < >)")
         elif len(tl.timing) == 1:
             parts.append("range: 1 mark (z again closes it)")
         if len(tl.flow_partners):

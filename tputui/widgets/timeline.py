@@ -26,6 +26,7 @@ from textual.widget import Widget
 
 from tputui import format as fmt
 from tputui.analysis.trace import Level, TraceIndex
+from tputui.analysis.trace_selection import move_interval_end
 from tputui.widgets.legible import ANSI_PALETTE, label_on, standing_out
 
 AXIS_LINES = 2
@@ -126,6 +127,7 @@ class Timeline(Widget, can_focus=True):
         self.mark: Mark | None = None
         self.timing: list[tuple[int, int]] = []  # range marks set so far (time cursor or selection spans)
         self.range_done = False  # the mark came from two range marks (the details pane sums it)
+        self.mark_end = "end"  # the end of the marked interval that `.` / `<` / `>` move (`o` switches)
         self.flow_partners: np.ndarray = np.zeros(0, np.int64)  # the current event's flow partners
         self.flow_origin = -1  # the event `y` / `Y` walk the partners of
         self.flow_pos = -1
@@ -681,7 +683,7 @@ class Timeline(Widget, can_focus=True):
     def mark_selection(self) -> None:
         if len(self.selection):
             a, b = self.selection_span()
-            self.mark = Mark(a, b)
+            self.mark, self.mark_end = Mark(a, b), "end"  # a new mark: its end moves first
             self.view_changed()
 
     def set_search(self, text: str) -> int:
@@ -743,6 +745,7 @@ class Timeline(Widget, can_focus=True):
         self.timing.append((a, b))
         if len(self.timing) == 2:
             self.mark = Mark(min(s for s, _ in self.timing), max(e for _, e in self.timing))
+            self.mark_end = "end"
             self.range_done = True
             if len(self.selection):
                 self.select([], reveal=False)  # the details pane sums the range now
@@ -750,7 +753,42 @@ class Timeline(Widget, can_focus=True):
 
     def clear_range(self) -> None:
         self.timing, self.mark, self.range_done = [], None, False
+        self.mark_end = "end"
         self.view_changed()
+
+    # --- moving one end of the marked interval ------------------------------------------------
+    def switch_mark_end(self) -> str | None:
+        """Switch which end of the marked interval moves; None when nothing is marked."""
+        if self.mark is None:
+            return None
+        self.mark_end = "start" if self.mark_end == "end" else "end"
+        self.view_changed()
+        return self.mark_end
+
+    def mark_end_target(self) -> int | None:
+        """Where `.` moves the picked end: the time cursor in timing mode (or with nothing
+        selected), else the selection's matching edge (its start for the start, its end for the end)."""
+        if self.mode != "timing" and len(self.selection):
+            a, b = self.selection_span()
+            return a if self.mark_end == "start" else b
+        return self.time_cursor
+
+    def move_mark_end(self, to: int) -> bool:
+        """Move the picked end of the marked interval to time `to` (ps); False without a mark."""
+        if self.mark is None:
+            return False
+        start, end, self.mark_end = move_interval_end(self.mark.start, self.mark.end, self.mark_end, to)
+        self.mark = Mark(start, end)
+        self.timing = [(start, start), (end, end)] if self.range_done else self.timing
+        self.view_changed()
+        return True
+
+    def nudge_mark_end(self, cols: int) -> bool:
+        """Move the picked end by `cols` plot columns (at least 1 ps each)."""
+        if self.mark is None:
+            return False
+        at = self.mark.start if self.mark_end == "start" else self.mark.end
+        return self.move_mark_end(at + cols * max(int(round(self.span / self.plot_width)), 1))
 
     def focused_counter(self) -> tuple[str, int, float | None, str] | None:
         """On a counter line: (series, time, its value there, unit) at the time cursor (else the
