@@ -8,8 +8,8 @@ import pathlib
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, PROFILES
+
 from tputui.analysis import host_pieces, trace_cache
 from tputui.analysis.host_map import host_op_stats, known_grouping
 from tputui.analysis.trace import TraceIndex
