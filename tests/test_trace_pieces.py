@@ -4,6 +4,7 @@ same picture at every zoom; an event's details come from its own piece; the firs
 devices' small lines."""
 from __future__ import annotations
 
+import json
 import pathlib
 
 import numpy as np
@@ -17,6 +18,8 @@ from tputui.analysis.trace_events import trace_events
 from tputui.analysis.trace_pieces import PiecedIndex
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
+from tputui.export import export_text
 
 # Host threads, flows host -> device, renamed roots (tpu_v6e_inference); 4 hosts' worth of chips and
 # steps (pod_v4_32); counter tracks (v6e_counters); Orbax roots and 27-bit run ids (orbax_serving).
@@ -122,3 +125,24 @@ def test_details_come_from_the_events_own_plane(in_pieces, monkeypatch):
         assert pieced.metadata_name(i) == whole.metadata_name(i)
         checked += 1
     assert checked >= 30
+
+
+def _document_lines(logdir: pathlib.Path) -> list[str]:
+    text = export_text(_run(logdir), "trace_viewer")
+    doc = json.loads(text)
+    return sorted(json.dumps(e, sort_keys=True) for e in doc["traceEvents"])
+
+
+@pytest.mark.parametrize("logdir", LOGDIRS[:2], ids=lambda p: p.name)
+def test_trace_export_of_a_giant_host_streams_its_pieced_index(logdir, monkeypatch, in_pieces):
+    pieced = _document_lines(logdir)
+    assert isinstance(trace_cache.open_index(_run(logdir), None), PiecedIndex)  # written from the pieced index
+    monkeypatch.setenv(host_pieces.PIECE_MIN_BYTES_ENV, str(1 << 40))
+    whole = _document_lines(logdir)
+    assert len(whole) > 1000
+    assert pieced == whole  # the same events, flows, counters and metadata (in another order)
+
+
+def test_trace_export_args_of_a_giant_host_is_one_clear_error(in_pieces):
+    with pytest.raises(UserError, match="read in pieces"):
+        export_text(_run(PROFILES / "tpu_v6e_inference"), "trace_viewer", args=True)

@@ -162,6 +162,12 @@ def _coarse_index(run: RunData, host: str | None, progress: Progress) -> TraceIn
     return ix
 
 
+def final_index(run: RunData, host: str | None, progress: Progress = None) -> TraceIndex:
+    """The host's complete index: the saved one, else built (piece by piece on a giant host)."""
+    first = open_index(run, host, progress)
+    return finish_index(run, host, first, progress)
+
+
 def pieced_index(run: RunData, host: str | None, progress: Progress = None) -> TraceIndex | None:
     """A giant host's final index built piece by piece (trace_pieces.py) and read back from disk
     (memory-mapped), or None when the host is read whole (host_pieces.plan)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -29,11 +30,15 @@ import polars as pl
 from tputui.analysis import trace_json
 from tputui.analysis.host_map import known_grouping
 from tputui.analysis.result import NoDataError
-from tputui.analysis.trace_cache import cached_events
+from tputui.analysis.trace import TraceIndex
+from tputui.analysis.trace_cache import cached_events, events_of, final_index, in_pieces
 from tputui.analysis.trace_events import SplitEvents, TraceEvents, split_trace_events, trace_events
 from tputui.analysis.trace_flows import CONTEXT_TYPES, FLOW_KINDS, FLOW_NAMES
+from tputui.data.progress import current_progress
+from tputui.data.raw import release
 from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
+from tputui.errors import UserError
 
 HEADER = '{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n"traceEvents":[\n'
 CHUNK_ROWS = 1 << 16  # events per chunk of the args path (its lines are ~300 bytes)
@@ -50,7 +55,13 @@ def analyze(run: RunData, host: str | None = None, args: Any = False, **_ui_opti
     From the trace viewer's saved index when there is one (no decode); with `args` the stats
     come from the frame, so it is decoded."""
     with_args = _truthy(args)
-    ev: TraceEvents | SplitEvents | None = None if with_args else cached_events(run, host)
+    if in_pieces(run, host):
+        if with_args:
+            raise UserError(f"{run.host_file(host).host} is read in pieces ({run.host_file(host).size / 1e9:.1f} GB): "
+                            "its events' args are not exported; export without args")
+        # A giant host: its pieced index (saved, or built piece by piece), written as it is read.
+        return TraceExport(IndexEvents(final_index(run, host, current_progress())))
+    ev: TraceEvents | SplitEvents | IndexEvents | None = None if with_args else cached_events(run, host)
     if ev is None:
         # Without args the JSON needs no copy of the raw events' columns (the frame has them).
         grouping = known_grouping(run, host)
@@ -67,9 +78,49 @@ def _truthy(v: Any) -> bool:
     return bool(v)
 
 
+class IndexEvents:
+    """A saved trace index's events as trace_json writes them (blocks, take, flows, counters), read
+    a block at a time from its memory-mapped columns and let go after each: a giant host's
+    events are never all in memory. In the index's order (by track and row, then time)."""
+
+    frame = None
+
+    def __init__(self, ix: TraceIndex) -> None:
+        self.ix = ix
+        self.names = ix.names
+        self.processes = pl.DataFrame({"pid": list(ix.processes), "name": list(ix.processes.values())},
+                                      schema={"pid": pl.UInt32, "name": pl.String})
+        self.threads = ix.threads
+        self.flows = ix.flows
+        self.counters = ix.counters
+        self._pid = np.array([t.pid for t in ix.tracks], np.uint32)
+        self._tid = np.array([t.tid for t in ix.tracks], np.uint32)
+        self._row_track = np.asarray(ix.row_track)
+
+    def __len__(self) -> int:
+        return self.ix.num_events
+
+    def blocks(self, rows: int) -> Iterator[tuple[np.ndarray, ...]]:
+        ix = self.ix
+        for a in range(0, ix.num_events, rows):
+            b = min(a + rows, ix.num_events)
+            track = self._row_track[np.asarray(ix.event_row[a:b])]
+            start = np.array(ix.start[a:b])
+            yield self._pid[track], self._tid[track], start, np.asarray(ix.end[a:b]) - start, np.array(ix.name[a:b])
+            release(ix.start, ix.end, ix.name, ix.event_row)
+
+    def take(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        pos = np.asarray(pos, np.int64)
+        track = self._row_track[np.asarray(self.ix.event_row)[pos]] if len(pos) else np.zeros(0, np.int64)
+        return self._pid[track], self._tid[track], np.asarray(self.ix.start)[pos]
+
+    def joined(self) -> TraceEvents:
+        return events_of(self.ix)
+
+
 @dataclass
 class TraceExport:
-    parts: TraceEvents | SplitEvents  # what the JSON is written from
+    parts: TraceEvents | SplitEvents | IndexEvents  # what the JSON is written from
     with_args: bool = False
     _joined: TraceEvents | None = field(default=None, repr=False)
 
