@@ -146,3 +146,43 @@ def test_trace_export_of_a_giant_host_streams_its_pieced_index(logdir, monkeypat
 def test_trace_export_args_of_a_giant_host_is_one_clear_error(in_pieces):
     with pytest.raises(UserError, match="read in pieces"):
         export_text(_run(PROFILES / "tpu_v6e_inference"), "trace_viewer", args=True)
+
+
+async def test_the_app_draws_the_devices_then_swaps_in_the_pieced_index(in_pieces):
+    from conftest import make_app
+
+    from tputui.screens.trace_viewer import TraceViewerScreen
+    from tputui.widgets.timeline import Timeline
+
+    app = make_app("tpu_v6e_inference", "trace_viewer")
+    firsts = []
+    async with app.run_test(size=(120, 36)) as pilot:
+        for _ in range(300):
+            await pilot.pause()
+            screen = app.screen
+            if isinstance(screen, TraceViewerScreen) and screen.index is not None:
+                firsts.append(screen.index)
+                if isinstance(screen.index, PiecedIndex) and screen.index.complete:
+                    break
+        screen = app.screen
+        assert firsts[0].coarse  # the first frame: the devices' small lines
+        tl = screen.query_one("#timeline", Timeline)
+        assert tl.ix is screen.index and isinstance(tl.ix, PiecedIndex)
+        assert "Host Threads" in [s.name for s in tl.ix.sections]
+        # An XLA op's details: read from its own plane, off the UI thread, then drawn.
+        op = next(i for i in range(tl.ix.num_events) if tl.ix.event_name(i).startswith("copy")
+                  and tl.ix.kind[i] == 0)
+        tl.select(np.array([op]), current=op)
+        for _ in range(100):
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            if tl.ix.details_ready(op):
+                break
+        await pilot.pause()
+        from rich.console import Console
+
+        console = Console(width=200)
+        with console.capture() as cap:
+            console.print(screen.details_renderable())
+        text = cap.get()
+        assert tl.ix.event_name(op) in text and "hlo_category" in text
