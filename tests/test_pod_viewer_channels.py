@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 from conftest import FIXTURES, make_app, settle
 from test_pod_split import one_way_channel
+from test_pod_viewer_screen import builder
 
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.data.logdir import open_logdir
@@ -46,11 +47,11 @@ def grid(n: int = 4) -> Heatmap:
 
 def test_a_link_is_routed_x_first_then_y():
     heat = grid()
-    heat.links = [(0, 15)]  # (0, 0) -> (3, 3)
+    heat.set_links([(0, 15)])  # (0, 0) -> (3, 3)
     across, down, crossing = heat.link_edges()
     assert across == {(0, 0, 0): {1}, (0, 0, 1): {1}, (0, 0, 2): {1}}
     assert down == {(0, 3, 0): {1}, (0, 3, 1): {1}, (0, 3, 2): {1}} and crossing == 0
-    heat.links = [(0, 15), (15, 0)]  # back the other way: x first from (3, 3), then up x = 0
+    heat.set_links([(0, 15), (15, 0)])  # back the other way: x first from (3, 3), then up x = 0
     across, down, _ = heat.link_edges()
     assert across[(0, 0, 0)] == {1} and across[(0, 3, 0)] == {-1} and down[(0, 0, 2)] == {-1}
 
@@ -102,7 +103,7 @@ async def test_a_channel_row_draws_its_links_and_leaving_it_clears_them():
         drawn = lines_of(heat)
         assert len(drawn) > len(before) and any("↔" in line for line in drawn) and any("↓" in line for line in drawn)
         details = str(screen.query_one("#details").render())
-        assert details.startswith("channel 4 · recv-done.4, send.4 · cores 0-3 send, 4-7 receive · 4 chip links")
+        assert details.startswith("channel 4 · recv-done.4, send.4 · cores 0-3 send, cores 4-7 receive · 4 chip links")
         assert "link (x, then y)" in str(screen.query_one("#legend").render())
         heat.focus()
         await pilot.pause()
@@ -149,6 +150,30 @@ async def test_a_short_terminal_gives_the_channel_table_the_chip_columns_place()
         screen.query_one(Heatmap).focus()
         await pilot.pause()
         assert screen.query_one("#chip-plot").display
+
+
+async def test_a_pods_every_chip_channel_keeps_the_grid(tmp_path):
+    """256 cores on a 4x4x8 v4 slice, every chip sending and receiving: at 120x40 the grid stays a
+    grid with its links (the heatmap takes up to half the screen while links are drawn) and the
+    readout counts the cores instead of listing them."""
+    mk = builder()
+    spec = mk.PodSpec("pod_256", "TPU v4", hosts_per_slice=32, chips_per_host=4, cores_per_chip=2, steps=2,
+                      seed=7, host_prefix="w", mesh=(4, 4, 8))
+    mk.build_run(spec, tmp_path / "plugins" / "profile" / mk.RUN)
+    app = make_app(tmp_path, "pod_viewer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        heat = screen.query_one(Heatmap)
+        assert (heat.layout_kind, heat.level) == ("grid", "core")
+        screen.query_one("#channels", FrameTable).focus()
+        await pilot.pause()
+        assert (heat.layout_kind, heat.level) == ("grid", "core") and len(heat.links) == 128 * 127
+        drawn = lines_of(heat)
+        assert sum(line.count("↕") for line in drawn) == 8 * 4 * 3  # every layer, column and row gap
+        details = str(screen.query_one("#details").render())
+        assert "256 cores send, 256 cores receive · 16256 chip links among 128 chips" in details
+        assert "links drawn on the chip grid only" not in str(screen.query_one("#legend").render())
 
 
 # --- jumps from a channel's HLO ops --------------------------------------------------------------
@@ -202,6 +227,18 @@ async def test_P_opens_the_op_profile_on_the_picked_op():
         assert screen.card_node is node.data
         await pilot.press("escape")  # clears the filter first, as a filter typed with / does
         assert screen.needle == "" and isinstance(app.screen, OpProfileScreen)
+
+
+async def test_op_profile_says_when_the_asked_op_is_not_there():
+    app = make_app(POD / "pod_v5e_single", "pod_viewer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.open_tool("op_profile", select="send.999")
+        await settle(pilot)
+        assert isinstance(app.screen, OpProfileScreen) and app.screen.error is None
+        await pilot.pause()
+        toasts = [n.message for n in app._notifications]
+        assert any("send.999 is not in the op profile" in t for t in toasts), toasts
 
 
 async def test_channel_keys_say_why_on_the_heatmap_and_hide_without_channels():

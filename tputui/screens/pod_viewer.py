@@ -44,7 +44,7 @@ from tputui.widgets.step_chart import y_axis
 from tputui.widgets.table import FrameTable
 
 CHIP_CHART_HEIGHT = 8
-SHORT = 36  # lines: below this the channel table takes the per-chip columns' place while focused
+SHORT = 45  # lines: below this the channel table takes the per-chip columns' place while focused
 
 
 class StepBar(Static, can_focus=True):
@@ -353,8 +353,8 @@ class PodViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, OpProfile
         self._make_room()
 
     def _make_room(self) -> None:
-        """On a short terminal the per-chip columns make way for the channel table while it has
-        the focus, so the grid with its links and the table fit together (80x24)."""
+        """Under SHORT lines the per-chip columns make way for the channel table while it has the
+        focus, so the grid with its links and the table fit together (80x24, 120x40)."""
         up = self.channels is not None and self.channels.has_focus and (self.size.height or 99) < SHORT
         self.set_class(up, "channels-up")
 
@@ -367,7 +367,7 @@ class PodViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, OpProfile
         links = self.pod.channel_links(row["channel"])
         t = Text()
         t.append(f"channel {row['channel']}", style="bold")
-        t.append(f" · {row['hlo_names']} · cores {row['src_cores']} send, {row['dst_cores']} receive")
+        t.append(f" · {row['hlo_names']} · {_cores(row['src_cores'])} send, {_cores(row['dst_cores'])} receive")
         if links:
             chips = len({c for pair in links for c in pair})
             t.append(f" · {len(links)} chip link{'s' if len(links) != 1 else ''} among {chips} chips")
@@ -437,3 +437,8 @@ class PodViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, OpProfile
             elif self.channels is None or not self.channels.has_focus:  # the heatmap, or the step bar
                 self._update_details(self.heatmap.current)
 
+
+def _cores(spec: str) -> str:
+    """"cores 0-3" while the ranges are short, else the count ("256 cores"): a pod's lists wrap."""
+    n = len(_parse_cores(spec))
+    return f"core{'s' if n != 1 else ''} {spec}" if len(spec) <= 24 else f"{n} cores"

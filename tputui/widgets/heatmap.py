@@ -123,6 +123,7 @@ class Heatmap(Widget, can_focus=True):
         self.cells: list[Cell] = list(cells or [])
         self.highlight: set[int] = set()
         self.links: list[tuple[int, int]] = []  # (from chip, to chip), drawn on the grid
+        self._edges: tuple[dict, dict, int] | None = None  # link_edges(), until links or cells change
         self.max_lines = max_lines
         self.host_dims: Coord = (1, 1, 1)
         self.layout_kind = "strip"  # "grid": chips at their coordinates; "strip": host blocks
@@ -138,6 +139,7 @@ class Heatmap(Widget, can_focus=True):
         `host_dims` (chips per host along x, y, z) marks the host boundaries."""
         keep = self.current.cores[0] if self.current else None
         self.cells = list(cells)
+        self._edges = None
         self.host_dims = host_dims or (1, 1, 1)
         self._layout()
         if keep is not None:
@@ -156,6 +158,7 @@ class Heatmap(Widget, can_focus=True):
             return
         keep = self.current.cores[0] if self.current else None
         self.links = links
+        self._edges = None
         self._layout()
         if keep is not None:
             self.cursor = next((i for i, u in enumerate(self._units) if keep in u.cores), 0)
@@ -164,7 +167,13 @@ class Heatmap(Widget, can_focus=True):
     def link_edges(self) -> tuple[dict, dict, int]:
         """The links as grid edges: ({(z, y, x): directions} between columns x and x+1,
         {(z, x, y): directions} between rows y and y+1, links crossing z-layers); a direction
-        is +1 (towards larger x / y) or -1."""
+        is +1 (towards larger x / y) or -1. Kept until the links or the cells change (a pod's
+        every-chip-to-every-chip channel is thousands of links, and each frame reads them)."""
+        if self._edges is None:
+            self._edges = self._route()
+        return self._edges
+
+    def _route(self) -> tuple[dict, dict, int]:
         xyz = {c.chip: c.xyz for c in self.cells if c.xyz is not None}
         across: dict[tuple[int, int, int], set[int]] = {}
         down: dict[tuple[int, int, int], set[int]] = {}
@@ -221,8 +230,10 @@ class Heatmap(Widget, can_focus=True):
     def _fit(self) -> None:
         """The most detailed layout that fits the width and the line budget."""
         width = max(10, self.size.width or 80)
-        # A third of the screen at most, so the charts and tables below stay visible.
-        budget = self.max_lines or max(3, min(22, (self.screen.size.height if self.is_attached else 60) // 3))
+        # A third of the screen at most, so the charts and tables below stay visible; half while
+        # links are drawn (their connector lines double the rows, and the grid is what they are for).
+        height = self.screen.size.height if self.is_attached else 60
+        budget = self.max_lines or max(3, min(30, height // 2) if self.links else min(22, height // 3))
         label_w = min(12, max((len(c.host) for c in self.cells), default=4))
         self._label_w = label_w
         if self.has_grid:
