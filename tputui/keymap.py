@@ -33,6 +33,7 @@ SCREENS = [
     ("u", "free memory on/off (memory profile)"), ("k", "category (pod viewer)"),
     ("[ ]", "previous / next step (pod viewer)"), ("I J O", "open input pipeline / the suggested tool / overview"),
     ("M", "memory space (memory viewer)"), ("G", "show the op in its HLO graph"),
+    ("P", "show the op in the op profile (pod viewer: a channel's send / recv-done op)"),
     ("V", "the op's events in run A's trace viewer (diff; v / Enter: run B's)"),
     ("l", "text / neighbourhood graph (graph viewer)"), ("j", "jump to a fusion's / call's body (graph viewer)"),
     ("W", "next worker (live monitor)"),

@@ -16,6 +16,10 @@ Also tputui's own, as XProf 2.24 leaves them empty too: the chips' coordinates (
 derived and labelled so) and the split of each core's collective time into sync wait and transfer:
 in a step, the core whose collectives took least arrived last and waited for no one, so its time is
 taken as the transfer and every other core's excess over it as waiting for slower cores.
+
+And tputui's finer split of XProf's device compute (high- / low-FLOPS) and device to device (send /
+recv-done / megacore fusion), beside XProf's unchanged figures (pod_split.py); the chip pairs a
+channel links (`channel_links`), which the screen draws on the topology.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from typing import Any
 import polars as pl
 
 from tputui.analysis import host_map, op_stats
+from tputui.analysis.pod_split import DEFINITION, SPLIT_KEYS, finer_split
 from tputui.analysis.pod_topology import Topology, derive
 from tputui.analysis.result import NoDataError
 from tputui.analysis.steps import NO_STEP_MARKER
@@ -41,7 +46,7 @@ from tputui.analysis.tpu_steps import (
 from tputui.data.run_data import RunData
 from tputui.data.stat_values import to_float
 
-__all__ = ["CATEGORIES", "CATEGORY_KEYS", "CATEGORY_NAMES", "PodViewerResult", "analyze", "has_data"]
+__all__ = ["CATEGORIES", "CATEGORY_KEYS", "CATEGORY_NAMES", "SPLIT_KEYS", "PodViewerResult", "analyze", "has_data"]
 
 EMPTY_INTERSECT = (
     "Although there are steps observed on some host(s), the intersection of the steps over all hosts is "
@@ -59,7 +64,8 @@ class PodViewerResult:
     device_type: str
     cores: list[CoreInfo]
     # one row per (step, core): step, core, total_us, <category>_us..., bottleneck,
-    # collective_sync_us / collective_transfer_us (null where the split is not possible)
+    # collective_sync_us / collective_transfer_us (null where the split is not possible),
+    # tputui_<split key>_us (pod_split.py; null on host steps)
     steps: pl.DataFrame
     channels: pl.DataFrame
     diagnostics: dict[str, list[str]] = field(default_factory=lambda: {"info": [], "warnings": [], "errors": []})
@@ -98,6 +104,26 @@ class PodViewerResult:
             if mine & set(dst):
                 out |= set(src)
         return out - mine
+
+    def channel_links(self, channel: str) -> list[tuple[int, int]]:
+        """(sending chip, receiving chip) pairs of one channel, a chip never paired with itself.
+        The profile says which cores ran the channel's send and which its recv-done, not which
+        sender fed which receiver: every sending chip is paired with every receiving chip
+        (exact for one sender and one receiver; LINKS_NOTE says so)."""
+        rows = self.channels.filter(pl.col("channel") == channel)
+        if not len(rows):
+            return []
+        chip = {c.core: c.chip for c in self.cores}
+        src = sorted({chip[c] for c in rows["src_core_ids"][0] if c in chip})
+        dst = sorted({chip[c] for c in rows["dst_core_ids"][0] if c in chip})
+        return [(s, d) for s in src for d in dst if s != d]
+
+    def finer_split_ms(self, step: int, cores) -> dict[str, float] | None:
+        """Mean over `cores` of tputui's split (pod_split.SPLIT_KEYS) in ms, None on host steps."""
+        df = self.step_frame(step).filter(pl.col("core").is_in(list(cores)))
+        if not len(df) or df[f"tputui_{SPLIT_KEYS[0]}_us"].null_count() == len(df):
+            return None
+        return {k: to_float(df[f"tputui_{k}_us"].mean()) / 1000 for k in SPLIT_KEYS}
 
     def channel_latency(self) -> list[tuple[str, float]]:
         """(channel id, duration us) longest first: XProf's "Latency of Send and Recv channels"."""
@@ -147,6 +173,9 @@ class PodViewerResult:
                     **{f"{k}_ms": r[f"{k}_us"] / 1000.0 for k in CATEGORY_KEYS},
                     "collective_sync_ms": ms(r["collective_sync_us"]),
                     "collective_transfer_ms": ms(r["collective_transfer_us"]),
+                    # tputui's own, beside XProf's unchanged device_compute_ms / device_to_device_ms
+                    "tputui_split": None if r[f"tputui_{SPLIT_KEYS[0]}_us"] is None else
+                    {f"{k}_ms": r[f"tputui_{k}_us"] / 1000.0 for k in SPLIT_KEYS},
                 })
             steps.append({"step": step, "cores": cores})
         return {
@@ -156,6 +185,10 @@ class PodViewerResult:
             "topology": self.topology.to_json(self.cores) if self.topology else None,
             "channels": self.channels.to_dicts(),
             "channel_db": self.channel_db(),
+            "channel_links": [{"channel": ch, "chip_pairs": [list(p) for p in self.channel_links(ch)]}
+                              for ch in self.channels["channel"].to_list()],
+            "channel_links_note": LINKS_NOTE,
+            "tputui_split_definition": DEFINITION,
             "collective_split": {"method": SPLIT_METHOD if not self.split_note else "", "note": self.split_note},
             "diagnostics": self.diagnostics,
         }
@@ -176,7 +209,8 @@ class PodViewerResult:
     def tables(self) -> dict[str, pl.DataFrame]:
         per_core = self.steps.join(self.core_table(), on="core", how="left").select(
             "step", "core", "host", "chip", "core_on_chip", "x", "y", "z", "total_us",
-            *[f"{k}_us" for k in CATEGORY_KEYS], "collective_sync_us", "collective_transfer_us", "bottleneck")
+            *[f"{k}_us" for k in CATEGORY_KEYS], "collective_sync_us", "collective_transfer_us", "bottleneck",
+            *[f"tputui_{k}_us" for k in SPLIT_KEYS])
         ids = [pl.col(c).list.eval(pl.element().cast(pl.String)).list.join(" ") for c in ("src_core_ids", "dst_core_ids")]
         return {"steps": per_core, "channels": self.channels.with_columns(ids)}
 
@@ -186,7 +220,10 @@ class PodViewerResult:
 
 
 STEP_SCHEMA = {"step": pl.Int64, "core": pl.Int64, "total_us": pl.Float64,
-               **{f"{k}_us": pl.Float64 for k in CATEGORY_KEYS}, "bottleneck": pl.String}
+               **{f"{k}_us": pl.Float64 for k in CATEGORY_KEYS}, "bottleneck": pl.String,
+               **{f"tputui_{k}_us": pl.Float64 for k in SPLIT_KEYS}}
+LINKS_NOTE = ("chip_pairs: every chip that ran the channel's send paired with every chip that ran its recv-done "
+              "(the profile does not record which sender fed which receiver; exact for one of each)")
 CHANNEL_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "channel": pl.String, "src_cores": pl.String, "dst_cores": pl.String, "data_mib": pl.Float64,
     "latency_us": pl.Float64, "duration_us": pl.Float64, "bandwidth_gibps": pl.Float64,
@@ -262,8 +299,11 @@ def from_op_stats(stats: list[op_stats.HostOpStats]) -> PodViewerResult:
             if core not in cores:
                 continue  # XProf skips cores without CoreDetails
             bd = cats if generic else tpu_breakdown(cats, d)
+            # Host (CPU / GPU) steps have no HLO categories to split: null there.
+            split = {} if generic else finer_split(cats, bd)
             records.append({"step": step, "core": core, "total_us": d / 1e6,
-                            **{f"{k}_us": bd[k] / 1e6 for k in CATEGORY_KEYS}, "bottleneck": bottleneck(bd)})
+                            **{f"{k}_us": bd[k] / 1e6 for k in CATEGORY_KEYS}, "bottleneck": bottleneck(bd),
+                            **{f"tputui_{k}_us": split[k] / 1e6 if split else None for k in SPLIT_KEYS}})
     steps_df, split_note = split_collectives(pl.DataFrame(records, schema=STEP_SCHEMA),
                                              generic=any(h.generic for h in hosts))
     diag: dict[str, list[str]] = {"info": [], "warnings": [], "errors": []}

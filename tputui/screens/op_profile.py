@@ -4,12 +4,16 @@ Keys: arrows move, Enter / Space expand or collapse, `b` program / category grou
 on/off, `s` sort children (time, FLOPS rate, memory bandwidth, name), `/` filter by name (Esc
 clears), `+` / `-` show more / fewer children per node (default 10), `v` shows the highlighted
 op (or every op of a category, or a program's runs) in the trace viewer, `G` the op's HLO graph.
+Opened on one op by another screen (`P`, profile_jump.py: option `select`), the tree starts
+filtered to that op's name with the cursor on it.
 Each row shows time %, FLOPS utilization (red low -> green high) and HBM bandwidth %; the card on
 the right describes the highlighted node (category, time and average time, utilizations, bound-by,
 arithmetic intensity against the ridge point, HLO text, shape / layout, framework op, source line)
 and, for an op, how much its layout's tiling pads its result (padded / logical bytes).
 """
 from __future__ import annotations
+
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -169,6 +173,13 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
     sort = SORTS[0]
     needle = ""
 
+    def __init__(self, run, host, tool, **options: Any) -> None:
+        # The op another screen asked for (P): the screen's, not the analysis's option.
+        self.select: str | None = options.pop("select", None)
+        super().__init__(run, host, tool, **options)
+        if self.select:
+            self.needle = self.select
+
     def show(self, result: OpProfile) -> None:
         self.op_tree: Tree = KeyTree("op profile", id="tree")
         self.card = Static("", id="card")
@@ -182,6 +193,23 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         self._build()
         self.op_tree.focus()
         self.refresh_bindings()
+        if self.select:
+            self.call_after_refresh(self._cursor_on_op, self.select)
+
+    def _cursor_on_op(self, name: str) -> None:
+        """The cursor on the first op named `name` (the filter has opened the way to it)."""
+        def find(tnode):
+            n = tnode.data
+            if n is not None and n.is_op and n.name == name:
+                return tnode
+            return next((hit for c in tnode.children if (hit := find(c)) is not None), None)
+
+        hit = find(self.op_tree.root)
+        if hit is None:
+            self.notify(f"{name} is not in the op profile (no device time recorded for it)", severity="warning")
+            return
+        self.op_tree.move_cursor(hit)
+        self._show_card(hit.data)
 
     def on_resize(self) -> None:
         self.set_class((self.size.width or 120) < self.NARROW, "narrow")

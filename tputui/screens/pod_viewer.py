@@ -11,8 +11,14 @@ most time over all steps (device compute on a TPU pod, input on an input-bound C
 Keys: `[` / `]` (or left / right on the step bar) pick the step, `k` cycles the category, arrows
 move over the heatmap (the readout says host, chip, core, coordinates, value and the collective
 split; the cores linked to the cell by send/recv channels are drawn ◆), tab moves between panes
-(on the per-chip columns ←/→ read one chip's breakdown); selecting a channel highlights its cores.
-`x` writes the step's per-core rows as CSV (the channel table while it has the focus)."""
+(on the per-chip columns ←/→ read one chip's breakdown); selecting a channel highlights its cores
+and draws its links between the chips on the grid (sending chips to receiving chips). On a channel
+row, as on op rows elsewhere, `v` (or Enter) shows its HLO ops' events in the trace viewer, `G` one
+of its ops in the graph viewer, `P` in the op profile (a channel with several ops asks which).
+`x` writes the step's per-core rows as CSV (the channel table while it has the focus).
+
+Beside XProf's device compute and device to device, the readout and the line under the collectives
+give tputui's finer split (high- / low-FLOPS; send / recv-done), labelled as ours (pod_split.py)."""
 from __future__ import annotations
 
 import polars as pl
@@ -24,15 +30,21 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tputui import format as fmt
+from tputui.analysis.op_events import hlo_op_rows
+from tputui.analysis.pod_split import SPLIT
 from tputui.analysis.pod_viewer import CATEGORY_KEYS, CATEGORY_NAMES, PodViewerResult
 from tputui.screens.base import ToolScreen
-from tputui.screens.op_tables import CsvExportMixin
+from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
+from tputui.screens.op_tables import CsvExportMixin, ResultKeysMixin, TraceJumpMixin
+from tputui.screens.pickers import PickerScreen
+from tputui.screens.profile_jump import OpProfileJumpMixin, profile_binding
 from tputui.widgets.charts import PALETTE, HBarChart, StackedColumns
 from tputui.widgets.heatmap import Cell, Heatmap
 from tputui.widgets.step_chart import y_axis
 from tputui.widgets.table import FrameTable
 
 CHIP_CHART_HEIGHT = 8
+SHORT = 45  # lines: below this the channel table takes the per-chip columns' place while focused
 
 
 class StepBar(Static, can_focus=True):
@@ -53,12 +65,17 @@ def _parse_cores(spec: str) -> set[int]:
     return out
 
 
-class PodViewerScreen(CsvExportMixin, ToolScreen):
+class PodViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, OpProfileJumpMixin, CsvExportMixin,
+                      ToolScreen):
     BINDINGS = [
         Binding("right_square_bracket", "step(1)", "Next step", id="pod.next"),
         Binding("left_square_bracket", "step(-1)", "Prev step", id="pod.prev"),
         Binding("k", "category(1)", "Category", id="pod.category"),
+        Binding("v", "show_in_trace", "Trace", id="pod.trace",
+                tooltip="open the trace viewer on the highlighted channel's send / recv-done events (Enter too)"),
+        graph_binding("pod"), profile_binding("pod"),
     ]
+    RESULT_ACTIONS = frozenset({"show_in_trace", "show_in_graph", "show_in_op_profile"})
     DEFAULT_CSS = """
     PodViewerScreen StepBar { height: 1; padding: 0 1; }
     PodViewerScreen StepBar:focus { background: $accent 30%; }
@@ -72,6 +89,7 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
     PodViewerScreen StackedColumns { height: 8; width: 1fr; }
     PodViewerScreen StackedColumns:focus { background: $boost; }
     PodViewerScreen #collectives { height: auto; padding: 0 1; }
+    PodViewerScreen.channels-up #chip-plot, PodViewerScreen.channels-up #chip_legend { display: none; }
     PodViewerScreen #channel-pane { height: 1fr; min-height: 4; }
     PodViewerScreen #channels { height: 1fr; width: 1fr; border: round $foreground 55%; }
     PodViewerScreen #latency { width: auto; max-width: 50%; height: auto; padding: 0 1; }
@@ -90,8 +108,13 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
                 f"{where}{start}  [dim](t tool · r run · h host · ? help · q quit)[/dim]")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Steps and categories only once there are steps: no key offered that cannot act.
-        return bool(self.steps) if action in ("step", "category") else True
+        # Steps and categories only once there are steps, the channel keys only with channels:
+        # no key offered that cannot act.
+        if action in ("step", "category"):
+            return bool(self.steps)
+        if action in self.RESULT_ACTIONS:
+            return self.channels is not None
+        return True
 
     def show(self, result: PodViewerResult) -> None:
         self.pod = result
@@ -247,6 +270,7 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
         if unit.xyz is not None:
             t.append(" · (x {}, y {}, z {})".format(*unit.xyz))
         t.append(f" · {CATEGORY_NAMES[key]} {fmt.duration_ms(val)} ({pct} of {fmt.duration_ms(total)} step)")
+        t.append(self._finer(unit.cores, key))
         split = self.pod.collective_split(self.step, unit.cores)
         if split is not None:
             t.append(f" · collectives: sync {fmt.duration_ms(split[0])} + transfer {fmt.duration_ms(split[1])}")
@@ -282,7 +306,20 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
             t.append("■ ", style=PALETTE[i % len(PALETTE)])
             t.append(f"{CATEGORY_NAMES[k]} {v:.3f}")
             t.append(f" ({fmt.share_percent(v, total)})" if total else "", style="dim")
+            t.append(self._finer(self.pod.step_frame(self.step).filter(pl.col("chip") == r["chip"])["core"].to_list(), k))
         self.query_one("#details", Static).update(t)
+
+    def _finer(self, cores, category: str) -> str:
+        """tputui's split of XProf's figure for `category` over `cores`, to write beside it:
+        " [tputui: high-FLOPS 1.2 ms, low-FLOPS 0.3 ms]" ("" for the categories not split)."""
+        if category not in ("device_compute", "device_to_device"):
+            return ""
+        split = self.pod.finer_split_ms(self.step, cores)
+        if split is None:
+            return ""
+        parts = [f"{SPLIT[k][0]} {fmt.duration_ms(v)}" for k, v in split.items()
+                 if SPLIT[k][1] == category and (v or "megacore" not in k)]  # megacore only when there is some
+        return " [tputui: " + ", ".join(parts) + "]"
 
     # --- events -------------------------------------------------------------------------------
     def on_stacked_columns_cursor_moved(self, event: StackedColumns.CursorMoved) -> None:
@@ -298,15 +335,97 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
         self._highlight_channel(event.row)
 
     def _highlight_channel(self, row) -> None:
-        """While the channel table has focus, its current channel's cores are drawn as ◆."""
+        """While the channel table has focus, its current channel's cores are drawn as ◆ and
+        its links (sending chip -> receiving chip) between the cells of the grid."""
         if not hasattr(self, "heatmap"):
             return
         if row and self.channels is not None and self.channels.has_focus:
             self.heatmap.set_highlight(_parse_cores(row["src_cores"]) | _parse_cores(row["dst_cores"]))
-        elif self.heatmap.has_focus and self.heatmap.current is not None:
-            self.heatmap.set_highlight(self._linked(self.heatmap.current.cores))
+            self.heatmap.set_links(self.pod.channel_links(row["channel"]))
+            self._channel_details(row)
         else:
-            self.heatmap.set_highlight(())
+            self.heatmap.set_links(())
+            if self.heatmap.has_focus and self.heatmap.current is not None:
+                self.heatmap.set_highlight(self._linked(self.heatmap.current.cores))
+            else:
+                self.heatmap.set_highlight(())
+        self.query_one("#legend", Static).update(self.heatmap.legend())
+        self._make_room()
+
+    def _make_room(self) -> None:
+        """Under SHORT lines the per-chip columns make way for the channel table while it has the
+        focus, so the grid with its links and the table fit together (80x24, 120x40)."""
+        up = self.channels is not None and self.channels.has_focus and (self.size.height or 99) < SHORT
+        self.set_class(up, "channels-up")
+
+    def on_resize(self) -> None:
+        if getattr(self, "steps", None):
+            self._make_room()
+
+    def _channel_details(self, row) -> None:
+        """The readout for a channel row: who sends, who receives, how many links are drawn."""
+        links = self.pod.channel_links(row["channel"])
+        t = Text()
+        t.append(f"channel {row['channel']}", style="bold")
+        t.append(f" · {row['hlo_names']} · {_cores(row['src_cores'])} send, {_cores(row['dst_cores'])} receive")
+        if links:
+            chips = len({c for pair in links for c in pair})
+            t.append(f" · {len(links)} chip link{'s' if len(links) != 1 else ''} among {chips} chips")
+            if self.pod.topology is None:
+                t.append(" (no chip grid to draw them on)", style="dim")
+        t.append("  v trace · G graph · P op profile", style="dim")
+        self.query_one("#details", Static).update(t)
+
+    # --- jumps from a channel row to its HLO ops (v, G, P, as on op rows elsewhere) ----------
+    def _channel_row(self):
+        return self.channels.row() if self.channels is not None else None
+
+    def _channel_ops(self) -> list[str] | str:
+        row = self._channel_row()
+        if row is None:
+            return "no send/recv channel in this profile" if self.channels is None else "select a channel first"
+        # send.4 before recv-done.4: the op that starts the transfer first.
+        return sorted(row["hlo_names"].split(", "), key=lambda n: (not n.startswith("send"), n))
+
+    def trace_target(self):
+        ops = self._channel_ops()
+        if isinstance(ops, str):
+            return ops
+        row = self._channel_row()
+        return f"channel {row['channel']} ({', '.join(ops)})", lambda frame: hlo_op_rows(frame, ops)
+
+    # G and P: the mixins' jumps, on the op picked from the channel's (asked when it has several).
+    picked_op: str | None = None
+
+    def action_show_in_graph(self) -> None:
+        self._with_op(GraphJumpMixin.action_show_in_graph, "graph viewer")
+
+    def action_show_in_op_profile(self) -> None:
+        self._with_op(OpProfileJumpMixin.action_show_in_op_profile, "op profile")
+
+    def graph_target(self):
+        return (self.picked_op, None) if self.picked_op else "select a channel first"
+
+    def profile_target(self):
+        return (self.picked_op,) if self.picked_op else "select a channel first"
+
+    def _with_op(self, jump, where: str) -> None:
+        ops = self._channel_ops()
+        if isinstance(ops, str):
+            self.notify(ops, severity="warning")
+            return
+
+        def go(op: str | None) -> None:
+            if op:
+                self.picked_op = op
+                jump(self)
+
+        if len(ops) == 1:
+            go(ops[0])
+        else:
+            row = self._channel_row()
+            self.app.push_screen(PickerScreen(f"HLO op of channel {row['channel']} for the {where}",
+                                              [(o, o) for o in ops]), go)
 
     def on_descendant_focus(self, event) -> None:
         if self.channels is not None:
@@ -315,5 +434,11 @@ class PodViewerScreen(CsvExportMixin, ToolScreen):
         if getattr(self, "steps", None):
             if self.chips.has_focus:
                 self._chip_details(self.chips.cursor)
-            elif event.widget is self.heatmap:
+            elif self.channels is None or not self.channels.has_focus:  # the heatmap, or the step bar
                 self._update_details(self.heatmap.current)
+
+
+def _cores(spec: str) -> str:
+    """"cores 0-3" while the ranges are short, else the count ("256 cores"): a pod's lists wrap."""
+    n = len(_parse_cores(spec))
+    return f"core{'s' if n != 1 else ''} {spec}" if len(spec) <= 24 else f"{n} cores"

@@ -10,6 +10,13 @@ cells fold to one per chip (the chips' mean), then to one per host (the per-host
 percentile and 10% over the mean) are drawn as ▲ cells; highlighted cores (e.g. a channel's
 link) are drawn as ◆. Arrow keys move the cursor and post
 `Heatmap.CursorMoved` with the cores under it.
+
+Links (`set_links`: (sending chip, receiving chip) pairs, e.g. a send/recv channel's) are drawn on
+the grid between the cells, along the neighbouring chips from one end to the other, x first,
+then y (the order a mesh routes in; the torus's wraparound links are not drawn): `→ ← ↔` in the
+gaps between columns, `↓ ↑ ↕` on a connector line added between rows while there are links.
+A link between z-layers is counted in the legend (the layers are drawn apart). Plain characters,
+so they read under NO_COLOR too.
 """
 from __future__ import annotations
 
@@ -115,6 +122,8 @@ class Heatmap(Widget, can_focus=True):
         super().__init__(id=id)
         self.cells: list[Cell] = list(cells or [])
         self.highlight: set[int] = set()
+        self.links: list[tuple[int, int]] = []  # (from chip, to chip), drawn on the grid
+        self._edges: tuple[dict, dict, int] | None = None  # link_edges(), until links or cells change
         self.max_lines = max_lines
         self.host_dims: Coord = (1, 1, 1)
         self.layout_kind = "strip"  # "grid": chips at their coordinates; "strip": host blocks
@@ -130,6 +139,7 @@ class Heatmap(Widget, can_focus=True):
         `host_dims` (chips per host along x, y, z) marks the host boundaries."""
         keep = self.current.cores[0] if self.current else None
         self.cells = list(cells)
+        self._edges = None
         self.host_dims = host_dims or (1, 1, 1)
         self._layout()
         if keep is not None:
@@ -139,6 +149,49 @@ class Heatmap(Widget, can_focus=True):
     def set_highlight(self, cores) -> None:
         self.highlight = set(cores)
         self.refresh()
+
+    def set_links(self, pairs) -> None:
+        """Chip pairs to draw as links on the grid (empty: none); the grid grows a connector
+        line between rows while there are links, so the layout is fitted again."""
+        links = list(pairs)
+        if links == self.links:
+            return
+        keep = self.current.cores[0] if self.current else None
+        self.links = links
+        self._edges = None
+        self._layout()
+        if keep is not None:
+            self.cursor = next((i for i, u in enumerate(self._units) if keep in u.cores), 0)
+        self.refresh(layout=True)
+
+    def link_edges(self) -> tuple[dict, dict, int]:
+        """The links as grid edges: ({(z, y, x): directions} between columns x and x+1,
+        {(z, x, y): directions} between rows y and y+1, links crossing z-layers); a direction
+        is +1 (towards larger x / y) or -1. Kept until the links or the cells change (a pod's
+        every-chip-to-every-chip channel is thousands of links, and each frame reads them)."""
+        if self._edges is None:
+            self._edges = self._route()
+        return self._edges
+
+    def _route(self) -> tuple[dict, dict, int]:
+        xyz = {c.chip: c.xyz for c in self.cells if c.xyz is not None}
+        across: dict[tuple[int, int, int], set[int]] = {}
+        down: dict[tuple[int, int, int], set[int]] = {}
+        crossing = 0
+        for a, b in self.links:
+            if a not in xyz or b not in xyz or a == b:
+                continue
+            (x, y, z), (tx, ty, tz) = xyz[a], xyz[b]
+            while x != tx:  # x first, on the sender's row and layer
+                step = 1 if tx > x else -1
+                across.setdefault((z, y, min(x, x + step)), set()).add(step)
+                x += step
+            while y != ty:
+                step = 1 if ty > y else -1
+                down.setdefault((z, x, min(y, y + step)), set()).add(step)
+                y += step
+            crossing += z != tz
+        return across, down, crossing
 
     @property
     def current(self) -> Unit | None:
@@ -177,8 +230,10 @@ class Heatmap(Widget, can_focus=True):
     def _fit(self) -> None:
         """The most detailed layout that fits the width and the line budget."""
         width = max(10, self.size.width or 80)
-        # A third of the screen at most, so the charts and tables below stay visible.
-        budget = self.max_lines or max(3, min(22, (self.screen.size.height if self.is_attached else 60) // 3))
+        # A third of the screen at most, so the charts and tables below stay visible; half while
+        # links are drawn (their connector lines double the rows, and the grid is what they are for).
+        height = self.screen.size.height if self.is_attached else 60
+        budget = self.max_lines or max(3, min(30, height // 2) if self.links else min(22, height // 3))
         label_w = min(12, max((len(c.host) for c in self.cells), default=4))
         self._label_w = label_w
         if self.has_grid:
@@ -269,15 +324,22 @@ class Heatmap(Widget, can_focus=True):
         chip_w = 2 * per_chip
         hx, hy, _hz = self.host_dims
         label_w = max(len(f"y{ny - 1}"), len(f"z{nz - 1}") if nz > 1 else 0)
+        across, down, _ = self.link_edges() if self.links else ({}, {}, 0)
+
+        def gap(x: int) -> int:  # columns between chip x and x + 1: one more where hosts meet
+            return 1 + (x % hx == hx - 1 and x < nx - 1)
+
         blocks = []
         for z in sorted(self._layers):
             layer = self._layers[z]
             head = Text((f"z{z}" if nz > 1 else "").ljust(label_w) + " ", style="dim")
             for x in range(nx):
-                head.append(str(x).ljust(chip_w) + " " + (" " if x % hx == hx - 1 and x < nx - 1 else ""), style="dim")
+                head.append(str(x).ljust(chip_w) + " " * gap(x), style="dim")
             lines: list[tuple[Text, list[int]]] = [(head, [])]
             for y in range(ny):
-                if y and y % hy == 0:
+                if y and self.links:  # the connector line: links between rows y - 1 and y
+                    lines.append((self._connector(z, y - 1, nx, label_w, chip_w, gap, down), []))
+                elif y and y % hy == 0:
                     lines.append((Text(""), []))  # a blank line between hosts along y
                 t, row = Text(f"y{y}".rjust(label_w) + " ", style="dim"), []
                 for x in range(nx):
@@ -286,7 +348,12 @@ class Heatmap(Widget, can_focus=True):
                         glyph, style = paint(index[id(u)])
                         t.append(glyph, style=style)
                         row.append(index[id(u)])
-                    t.append(" " * (chip_w - 2 * len(units)) + " " + (" " if x % hx == hx - 1 and x < nx - 1 else ""))
+                    t.append(" " * (chip_w - 2 * len(units)))
+                    dirs = across.get((z, y, x))
+                    if dirs and x < nx - 1:
+                        t.append(_across(dirs, gap(x)), style="bold not dim")  # the row line is dim
+                    else:
+                        t.append(" " * gap(x))
                 lines.append((t, row))
             blocks.append(lines)
         block_w = max(len(t) for b in blocks for t, _ in b) + 2
@@ -306,6 +373,21 @@ class Heatmap(Widget, can_focus=True):
                 out.append(t)
                 rows.append(row)
         return out, rows
+
+    def _connector(self, z: int, y: int, nx: int, label_w: int, chip_w: int, gap, down: dict) -> Text:
+        """The line between grid rows y and y + 1: ↓ ↑ ↕ under each chip a link leaves by."""
+        t = Text(" " * (label_w + 1))
+        for x in range(nx):
+            dirs = down.get((z, x, y))
+            if dirs:
+                mid = max(0, chip_w // 2 - 1)
+                t.append(" " * mid)
+                t.append(_arrow(dirs, "↓", "↑", "↕"), style="bold")
+                t.append(" " * (chip_w - mid - 1))
+            else:
+                t.append(" " * chip_w)
+            t.append(" " * gap(x))
+        return t
 
     def _strip_lines_text(self, width: int) -> tuple[list[Text], list[list[int]]]:
         paint = self._painter()
@@ -355,6 +437,13 @@ class Heatmap(Widget, can_focus=True):
             t.append("██", style=c)
         t.append(f" {hi:.3g} {unit}", style="dim")
         t.append("   ▲ hot spot   ◆ linked", style="dim")
+        if self.links and self.layout_kind == "grid":
+            crossing = self.link_edges()[2]
+            t.append("   → ↓ link (x, then y)", style="dim")
+            if crossing:
+                t.append(f", {crossing} across z-layers", style="dim")
+        elif self.links:
+            t.append("   (links drawn on the chip grid only)", style="dim")
         if self.layout_kind == "grid":
             t.append(f"   {self.level}s at chip (x, y)" + (" per z" if len(self._layers) > 1 else ""), style="dim")
             t.append(" (folded to fit)" if self.level != "core" else "", style="dim")
@@ -363,3 +452,14 @@ class Heatmap(Widget, can_focus=True):
             if self.has_grid:
                 t.append(" · too big for the grid", style="dim")
         return t
+
+
+def _arrow(dirs: set[int], forward: str, back: str, both: str) -> str:
+    return both if len(dirs) > 1 else (forward if 1 in dirs else back)
+
+
+def _across(dirs: set[int], width: int) -> str:
+    """A link in a gap between columns `width` wide: → ← ↔, or ─→ ←─ ←→ in a wider gap."""
+    if width < 2:
+        return _arrow(dirs, "→", "←", "↔")
+    return _arrow(dirs, "→".rjust(width, "─"), "←".ljust(width, "─"), "←→".center(width, "─"))
