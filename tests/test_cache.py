@@ -77,6 +77,20 @@ def test_prune_drops_least_recently_used_entries(tmp_path):
     assert prune(str(frames), limit=5000) == []
 
 
+def test_prune_keeps_the_kept_entrys_host(tmp_path):
+    """A giant host's trace index bigger than the cap does not push out that host's op stats."""
+    from tputui.data.cache_folder import prune
+
+    frames = tmp_path / "frames"
+    for i, name in enumerate(["abc.opstats", "other", "abc.trace3-x"]):
+        d = frames / name
+        d.mkdir(parents=True)
+        (d / "x.npy").write_bytes(b"\0" * (5000 if name.startswith("abc.trace") else 1000))
+        os.utime(d, (1000 + i, 1000 + i))
+    assert prune(str(frames), keep=str(frames / "abc.trace3-x"), limit=2500) == [str(frames / "other")]
+    assert sorted(os.listdir(frames)) == ["abc.opstats", "abc.trace3-x"]
+
+
 def test_reading_an_entry_marks_it_used(tmp_path):
     hf = open_logdir(str(PROFILES / "jax_mlp")).runs[0].hosts[0]
     load_frame(hf)

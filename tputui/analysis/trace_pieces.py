@@ -64,6 +64,7 @@ def build_piece(hf: HostFile, piece: host_pieces.Piece, grouping: HostGrouping, 
     """The piece's own index saved in a folder of `parent`; returns what compose needs of it (small)."""
     folder = os.path.join(parent, f"{piece.kind}-{zlib.crc32(repr(piece).encode()):08x}")
     frame = host_pieces.piece_frame(hf, piece)
+    frame_events = frame.num_events
     ev = trace_events(frame, grouping=grouping, piece=True)
     position = event_positions(ev.source, ev.kind)
     ends = flow_ends(frame, position)
@@ -108,7 +109,7 @@ def build_piece(hf: HostFile, piece: host_pieces.Piece, grouping: HostGrouping, 
         "processes": [[int(p), n] for p, n in ix.processes.items()],
         "threads": [list(r) for r in ix.threads.iter_rows()],
         "counter_names": counters.names, "ends": [len(getattr(ends, f)) for f in FlowEnds.FIELDS],
-        "candidates": len(cands), "cover_is_end": cover_is_end,
+        "candidates": len(cands), "cover_is_end": cover_is_end, "frame_events": frame_events,
     }
 
 
@@ -238,7 +239,9 @@ def compose(infos: list[dict], grouping: HostGrouping, path: str, progress: Prog
                 renamed[int(p.host_positions(np.array([cand[r - offset]]))[0])] = intern(grouping.name[g])
         offset += len(cand)
     # The events, track by track.
-    dtypes = {"start": np.int64, "end": np.int64, "cover": np.int64, "name": np.int32, "source": np.int64,
+    # Piece-local sources fit int32 when the pieces' events do (each piece's rows are its own).
+    source_type = np.int32 if max(p.info["frame_events"] for p in pieces) < 2**31 else np.int64
+    dtypes = {"start": np.int64, "end": np.int64, "cover": np.int64, "name": np.int32, "source": source_type,
               "kind": np.uint8, "ev_row": np.int32 if small_rows else np.int64, "event_row": np.int32}
     for name in _ROW_ARRAYS:
         if name == "cover" and not with_cover:
@@ -269,7 +272,8 @@ def compose(infos: list[dict], grouping: HostGrouping, path: str, progress: Prog
     row_track = np.repeat(np.arange(len(order)), [t[5] for t in order]) if order else np.zeros(0, np.int64)
     np.save(os.path.join(path, "row_track.npy"), row_track)
     np.save(os.path.join(path, "row_depth.npy"), np.arange(num_rows) - row_at[:-1][row_track] if order else row_track)
-    gaps = _write_levels(pieces, order, spans, sorted({g for p in pieces for g in p.info["gaps"]}), path, report)
+    gaps = _write_levels(pieces, order, spans, sorted({g for p in pieces for g in p.info["gaps"]}), path, report,
+                         np.int32 if num_events < 2**31 else np.int64)
     _write_flows(pieces, path, report)
     counter_names = _write_counters(pieces, path)
     np.save(os.path.join(path, "name_hash.npy"), np.array([zlib.crc32(n.encode()) for n in names], np.uint32))
@@ -289,7 +293,7 @@ def compose(infos: list[dict], grouping: HostGrouping, path: str, progress: Prog
 
 
 def _write_levels(pieces: list[_Piece], order: list[tuple], spans: list[tuple[int, int]], gaps: list[int],
-                  path: str, report: Callable[[str], None]) -> list[int]:
+                  path: str, report: Callable[[str], None], position_type) -> list[int]:
     """The host's levels: for a gap g, per track, its piece's coarsest level with gap <= g. A gap
     is kept when its blocks are at most 0.7 of the last kept level's (as TraceIndex builds its
     own), and the coarsest always; returns the kept gaps."""
@@ -303,9 +307,10 @@ def _write_levels(pieces: list[_Piece], order: list[tuple], spans: list[tuple[in
             kept = total
     for k, (_gap, chosen, total) in enumerate(plans, 1):
         report(f"level of detail {k} of {len(plans)}")
+        # Event positions and counts as narrow as the events allow (TraceIndex's own levels too).
         cols = {name: _Column(os.path.join(path, f"L{k}.{name}.npy"), dt, total) for name, dt in
-                (("start", np.int64), ("end", np.int64), ("rep", np.int64), ("first_event", np.int64),
-                 ("events", np.int64))}
+                (("start", np.int64), ("end", np.int64), ("rep", position_type), ("first_event", position_type),
+                 ("events", position_type))}
         row_count = []
         for p, lv, a, b, counts in chosen:
             if lv == 0:
@@ -314,7 +319,7 @@ def _write_levels(pieces: list[_Piece], order: list[tuple], spans: list[tuple[in
                 pos = p.host_positions(np.arange(a, b))
                 cols["rep"].add(pos)
                 cols["first_event"].add(pos)
-                cols["events"].add(np.ones(b - a, np.int64))
+                cols["events"].add(np.ones(b - a, position_type))
             else:
                 for name in ("start", "end", "events"):
                     cols[name].add(_read(p.folder, f"L{lv}.{name}", a, b))

@@ -113,10 +113,13 @@ def prune(frames_dir: str, keep: str | None = None, limit: int | None = None) ->
             continue  # removed meanwhile (another process pruning)
     total = building + sum(size for _, _, size in entries)
     removed = []
+    # The kept entry's host keeps its other entries too (its op stats beside a trace index bigger
+    # than the cap: the host's overview stays warm).
+    own = os.path.basename(keep).split(".")[0] + "." if keep else None
     for _, path, size in sorted(entries):
         if total <= limit:
             break
-        if path == keep:
+        if path == keep or (own and os.path.basename(path).startswith(own)):
             continue
         shutil.rmtree(path, ignore_errors=True)
         total -= size
