@@ -186,3 +186,19 @@ async def test_the_app_draws_the_devices_then_swaps_in_the_pieced_index(in_piece
             console.print(screen.details_renderable())
         text = cap.get()
         assert tl.ix.event_name(op) in text and "hlo_category" in text
+
+
+def test_export_never_decodes_a_giant_host_whole(in_pieces, monkeypatch, tmp_path):
+    """`tputui export --tool trace_viewer` on a giant host: no prefetch of its whole frame (it
+    once decoded the 1.67 GB host in the background: 7 GB), no whole frame at all."""
+    from tputui.cli import main
+
+    def whole(*_a, **_k):
+        raise AssertionError("a giant host decoded whole")
+
+    monkeypatch.setattr(RunData, "prefetch", whole)
+    monkeypatch.setattr(RunData, "frame", whole)
+    out = tmp_path / "trace.json"
+    assert main(["export", str(PROFILES / "tpu_v6e_inference"), "--tool", "trace_viewer", "--format", "json",
+                 "-o", str(out)]) == 0
+    assert len(json.loads(out.read_text())["traceEvents"]) > 29_000

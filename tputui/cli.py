@@ -316,11 +316,10 @@ def _prefetch(run, tool: str, host: str | None) -> None:
     if not t.whole_frame or len(run.run.hosts) != 1 or host not in (None, run.run.hosts[0].host):
         return
     hf = run.run.hosts[0]
-    if t.op_stats:
-        from tputui.analysis.host_pieces import read_in_pieces
+    from tputui.analysis.host_pieces import read_in_pieces
 
-        if read_in_pieces(hf):  # a giant host's op stats never need its whole frame
-            return
+    if read_in_pieces(hf):  # a giant host is read in pieces: its whole frame would not fit in memory
+        return
     if not is_remote(hf.path) and not (run.use_cache and has_entry(hf)):
         run.prefetch(hf.host)
 
