@@ -248,11 +248,14 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
 
 
 def pieces_in_lanes(pool, lanes: int, todo: list[host_pieces.Piece], work: Callable, before: tuple, after: tuple,
-                    died: str, estimate: Callable[[host_pieces.Piece], int] = host_pieces.memory_estimate) -> Iterator:
+                    died: str, estimate: Callable[[host_pieces.Piece], int] = host_pieces.memory_estimate,
+                    here: bool = True) -> Iterator:
     """work(*before, piece, *after) for every piece, in any order: `lanes - 1` workers of `pool`
-    take pieces from the front and this process from the back, within host_pieces' memory budget
-    (one piece at least is always in flight; `estimate`: a piece's peak memory). A piece whose
-    worker died is done again here, after the warning `died`."""
+    take pieces from the front and this process from the back (here=False: `lanes` workers, this
+    process only waits: it holds an app), within host_pieces' memory budget (one piece at least
+    is always in flight; `estimate`: a piece's peak memory). A piece whose worker died is done
+    again here, after the warning `died`."""
+    workers = lanes - 1 if here else lanes
     pending = collections.deque(todo)
     in_flight: dict[Future, host_pieces.Piece] = {}  # a worker's future -> its piece
     budget = host_pieces.memory_budget()
@@ -264,8 +267,9 @@ def pieces_in_lanes(pool, lanes: int, todo: list[host_pieces.Piece], work: Calla
 
     def hand_out() -> None:  # a free worker takes the next piece from the front, memory allowing
         nonlocal broken
-        # The last piece is left for this process, which would otherwise wait.
-        while pool is not None and not broken and len(pending) > 1 and len(in_flight) < lanes - 1 and fits(pending[0]):
+        # The last piece is left for this process (when it takes pieces), which would otherwise wait.
+        while (pool is not None and not broken and len(pending) > (1 if here else 0) and len(in_flight) < workers
+               and fits(pending[0])):
             try:
                 fut = pool.submit(work, *before, pending[0], *after)
             except BrokenProcessPool:  # a worker died: this process does what is left
@@ -284,8 +288,8 @@ def pieces_in_lanes(pool, lanes: int, todo: list[host_pieces.Piece], work: Calla
         hand_out()
         while pending or in_flight:
             ready = [f for f in in_flight if f.done()]
-            if not ready and (not pending or not fits(pending[-1])):
-                ready = [next(iter(in_flight))]  # nothing that fits here: wait for a worker
+            if not ready and in_flight and (not here or not pending or not fits(pending[-1])):
+                ready = [next(iter(in_flight))]  # nothing (that fits) to do here: wait for a worker
             if ready:
                 got = [result(f, in_flight.pop(f)) for f in ready]
                 hand_out()

@@ -187,13 +187,14 @@ def pieced_index(run: RunData, host: str | None, progress: Progress = None) -> T
     parent = os.path.dirname(entry) if entry is not None else tempfile.gettempdir()
     os.makedirs(parent, exist_ok=True)
     scratch = trace_pieces.piece_folder(parent)
+    # Workers build the pieces; this process (an app, perhaps, with a run loaded) only composes.
     lanes = min(run.jobs or map_pool.default_jobs(), len(pieces))
-    pool = map_pool.take(lanes - 1) if lanes > 1 else None
+    pool = map_pool.take(lanes)
     try:
         infos = []
         for info in host_map.pieces_in_lanes(pool, lanes, pieces, trace_pieces.build_piece, (hf,), (grouping, scratch),
                                              f"the worker process building a piece of host {hf.host}'s trace died; "
-                                             "building it again here", trace_pieces.memory_estimate):
+                                             "building it again here", trace_pieces.memory_estimate, here=False):
             infos.append(info)
             report(f"trace pieces: {len(infos)}/{len(pieces)} built ({100 * len(infos) // len(pieces)}%)")
         place = {trace_pieces.piece_of(i["piece"]): i for i in infos}
