@@ -316,10 +316,10 @@ def _prefetch(run, tool: str, host: str | None) -> None:
     if not t.whole_frame or len(run.run.hosts) != 1 or host not in (None, run.run.hosts[0].host):
         return
     hf = run.run.hosts[0]
-    if t.op_stats:
+    if t.name != "trace_viewer":
         from tputui.analysis.host_pieces import read_in_pieces
 
-        if read_in_pieces(hf):  # a giant host's op stats never need its whole frame
+        if read_in_pieces(hf):  # a giant host: no tool but the trace export reads its whole frame
             return
     if not is_remote(hf.path) and not (run.use_cache and has_entry(hf)):
         run.prefetch(hf.host)

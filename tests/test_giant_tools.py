@@ -1,0 +1,106 @@
+"""Every tool but the trace export on a giant host (read in pieces, analysis/giant_host.py) gives
+byte-identical outputs to the host read whole, on every TPU fixture, and never decodes the
+host's whole frame (nor any frame holding its TensorCore planes at once)."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from conftest import PROFILES
+from test_host_pieces import TPU_LOGDIRS
+
+from tputui.analysis import giant_host, hbm_capacity, host_pieces, megascale
+from tputui.data.logdir import open_logdir
+from tputui.data.run_data import RunData
+from tputui.data.xspace import plane_filter
+from tputui.export import export_text
+from tputui.tools import TOOLS
+
+# The trace export is the trace viewer's (analysis/trace_pieces.py); the op tools have their own
+# test (test_host_pieces.py) but are checked here too for the frames they decode.
+TOOL_NAMES = [t.name for t in TOOLS if t.name != "trace_viewer"]
+
+
+def _outputs(logdir: pathlib.Path) -> dict[str, str]:
+    run = RunData(open_logdir(str(logdir)).runs[0], use_cache=False, jobs=1)
+    out = {}
+    for tool in TOOL_NAMES:
+        try:
+            out[tool] = export_text(run, tool)
+        except Exception as e:  # noqa: BLE001 (a tool without data must fail the same way both times)
+            out[tool] = f"{type(e).__name__}: {e}"
+    return out
+
+
+@pytest.fixture
+def whole_frames(monkeypatch) -> list[tuple[str, object, bool]]:
+    """(host, planes, whether the host is read in pieces) of every frame decoded with a TensorCore
+    plane in it (a host read in pieces has none: such a frame is the whole host, or most of it)."""
+    seen: list[tuple[str, object, bool]] = []
+    real = RunData.frame
+
+    def frame(self, host=None, planes=None, *args, **kwargs):
+        hf = self.host_file(host)
+        keep = plane_filter(planes)
+        if keep is None or keep("/device:TPU:0"):
+            seen.append((hf.host, planes, host_pieces.plan(hf) is not None))
+        return real(self, host, planes, *args, **kwargs)
+
+    monkeypatch.setattr(RunData, "frame", frame)
+    return seen
+
+
+@pytest.mark.parametrize("logdir", TPU_LOGDIRS, ids=lambda p: p.name)
+def test_every_tool_in_pieces_gives_the_whole_hosts_output(logdir, monkeypatch, whole_frames):
+    monkeypatch.setenv(host_pieces.PIECE_MIN_BYTES_ENV, "0")
+    monkeypatch.setattr(host_pieces, "PIECE_TARGET_BYTES", 1)  # one chip, one plane per piece
+    pieced = _outputs(logdir)
+    assert [f for f in whole_frames if f[2]] == []
+    monkeypatch.setenv(host_pieces.PIECE_MIN_BYTES_ENV, str(1 << 30))
+    whole = _outputs(logdir)
+    assert any(planes is None for _, planes, _ in whole_frames)  # read whole, the check sees them
+    for tool in TOOL_NAMES:
+        assert pieced[tool] == whole[tool], tool
+    assert not pieced["summary"].startswith(("NoDataError", "UserError", "LogdirError"))
+
+
+def test_plane_frames_pack_planes_in_file_order(monkeypatch):
+    run = RunData(open_logdir(str(PROFILES / "tpu_v6e_inference")).runs[0], use_cache=False)
+    monkeypatch.setenv(host_pieces.PIECE_MIN_BYTES_ENV, "0")
+    tpu = lambda name: name.startswith("/device:TPU:")  # noqa: E731
+    one = list(giant_host.plane_frames(run, None, tpu, target=1))
+    assert [places for places, _ in one] == [(0,), (1,), (2,), (3,)]
+    assert [f.raw.plane_name for _, f in one] == [["/device:TPU:0"], ["/device:TPU:1"], ["/device:TPU:2"],
+                                                  ["/device:TPU:3"]]
+    every = list(giant_host.plane_frames(run, None, tpu, target=1 << 40))
+    assert len(every) == 1 and every[0][0] == (0, 1, 2, 3)
+    whole = run.frame(None, planes=["/device:TPU:"])
+    assert len(every[0][1].raw.event_line) == len(whole.raw.event_line) > 0
+
+
+def test_the_transport_events_of_a_giant_host_name_the_same_peers(monkeypatch):
+    """megascale reads a giant host's MegaScale transport events alone (dcn_diagnosis.slice_peers)."""
+    from tputui.analysis import dcn_diagnosis
+
+    logdir = pathlib.Path(__file__).parent / "fixtures" / "pod" / "dcn_hw_stall"
+    run = RunData(open_logdir(str(logdir)).runs[0], use_cache=False)
+    host = run.hosts[0]
+    whole = run.frame(host)
+    peers = dcn_diagnosis.slice_peers(whole)
+    assert peers  # the fixture's transport events name other slices
+    monkeypatch.setenv(host_pieces.PIECE_MIN_BYTES_ENV, "0")
+    meta = giant_host.planes_without_lines(RunData(run.run, use_cache=False), host, plane_filter(megascale.PLANES))
+    sub = megascale._transport_events(run, host, meta)
+    assert sub is not None and len(sub.raw.event_line) < len(whole.raw.event_line)
+    assert dcn_diagnosis.slice_peers(sub) == peers
+
+
+def test_hbm_capacity_from_the_plane_stats_at_any_size(monkeypatch):
+    """A host over PLANE_READ_MAX_BYTES still gets its device's capacity: the plane's stats are
+    read without its events."""
+    logdir = PROFILES / "tpu_v6e_inference"
+    small = hbm_capacity.device_capacity(RunData(open_logdir(str(logdir)).runs[0], use_cache=False), None)
+    assert small is not None
+    monkeypatch.setattr(hbm_capacity, "PLANE_READ_MAX_BYTES", 0)
+    run = RunData(open_logdir(str(logdir)).runs[0], use_cache=False)
+    assert hbm_capacity.device_capacity(run, run.hosts[0]) == small
