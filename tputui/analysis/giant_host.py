@@ -12,6 +12,7 @@ A host read whole (small, riegeli, remote) keeps its whole frame (RunData.frame)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from tputui.analysis import host_pieces
 from tputui.analysis.host_pieces import Piece
@@ -21,6 +22,8 @@ from tputui.data.run_data import RunData
 from tputui.data.runs import LogdirError
 from tputui.data.storage import read
 from tputui.data.xspace import DecodeError, PlaneSelector, XSpaceFrame, decode_raw, plane_filter
+
+T = TypeVar("T")
 
 
 def pieces(run: RunData, host: str | None = None) -> list[Piece] | None:
@@ -57,8 +60,19 @@ def plane_frames(run: RunData, host: str | None, wanted: Callable[[str], bool],
         total += p.size
     for group in groups:
         names = frozenset(planes[i].name for i in group)
-        frame = load_frame(hf, names.__contains__, use_cache=False, write_cache=False)
-        yield tuple(planes[i].index for i in group), frame
+        # Yielded, not held here: the next frame is decoded after the caller let this one go.
+        yield tuple(planes[i].index for i in group), load_frame(hf, names.__contains__, use_cache=False,
+                                                                write_cache=False)
+
+
+def over_planes(run: RunData, host: str | None, wanted: Callable[[str], bool],
+                fn: Callable[[XSpaceFrame], T]) -> list[T]:
+    """fn of each frame of plane_frames, in file order, one frame in memory at a time."""
+    out = []
+    for _, frame in plane_frames(run, host, wanted):
+        out.append(fn(frame))
+        del frame  # before the next one is decoded
+    return out
 
 
 def planes_without_lines(run: RunData, host: str | None, wanted: Callable[[str], bool] | None = None) -> XSpaceFrame:

@@ -110,7 +110,7 @@ def _counters(run: RunData, host: str) -> pl.DataFrame:
         return host_counters(run.frame(host), host)
     if "counter_value" not in giant_host.planes_without_lines(run, host, _counter_plane).raw.sm_name:
         return pl.DataFrame(schema=SCHEMA)
-    parts = [host_counters(frame, host) for _, frame in giant_host.plane_frames(run, host, _counter_plane)]
+    parts = giant_host.over_planes(run, host, _counter_plane, lambda frame: host_counters(frame, host))
     return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
 
 

@@ -213,6 +213,7 @@ def summarize_pieces(host: str, path: str, size: int, frames: Iterable[tuple[Pie
         if piece.kind == "meta":
             opts, t0, t1 = capture_options(frame)
             errors, warnings = list(frame.errors), list(frame.warnings)
+        del frame, raw, rows  # before the next piece is decoded
     lines = (pl.concat(parts).sort("plane", "in_plane")
              .with_columns(line=pl.int_range(pl.len(), dtype=pl.Int32)).drop("in_plane"))
     order = sorted(names)

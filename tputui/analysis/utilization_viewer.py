@@ -396,7 +396,8 @@ def _utilization(run: RunData, host: str, host_index: int) -> pl.DataFrame:
     chips = {meta.raw.plane_name[p] for p in range(len(meta.raw.plane_name)) if _chip_of(meta, p) is not None}
     if not chips or "counter_value" not in meta.raw.sm_name:
         return pl.DataFrame(schema=SCHEMA)
-    parts = [host_utilization(frame, host_index, host) for _, frame in giant_host.plane_frames(run, host, chips.__contains__)]
+    parts = giant_host.over_planes(run, host, chips.__contains__,
+                                   lambda frame: host_utilization(frame, host_index, host))
     return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
 
 
