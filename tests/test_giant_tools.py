@@ -104,3 +104,29 @@ def test_hbm_capacity_from_the_plane_stats_at_any_size(monkeypatch):
     monkeypatch.setattr(hbm_capacity, "PLANE_READ_MAX_BYTES", 0)
     run = RunData(open_logdir(str(logdir)).runs[0], use_cache=False)
     assert hbm_capacity.device_capacity(run, run.hosts[0]) == small
+
+
+TF_DATA_LOGDIRS = [PROFILES / "tf_keras", PROFILES / "tf_loop",
+                   *sorted((pathlib.Path(__file__).parent / "fixtures" / "tf_input").iterdir())]
+
+
+@pytest.mark.parametrize("logdir", TF_DATA_LOGDIRS, ids=lambda p: p.name)
+def test_tf_data_from_the_lines_it_reads(logdir):
+    """A giant host's tf.data pipelines come from the host plane's lines with tf.data events (and
+    tf.data's threads) alone: the same pipelines as from the whole plane, from fewer events."""
+    from tputui.analysis import tf_data
+
+    run = RunData(open_logdir(str(logdir)).runs[0], use_cache=False)
+    checked = 0
+    for host in run.hosts:
+        whole = run.frame(host)
+        sub = tf_data.tf_data_lines(run, host)
+        expected = tf_data._host_pipelines(host, whole)
+        got = tf_data._host_pipelines(host, sub)
+        assert [p.to_json() for p in got] == [p.to_json() for p in expected]
+        for a, b in zip(got, expected):
+            assert a.holds == b.holds and a.root_id == b.root_id
+            assert a.iterators.equals(b.iterators) and a.runs.equals(b.runs)
+        assert len(sub.raw.event_line) < len(whole.raw.event_line)  # fewer lines read
+        checked += len(expected)
+    assert checked > 0

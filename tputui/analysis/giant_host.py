@@ -85,6 +85,20 @@ def planes_without_lines(run: RunData, host: str | None, wanted: Callable[[str],
         raise LogdirError(f"{hf.path}: {e}") from None
 
 
+def plane_lines(run: RunData, host: str | None, plane: str, lines: list[int]) -> XSpaceFrame:
+    """The host's plane named `plane` with only the lines listed (their places in the plane;
+    every other field of the plane kept); a frame with no plane when the file has none."""
+    hf = run.host_file(host)
+    data = read(hf)
+    chosen = [(p, lines) for p in plane_directory(data) or [] if p.name == plane]
+    raw = subset_xspace(data, chosen, space_texts(data))
+    del data
+    try:
+        return XSpaceFrame(decode_raw(raw))
+    except DecodeError as e:
+        raise LogdirError(f"{hf.path}: {e}") from None
+
+
 def frame_with_lines(run: RunData, host: str | None, planes: PlaneSelector, lines_of: Callable[[str], bool]) -> XSpaceFrame:
     """The host's planes `planes` selects, in file order, with the lines only of those `lines_of`
     names (the others keep their names, stats and metadata)."""
