@@ -17,7 +17,7 @@ from typing import TypeVar
 from tputui.analysis import host_pieces
 from tputui.analysis.host_pieces import Piece
 from tputui.data.cache import load_frame
-from tputui.data.plane_directory import plane_directory, space_texts, subset_xspace
+from tputui.data.plane_directory import PlaneEntry, plane_directory, space_texts, subset_xspace
 from tputui.data.run_data import RunData
 from tputui.data.runs import LogdirError
 from tputui.data.storage import read
@@ -90,7 +90,8 @@ def plane_lines(run: RunData, host: str | None, plane: str, lines: list[int]) ->
     every other field of the plane kept); a frame with no plane when the file has none."""
     hf = run.host_file(host)
     data = read(hf)
-    chosen = [(p, lines) for p in plane_directory(data) or [] if p.name == plane]
+    chosen: list[tuple[PlaneEntry, list[int] | None]] = [(p, lines) for p in plane_directory(data) or []
+                                                         if p.name == plane]
     raw = subset_xspace(data, chosen, space_texts(data))
     del data
     try:
