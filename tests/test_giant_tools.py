@@ -130,3 +130,33 @@ def test_tf_data_from_the_lines_it_reads(logdir):
         assert len(sub.raw.event_line) < len(whole.raw.event_line)  # fewer lines read
         checked += len(expected)
     assert checked > 0
+
+
+def _thread_pieces(hf, lines_per_piece: int) -> list:
+    from tputui.data import plane_directory, storage
+
+    data = storage.read(hf)
+    host = next(p for p in plane_directory.plane_directory(data) or [] if p.name == "/host:CPU")
+    n = len(plane_directory.line_sizes(data, host))
+    return [host_pieces.Piece("threads", (host.name,), (host.index,), 1, tuple(range(a, min(a + lines_per_piece, n))))
+            for a in range(0, n, lines_per_piece)]
+
+
+@pytest.mark.parametrize("lines_per_piece", [1, 3, 1000])
+def test_memory_steps_from_thread_pieces(monkeypatch, lines_per_piece):
+    """A giant host's memory events get their steps from pieces of its threads (the grouping's
+    extracts keep them too): the memory profile equals the whole host plane's, where its memory
+    events carry no group id and the plane can group (tf_keras)."""
+    from tputui.analysis import memory_profile as mp
+
+    logdir = PROFILES / "tf_keras"
+    whole = export_text(RunData(open_logdir(str(logdir)).runs[0], use_cache=False), "memory_profile")
+    run = RunData(open_logdir(str(logdir)).runs[0], use_cache=False)
+    hf = run.host_file(None)
+    pieces = _thread_pieces(hf, lines_per_piece)
+    monkeypatch.setattr(giant_host, "pieces", lambda run, host=None: pieces)
+    decoded = []
+    monkeypatch.setattr(RunData, "frame", lambda self, *a, **k: decoded.append(a) or pytest.fail("a frame decoded"))
+    steps = mp.pieced_group_ids(hf, pieces)
+    assert (steps >= 0).any()  # some memory events are in steps
+    assert export_text(run, "memory_profile") == whole
