@@ -220,3 +220,38 @@ def test_diff_picker_and_path_prompt_snapshot(snap_compare, size):
         await pilot.press(*"/data/logs")
 
     assert snap_compare(make_app(), terminal_size=size, run_before=run_before)
+
+
+async def test_diff_of_giant_hosts_finds_op_events_by_name(monkeypatch):
+    """A host read in pieces is never decoded whole to find a diffed op's events: the trace
+    viewer is asked for the op by name (its index finds the events)."""
+    from tputui.analysis import host_pieces
+
+    monkeypatch.setenv(host_pieces.PIECE_MIN_BYTES_ENV, "0")
+    whole: list[str] = []
+    real = RunData.frame
+
+    def frame(self, host=None, planes=None, *args, **kwargs):
+        if planes is None:
+            whole.append(host)
+        return real(self, host, planes, *args, **kwargs)
+
+    monkeypatch.setattr(RunData, "frame", frame)
+    app = make_app(TPU, "hlo_stats")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("D")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        app.screen.query_one("#path").value = str(TPU)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DiffScreen)
+        await pilot.press("V")
+        await settle(pilot)
+        assert isinstance(app.screen, TraceViewerScreen)
+        assert app.screen.focus_request.names == ("copy-done.4",) and not app.screen.focus_request.frame_rows
+        assert app.run_data is screen.run_a
+    assert whole == []

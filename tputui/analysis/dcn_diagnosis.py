@@ -25,6 +25,7 @@ from tputui.data.xspace import XSpaceFrame
 STALL_OUTLIER_FACTOR = 2.0
 RECV_DONE_SHORT = 0.25  # recv-done's share of the stall under which it counts as short
 MIN_COLLECTIVES = 3
+TRANSPORT = "MegaScale: Communication Transport"  # the transport events' names begin so
 MAX_TRANSPORT_EVENTS = 256  # MegaScale transport events read per host to find the peers
 NO_SLACK = 2147483647  # XProf's required bandwidth when a collective has no slack
 LABEL, SOURCE, DESTINATION = "dcn_label", "dcn_source_slice_id", "dcn_destination_slice_id"
@@ -59,7 +60,7 @@ def slice_peers(frame: XSpaceFrame | None) -> dict[str, list[int]]:
     senders: list[int] = []  # a Send's source slice is this host's
     seen = 0
     for row, name in zip(rows.tolist(), names):
-        if not str(name).startswith("MegaScale: Communication Transport"):
+        if not str(name).startswith(TRANSPORT):
             continue
         st = frame.stat_map("event", row)
         label, src, dst = st.get(LABEL), st.get(SOURCE), st.get(DESTINATION)

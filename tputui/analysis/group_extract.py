@@ -24,7 +24,7 @@ from tputui.analysis.op_metrics import event_stat
 from tputui.analysis.tpu_steps import LAUNCH_EVENTS
 from tputui.data.xspace import XSpaceFrame
 
-__all__ = ["GroupExtract", "extract", "grouping_of", "groups", "launch_groups", "may_group"]
+__all__ = ["GroupExtract", "extract", "extract_with", "grouping_of", "groups", "launch_groups", "may_group"]
 
 # Names that take part in grouping whatever their stats (roots, links, tf.data runs).
 _GROUPING_NAMES = frozenset(eg.IMPLICIT_ROOTS | eg.ROOT_NAMES | eg.ITERATOR_GET_NEXT | eg.TF_DATA_FUNCTION_RUNS
@@ -56,12 +56,22 @@ class GroupExtract:
 
 def extract(frame: XSpaceFrame, plane: int | None = None) -> GroupExtract:
     """The grouping's events of the host plane's threads in `frame` (see module doc)."""
+    return extract_with(frame, None, plane)[0]
+
+
+def extract_with(frame: XSpaceFrame, also: np.ndarray | None,
+                 plane: int | None = None) -> tuple[GroupExtract, np.ndarray]:
+    """extract, keeping too the events at frame rows `also` (ascending), and their positions in
+    it: such an event takes no part in the grouping, it only gets the label its nearest kept
+    ancestor hands down (its group, as the whole plane's grouping gives it; -1 where a row is not
+    one of the plane's events)."""
     loop = any(nm in eg.LOOP_OPS for nm in frame.raw.em_name)
     ev = eg.events_of(frame, plane)
+    wanted_rows = np.zeros(0, np.int64) if also is None else np.asarray(also, np.int64)
     if ev is None:
         out = GroupExtract.empty()
         out.loop_ops = loop
-        return out
+        return out, np.full(len(wanted_rows), -1, np.int64)
     parent, _ = eg.nesting(ev)
     n = len(ev.start)
     keep = np.zeros(n, bool)
@@ -69,6 +79,8 @@ def extract(frame: XSpaceFrame, plane: int | None = None) -> GroupExtract:
         keep[sp.pos] = True
     wanted = np.fromiter((nm in _GROUPING_NAMES for nm in ev.names), bool, len(ev.names))
     keep |= wanted[ev.md_i]
+    at = _positions_of(ev, wanted_rows)
+    keep[at[at >= 0]] = True
     # Each kept event's nearest kept ancestor: climb while the ancestor is not kept (nesting is a
     # few levels deep, so a few whole-array steps).
     anc = parent.astype(np.int64)
@@ -99,7 +111,18 @@ def extract(frame: XSpaceFrame, plane: int | None = None) -> GroupExtract:
         parent=np.where(up >= 0, new[np.clip(up, 0, None)], -1).astype(np.int32),
         stats=stats, launches=launches, launch_stats={s: event_stat(frame, s, rows) for s in LAUNCH_STATS},
         loop_ops=loop, positions=kept.astype(np.int64),
-    )
+    ), np.where(at >= 0, new[np.clip(at, 0, None)], -1)
+
+
+def _positions_of(ev: eg.Events, rows: np.ndarray) -> np.ndarray:
+    """The positions in `ev` of frame rows (-1 for a row not among its events)."""
+    src = ev.rows
+    if isinstance(src, slice):
+        pos = rows - src.start
+        return np.where((pos >= 0) & (rows < src.stop), pos, -1)
+    order = np.argsort(src, kind="stable")
+    i = np.clip(np.searchsorted(src[order], rows), 0, max(len(src) - 1, 0))
+    return np.where((len(src) > 0) & (src[order][i] == rows), order[i], -1) if len(src) else np.full(len(rows), -1)
 
 
 def _rows_of(ev: eg.Events, pos: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tputui.analysis import host_map
+from tputui.analysis import giant_host, host_map
 from tputui.analysis.op_stats import HostOpStats
 from tputui.data import schema
 from tputui.data.run_data import RunData
@@ -44,20 +44,26 @@ def tpu_capacity(device_type: str) -> Capacity | None:
 FIRST_DEVICES = (schema.TPU_PLANE_PREFIX + "0", schema.GPU_PLANE_PREFIX + "0")
 
 
-PLANE_READ_MAX_BYTES = 256 << 20  # above this, one device plane is too much to decode for one figure
+# Above this, a riegeli host's device plane is too much to merge for one figure (a .xplane.pb's
+# plane stats are read without its events).
+PLANE_READ_MAX_BYTES = 256 << 20
 
 
 def device_capacity(run: RunData, host: str) -> Capacity | None:
     """The HBM of one device of `host`: from the host's op stats when this process or the cache has
-    them, else from its first TPU or GPU device plane (that plane alone decoded, on host files up to
-    PLANE_READ_MAX_BYTES: the memory viewer otherwise reads the HLO metadata only)."""
+    them, else from its first TPU or GPU device plane's stats (a riegeli host's plane decoded, on
+    files up to PLANE_READ_MAX_BYTES: the memory viewer otherwise reads the HLO metadata only)."""
     hf = run.host_file(host)
     stats = host_map.known_op_stats(run, [hf.host]).get(hf.host)
     if isinstance(stats, HostOpStats):
         return tpu_capacity(stats.device_type) if stats.hardware == "TPU" else None
-    if hf.size > PLANE_READ_MAX_BYTES and run.whole_frame_if_loaded(host) is None:
-        return None
-    fr = run.whole_frame_if_loaded(host) or run.frame(host, planes=FIRST_DEVICES)
+    fr = run.whole_frame_if_loaded(host)
+    if fr is None and hf.format == "pb":  # the plane's stats without its events: cheap at any size
+        fr = giant_host.planes_without_lines(run, host, FIRST_DEVICES.__contains__)
+    if fr is None:
+        if hf.size > PLANE_READ_MAX_BYTES:
+            return None
+        fr = run.frame(host, planes=FIRST_DEVICES)
     for p, name in enumerate(fr.raw.plane_name):
         if name not in FIRST_DEVICES:
             continue

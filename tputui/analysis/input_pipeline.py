@@ -17,7 +17,7 @@ def analyze(run: RunData, host: str | None = None, **options) -> InputPipelineRe
     stats = host_map.run_op_stats(run, host)
     result = input_analysis.analyze_stats(run.name, stats)
     if result.tf_data_used:
-        result.tf_data = tf_data.analyze_frames({h: run.frame(h) for h in stats.hosts})
+        result.tf_data = tf_data.analyze_run(run, stats.hosts)
     return result
 
 

@@ -34,15 +34,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tputui.analysis import dcn_diagnosis, host_map
+from tputui.analysis import dcn_diagnosis, giant_host, host_map
 from tputui.analysis.hlo_ops import perf_env
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
 from tputui.analysis.result import NoDataError
 from tputui.analysis.tool_facts import MEGASCALE, has_megascale_events
 from tputui.data import pbwire, schema
+from tputui.data.event_subset import events_named
 from tputui.data.run_data import RunData
 from tputui.data.stat_values import to_int
-from tputui.data.xspace import XSpaceFrame
+from tputui.data.xspace import XSpaceFrame, plane_filter
 
 INT_MAX = 2147483647
 DEFAULT_DEVICE = "/device:TPU:0"  # the only plane XProf reads DCN collectives from
@@ -437,10 +438,16 @@ def analyze(run: RunData, host: str | None = None, dcn_gbps: float | None = None
     host = host or hosts[0]
     if host not in hosts:
         raise NoDataError(f"no host {host!r} in this run (hosts: {', '.join(hosts)})")
-    frame = run.frame(host, planes=PLANES)
-    devices = _tpu_devices(frame)
-    plane = device_plane(device, devices)
-    gated = all(has_megascale_events(run.frame(h, planes=PLANES) if h != host else frame) for h in hosts)
+    giant = giant_host.pieces(run, host) is not None
+    if giant:  # the one TPU plane read and the HLO protos, every other plane without its lines
+        devices = _tpu_devices(giant_host.planes_without_lines(run, host, plane_filter(PLANES)))
+        plane = device_plane(device, devices)
+        frame = giant_host.frame_with_lines(run, host, PLANES, lambda n: n in (plane, schema.METADATA_PLANE))
+    else:
+        frame = run.frame(host, planes=PLANES)
+        devices = _tpu_devices(frame)
+        plane = device_plane(device, devices)
+    gated = all(has_megascale_events(frame if h == host else _host_plane_names(run, h)) for h in hosts)
     diagnostics = []
     if gated:
         occ, spans = _slacks(frame, plane)
@@ -459,9 +466,25 @@ def analyze(run: RunData, host: str | None = None, dcn_gbps: float | None = None
                           pl.DataFrame(spans, schema={"name": pl.String, "start_ps": pl.Int64, "end_ps": pl.Int64},
                                        orient="row"), device_type, suggested, suggestion, plane, devices)
     # the peers are read only when a collective's stall stands out (the finding names them)
-    res.peers = dcn_diagnosis.slice_peers(frame) if dcn_diagnosis.stall_outliers(rows) else {}
+    res.peers = (dcn_diagnosis.slice_peers(_transport_events(run, host, frame) if giant else frame)
+                 if dcn_diagnosis.stall_outliers(rows) else {})
     gbps = suggested if dcn_gbps is None else dcn_gbps
     return res.flag(gbps)
+
+
+def _host_plane_names(run: RunData, host: str) -> XSpaceFrame:
+    """A frame that names the host plane's events: a giant host's plane without its lines."""
+    if giant_host.pieces(run, host) is None:
+        return run.frame(host, planes=PLANES)
+    return giant_host.planes_without_lines(run, host, lambda n: n == schema.HOST_PLANE)
+
+
+def _transport_events(run: RunData, host: str, frame: XSpaceFrame) -> XSpaceFrame | None:
+    """A giant host's plane of MegaScale transport events alone (what slice_peers reads)."""
+    p = frame.plane_index(schema.HOST_PLANE)
+    names = [n for n, q in zip(frame.raw.em_name, frame.raw.em_plane) if q == p
+             and n.startswith(dcn_diagnosis.TRANSPORT)] if p is not None else []
+    return events_named(run.host_file(host), schema.HOST_PLANE, names)
 
 
 def has_data(run: RunData) -> bool:

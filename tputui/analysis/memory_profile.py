@@ -25,13 +25,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tputui.analysis import giant_host, host_pieces
 from tputui.analysis.event_groups import group_events
-from tputui.analysis.group_extract import may_group
+from tputui.analysis.group_extract import extract_with, groups, may_group
+from tputui.analysis.host_pieces import Piece
 from tputui.analysis.result import NoDataError
 from tputui.data import schema
 from tputui.data.event_subset import events_named, plane_metadata
 from tputui.data.progress import current_progress
 from tputui.data.run_data import RunData
+from tputui.data.runs import HostFile
 from tputui.data.xspace import XSpaceFrame
 from tputui.errors import UserError
 
@@ -342,10 +345,11 @@ class MemoryProfileResult:
                 "timeline": tagged("timeline", _TIMELINE_COLUMNS)}
 
 
-def _memory_frame(run: RunData, host: str | None) -> tuple[XSpaceFrame, pl.DataFrame]:
-    """(frame, memory_events(frame)): the host plane's memory events alone where that gives the
-    same events and steps as the whole plane (a .xplane.pb host whose memory events carry their
-    group ids, or whose plane names no group root); else the whole host plane, as XProf's grouping
+def _memory_frame(run: RunData, host: str | None) -> tuple[XSpaceFrame, pl.DataFrame, np.ndarray | None]:
+    """(frame, memory_events(frame), their steps when not _group_ids'): the host plane's memory
+    events alone where that gives the same events and steps as the whole plane (a .xplane.pb host
+    whose memory events carry their group ids, or whose plane names no group root, or a giant
+    host: its steps from pieces of its threads); else the whole host plane, as XProf's grouping
     needs every event of it."""
     hf = run.host_file(host)
     try:
@@ -356,22 +360,50 @@ def _memory_frame(run: RunData, host: str | None) -> tuple[XSpaceFrame, pl.DataF
     if sub is not None:
         ev = memory_events(sub)
         if not len(ev) or _grouped_when_written(ev) or not may_group(sub):
-            return sub, ev
+            return sub, ev, None
+        pieces = giant_host.pieces(run, host)
+        if pieces is not None:  # a giant host: the groups from its threads, a piece at a time
+            groups = pieced_group_ids(hf, [p for p in pieces if p.kind == "threads"])
+            return sub, ev, groups[ev["row"].to_numpy()]
     frame = run.frame(host, planes=[schema.HOST_PLANE])
-    return frame, memory_events(frame)
+    return frame, memory_events(frame), None
+
+
+def pieced_group_ids(hf: HostFile, threads: list[Piece]) -> np.ndarray:
+    """XProf's group id (-1: none) of each of the host plane's memory events, in file order (the
+    rows of events_named's frame of them), from pieces of its threads: each piece's grouping
+    extract keeps its memory events too, which take the label their ancestors hand down
+    (group_extract.extract_with); the extracts are then grouped together, as the op stats do."""
+    parts, at = [], []
+    for piece in threads:
+        frame = host_pieces.piece_frame(hf, piece)
+        names = np.array([n in MEMORY_EVENTS for n in frame.raw.em_name] + [False])
+        md = frame.events["metadata"].to_numpy().astype(np.int64)
+        rows = np.flatnonzero(names[np.where(md >= 0, md, len(names) - 1)])
+        part, pos = extract_with(frame, rows)
+        parts.append(part)
+        at.append(pos)
+        del frame  # before the next piece is decoded
+    if any(p.loop_ops for p in parts):  # XProf does not group a TF graph with loop ops
+        return np.full(sum(len(pos) for pos in at), -1, np.int64)
+    group, _ = groups(parts)
+    offsets = np.cumsum([0] + [len(p.start) for p in parts[:-1]])
+    found = [np.where(pos >= 0, group[np.clip(pos + off, 0, None)] if len(group) else -1, -1)
+             for pos, off in zip(at, offsets.tolist())]
+    return np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
 
 
 def analyze(run: RunData, host: str | None = None, max_snapshots: int | str = MAX_TIMELINE_SNAPSHOTS,
             **_options) -> MemoryProfileResult:
     host = host or (run.hosts[0] if run.hosts else None)
-    frame, ev = _memory_frame(run, host)
+    frame, ev, steps = _memory_frame(run, host)
     if len(ev) == 0:
         raise NoDataError("no memory events in this profile (the memory profile needs "
                           "MemoryAllocation / MemoryDeallocation events, e.g. from TensorFlow)")
     rows = ev["row"].to_numpy()
     ev = ev.with_columns(
         memory_id=_memory_id(ev),
-        step_id=pl.Series(_group_ids(frame, rows, ev), dtype=pl.Int64),
+        step_id=pl.Series(_group_ids(frame, rows, ev) if steps is None else steps, dtype=pl.Int64),
     ).select(
         "memory_id", "time_ps", "activity",
         pl.col("bytes_reserved").fill_null(0).alias("stack_bytes"),

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tputui.analysis import host_map, tool_facts
+from tputui.analysis import giant_host, host_map, tool_facts
 from tputui.analysis.op_metrics import event_stat
 from tputui.analysis.result import NoDataError
 from tputui.data import schema
@@ -39,6 +39,10 @@ def _chip_id(frame: XSpaceFrame, plane: int) -> int | None:
     return None
 
 
+def _counter_plane(name: str) -> bool:
+    return name.startswith(schema.TPU_PLANE_PREFIX) or name.startswith(schema.GPU_PLANE_PREFIX)
+
+
 def host_counters(frame: XSpaceFrame, host: str) -> pl.DataFrame:
     raw = frame.raw
     has_value, values = event_stat(frame, "counter_value")
@@ -53,7 +57,7 @@ def host_counters(frame: XSpaceFrame, host: str) -> pl.DataFrame:
     ev_md = frame.events["metadata"].to_numpy().astype(np.int64)
     parts = []
     for p, name in enumerate(raw.plane_name):
-        if not (name.startswith(schema.TPU_PLANE_PREFIX) or name.startswith(schema.GPU_PLANE_PREFIX)):
+        if not _counter_plane(name):
             continue
         chip = _chip_id(frame, p)
         if chip is None:
@@ -99,9 +103,20 @@ def has_data(run: RunData) -> bool:
     return any(tool_facts.COUNTERS in facts for facts in host_map.host_facts(run)) if run.hosts else False
 
 
+def _counters(run: RunData, host: str) -> pl.DataFrame:
+    """A host's counter rows; a giant host's from its device planes, a few at a time (each plane's
+    rows depend on that plane alone), none read when no plane names the counter stat."""
+    if giant_host.pieces(run, host) is None:
+        return host_counters(run.frame(host), host)
+    if "counter_value" not in giant_host.planes_without_lines(run, host, _counter_plane).raw.sm_name:
+        return pl.DataFrame(schema=SCHEMA)
+    parts = giant_host.over_planes(run, host, _counter_plane, lambda frame: host_counters(frame, host))
+    return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
+
+
 def analyze(run: RunData, host: str | None = None, **_options) -> PerfCountersResult:
     hosts = [host] if host else run.require_hosts()
-    frames = [host_counters(run.frame(h), h) for h in hosts]
+    frames = [_counters(run, h) for h in hosts]
     counters = pl.concat(frames) if frames else pl.DataFrame(schema=SCHEMA)
     if not counters.height:
         raise NoDataError("no hardware performance counters in this profile (TPU v6e / v7x or GPU captures with "

@@ -6,12 +6,16 @@ records one (a `batch_size` stat: tf.data's batching iterators carry it).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from tputui.analysis.batch_size import recorded_batch_sizes
+from tputui.analysis import giant_host
+from tputui.analysis.batch_size import BATCH_SIZE_STAT, recorded_batch_sizes
+from tputui.analysis.host_pieces import Piece
 from tputui.data import schema
 from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
@@ -126,42 +130,128 @@ def capture_options(frame: XSpaceFrame) -> tuple[dict[str, Any], int | None, int
     return opts, start if isinstance(start, int) else None, stop if isinstance(stop, int) else None
 
 
-def summarize_host(host: str, path: str, size: int, frame: XSpaceFrame) -> HostSummary:
+def _line_rows(frame: XSpaceFrame) -> pl.DataFrame:
+    """One row per line of the frame: line, plane, plane_name, name, events, first_ps, last_end_ps."""
     ev = frame.events
     per_line = ev.group_by("line").agg(
         events=pl.len(), first_ps=pl.col("start_ps").min(),
         last_end_ps=(pl.col("start_ps") + pl.col("duration_ps")).max())
-    lines = (frame.lines.select("line", "plane", "name", "display_name")
-             .join(per_line, on="line", how="left")
-             .with_columns(pl.col("events").fill_null(0).cast(pl.Int64))
-             .join(frame.planes.select("plane", plane_name="name"), on="plane")
-             .with_columns(name=pl.when(pl.col("display_name") != "").then("display_name").otherwise("name"))
-             .select("plane_name", "line", "name", "events", "first_ps", "last_end_ps")
-             .sort("line"))
-    planes = (frame.planes.select("plane", "name")
-              .join(frame.lines.group_by("plane").agg(lines=pl.len()), on="plane", how="left")
-              .join(ev.group_by("plane").agg(events=pl.len()), on="plane", how="left")
-              .with_columns(pl.col("lines").fill_null(0).cast(pl.Int64), pl.col("events").fill_null(0).cast(pl.Int64))
-              .sort("plane"))
-    device_types = []
+    return (frame.lines.select("line", "plane", "name", "display_name")
+            .join(per_line, on="line", how="left")
+            .with_columns(pl.col("events").fill_null(0).cast(pl.Int64))
+            .join(frame.planes.select("plane", plane_name="name"), on="plane")
+            .with_columns(name=pl.when(pl.col("display_name") != "").then("display_name").otherwise("name"))
+            .select("line", "plane", "plane_name", "name", "events", "first_ps", "last_end_ps")
+            .sort("line"))
+
+
+_LINE_COLUMNS = ("plane_name", "line", "name", "events", "first_ps", "last_end_ps")
+
+
+def _plane_table(planes: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
+    """plane, name, lines, events, device_type: `planes` (plane, name) with their lines' counts."""
+    per_plane = lines.group_by("plane").agg(lines=pl.len(), events=pl.col("events").sum())
+    return (planes.join(per_plane, on="plane", how="left")
+            .with_columns(pl.col("lines").fill_null(0).cast(pl.Int64), pl.col("events").fill_null(0).cast(pl.Int64))
+            .sort("plane")
+            .with_columns(device_type=pl.Series(
+                [schema.device_kind(n) if n.startswith(schema.DEVICE_PLANE_PREFIXES) else "" for n in planes["name"]],
+                dtype=pl.String)))
+
+
+def _device_types(frame: XSpaceFrame, places: list[int] | None = None) -> dict[int, str]:
+    """Each device plane's place (the file's, when `places` maps the frame's planes) -> its type."""
+    out = {}
     for p, name in enumerate(frame.raw.plane_name):
         if name.startswith(schema.DEVICE_PLANE_PREFIXES):
             stats = frame.plane_stat_map(p)
-            device_types.append(str(stats.get(schema.STAT_DEVICE_TYPE_STRING) or schema.device_kind(name)))
-    planes = planes.with_columns(device_type=pl.Series(
-        [schema.device_kind(n) if n.startswith(schema.DEVICE_PLANE_PREFIXES) else "" for n in planes["name"]],
-        dtype=pl.String))
-    span = None
-    if len(ev):
-        start = frame.start_ps
-        span = (int(start.min()), int((start + frame.raw.event_duration_ps).max()))
+            out[places[p] if places else p] = str(stats.get(schema.STAT_DEVICE_TYPE_STRING) or schema.device_kind(name))
+    return out
+
+
+def _span(lines: pl.DataFrame) -> tuple[int, int] | None:
+    busy = lines.filter(pl.col("events") > 0)
+    return (int(busy["first_ps"].min()), int(busy["last_end_ps"].max())) if busy.height else None  # type: ignore[arg-type]
+
+
+def summarize_host(host: str, path: str, size: int, frame: XSpaceFrame) -> HostSummary:
+    rows = _line_rows(frame)
+    planes = _plane_table(frame.planes.select("plane", "name"), rows)
+    device_types = list(_device_types(frame).values())
     opts, t0, t1 = capture_options(frame)
     batches, batch_source = recorded_batch_sizes(frame)
     return HostSummary(
-        host=host, file=path, size_bytes=size, planes=planes, lines=lines, span_ps=span,
+        host=host, file=path, size_bytes=size, planes=planes, lines=rows.select(_LINE_COLUMNS), span_ps=_span(rows),
         start_time_ns=t0, stop_time_ns=t1, capture_options=opts,
         device_type=device_types[0] if device_types else "CPU", device_count=len(device_types),
         batch_sizes=batches, batch_source=batch_source, errors=list(frame.errors), warnings=list(frame.warnings))
+
+
+def summarize_pieces(host: str, path: str, size: int, frames: Iterable[tuple[Piece, XSpaceFrame]]) -> HostSummary:
+    """A giant host's summary from its pieces (giant_host.py), one frame at a time: each piece's
+    lines, placed in the host's plane and line order, are the lines the whole frame would list."""
+    parts: list[pl.DataFrame] = []
+    names: dict[int, str] = {}
+    device_types: dict[int, str] = {}
+    batches: list[tuple[tuple, str, list[int]]] = []
+    opts: dict[str, Any] = {}
+    t0 = t1 = None
+    errors: list[str] = []
+    warnings: list[str] = []
+    for piece, frame in frames:
+        places = np.asarray(piece.index, np.int64)
+        rows = _line_rows(frame)
+        raw = frame.raw
+        # A line's place in its plane: a thread piece holds the lines piece.lines of its plane.
+        local = np.arange(len(raw.line_plane), dtype=np.int64) - np.searchsorted(raw.line_plane, raw.line_plane)
+        in_plane = np.asarray(piece.lines, np.int64)[local] if piece.kind == "threads" else local
+        parts.append(rows.with_columns(plane=pl.Series(places[rows["plane"].to_numpy()], dtype=pl.Int32),
+                                       in_plane=pl.Series(in_plane[rows["line"].to_numpy()])))
+        names.update(zip(piece.index, raw.plane_name))
+        device_types.update(_device_types(frame, list(piece.index)))
+        batches += _batch_candidates(frame, places, in_plane)
+        if piece.kind == "meta":
+            opts, t0, t1 = capture_options(frame)
+            errors, warnings = list(frame.errors), list(frame.warnings)
+        del frame, raw, rows  # before the next piece is decoded
+    lines = (pl.concat(parts).sort("plane", "in_plane")
+             .with_columns(line=pl.int_range(pl.len(), dtype=pl.Int32)).drop("in_plane"))
+    order = sorted(names)
+    planes = _plane_table(pl.DataFrame({"plane": np.asarray(order, np.int32),
+                                        "name": pl.Series([names[p] for p in order], dtype=pl.String)}), lines)
+    types = [device_types[p] for p in sorted(device_types)]
+    found = sorted({b for _, _, values in batches for b in values})
+    source = min(batches)[1] if batches else ""
+    return HostSummary(
+        host=host, file=path, size_bytes=size, planes=planes, lines=lines.select(_LINE_COLUMNS), span_ps=_span(lines),
+        start_time_ns=t0, stop_time_ns=t1, capture_options=opts,
+        device_type=types[0] if types else "CPU", device_count=len(types),
+        batch_sizes=found, batch_source=source, errors=errors, warnings=warnings)
+
+
+def _batch_candidates(frame: XSpaceFrame, places: np.ndarray, in_plane: np.ndarray) -> list[tuple[tuple, str, list[int]]]:
+    """recorded_batch_sizes of a piece: per owner kind with values, (where its first one lies in
+    the whole host: kind, plane, line, place), what carries it, the values."""
+    raw = frame.raw
+    out = []
+    for kind, owner in enumerate(("event", "metadata", "plane")):
+        v = frame.stat_values(owner, BATCH_SIZE_STAT).filter(pl.col("int") > 0)
+        if not len(v):
+            continue
+        row = int(v["owner"][0])
+        if owner == "event":
+            ln = int(raw.event_line[row])
+            key: tuple = (kind, int(places[raw.line_plane[ln]]), int(in_plane[ln]), row - int(raw.line_first_event[ln]))
+            source = raw.em_name[int(frame.events["metadata"][row])]
+        elif owner == "metadata":
+            em_plane = np.asarray(raw.em_plane)
+            p = int(em_plane[row])
+            key = (kind, int(places[p]), row - int(np.searchsorted(em_plane, p)))
+            source = raw.em_name[row]
+        else:
+            key, source = (kind, int(places[row])), raw.plane_name[row]
+        out.append((key, source, v["int"].unique().to_list()))
+    return out
 
 
 def analyze(run: RunData, host: str | None = None, **_options) -> RunSummary:
@@ -170,7 +260,11 @@ def analyze(run: RunData, host: str | None = None, **_options) -> RunSummary:
     keep = len(hosts) == 1  # over several hosts, one frame at a time: memory follows the largest host
     for h in hosts:
         hf = run.host_file(h)
-        out.append(summarize_host(hf.host, hf.path, hf.size, run.frame(hf.host, keep=keep)))
+        pieces = giant_host.pieces(run, hf.host)
+        if pieces is not None:  # a giant host: piece by piece, never its whole frame
+            out.append(summarize_pieces(hf.host, hf.path, hf.size, giant_host.piece_frames(run, hf.host, pieces)))
+        else:
+            out.append(summarize_host(hf.host, hf.path, hf.size, run.frame(hf.host, keep=keep)))
     return RunSummary(run=run.name, hosts=out)
 
 

@@ -14,21 +14,26 @@ bottleneck iterator's kind gives XProf's suggestion.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from tputui.analysis import giant_host
 from tputui.analysis import op_metrics as om
 from tputui.analysis.tf_input import (
     DEVICE_SECOND_ITERATORS,
     TfInputFacts,
     is_generator_source,
+    is_tf_data_thread,
     py_func_counts,
     python_input_sources,
 )
 from tputui.data import schema
+from tputui.data.event_subset import events_named
+from tputui.data.run_data import RunData
 from tputui.data.xspace import XSpaceFrame
 
 SLOW_CALL_PS = 50 * 1_000_000  # 50 us, tensorflow.org/guide/data_performance_analysis
@@ -162,9 +167,39 @@ class TfDataAnalysis:
         return {"tf_data_pipelines": pl.DataFrame(rows) if rows else pl.DataFrame()}
 
 
-def analyze_frames(frames: dict[str, XSpaceFrame]) -> TfDataAnalysis:
+def analyze_run(run: RunData, hosts: list[str]) -> TfDataAnalysis:
+    """The hosts' pipelines, one host's frame at a time; a giant host (giant_host.py) gives only
+    its host plane (the only plane read), and not even that when no event there is tf.data's."""
+    return _analyze((h, _host_plane(run, h)) for h in hosts)
+
+
+def _host_plane(run: RunData, host: str) -> XSpaceFrame:
+    if giant_host.pieces(run, host) is None:
+        return run.frame(host)
+    return tf_data_lines(run, host)
+
+
+def tf_data_lines(run: RunData, host: str) -> XSpaceFrame:
+    """The host plane with only the lines _host_pipelines reads: those with an iterator, produce
+    or consume event (nesting is per line, so each is read whole), and tf.data's threads (their
+    py-function ops); the others add no event it looks at. Which lines: from the plane's tf.data
+    events alone (event_subset), then those lines decoded whole."""
+    meta = giant_host.planes_without_lines(run, host, lambda n: n == schema.HOST_PLANE)
+    if not any(om.parse_tf_op(n)[0] == om.CAT_TF_DATA for n in meta.raw.em_name):
+        return meta  # no line: no pipeline, as the whole plane would give
+    wanted = [n for n in meta.raw.em_name if om.parse_tf_op(n)[0] == om.CAT_TF_DATA or n in _PRODUCE or n in _CONSUME]
+    events = events_named(run.host_file(host), schema.HOST_PLANE, wanted)
+    if events is None:  # not a .xplane.pb (giant hosts are)
+        return run.frame(host, planes=[schema.HOST_PLANE], keep=False)
+    raw = events.raw
+    lines = [ln for ln in range(len(raw.line_plane)) if raw.line_num_events[ln] > 0 or is_tf_data_thread(raw.line_name[ln])]
+    del events, raw
+    return giant_host.plane_lines(run, host, schema.HOST_PLANE, lines)
+
+
+def _analyze(frames: Iterable[tuple[str, XSpaceFrame]]) -> TfDataAnalysis:
     pipes: list[PipelineStats] = []
-    for host, fr in frames.items():
+    for host, fr in frames:
         pipes += _host_pipelines(host, fr)
     host_side = sorted((p for p in pipes if p.side == "host"), key=lambda p: -p.max_latency_ps)
     return TfDataAnalysis(host_side, [p for p in pipes if p.side == "device"])

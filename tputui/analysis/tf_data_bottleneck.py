@@ -137,7 +137,7 @@ def has_data(run: RunData) -> bool:
 
 def analyze(run: RunData, host: str | None = None, **_options) -> TfDataBottleneckResult:
     hosts = [host] if host else run.require_hosts()
-    analysis = tf_data.analyze_frames({h: run.frame(h) for h in hosts})
+    analysis = tf_data.analyze_run(run, hosts)
     if not analysis.pipelines and not analysis.device_pipelines:
         raise NoDataError("no tf.data input pipeline in this profile (iterator events come from TensorFlow's "
                           "tf.data with the host tracer on)")

@@ -183,6 +183,10 @@ PYTHON_INPUT_CHANGE = {
 }
 
 
+def is_tf_data_thread(line_name: str) -> bool:
+    return bool(_TF_DATA_THREAD.match(line_name))
+
+
 def py_func_counts(frame: XSpaceFrame) -> dict[str, int]:
     """Py-function ops (PyFunc / EagerPyFunc) run on the host plane's tf.data threads."""
     plane = frame.plane_index(schema.HOST_PLANE)
@@ -193,7 +197,7 @@ def py_func_counts(frame: XSpaceFrame) -> dict[str, int]:
     md_all = frame.events["metadata"].to_numpy()
     out: dict[str, int] = {}
     for ln in frame.lines_of(plane):
-        if _TF_DATA_THREAD.match(frame.raw.line_name[ln]):
+        if is_tf_data_thread(frame.raw.line_name[ln]):
             md = md_all[frame.line_events(ln)]
             for k, c in zip(*np.unique(md[np.isin(md, list(py_md))], return_counts=True)):
                 out[py_md[int(k)]] = out.get(py_md[int(k)], 0) + int(c)

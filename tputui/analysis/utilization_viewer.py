@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tputui.analysis import host_map, tool_facts
+from tputui.analysis import giant_host, host_map, tool_facts
 from tputui.analysis import tpu_counter_ids as ids
 from tputui.analysis.result import NoDataError
 from tputui.data import schema
@@ -386,10 +386,25 @@ def has_data(run: RunData) -> bool:
     return any(tool_facts.has_chip_counters(facts) for facts in host_map.host_facts(run)) if run.hosts else False
 
 
+def _utilization(run: RunData, host: str, host_index: int) -> pl.DataFrame:
+    """A host's rows; a giant host's from its TPU planes, a few at a time (each plane's rows
+    depend on that plane alone): only the planes of a chip it knows, none when no plane names the
+    counter stat."""
+    if giant_host.pieces(run, host) is None:
+        return host_utilization(run.frame(host), host_index, host)
+    meta = giant_host.planes_without_lines(run, host, lambda n: n.startswith(schema.TPU_PLANE_PREFIX))
+    chips = {meta.raw.plane_name[p] for p in range(len(meta.raw.plane_name)) if _chip_of(meta, p) is not None}
+    if not chips or "counter_value" not in meta.raw.sm_name:
+        return pl.DataFrame(schema=SCHEMA)
+    parts = giant_host.over_planes(run, host, chips.__contains__,
+                                   lambda frame: host_utilization(frame, host_index, host))
+    return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
+
+
 def analyze(run: RunData, host: str | None = None, **_options) -> UtilizationResult:
     hosts = run.require_hosts()
     chosen = [host] if host else hosts
-    parts = [host_utilization(run.frame(h), hosts.index(h) if h in hosts else 0, h) for h in chosen]
+    parts = [_utilization(run, h, hosts.index(h) if h in hosts else 0) for h in chosen]
     rows = pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
     if not rows.height:
         raise NoDataError("no TPU v6e / v7x hardware counters in this profile (the utilization viewer reads the "

@@ -25,6 +25,7 @@ from textual.widgets import Input, Static
 from tputui import format as fmt
 from tputui.analysis.diff import RunDiff
 from tputui.analysis.op_events import framework_op_rows, hlo_op_rows
+from tputui.analysis.trace_cache import in_pieces
 from tputui.compare import diff_runs
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
@@ -212,6 +213,11 @@ class DiffScreen(StackedScreen):
     def _find(self, run: RunData, row: dict) -> None:
         host = self.host or run.hosts[0]
         try:
+            if in_pieces(run, host):
+                # No frame of a giant host (its size many times over): the trace viewer finds the
+                # op's events by name in its index, as the op tables' jump does.
+                self.post_message(self.EventsFound(run, host, row["name"], (), by_name=True))
+                return
             frame = run.frame(host)
             if row["table"] == "hlo":
                 rows = hlo_op_rows(frame, [row["name"]])
@@ -224,9 +230,9 @@ class DiffScreen(StackedScreen):
 
     # The finder's answers, as messages: a closed screen drops them.
     class EventsFound(Message, bubble=False):
-        def __init__(self, run: RunData, host: str, name: str, rows: tuple[int, ...]) -> None:
+        def __init__(self, run: RunData, host: str, name: str, rows: tuple[int, ...], by_name: bool = False) -> None:
             super().__init__()
-            self.run, self.host, self.name, self.rows = run, host, name, rows
+            self.run, self.host, self.name, self.rows, self.by_name = run, host, name, rows, by_name
 
     class EventsNotFound(Message, bubble=False):
         def __init__(self, text: str) -> None:
@@ -238,19 +244,19 @@ class DiffScreen(StackedScreen):
             self.notify(event.text, severity="error")
 
     def on_diff_screen_events_found(self, event: EventsFound) -> None:
-        self._open(event.run, event.host, event.name, event.rows)
+        self._open(event.run, event.host, event.name, event.rows, event.by_name)
 
-    def _open(self, run: RunData, host: str, name: str, rows: tuple[int, ...]) -> None:
+    def _open(self, run: RunData, host: str, name: str, rows: tuple[int, ...], by_name: bool = False) -> None:
         from tputui.screens.trace_viewer import TraceFocus
 
         if not self.is_mounted or self is not self.app.screen:
             return
-        if not rows:
+        if not rows and not by_name:
             self.notify(f"no events of {name} on host {host}", severity="warning")
             return
         # The trace viewer shows one host: the one the events were found on.
         self.app.open_run_data(run, host if len(run.hosts) > 1 else None, "trace_viewer",
-                               focus=TraceFocus(frame_rows=rows))
+                               focus=TraceFocus(names=(name,)) if by_name else TraceFocus(frame_rows=rows))
 
 
 class PathPrompt(ModalScreen[str | None]):
