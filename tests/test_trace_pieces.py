@@ -164,6 +164,7 @@ async def test_the_app_draws_the_devices_then_swaps_in_the_pieced_index(in_piece
                 firsts.append(screen.index)
                 if isinstance(screen.index, PiecedIndex) and screen.index.complete:
                     break
+                await app.workers.wait_for_complete()  # the pieces are built by worker processes
         screen = app.screen
         assert firsts[0].coarse  # the first frame: the devices' small lines
         tl = screen.query_one("#timeline", Timeline)
