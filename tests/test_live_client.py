@@ -114,18 +114,23 @@ def test_live_core_imports_without_textual():
 
 def test_a_call_issued_after_cancel_is_cancelled_at_once():
     """cancel() may land while a call is being issued (the server already has the request, the call
-    is not yet recorded as in flight): the call must still end now, not after the server's delay."""
-    import time
+    is not yet recorded as in flight): the call must still end now, not wait for the server's answer.
+    The server holds its answer until the test releases it: CancelledError must come first."""
+    import threading
 
     from tputui.live.client import CancelledError
 
-    fake = FakeProfiler([response_with(xplane("jax_mlp").read_bytes())], delay_s=5.0)
-    with fake_server(fake) as addr, ProfilerClient(addr) as c:
-        c.cancel()
-        t0 = time.monotonic()
-        with pytest.raises(CancelledError, match="cancelled"):
-            c.profile(profile_request(addr, 100, TracerOptions()))
-        assert time.monotonic() - t0 < 2.0  # not the 5 s the server would take
+    hold = threading.Event()
+    fake = FakeProfiler([response_with(xplane("jax_mlp").read_bytes())], hold=hold)
+    try:
+        with fake_server(fake) as addr, ProfilerClient(addr) as c:
+            c.cancel()
+            with pytest.raises(CancelledError, match="cancelled"):
+                c.profile(profile_request(addr, 100, TracerOptions()))
+            assert fake.answered == 0  # returned without the server's answer (it is still held)
+            assert c.cancelled
+    finally:
+        hold.set()
 
 
 def test_every_profile_window_has_a_session_id():

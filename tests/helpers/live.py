@@ -65,22 +65,32 @@ class LiveServer:
                 pass
 
 
+HOLD_MAX_S = 30.0  # a held Profile answers anyway after this (a test that forgot to release it ends)
+
+
 class FakeProfiler(pb_grpc.ProfilerServiceServicer):
     """Answers Profile from a script of responses (cycled on the last), Monitor if given one."""
 
     def __init__(self, responses=(), monitor: pb.MonitorResponse | None = None, delay_s: float = 0.0,
-                 write_server_side: bool = False, xspace_bytes: bytes = b""):
+                 write_server_side: bool = False, xspace_bytes: bytes = b"", hold: threading.Event | None = None):
         self.responses = list(responses)
         self.monitor_response = monitor
         self.delay_s = delay_s
         self.write_server_side = write_server_side
         self.xspace_bytes = xspace_bytes
         self.requests: list[pb.ProfileRequest] = []
+        # `hold`: Profile answers only once the test sets it (or after HOLD_MAX_S), so a test can
+        # tell "the client returned before the server answered" by order, not by a clock.
+        self.hold = hold
+        self.answered = 0
 
     def Profile(self, request, context):
         self.requests.append(request)
         if self.delay_s:
             time.sleep(self.delay_s)
+        if self.hold is not None:
+            self.hold.wait(HOLD_MAX_S)
+        self.answered += 1
         if self.write_server_side:
             # What old servers do without emit_xspace: write the file themselves.
             d = pathlib.Path(request.repository_root) / request.session_id
