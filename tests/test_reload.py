@@ -59,3 +59,23 @@ async def test_watch_rescans_by_itself(tmp_path):
                 break
         assert {r.name for r in app.logdir.runs} == {OLD, NEW}
         assert not any(t.startswith("no new runs") for t in toasts(app))  # quiet when nothing changed
+
+
+async def test_a_rescan_that_fails_says_so_and_the_app_keeps_its_runs(tmp_path):
+    """The rescan worker answers by message: a logdir gone meanwhile is one error toast, the runs
+    already listed stay and the screen stays usable."""
+    logdir, runs = one_run_logdir(tmp_path)
+    app = TputuiApp(open_logdir(str(logdir)))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        shutil.rmtree(logdir)
+        await pilot.press("R")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        errors = [str(n.message) for n in app._notifications if n.severity == "error"]
+        assert any(t.startswith("rescan failed: no such file or directory") for t in errors), errors
+        assert [r.name for r in app.logdir.runs] == [OLD]
+        await pilot.press("r")  # the run picker still lists the run it had
+        await pilot.pause()
+        assert [k for k, _ in app.screen.choices] == [OLD]

@@ -154,3 +154,50 @@ async def test_keys_typed_right_after_slash_go_to_a_table_filter():
         type_fast(app, "/queue")
         await settle(pilot)
         assert app.is_running and table.filter_text == "queue"
+
+
+async def test_a_tool_check_that_fails_is_one_error_and_the_picker_still_answers(monkeypatch):
+    """The check worker posts its answer (a message, not a call into the UI): a UserError is one
+    error toast, and the picker stops saying "checking..." (every tool then listed as without data)."""
+    from tputui.errors import UserError
+
+    def failing_tools_with_data(run):
+        raise UserError("host file unreadable")
+
+    monkeypatch.setattr(app_module, "tools_with_data", failing_tools_with_data)
+    app = make_app("tf_keras", tool="trace_viewer")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        screen = picker(app)
+        assert screen is not None and not screen.pending
+        assert "host file unreadable" in [str(n.message) for n in app._notifications if n.severity == "error"]
+        assert "No data in this run" in str(screen.query_one("#picker-note").render())
+
+
+async def test_a_tool_check_answering_after_the_picker_closed_draws_nothing(monkeypatch):
+    """The answer goes to the picker that asked: closed meanwhile, it is dropped (no error, no
+    redraw of a screen nobody sees)."""
+    release = threading.Event()
+
+    def slow_tools_with_data(run):
+        release.wait(30)
+        return [t.name for t in TOOLS if t.name in ("summary", "trace_viewer")]
+
+    monkeypatch.setattr(app_module, "tools_with_data", slow_tools_with_data)
+    app = make_app("tf_keras", tool="trace_viewer")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("t")
+        first = picker(app)
+        assert first is not None and first.pending
+        await pilot.press("escape")
+        await pilot.pause()
+        assert picker(app) is None
+        release.set()
+        await app.workers.wait_for_complete()
+        await settle(pilot)
+        assert first.pending  # never answered: it had closed
+        assert not [n for n in app._notifications if n.severity == "error"]
+        assert isinstance(app.screen, TraceViewerScreen)

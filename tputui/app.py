@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from functools import partial
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.message import Message
+from textual.notifications import SeverityLevel
+from textual.worker import get_current_worker
 
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
@@ -81,10 +83,28 @@ class TputuiCommands(Provider):
                 yield Hit(score, matcher.highlight(text), cb, help=help_text or None)
 
 
-class _NotifyWarnings(logging.Handler):
-    """Warnings the data layer logs (from any thread) become notifications; the app goes on."""
+class Notice(Message, bubble=False):
+    """A line for the app to notify, sent from a thread (a worker, a logging handler): threads post
+    messages, they never call into the UI."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, text: str, severity: SeverityLevel = "information", timeout: float | None = None) -> None:
+        super().__init__()
+        self.text, self.severity, self.timeout = text, severity, timeout
+
+
+class Rescanned(Message, bubble=False):
+    """The rescan worker's answer: the logdir as listed now."""
+
+    def __init__(self, fresh: Logdir, quiet: bool) -> None:
+        super().__init__()
+        self.fresh, self.quiet = fresh, quiet
+
+
+class _NotifyWarnings(logging.Handler):
+    """Warnings the data layer logs (from any thread) become notifications; the app goes on.
+    Posted as a message (thread-safe): the logging thread never touches the UI itself."""
+
+    def __init__(self, app: App[None]) -> None:
         super().__init__(logging.WARNING)
         self.app = app
         self.seen: set[str] = set()  # a file read again (another tool's planes) warns once
@@ -94,13 +114,9 @@ class _NotifyWarnings(logging.Handler):
         if message in self.seen:
             return
         self.seen.add(message)
-        notify = partial(self.app.notify, message, severity="warning", timeout=15)
         try:
-            if threading.get_ident() == self.app._thread_id:
-                notify()
-            else:
-                self.app.call_from_thread(notify)
-        except RuntimeError:  # the app is not running (any more)
+            self.app.post_message(Notice(message, "warning", timeout=15))
+        except RuntimeError:  # the app's event loop is closed (it has exited)
             pass
 
 
@@ -220,6 +236,9 @@ class TputuiApp(App):
                 return False  # the SQL screen's own `:` (back to its query prompt) answers there
         return True
 
+    def on_notice(self, event: Notice) -> None:
+        self.notify(event.text, severity=event.severity, timeout=event.timeout)
+
     def on_unmount(self) -> None:
         logging.getLogger("tputui").removeHandler(self._warnings)
 
@@ -276,14 +295,16 @@ class TputuiApp(App):
         from tputui.data.waiting import open_logdir_waiting
         from tputui.errors import UserError
 
+        answer: Message
         try:
-            fresh = open_logdir_waiting(self.logdir.root)
+            answer = Rescanned(open_logdir_waiting(self.logdir.root), quiet)
         except UserError as e:
-            self.call_from_thread(self.notify, f"rescan failed: {e}", severity="error")
-            return
-        self.call_from_thread(self._rescanned, fresh, quiet)
+            answer = Notice(f"rescan failed: {e}", "error")
+        if not get_current_worker().is_cancelled:  # a newer rescan answers instead
+            self.post_message(answer)
 
-    def _rescanned(self, fresh: Logdir, quiet: bool) -> None:
+    def on_rescanned(self, event: Rescanned) -> None:
+        fresh, quiet = event.fresh, event.quiet
         known = {r.name for r in self.logdir.runs}
         new = [r.name for r in fresh.runs if r.name not in known]
         self.logdir = fresh
@@ -353,15 +374,11 @@ class TputuiApp(App):
         try:
             names = self.tools_with_data(run)
         except UserError as e:
-            self.call_from_thread(self.notify, str(e), severity="error")
+            self.post_message(Notice(str(e), "error"))
             names = []
         choices, note, _ = self._tool_choices({t.name: t.name in names for t in TOOLS})
-
-        def show() -> None:
-            if picker.is_attached:
-                picker.set_choices(choices, (), note)
-
-        self.call_from_thread(show)
+        # To the picker as a message: a picker closed meanwhile drops it (nothing draws into it).
+        picker.post_message(PickerScreen.Answered(choices, note))
 
     def known_tools(self, run: RunData, imports: bool = False) -> dict[str, bool | None]:
         """Which tools have data, as known now without reading a host (None: still to check)."""

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -27,6 +28,13 @@ class PickerScreen(ModalScreen[str | None]):
     """
 
     CHECKING = "checking..."
+
+    class Answered(Message, bubble=False):
+        """A worker's answer for the pending choices: every choice known now, and the note."""
+
+        def __init__(self, choices: list[tuple[str, str]], note: str = "") -> None:
+            super().__init__()
+            self.choices, self.note = choices, note
 
     def __init__(self, title: str, choices: list[tuple[str, str]], current: str | None = None,
                  note: str = "", pending: Iterable[str] = ()) -> None:
@@ -56,6 +64,9 @@ class PickerScreen(ModalScreen[str | None]):
             ol.highlighted = keys.index(self.current)
         self.query_one("#picker-note").display = bool(self.note)
         ol.focus()
+
+    def on_picker_screen_answered(self, event: Answered) -> None:
+        self.set_choices(event.choices, (), event.note)
 
     def set_choices(self, choices: list[tuple[str, str]], pending: Iterable[str] = (), note: str = "") -> None:
         """New choices (a check finished): the filter typed so far and the highlighted choice stay."""
