@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from textual import work
 from textual.app import App
@@ -15,26 +17,32 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.message import Message
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from tputui.data.logdir import Logdir
 from tputui.data.run_data import RunData
+from tputui.data.runs import Run
 from tputui.quick_exit import NoWaitExecutor
+from tputui.screens.app_api import ToolsApp
+from tputui.screens.base import ToolScreen
 from tputui.screens.help import HelpScreen, help_lines
 from tputui.screens.pickers import PickerScreen
 from tputui.tools import TOOLS, get_tool, tools_known, tools_with_data, warm_up_checks
 from tputui.userdirs import load_settings, save_setting
 from tputui.widgets.type_ahead import text_is_typed
 
+PaletteItem = tuple[str, Callable[[], object], str]  # (command text, what it runs, help)
+
 
 class TputuiCommands(Provider):
     """Command palette: every tool the `t` picker lists, runs, hosts, the app's actions (SQL, diff,
     capture, reload) and every key of the screen it was opened on (CSV, go to, stack hosts, ...)."""
 
-    def _items(self) -> list[tuple[str, object, str]]:
+    def _items(self) -> list[PaletteItem]:
         app: TputuiApp = self.app  # type: ignore[assignment]
         known = app.known_tools(app.run_data, imports=True)  # as `t` lists: tools without data left out
-        items = [(f"Open tool: {t.title}", partial(app.open_tool, t.name),
+        items: list[PaletteItem] = [(f"Open tool: {t.title}", partial(app.open_tool, t.name),
                   t.name + (" (checking...)" if known.get(t.name) is None else ""))
                  for t in TOOLS if known.get(t.name) is not False]
         items += [(f"Switch run: {r.name}", partial(app.open_run, r.name), f"{len(r.hosts)} host(s)")
@@ -47,13 +55,14 @@ class TputuiCommands(Provider):
         items += self._screen_items(app)
         return items
 
-    def _screen_items(self, app: TputuiApp) -> list[tuple[str, object, str]]:
+    def _screen_items(self, app: TputuiApp) -> list[PaletteItem]:
         """The keys of the screen the palette was opened on, each as a command."""
         from tputui.screens.help import HELP_SKIP
 
         screen = self.screen
         title = getattr(getattr(screen, "tool", None), "title", "")
-        out, seen = [], set()
+        out: list[PaletteItem] = []
+        seen: set[str] = set()
         for active in screen.active_bindings.values():
             b = active.binding
             if (not active.enabled or not b.description or b.action in HELP_SKIP
@@ -127,7 +136,7 @@ def fmt_size(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def run_facts(run) -> str:
+def run_facts(run: Run) -> str:
     """What the run picker says about a run: capture time, hosts, size (markup)."""
     from datetime import datetime
 
@@ -147,7 +156,7 @@ DEMO_HINT = ("This is a JAX run on CPU: device figures read n/a. The TPU v6e run
 HISTORY = 8  # screens kept for Esc (each holds its loaded result)
 
 
-class TputuiApp(App):
+class TputuiApp(ToolsApp):
     TITLE = "tputui"
     CSS_PATH = "tputui.tcss"
     COMMANDS = App.COMMANDS | {TputuiCommands}
@@ -181,8 +190,8 @@ class TputuiApp(App):
         self.tpu_logs = tpu_logs  # the TPU runtime log's folder, for the tools that read it
         self.watch_seconds = watch
         self.logdir, self.use_cache = logdir, use_cache
-        self.scale = {"jobs": jobs, "dask": dask}  # how multi-host analyses run (RunData)
-        self.run_data = RunData(logdir.run(run), use_cache=use_cache, **self.scale)
+        self.jobs, self.dask = jobs, dask  # how multi-host analyses run (RunData)
+        self.run_data = RunData(logdir.run(run), use_cache=use_cache, jobs=jobs, dask=dask)
         self.host = host
         # With no --tool: the overview page (what XProf opens on), or the summary when the run
         # has no data for it (the summary stays on `t`).
@@ -243,7 +252,7 @@ class TputuiApp(App):
         logging.getLogger("tputui").removeHandler(self._warnings)
 
     # --- navigation --------------------------------------------------------------------
-    def no_data_on_first_screen(self, screen) -> bool:
+    def no_data_on_first_screen(self, screen: Screen[Any]) -> bool:
         """The default first screen has nothing to show: the summary takes its place (True)."""
         if not (self._default_first and len(self.screen_stack) == 2 and self.screen is screen):
             return False
@@ -251,12 +260,12 @@ class TputuiApp(App):
         self.open_tool("summary", replace=True)
         return True
 
-    def open_tool(self, name: str, replace: bool = False, **options) -> None:
+    def open_tool(self, name: str, replace: bool = False, **options: Any) -> None:
         tool = get_tool(name)
         self.tool_name = name
         if self.tpu_logs and "tpu_logs" in tool.option_names():
             options.setdefault("tpu_logs", self.tpu_logs)
-        screen_cls = tool.screen_class()
+        screen_cls: type[ToolScreen] | None = tool.screen_class()
         if screen_cls is None:
             from tputui.screens.generic import GenericToolScreen
 
@@ -277,9 +286,10 @@ class TputuiApp(App):
         oldest = self._screen_stack.pop(1)
         oldest.remove()
 
-    def action_back(self) -> None:
-        from tputui.screens.base import ToolScreen
+    async def action_back(self) -> None:
+        self.go_back()
 
+    def go_back(self) -> None:
         if len(self.screen_stack) <= 2:  # the default screen and the first tool
             self.notify("nothing to go back to (q quits)", timeout=3)
             return
@@ -315,7 +325,7 @@ class TputuiApp(App):
             self.notify(f"no new runs ({len(fresh.runs)} in the logdir)", timeout=3)
 
     def open_run(self, name: str) -> None:
-        self.run_data = RunData(self.logdir.run(name), use_cache=self.use_cache, **self.scale)
+        self.run_data = RunData(self.logdir.run(name), use_cache=self.use_cache, jobs=self.jobs, dask=self.dask)
         if self.host not in self.run_data.hosts:
             self.host = None
         self.open_tool(self.tool_name)
@@ -324,7 +334,7 @@ class TputuiApp(App):
         self.host = host or None
         self.open_tool(self.tool_name)
 
-    def open_run_data(self, run: RunData, host: str | None, tool: str, **options) -> None:
+    def open_run_data(self, run: RunData, host: str | None, tool: str, **options: Any) -> None:
         """Open `tool` on a run the diff or SQL screen holds (maybe of another logdir)."""
         self.run_data, self.host = run, host
         self.open_tool(tool, **options)
@@ -333,8 +343,11 @@ class TputuiApp(App):
     def action_pick_run(self) -> None:
         width = max((len(r.name) for r in self.logdir.runs), default=0) + 3
         choices = [(r.name, r.name.ljust(width) + run_facts(r)) for r in self.logdir.runs]
-        self.push_screen(PickerScreen("Run", choices, self.run_data.name),
-                         lambda pick: pick and pick != self.run_data.name and self.open_run(pick))
+        def picked(pick: str | None) -> None:
+            if pick and pick != self.run_data.name:
+                self.open_run(pick)
+
+        self.push_screen(PickerScreen("Run", choices, self.run_data.name), picked)
 
     def action_pick_host(self) -> None:
         hosts = self.run_data.hosts
@@ -342,8 +355,11 @@ class TputuiApp(App):
         sizes = {h.host: h.size for h in self.run_data.run.hosts}
         width = max((len(h) for h in hosts), default=0) + 3
         choices += [(h, h.ljust(width) + f"[dim]{fmt_size(sizes.get(h, 0))}[/dim]") for h in hosts]
-        self.push_screen(PickerScreen("Host", choices, self.host or ("" if len(hosts) > 1 else hosts[0])),
-                         lambda pick: pick is not None and self.open_host(pick))
+        def picked(pick: str | None) -> None:
+            if pick is not None:
+                self.open_host(pick)
+
+        self.push_screen(PickerScreen("Host", choices, self.host or ("" if len(hosts) > 1 else hosts[0])), picked)
 
     def action_pick_tool(self) -> None:
         """The picker opens at once (keys typed after `t` go to its filter): the tools known to have
@@ -352,7 +368,11 @@ class TputuiApp(App):
         known = self.known_tools(run)
         choices, note, pending = self._tool_choices(known)
         picker = PickerScreen("Tool", choices, self.tool_name, note, pending)
-        self.push_screen(picker, lambda pick: pick and self.open_tool(pick))
+        def picked(pick: str | None) -> None:
+            if pick:
+                self.open_tool(pick)
+
+        self.push_screen(picker, picked)
         if any(v is None for v in known.values()):
             self._check_tools(run, picker)
 

@@ -15,6 +15,11 @@ import argparse
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI imports the data layer only once it knows what to run (start-up time)
+    from tputui.data.run_data import RunData
+    from tputui.data.runs import Run
 
 EXIT_USAGE = 2
 SUBCOMMANDS = ("export", "capture", "monitor", "sql", "diff")
@@ -271,7 +276,7 @@ def run_export(argv: list[str]) -> int:
     return _print_notes(notes)
 
 
-def _replay_decode_notes(run, host: str | None) -> None:
+def _replay_decode_notes(run: RunData, host: str | None) -> None:
     """The warnings decoding the export's host files gave (a damaged riegeli region), said again
     when cached results stood in for the decode (a line said already is not repeated)."""
     if not run.use_cache:
@@ -301,7 +306,7 @@ def _is_op_stats_tool(tool: str) -> bool:
         return False  # run_tool says so
 
 
-def _prefetch(run, tool: str, host: str | None) -> None:
+def _prefetch(run: RunData, tool: str, host: str | None) -> None:
     """A one-host run whose tool reads the whole frame and whose frame is not cached yet: decode
     it in the background while the tool's modules import (~0.2 s overlapped). (A multi-host
     run's map workers were started before: _start_map_workers.)"""
@@ -324,7 +329,7 @@ def _prefetch(run, tool: str, host: str | None) -> None:
         run.prefetch(hf.host)
 
 
-def _start_map_workers(run, jobs: int | None, dask: str | None, use_cache: bool) -> None:
+def _start_map_workers(run: Run, jobs: int | None, dask: str | None, use_cache: bool) -> None:
     """On a multi-host run with hosts whose op stats are not cached, start the map's worker
     processes now (analysis/map_pool.py; ~0.3 s each to start and import the map): they get
     ready while this process loads the rest."""

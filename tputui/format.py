@@ -122,6 +122,14 @@ def share_percent(part: float, total: float, decimals: int = 1, missing: str = "
     return percent(100 * part / total, decimals) if total else missing
 
 
+def figure(v: object) -> float | None:
+    """A Polars aggregate of a numeric column (`Series.max()`, `.min()`), unchanged, as the number
+    it is (Polars types it as any Python literal); None for an empty column."""
+    if v is None or isinstance(v, (int, float)):
+        return v
+    raise TypeError(f"not a number: {v!r}")
+
+
 def number(v: float | None, decimals: int = 3, missing: str = "") -> str:
     """A plain figure with thousands separators: 1234.5 -> "1,234.500"."""
     return missing if v is None or math.isnan(v) else f"{v:,.{decimals}f}"

@@ -160,7 +160,7 @@ def tools_with_data(run: RunData) -> list[str]:
     return [t.name for t in TOOLS if t.available(run)]
 
 
-def tools_known(run, imports: bool = False) -> dict[str, bool | None]:
+def tools_known(run: RunData, imports: bool = False) -> dict[str, bool | None]:
     """Which tools have data as far as is known now, without reading a host file: every tool's
     has_data answers from the file list or the hosts' op stats, so once the op stats are in this
     process (the overview computed them) all answer at once; before that, the tools needing them

@@ -23,6 +23,7 @@ from tputui.live.capture import CaptureResult, EmptyCaptureError, capture, no_tr
 from tputui.live.client import CancelledError, LiveError, TracerOptions
 from tputui.live.tpu_resolve import addresses_from
 from tputui.quick_exit import must_finish
+from tputui.screens.app_api import ToolsApp
 from tputui.widgets.marked import MarkedCheckbox, MarkedRadioButton
 
 HOST_LEVELS = [("1 — critical only", 1), ("2 — info (default)", 2), ("3 — verbose", 3)]
@@ -138,14 +139,20 @@ class CaptureDialog(ModalScreen[CaptureResult | None]):
         if not logdir:
             raise LiveError("give a logdir to write the profile into")
         tpu = self.query_one("#kind-tpu", RadioButton).value
+
+        def level(select_id: str) -> int:
+            picked = self.query_one(f"#{select_id}", Select).selection
+            if not isinstance(picked, int):  # the selects allow no blank: never, short of a bug
+                raise LiveError(f"pick a level for {select_id}")
+            return picked
+
         return dict(
             address=None if tpu else target, tpu=target if tpu else None,
             logdir=os.path.expanduser(logdir),
             duration_ms=number("duration", "Duration"), attempts=number("attempts", "Tracing attempts"),
             tracer=TracerOptions(
-                host_tracer_level=self.query_one("#host-level", Select).value,
-                device_tracer_level=self.query_one("#device-level", Select).value,
-                python_tracer_level=self.query_one("#python-level", Select).value,
+                host_tracer_level=level("host-level"), device_tracer_level=level("device-level"),
+                python_tracer_level=level("python-level"),
                 include_dataset_ops=self.query_one("#dataset-ops", Checkbox).value),
         )
 
@@ -249,7 +256,7 @@ def default_capture_logdir(root: str) -> str:
     return ""
 
 
-def open_capture_dialog(app) -> None:
+def open_capture_dialog(app: ToolsApp) -> None:
     """Push the dialog over a TputuiApp; a successful capture reopens the logdir on the new run."""
     from tputui.data.logdir import LogdirError, open_logdir
 
@@ -267,5 +274,5 @@ def open_capture_dialog(app) -> None:
                    title="Capture profile")
         app.open_run(run.name if run else logdir.runs[0].name)
 
-    root = getattr(getattr(app, "logdir", None), "root", "") or ""
+    root = app.logdir.root or ""
     app.push_screen(CaptureDialog(default_capture_logdir(root)), captured)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import polars as pl
@@ -29,6 +30,7 @@ from tputui.analysis.trace_cache import in_pieces
 from tputui.compare import diff_runs
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
+from tputui.screens.app_api import ToolsApp, tools_app
 from tputui.screens.base import ContextBar
 from tputui.screens.stacked import BackTable, StackedScreen
 from tputui.widgets.footer import KeyFooter
@@ -255,8 +257,8 @@ class DiffScreen(StackedScreen):
             self.notify(f"no events of {name} on host {host}", severity="warning")
             return
         # The trace viewer shows one host: the one the events were found on.
-        self.app.open_run_data(run, host if len(run.hosts) > 1 else None, "trace_viewer",
-                               focus=TraceFocus(names=(name,)) if by_name else TraceFocus(frame_rows=rows))
+        tools_app(self).open_run_data(run, host if len(run.hosts) > 1 else None, "trace_viewer",
+                                      focus=TraceFocus(names=(name,)) if by_name else TraceFocus(frame_rows=rows))
 
 
 class PathPrompt(ModalScreen[str | None]):
@@ -281,7 +283,7 @@ class PathPrompt(ModalScreen[str | None]):
 OTHER = "\x00other"  # the picker's "another logdir…" entry
 
 
-def open_diff_picker(app, picker_cls) -> None:
+def open_diff_picker(app: ToolsApp, picker_cls: Callable[..., ModalScreen[str | None]]) -> None:
     """`D`: a picker of the logdir's other runs (and "another logdir or file…"); the pick is run A,
     the app's current run is B."""
     current = app.run_data
@@ -300,13 +302,13 @@ def open_diff_picker(app, picker_cls) -> None:
 
             app.push_screen(PathPrompt(), typed)
         elif name:
-            open_diff(RunData(app.logdir.run(name), use_cache=app.use_cache, **app.scale), name)
+            open_diff(RunData(app.logdir.run(name), use_cache=app.use_cache, jobs=app.jobs, dask=app.dask), name)
 
     app.push_screen(picker_cls("Compare this run with (A)", choices, None,
                                f"[dim]B is this run: {current.name}[/dim]"), picked)
 
 
-def _open_path(app, path: str, open_diff) -> None:
+def _open_path(app: ToolsApp, path: str, open_diff: Callable[[RunData, str], None]) -> None:
     from tputui.data.logdir import open_logdir
 
     try:
@@ -317,4 +319,5 @@ def _open_path(app, path: str, open_diff) -> None:
     except UserError as e:
         app.notify(str(e), title="Diff", severity="error", timeout=8)
         return
-    open_diff(RunData(run, use_cache=app.use_cache, **app.scale), f"{os.path.basename(path.rstrip('/'))} · {run.name}")
+    open_diff(RunData(run, use_cache=app.use_cache, jobs=app.jobs, dask=app.dask),
+              f"{os.path.basename(path.rstrip('/'))} · {run.name}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
+from tputui.screens.app_api import tools_app
+from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import usable_target
 
 GRAPH_TIP = "open the graph viewer on the highlighted op: what feeds it, what it feeds (Esc there goes back)"
@@ -18,8 +20,11 @@ def graph_binding(screen_id: str) -> Binding:
     return Binding("G", "show_in_graph", "Graph", id=f"{screen_id}.graph", tooltip=GRAPH_TIP)
 
 
-class GraphJumpMixin:
-    def graph_target(self):  # pragma: no cover - screens override
+GraphTarget = tuple[str, "int | str | None"]  # (instruction name, program id or module name)
+
+
+class GraphJumpMixin(ToolScreen):
+    def graph_target(self) -> GraphTarget | str | None:  # pragma: no cover - screens override
         return None
 
     def action_show_in_graph(self) -> None:
@@ -28,4 +33,4 @@ class GraphJumpMixin:
         target = usable_target(self, self.graph_target())
         if target is not None:
             name, program = target
-            self.app.open_tool("graph_viewer", module=str(program) if program else None, node=name)
+            tools_app(self).open_tool("graph_viewer", module=str(program) if program else None, node=name)

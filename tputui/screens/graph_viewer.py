@@ -20,6 +20,7 @@ from tputui.analysis.graph_viewer import GraphViewerResult
 from tputui.analysis.hlo_ops import module_program_id
 from tputui.analysis.op_events import hlo_op_rows
 from tputui.analysis.result import NoDataError
+from tputui.screens.app_api import tools_app
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
@@ -52,7 +53,9 @@ class NeighbourhoodTable(FrameTable):
         if self.filter_text:
             self.set_filter("")
         else:
-            self.screen.action_back()
+            screen = self.screen
+            if isinstance(screen, GraphViewerScreen):
+                screen.action_back()
 
 
 class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
@@ -143,7 +146,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             self._fill(event.node)
 
     def _head(self, text: Text) -> None:
-        for w in self.query("#gv-head"):
+        for w in self.query("#gv-head").results(Static):
             w.update(text)
 
     def _show_text(self) -> None:
@@ -198,7 +201,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
                                  (row["shape"], "green"),
                                  ("   calls ", "dim") if row["called"] else ("", ""), (", ".join(row["called"]), ""),
                                  (f"   {len(row['operands'])} operands, {len(row['users'])} users", "dim"))
-        for w in self.query("#gv-line"):
+        for w in self.query("#gv-line").results(Static):
             w.update(text)
 
     # --- selection -----------------------------------------------------------------------
@@ -231,7 +234,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         event.stop()
         event.prevent_default()  # Enter follows the edge here, not the mixin's "show in trace"
-        if event.row and self.graph and event.row["name"] != self.graph.node:
+        if event.row and self.graph and self.graph.node is not None and event.row["name"] != self.graph.node:
             self.history.append(self.graph.node)
             self._open_graph(event.row["name"], keep_history=True)
 
@@ -283,7 +286,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             (self.hlo_tree if self.hlo_tree.display else self.table).focus()
             return
         if self.graph is None:  # the text view: back to the screen before this one
-            self.app.action_back()
+            tools_app(self).go_back()
             return
         if self.history:
             self._open_graph(self.history.pop(), keep_history=True)
@@ -291,7 +294,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             self.reveal(self.graph.node)
 
     def action_depth(self, delta: int) -> None:
-        if self.graph is not None:
+        if self.graph is not None and self.graph.node is not None:
             self._open_graph(self.graph.node, self.graph.depth + delta, keep_history=True)
 
     def action_body(self) -> None:

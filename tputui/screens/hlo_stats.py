@@ -67,7 +67,7 @@ class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportM
 
     def _show_expr(self, row) -> None:
         self.expression = row["hlo_op_expression"] if row else ""
-        for w in self.query("#expr"):
+        for w in self.query("#expr").results(Static):
             w.update(self.expression)
 
     def graph_target(self):

@@ -16,11 +16,13 @@ from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Static
 
 from tputui import format as fmt
 from tputui.analysis.input_pipeline import RECOMMENDATIONS, InputPipelineResult
 from tputui.analysis.tf_data import SLOW_CALL_PS
+from tputui.screens.app_api import tools_app
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin
 from tputui.widgets.charts import HBarChart
@@ -72,8 +74,8 @@ def _device_stats(r: InputPipelineResult) -> Table:
     t.add_row("Input (% of step)", *(f"{ip[k]:.1f}" for k in ("avg", "stddev", "min", "max")))
     if r.core_ranges is not None and len(r.core_ranges):
         cr = r.core_ranges
-        t.add_row("Step range across cores (ms)", "", "", fmt.number(cr["step_time_min_ms"].min()),
-                  fmt.number(cr["step_time_max_ms"].max()))
+        t.add_row("Step range across cores (ms)", "", "", fmt.number(fmt.figure(cr["step_time_min_ms"].min())),
+                  fmt.number(fmt.figure(cr["step_time_max_ms"].max())))
     return t
 
 
@@ -81,7 +83,7 @@ def has_core_range(r: InputPipelineResult) -> bool:
     """TPU steps measured on more than one core: XProf draws their input wait as a range."""
     cr = r.core_ranges
     return (r.has_steps and all(c in r.step_table.columns for c in RANGE_COLUMNS)
-            and cr is not None and len(cr) > 0 and int(cr["cores"].max()) > 1)
+            and cr is not None and len(cr) > 0 and (fmt.figure(cr["cores"].max()) or 0) > 1)
 
 
 def range_chart(names: list[str], lo: list[float], avg: list[float], hi: list[float], width: int,
@@ -123,12 +125,16 @@ def range_chart(names: list[str], lo: list[float], avg: list[float], hi: list[fl
 
 def _core_range(r: InputPipelineResult, width: int) -> Text:
     st, cr = r.step_table, r.core_ranges
-    t = range_chart([str(n) for n in st["name"].to_list()], *(st[c].to_list() for c in RANGE_COLUMNS), width)
+    if cr is None:  # has_core_range said no
+        return Text("")
+    lo, avg, hi = (st[c].to_list() for c in RANGE_COLUMNS)
+    t = range_chart([str(n) for n in st["name"].to_list()], lo, avg, hi, width)
     worst = st.sort("infeed_percent_max", descending=True).row(0, named=True)
-    t.append(f"\n{int(cr['cores'].max())} cores · most waiting core: step {worst['name']}, cores from "
+    t.append(f"\n{int(fmt.figure(cr['cores'].max()) or 0)} cores · most waiting core: step {worst['name']}, cores from "
              f"{worst['infeed_percent_min']:.1f}% to {worst['infeed_percent_max']:.1f}% "
              f"(avg {worst['infeed_percent_avg']:.1f}%) · step time across cores "
-             f"{fmt.number(cr['step_time_min_ms'].min())} to {fmt.number(cr['step_time_max_ms'].max())} ms",
+             f"{fmt.number(fmt.figure(cr['step_time_min_ms'].min()))} to "
+             f"{fmt.number(fmt.figure(cr['step_time_max_ms'].max()))} ms",
              style="dim")
     return t
 
@@ -200,6 +206,7 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
         sides.mount(device, host)
         for d in result.diagnostics:
             scroll.mount(Static(Text(f"{d['severity']}: {d['message']}"), classes="ip-diagnostic"))
+        ops: Widget
         if len(result.input_ops):
             ops = FrameTable(result.input_ops, id="ip-ops", sort=("self_ms", True), formats={
                 "total_percent": lambda v: fmt.percent(v, 2), "self_percent": lambda v: fmt.percent(v, 2)})
@@ -239,8 +246,8 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
         self._table_cursor = table.cursor_row
 
     def export_frame(self):
-        tables = self.query("#ip-ops")
-        return tables.first().frame if tables else None
+        tables = self.query("#ip-ops").results(FrameTable)
+        return next((t.frame for t in tables), None)
 
     def action_overview(self) -> None:
-        self.app.open_tool("overview_page")
+        tools_app(self).open_tool("overview_page")

@@ -133,6 +133,8 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         for d in result.diagnostics:
             text.append(f"\n{d}", style="dim")
         self.query_one("#summary", Static).update(text)
+        if self.table is None:
+            return
         self.table.border_title = (f"Megascale stats ({n}) · sorted by aggregated total stall · s sort · / filter"
                                    " · B Gbps · enter trace")
         flagged, outliers = result.flagged_names, result.stall_outlier_names
@@ -157,6 +159,8 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
             gbps = float(event.value) if event.value.strip() else None
         except ValueError:
             gbps = None
+        if self.result is None or self.table is None:  # B opens the box only over a table
+            return
         self.result = self.result.flag(gbps)
         self.options["dcn_gbps"] = gbps or 0.0  # 0: off (None would bring the generation's back on reload)
         self.table.set_frame(self.result.rows, keep_cursor=True)
@@ -168,10 +172,10 @@ class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
         self._show_detail(event.row)
 
     def _show_detail(self, row) -> None:
-        for detail in self.query("#detail"):
+        for detail in self.query("#detail").results(Static):
             detail.update(row_details(row) if row else "")
         found = self.result.findings_of(row["name"]) if row and self.result is not None else []
-        for line in self.query("#finding"):  # what the guide makes of this collective (dcn_diagnosis)
+        for line in self.query("#finding").results(Static):  # what the guide makes of this collective (dcn_diagnosis)
             line.update(Text("\n".join(f["text"] for f in found), style="yellow") if found else "")
 
     def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:

@@ -7,6 +7,9 @@ to the breakdown table (`s` sort, `/` filter, `x` CSV).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
@@ -108,7 +111,8 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
         self.chart = AreaChart([], [], x_format=fmt_ms, y_format=fmt.bytes_binary_short, id="mp-chart")
         self.body.mount(self.chart)
         self.body.mount(Static("", id="mp-event"))
-        formats = {"allocation_bytes": fmt.bytes_binary, "requested_bytes": fmt.bytes_binary, "data_type": fmt_data_type}
+        formats: dict[str, Callable[[Any], str]] = {
+            "allocation_bytes": fmt.bytes_binary, "requested_bytes": fmt.bytes_binary, "data_type": fmt_data_type}
         self.table = FrameTable(id="mp-breakdown", formats=formats, hidden=("step_id",))
         self.body.mount(self.table)
         self._draw()
@@ -159,7 +163,7 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
     def _show_event(self, index: int) -> None:
         tl = self.allocator.timeline
         rec = tl.row(index, named=True) if 0 <= index < len(tl) else None
-        for w in self.query("#mp-event"):
+        for w in self.query("#mp-event").results(Static):
             w.update(_event_card(rec))
 
     def action_pick_memory(self) -> None:

@@ -131,6 +131,7 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
 
 
 class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
+    chart: AreaChart | None = None  # None: the memory space has no heap simulation to draw
     help_notes = ("The curve is the module's heap over its program points (data + padding); the list is every "
                   "buffer live at the peak. Buffers under 16 KiB are folded into one row, as in XProf.")
     BINDINGS = [
@@ -244,7 +245,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
                              ("  instruction ", "dim"), (name, "bold"),
                              ("  heap ", "dim"), (_mib(r.heap_mib[index]), ""),
                              ("  unpadded ", "dim"), (_mib(r.unpadded_heap_mib[index]), ""))
-        for w in self.query("#mv-point"):
+        for w in self.query("#mv-point").results(Static):
             w.update(text)
 
     def on_frame_table_row_highlighted(self, event: FrameTable.RowHighlighted) -> None:
@@ -253,7 +254,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
     def _show_buffer(self, row) -> None:
         r: MemoryViewerResult = self.result
         buf = r.buffer_at(row["rank"], self.by_size) if row else None
-        for w in self.query("#mv-buffer"):
+        for w in self.query("#mv-buffer").results(Static):
             w.update(_buffer_card(buf))
 
     def action_toggle_order(self) -> None:

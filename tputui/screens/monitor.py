@@ -206,7 +206,7 @@ class MonitorScreen(Screen):
             return
         ok, last = self.history.last_ok, self.history.last
         stale = ok is not None and last is not ok
-        when = f" ({_stamp(ok.time)})" if stale else ""
+        when = f" ({_stamp(ok.time)})" if stale and ok is not None else ""
         whose = f" of {self.address}" if len(self.state.workers) > 1 else ""
         self.query_one("#figures").border_title = ("Figures of the last window with activity" if stale
                                                    else "Figures of the last window") + whose + when
@@ -260,7 +260,8 @@ class MonitorScreen(Screen):
     # --- runtime metrics, one row per chip ----------------------------------------------
     def _chips_title(self) -> str:
         good, last = self.state.last_good_reading, self.state.last_reading
-        address = (last or good).address if (last or good) else ""
+        shown = last or good
+        address = shown.address if shown else ""
         title = f"TPU chips: libtpu runtime metrics at {address}"
         if good is not None and last is not good:
             title += f" (as of {_stamp(good.time)})"

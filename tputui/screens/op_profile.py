@@ -20,10 +20,12 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Static, Tree
+from textual.widgets.tree import TreeNode
 
 from tputui import format as fmt
 from tputui.analysis.op_events import hlo_op_rows, program_rows
 from tputui.analysis.op_profile import SORTS, Node, OpProfile
+from tputui.screens.app_api import tools_app
 from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin
@@ -224,7 +226,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         tree.clear()
         tree.root.set_label(node_label(root, self._total))
         tree.root.data = root
-        self._add_children(tree.root, root, depth=0)
+        self._add_tree_children(tree.root, root, depth=0)
         tree.root.expand()
         tree.cursor_line = 0
         shown = f"filter '{self.needle}' · " if self.needle else ""
@@ -235,12 +237,12 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
                              "v trace")
         self._show_card(root)
 
-    def _add_children(self, tnode, node: Node, depth: int) -> None:
+    def _add_tree_children(self, tnode: TreeNode[Node], node: Node, depth: int) -> None:
         kids = node.children[: self.children_shown]
         for c in kids:
             child = tnode.add(node_label(c, self._total), data=c, allow_expand=bool(c.children))
             if c.children:
-                self._add_children(child, c, depth + 1)
+                self._add_tree_children(child, c, depth + 1)
             if depth < 1 or (self.needle and not c.is_op):  # programs open, like XProf's first levels;
                 child.expand()                                # with a filter, the way to every match
         hidden = len(node.children) - len(kids)
@@ -296,7 +298,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
             self.needle = ""
             self._build()
         else:
-            self.app.action_back()
+            tools_app(self).go_back()
 
     def action_children(self, delta: int) -> None:
         if self.result is not None:
@@ -316,7 +318,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
     def trace_target(self):
         node = self.op_tree.cursor_node
         n: Node | None = node.data if node is not None else None
-        if n is None:
+        if node is None or n is None:
             return None
         if n.name == "IDLE":
             return "IDLE is time without ops: it has no events to show"

@@ -5,17 +5,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 from textual import work
 from textual.message import Message
+from textual.widget import Widget
 
 from tputui.analysis.trace_cache import in_pieces
 from tputui.data.files import atomic_open
 from tputui.export import csv_text
+from tputui.screens.app_api import tools_app
 from tputui.screens.base import ToolScreen
 from tputui.userdirs import export_dir, short_path
+from tputui.widgets.table import FrameTable
 
 
 class Units:
@@ -53,19 +56,19 @@ def write_csv(frame: pl.DataFrame, tool: str, logdir: str | None = None) -> str:
     return path
 
 
-class CsvExportMixin:
+class CsvExportMixin(ToolScreen):
     """`x` writes the table as shown (filtered, sorted) to a CSV file."""
 
     def export_frame(self) -> pl.DataFrame | None:  # pragma: no cover - screens override
         return None
 
-    def action_export_csv(self: ToolScreen) -> None:
+    def action_export_csv(self) -> None:
         frame = self.export_frame()
         if frame is None:
             self.notify("nothing to export yet", severity="warning")
             return
         try:
-            path = write_csv(frame, self.tool.name, self.app.logdir.root)
+            path = write_csv(frame, self.tool.name, tools_app(self).logdir.root)
         except OSError as e:
             self.notify(f"CSV export failed: {e}", severity="error")
             return
@@ -85,7 +88,10 @@ class ResultKeysMixin:
         return True
 
 
-def usable_target(screen, target):
+T = TypeVar("T", bound=tuple)
+
+
+def usable_target(screen: Widget, target: T | str | None) -> T | None:
     """A jump target (tuple), or None after telling the user why not (no row, or the row's reason)."""
     if target is None or isinstance(target, str):
         screen.notify(target or "select an op first", severity="warning")
@@ -94,9 +100,10 @@ def usable_target(screen, target):
 
 
 EventFinder = Callable[[Any], Any]  # XSpaceFrame -> rows of frame.events, or a TraceFocus
+TraceTarget = tuple[str, EventFinder]  # (what the rows are, for messages; their finder)
 
 
-class TraceJumpMixin:
+class TraceJumpMixin(ToolScreen):
     """`v`: open the trace viewer with the selected row's events selected and in view.
 
     Screens implement `trace_target() -> (label, finder) | str | None`: a finder maps the host's
@@ -104,10 +111,10 @@ class TraceJumpMixin:
     says why there is nothing to show for this row. The finder runs in a worker (the first call
     may decode the host)."""
 
-    def trace_target(self):  # pragma: no cover - screens override
+    def trace_target(self) -> TraceTarget | str | None:  # pragma: no cover - screens override
         return None
 
-    def action_show_in_trace(self: ToolScreen) -> None:
+    def action_show_in_trace(self) -> None:
         if self.result is None:
             return
         target = usable_target(self, self.trace_target())
@@ -115,7 +122,7 @@ class TraceJumpMixin:
             label, finder = target
             self._find_trace_events(label, finder)
 
-    def on_frame_table_row_selected(self, event) -> None:
+    def on_frame_table_row_selected(self, event: FrameTable.RowSelected) -> None:
         """Enter on a table row opens it in the trace viewer (the one drill-down these tables have)."""
         event.stop()
         self.action_show_in_trace()
@@ -128,7 +135,7 @@ class TraceJumpMixin:
             self.label, self.found, self.error = label, found, error
 
     @work(thread=True, exclusive=True, group="trace-jump", description="finding events")
-    def _find_trace_events(self: ToolScreen, label: str, finder: EventFinder) -> None:
+    def _find_trace_events(self, label: str, finder: EventFinder) -> None:
         try:
             if in_pieces(self.run_data, self.host):
                 from tputui.screens.trace_viewer import TraceFocus
@@ -143,7 +150,7 @@ class TraceJumpMixin:
             return
         self.post_message(TraceJumpMixin.EventsFound(label, found))
 
-    def on_trace_jump_mixin_events_found(self: ToolScreen, event: TraceJumpMixin.EventsFound) -> None:
+    def on_trace_jump_mixin_events_found(self, event: TraceJumpMixin.EventsFound) -> None:
         from tputui.screens.trace_viewer import TraceFocus, show_in_trace_viewer
 
         label, found = event.label, event.found

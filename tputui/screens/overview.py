@@ -14,11 +14,13 @@ from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Static
 
 from tputui import format as fmt
 from tputui.analysis.input_analysis import without_section_refs
 from tputui.analysis.overview import OverviewResult
+from tputui.screens.app_api import tools_app
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CsvExportMixin
 from tputui.widgets.step_chart import BREAKDOWN, StepChart
@@ -171,7 +173,7 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
             shown = result.top_ops.select(
                 pl.col("self_time_percent").alias("time %"), pl.col("cumulative_time_percent").alias("cumulative %"),
                 "category", pl.col("name").alias("operation"), pl.col("flop_rate_gflops").alias("GFLOP/s"))
-            ops = FrameTable(shown, id="ov-ops", formats={
+            ops: Widget = FrameTable(shown, id="ov-ops", formats={
                 "time %": lambda v: fmt.percent(v, 2), "cumulative %": lambda v: fmt.percent(v, 2),
                 "GFLOP/s": lambda v: fmt.number(v, 1)})
             ops.border_title = f"Top {len(result.top_ops)} device ops by self time · s sort · / filter · x CSV"
@@ -207,8 +209,8 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
         self._table_cursor = table.cursor_row
 
     def export_frame(self):
-        tables = self.query("#ov-ops")
-        return tables.first().frame if tables else None
+        tables = self.query("#ov-ops").results(FrameTable)
+        return next((t.frame for t in tables), None)
 
     def action_next_tool(self) -> None:
         if self.result is None:
@@ -220,4 +222,4 @@ class OverviewScreen(CsvExportMixin, ToolScreen):
         self.action_open(nxt)
 
     def action_open(self, tool: str) -> None:
-        self.app.open_tool(tool)
+        tools_app(self).open_tool(tool)

@@ -224,7 +224,7 @@ class PodViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, OpProfile
         values = [[r[f"{k}_ms"] for k in self.chip_keys] for r in self.per_chip.iter_rows(named=True)]
         self.chips.set_data(values, [CATEGORY_NAMES[k] for k in self.chip_keys],
                             [str(c) for c in self.per_chip["chip"].to_list()])
-        self.chip_axis.update(y_axis(self.per_chip["total_ms"].max() or 0.0, CHIP_CHART_HEIGHT))
+        self.chip_axis.update(y_axis(fmt.figure(self.per_chip["total_ms"].max()) or 0.0, CHIP_CHART_HEIGHT))
         legend = Text("per chip (ms): ", style="dim")
         legend.append_text(self.chips.legend())
         self.query_one("#chip_legend", Static).update(legend)

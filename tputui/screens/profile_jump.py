@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
+from tputui.screens.app_api import tools_app
+from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import usable_target
 
 PROFILE_TIP = "open the op profile on the highlighted op: its time, FLOPS and bandwidth (Esc there goes back)"
@@ -18,8 +20,8 @@ def profile_binding(screen_id: str) -> Binding:
     return Binding("P", "show_in_op_profile", "Op profile", id=f"{screen_id}.op_profile", tooltip=PROFILE_TIP)
 
 
-class OpProfileJumpMixin:
-    def profile_target(self):  # pragma: no cover - screens override
+class OpProfileJumpMixin(ToolScreen):
+    def profile_target(self) -> tuple[str] | str | None:  # pragma: no cover - screens override
         return None
 
     def action_show_in_op_profile(self) -> None:
@@ -27,4 +29,4 @@ class OpProfileJumpMixin:
             return
         target = usable_target(self, self.profile_target())
         if target is not None:
-            self.app.open_tool("op_profile", select=target[0])
+            tools_app(self).open_tool("op_profile", select=target[0])

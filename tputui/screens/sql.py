@@ -17,6 +17,7 @@ from textual.widgets import Input, Static
 
 from tputui.data.run_data import RunData
 from tputui.query import TABLES, QueryResult, run_query
+from tputui.screens.app_api import tools_app
 from tputui.screens.base import ContextBar
 from tputui.screens.stacked import BackTable, StackedScreen
 from tputui.widgets.footer import KeyFooter
@@ -118,7 +119,7 @@ class SqlScreen(StackedScreen):
         host, rows = target
         from tputui.screens.trace_viewer import TraceFocus
 
-        self.app.open_run_data(self.run_data, host, "trace_viewer", focus=TraceFocus(frame_rows=rows))
+        tools_app(self).open_run_data(self.run_data, host, "trace_viewer", focus=TraceFocus(frame_rows=rows))
 
 
 def trace_rows(table: FrameTable, host: str | None, hosts: list[str]) -> tuple[str, tuple[int, ...]] | str:

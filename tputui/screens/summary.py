@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from tputui import format as fmt
 from tputui.analysis.summary import HostSummary, RunSummary
+from tputui.screens.app_api import tools_app
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin
 from tputui.tools import TOOLS
@@ -35,7 +36,7 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
     def find_tools(self) -> None:
         """Which tools have data: the first thing a newcomer needs (after the facts, so they
         draw at once); the tool picker reuses the answer."""
-        self.post_message(self.ToolsFound(self.app.tools_with_data(self.run_data)))
+        self.post_message(self.ToolsFound(tools_app(self).tools_with_data(self.run_data)))
 
     class ToolsFound(Message, bubble=False):
         def __init__(self, names: list[str]) -> None:
@@ -44,7 +45,7 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
 
     def on_summary_screen_tools_found(self, event: ToolsFound) -> None:
         self.tools_with_data = event.names
-        for w in self.query("#next"):
+        for w in self.query("#next").results(Static):
             w.update(self._next_text())
 
     def show(self, result: RunSummary) -> None:
@@ -116,8 +117,8 @@ class SummaryScreen(CsvExportMixin, ToolScreen):
 
 
     def export_frame(self):
-        tables = self.query("#lines")
-        return tables.first().frame if tables else None
+        tables = self.query("#lines").results(FrameTable)
+        return next((t.frame for t in tables), None)
 
 
 def _planes_text(h: HostSummary) -> str:

@@ -36,18 +36,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.actions import SkipAction
+from textual.app import App
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Static
 
 from tputui import format as fmt
-from tputui.analysis.collective_wait import wait_for_slowest
+from tputui.analysis.collective_wait import CollectiveWait, wait_for_slowest
 from tputui.analysis.result import NoDataError
 from tputui.analysis.trace import TraceIndex
 from tputui.analysis.trace_cache import finish_index, open_index
@@ -55,8 +56,11 @@ from tputui.analysis.trace_flows import FLOW_KINDS
 from tputui.analysis.trace_hosts import stacked_index
 from tputui.analysis.trace_selection import earliest, events_of, range_stats, selection_stats, self_share
 from tputui.data.progress import Progress
-from tputui.screens.base import ToolScreen
+from tputui.data.run_data import RunData
+from tputui.screens.app_api import ToolsApp
+from tputui.screens.base import ContextBar, ToolScreen
 from tputui.screens.host_stack_picker import HostStackPicker
+from tputui.tools import Tool
 from tputui.widgets.timeline import Timeline, fmt_tick, parse_time
 from tputui.widgets.type_ahead import text_is_typed
 
@@ -76,8 +80,10 @@ class TraceFocus:
     end_ps: int | None = None
 
 
-def show_in_trace_viewer(app, focus: TraceFocus) -> None:
+def show_in_trace_viewer(app: App[Any], focus: TraceFocus) -> None:
     """Open the trace viewer (current run and host) with `focus` selected and in view."""
+    if not isinstance(app, ToolsApp):
+        raise TypeError(f"the trace viewer opens in tputui's app, not {type(app).__name__}")
     app.open_tool("trace_viewer", focus=focus)
 
 
@@ -118,7 +124,7 @@ class TraceViewerScreen(ToolScreen):
                 tooltip="line above (pan mode: scroll; zoom mode: zoom in)"),
         Binding("down", "arrow('down')", "Next track", show=False, id="trace.down",
                 tooltip="line below (pan mode: scroll; zoom mode: zoom out)"),
-        Binding("enter", "toggle", "Fold / fit", id="trace.toggle",
+        Binding("enter", "fold_or_fit", "Fold / fit", id="trace.toggle",
                 tooltip="on a section line: expand / collapse it; on a selected event: fit it"),
         # Enter in timing mode: its own binding, so the footer says what Enter does there.
         Binding("enter", "timing_enter", "Set mark", id="trace.timing_enter",
@@ -178,7 +184,7 @@ class TraceViewerScreen(ToolScreen):
                   "Times are from the profile start. The mouse works too: "
                   "click selects, the wheel zooms at the pointer, shift+wheel pans. " + CAPTURE_EDGE_NOTE)
 
-    def __init__(self, run, host, tool, **options: Any) -> None:
+    def __init__(self, run: RunData, host: str | None, tool: Tool, **options: Any) -> None:
         self.focus_request: TraceFocus | None = options.pop("focus", None)
         self.stack_hosts: list[str] | None = options.pop("hosts", None)  # several hosts stacked (H)
         # One host's timeline unless hosts are stacked: "all hosts" opens the first and says so.
@@ -237,6 +243,8 @@ class TraceViewerScreen(ToolScreen):
     @work(thread=True, exclusive=True, group="trace-lod", description="level of detail")
     def build_lod(self) -> None:
         ix = self.index
+        if ix is None:  # the screen moved on (hosts stacked) before the worker started
+            return
 
         def report(msg: str) -> None:
             self.post_message(self.LodProgress(msg))
@@ -245,6 +253,8 @@ class TraceViewerScreen(ToolScreen):
 
     @work(thread=True, exclusive=True, group="trace-frame", description="event details")
     def load_details_frame(self, event: int) -> None:
+        if self.index is None:
+            return
         try:
             self.index.prepare_details(event)
         except Exception as e:  # noqa: BLE001 - the view works without details; say why
@@ -284,7 +294,7 @@ class TraceViewerScreen(ToolScreen):
     def on_trace_viewer_screen_lod_done(self, event: LodDone) -> None:
         if event.first is not None and event.first is not self.index:
             return  # finishes an index this screen has replaced since (another host, stacked hosts)
-        if event.index is not self.index:
+        if self.index is not None and event.index is not self.index:
             was_partial, deferred, self.index = self.index.partial, self.index.deferred, event.index
             if self.timeline is not None:
                 self.timeline.collapsed.difference_update(deferred)  # their events are here now
@@ -300,6 +310,8 @@ class TraceViewerScreen(ToolScreen):
     # --- focus from other screens ----------------------------------------------------------
     def apply_focus(self, f: TraceFocus) -> None:
         ix, tl = self.index, self.timeline
+        if ix is None or tl is None:  # nothing shown yet: show() applies the request
+            return
         picked = events_of(ix, f.frame_rows, f.names)
         if f.search:
             tl.set_search(f.search)
@@ -313,29 +325,30 @@ class TraceViewerScreen(ToolScreen):
             tl.zoom_to_selection()
 
     # --- actions -----------------------------------------------------------------------------
-    def _ready(self) -> bool:
-        return self.timeline is not None and not self.query_one("#prompt", Input).has_focus
+    def _ready(self) -> Timeline | None:
+        """The timeline, when keys act on it (loaded, and no prompt has the focus)."""
+        tl = self.timeline
+        return tl if tl is not None and not self.query_one("#prompt", Input).has_focus else None
 
     def action_zoom(self, factor: float) -> None:
-        if self._ready():
-            self.timeline.zoom(float(factor))
+        if (tl := self._ready()) is not None:
+            tl.zoom(float(factor))
 
     def action_pan(self, fraction: float) -> None:
-        if self._ready():
-            self.timeline.pan(float(fraction))
+        if (tl := self._ready()) is not None:
+            tl.pan(float(fraction))
 
     def action_fit(self) -> None:
-        if self._ready():
-            self.timeline.zoom_to_selection()
+        if (tl := self._ready()) is not None:
+            tl.zoom_to_selection()
 
     def action_mark(self) -> None:
-        if self._ready():
-            self.timeline.mark_selection()
+        if (tl := self._ready()) is not None:
+            tl.mark_selection()
 
     def action_arrow(self, key: str) -> None:
-        if not self._ready():
+        if (tl := self._ready()) is None:
             return
-        tl = self.timeline
         mode = tl.mode
         if mode == "select":
             {"left": lambda: tl.step_event(-1), "right": lambda: tl.step_event(1),
@@ -350,10 +363,9 @@ class TraceViewerScreen(ToolScreen):
             {"left": lambda: tl.timing_move(-1), "right": lambda: tl.timing_move(1),
              "up": lambda: tl.step_line(-1), "down": lambda: tl.step_line(1)}[key]()
 
-    def action_toggle(self) -> None:
-        if not self._ready():
+    def action_fold_or_fit(self) -> None:
+        if (tl := self._ready()) is None:
             return
-        tl = self.timeline
         if tl.mode == "timing":
             tl.timing_mark()
             self.update_details()
@@ -382,38 +394,36 @@ class TraceViewerScreen(ToolScreen):
         self.stack_hosts = picked if len(picked) > 1 else None
         self.host, self.first_of = picked[0], 0
         self.index = self.timeline = None
-        self.query_one("#context").update(self.context_text())
+        self.query_one("#context", ContextBar).update(self.context_text())
         self.load()
 
     def action_flow(self, step: int) -> None:
-        if not self._ready():
+        if (tl := self._ready()) is None:
             return
-        tl = self.timeline
         if tl.current < 0:
             self.notify("select an event first: y jumps to its flow partners", timeout=3)
         elif not tl.next_flow_partner(int(step)):
-            note = "" if self.index.complete else " (flows come with the full index, being built)"
+            note = "" if tl.ix.complete else " (flows come with the full index, being built)"
             self.notify(f"no flow arrows to or from {tl.ix.event_name(tl.current)!r}{note}", timeout=3)
 
     def action_range_mark(self) -> None:
-        if self._ready():
-            self.timeline.range_mark()
+        if (tl := self._ready()) is not None:
+            tl.range_mark()
             self.update_details()
 
     def action_clear_range(self) -> None:
-        if self._ready():
-            self.timeline.clear_range()
+        if (tl := self._ready()) is not None:
+            tl.clear_range()
             self.update_details()
 
     def action_mark_end(self) -> None:
-        if self._ready():
-            if self.timeline.switch_mark_end() is None:
+        if (tl := self._ready()) is not None:
+            if tl.switch_mark_end() is None:
                 self.notify(NO_MARK, timeout=3)
 
     def action_move_mark_end(self) -> None:
-        if not self._ready():
+        if (tl := self._ready()) is None:
             return
-        tl = self.timeline
         target = tl.mark_end_target()
         if tl.mark is None:
             self.notify(NO_MARK, timeout=3)
@@ -424,45 +434,45 @@ class TraceViewerScreen(ToolScreen):
             self.update_details()
 
     def action_nudge_mark_end(self, cols: int) -> None:
-        if not self._ready():
+        if (tl := self._ready()) is None:
             return
-        if self.timeline.nudge_mark_end(int(cols)):
+        if tl.nudge_mark_end(int(cols)):
             self.update_details()
         else:
             self.notify(NO_MARK, timeout=3)
 
     def action_timing_mark(self) -> None:
-        if self._ready():
-            self.timeline.timing_mark()
+        if (tl := self._ready()) is not None:
+            tl.timing_mark()
             self.update_details()
 
     def action_next_match(self, step: int) -> None:
-        if not self._ready():
+        if (tl := self._ready()) is None:
             return
-        if not self.timeline.search_text:
+        if not tl.search_text:
             self.notify("nothing searched yet: / searches event names", timeout=3)
             return
-        self.timeline.next_match(int(step))
+        tl.next_match(int(step))
 
     def action_select_matches(self) -> None:
-        if self._ready():
-            self.timeline.select_all_matches()
+        if (tl := self._ready()) is not None:
+            tl.select_all_matches()
 
     def action_mode(self, mode: str) -> None:
-        if self._ready():
-            self.timeline.mode = mode
-            if mode == "timing" and self.timeline.time_cursor is None:
-                self.timeline.time_cursor = int(self.timeline.zoom_anchor())
-            self.timeline.view_changed()
+        if (tl := self._ready()) is not None:
+            tl.mode = mode
+            if mode == "timing" and tl.time_cursor is None:
+                tl.time_cursor = int(tl.zoom_anchor())
+            tl.view_changed()
             self.refresh_bindings()  # Enter's footer label follows the mode
 
     def action_timing_enter(self) -> None:
-        self.action_toggle()
+        self.action_fold_or_fit()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         timeline = getattr(self, "timeline", None)
         timing = timeline is not None and timeline.mode == "timing"
-        if action == "toggle":
+        if action == "fold_or_fit":
             return not timing
         if action == "timing_enter":
             return timing
@@ -471,9 +481,9 @@ class TraceViewerScreen(ToolScreen):
         return True
 
     def action_page(self, step: float) -> None:
-        if self._ready():
-            lines = step * max(self.timeline.body_height - 1, 1)
-            self.timeline.scroll_lines(int(max(min(lines, 1e9), -1e9)))
+        if (tl := self._ready()) is not None:
+            lines = step * max(tl.body_height - 1, 1)
+            tl.scroll_lines(int(max(min(lines, 1e9), -1e9)))
 
     def action_scroll_details(self, step: int) -> None:
         for box in self.query("#details-box"):
@@ -568,7 +578,7 @@ class TraceViewerScreen(ToolScreen):
             parts.append(self.lod_note)
         status = self.query("#status")
         if status:
-            status.first().update(Text("  ·  ".join(parts), no_wrap=True, overflow="ellipsis"))
+            status.first(Static).update(Text("  ·  ".join(parts), no_wrap=True, overflow="ellipsis"))
 
     def update_details(self) -> None:
         tl = self.timeline
@@ -578,23 +588,25 @@ class TraceViewerScreen(ToolScreen):
         if len(tl.selection) == 1 and not tl.ix.details_ready(int(tl.selection[0])):
             # An index read from the cache (or a giant host's, piece by piece) has no frame yet: the
             # event's stats come from one, read off the UI thread.
-            details.first().update(Text("reading the event's details…", style="dim"))
+            details.first(Static).update(Text("reading the event's details…", style="dim"))
             self.load_details_frame(int(tl.selection[0]))
             return
-        details.first().update(self.details_renderable())
+        details.first(Static).update(self.details_renderable())
         for box in self.query("#details-box"):
             box.scroll_home(animate=False)  # a new selection reads from its top
 
-    def details_renderable(self):
+    def details_renderable(self) -> RenderableType:
         tl = self.timeline
+        if tl is None:
+            return Text(HINT, style="dim")
         ix = tl.ix
         sel = tl.selection
         if not len(sel):
             if tl.mark is not None:
-                return self.range_summary(tl.mark.start, tl.mark.end)
+                return self.range_summary(tl, tl.mark.start, tl.mark.end)
             return Text(HINT, style="dim")  # one line: the note on the capture's edges is in `?`
         if len(sel) > 1:
-            return self.selection_summary(sel)
+            return self.selection_summary(ix, sel)
         i = int(tl.current if len(sel) == 1 and tl.current == sel[0] else sel[0])
         track = ix.tracks[int(ix.row_track[int(ix.event_row[i])])]
         sec = ix.sections[track.section]
@@ -614,10 +626,10 @@ class TraceViewerScreen(ToolScreen):
             t.add_row("Full name", long_name)
         if int(ix.kind[i]) != 0:
             t.add_row("Derived", "synthesized by XProf's rules (from the op / region it covers)")
-        wait = self.collective_wait(i)
+        wait = self.collective_wait(ix, i)
         if wait is not None:  # an all-reduce: how long this core waited for the slowest one
             t.add_row("Waited", wait.text(lambda ps: fmt.time_ps(ps, 3)))
-        flows = self.flow_rows(i)
+        flows = self.flow_rows(ix, i)
         if flows is not None:
             t.add_row("Flows", flows)
         for k, v in list(ix.stats(i).items())[:MAX_STATS]:
@@ -626,13 +638,14 @@ class TraceViewerScreen(ToolScreen):
             t.add_row(k, str(v))
         return t
 
-    def collective_wait(self, i: int):
-        at = self.timeline.ix.detail_row(i)
+    @staticmethod
+    def collective_wait(ix: TraceIndex, i: int) -> CollectiveWait | None:
+        at = ix.detail_row(i)
         return wait_for_slowest(*at) if at is not None else None
 
-    def flow_rows(self, i: int):
+    @staticmethod
+    def flow_rows(ix: TraceIndex, i: int) -> Table | None:
         """The event's flow partners: direction, name, where, how long after / before."""
-        ix = self.timeline.ix
         partners, rows, outgoing = ix.flows.partners(i)
         if not len(partners):
             return None
@@ -649,9 +662,9 @@ class TraceViewerScreen(ToolScreen):
             t.add_row("", Text(f"… {len(partners) - MAX_FLOWS:,} more (y walks them all)", style="dim"), "", "")
         return t
 
-    def range_summary(self, a: int, b: int):
+    @staticmethod
+    def range_summary(tl: Timeline, a: int, b: int) -> Group:
         """The marked range: its length, then per name (XProf's selection table) what happens in it."""
-        tl = self.timeline
         folded = bool(tl.collapsed)  # like XProf's selection, only the tracks shown count
         rows = np.array([v for kind, v in tl._lines if kind == "row"], np.int64) if folded else None
         st = range_stats(tl.ix, a, b, rows)
@@ -672,9 +685,10 @@ class TraceViewerScreen(ToolScreen):
             per_name.add_row(Text(f"… {len(st.per_name) - MAX_RANGE_NAMES:,} more names", style="dim"), *[""] * 6)
         return Group(head, Text(""), per_name)
 
-    def selection_summary(self, sel: np.ndarray):
+    @staticmethod
+    def selection_summary(ix: TraceIndex, sel: np.ndarray) -> Group:
         """Several events: totals, then per name (as XProf's selection table) the biggest first."""
-        st = selection_stats(self.timeline.ix, sel)
+        st = selection_stats(ix, sel)
         head = Table.grid(padding=(0, 2))
         head.add_column(style="bold")
         head.add_column()

@@ -54,7 +54,7 @@ def parse_time(text: str) -> int | None:
         return None
 
 
-def fmt_tick(t: int, step: int) -> str:
+def fmt_tick(t: int, step: float) -> str:
     """A tick label with as many decimals as the tick step needs: 215.02 ms, 215.04 ms, ..."""
     if t == 0:
         return "0"
