@@ -36,3 +36,23 @@ async def test_a_screen_in_another_app_is_told_which_app_it_needs():
     async with app.run_test(size=(40, 5)):
         with pytest.raises(TypeError, match="needs tputui's app, not Host"):
             tools_app(app.query_one("#x"))
+
+
+async def test_a_screen_s_result_is_typed_and_loaded_only_once_drawn():
+    """ToolScreen[R]: `result` is None until the worker's Loaded arrives; `loaded` (what code
+    running after the draw reads) is the same object then, and says so in one line before."""
+    from tputui.analysis.overview import OverviewResult
+    from tputui.screens.overview import OverviewScreen
+    from tputui.tools import get_tool
+
+    app = make_app("jax_mlp", tool="overview_page")
+    early = OverviewScreen(app.run_data, None, get_tool("overview_page"))
+    with pytest.raises(RuntimeError, match="not loaded yet"):
+        _ = early.loaded
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(3):
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen) and isinstance(screen.result, OverviewResult)
+        assert screen.loaded is screen.result

@@ -23,7 +23,12 @@ from tputui.widgets.table import FrameTable
 SEVERITY_STYLE = {"high": "bold red", "medium": "bold yellow", "info": "cyan"}
 
 
-class AdviceScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
+class AdviceScreen(
+        ResultKeysMixin,
+        TraceJumpMixin[AdviceResult],
+        GraphJumpMixin[AdviceResult],
+        CsvExportMixin[AdviceResult],
+        ToolScreen[AdviceResult]):
     help_notes = ("XProf's smart suggestions come first (its ten rules, word for word: collectives, compute, data "
                   "shuffle, data transfer, debug print, host processing, input, memory, TensorCore idle, "
                   "barrier-cores), then checks from the Cloud TPU performance guide on this profile's HLO and steps. "
@@ -80,7 +85,7 @@ class AdviceScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMix
             self.action_show_in_trace()
 
     def _show_item(self, row) -> None:
-        r: AdviceResult = self.result
+        r = self.loaded
         detail = self.query_one("#advice-detail", Static)
         if row is None:
             self.ops.set_frame(pl.DataFrame({"op": []}, schema={"op": pl.String}))

@@ -5,14 +5,14 @@ shows progress while it loads, then calls `show(result)`, which subclasses imple
 mounting widgets into `self.body`. Errors become one line on the screen plus a notification;
 the app keeps running.
 
-    class MyScreen(ToolScreen):
-        def show(self, result):
+    class MyScreen(ToolScreen[MyResult]):
+        def show(self, result: MyResult) -> None:
             self.body.mount(FrameTable(result.tables()["ops"]))
 """
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -37,7 +37,10 @@ class ContextBar(Static):
     DEFAULT_CSS = "ContextBar { dock: top; height: 1; background: $surface; color: $foreground; text-style: bold; padding: 0 1; }"
 
 
-class ToolScreen(Screen):
+R = TypeVar("R")  # what the screen's analysis returns (its tool's result object)
+
+
+class ToolScreen(Screen[None], Generic[R]):
     """Loads `tool`'s result for (run, host) in a worker, then draws it via `show`."""
 
     BINDINGS = [Binding("f5,R", "reload", "Reload", show=False,
@@ -55,11 +58,18 @@ class ToolScreen(Screen):
     def __init__(self, run: RunData, host: str | None, tool: Tool, **options: Any) -> None:
         super().__init__()
         self.run_data, self.host, self.tool, self.options = run, host, tool, options
-        self.result: Any = None
+        self.result: R | None = None
         self.error: str | None = None
         self._started = 0.0
         self._progress_text = ""
         self._ticker: Timer | None = None  # keeps the elapsed seconds moving between progress lines
+
+    @property
+    def loaded(self) -> R:
+        """The result, for code that runs only once it is drawn (its widgets' keys and events)."""
+        if self.result is None:
+            raise RuntimeError(f"{self.tool.title}: the result is not loaded yet")
+        return self.result
 
     @property
     def body(self) -> Vertical:
@@ -102,7 +112,7 @@ class ToolScreen(Screen):
     def load(self) -> None:
         self._started = time.monotonic()
 
-        def compute(progress: Progress) -> Any:
+        def compute(progress: Progress) -> R:
             progress(f"loading {self.tool.title}…")
             return self.analyze(progress)
 
@@ -132,7 +142,7 @@ class ToolScreen(Screen):
         self.notify(f"{self.tool.title} has no table to write as CSV; for everything it shows: "
                     f"tputui export LOGDIR --tool {self.tool.name} --format json", severity="warning", timeout=8)
 
-    def analyze(self, progress: Progress) -> Any:
+    def analyze(self, progress: Progress) -> R:
         """Runs in the worker thread; `progress(text)` shows a line under "loading". Override
         only to add steps; never touch widgets here."""
         return self.tool.analyze_fn()(self.run_data, self.host, progress=progress, **self.options)
@@ -156,7 +166,7 @@ class ToolScreen(Screen):
     async def _clear_body(self) -> None:
         await self.body.remove_children()
 
-    async def on_loaded(self, event: lm.Loaded[Any]) -> None:
+    async def on_loaded(self, event: lm.Loaded[R]) -> None:
         self._stop_ticker()
         self.result, self.error = event.result, None
         await self._clear_body()
@@ -182,5 +192,5 @@ class ToolScreen(Screen):
         if self.app.screen is self:  # a screen kept for Esc fails quietly; it shows the error when back
             self.notify(message, title=self.tool.title, severity="error", timeout=8)
 
-    def show(self, result: Any) -> None:  # pragma: no cover - subclasses draw
+    def show(self, result: R) -> None:  # pragma: no cover - subclasses draw
         raise NotImplementedError

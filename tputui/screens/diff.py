@@ -61,7 +61,7 @@ def _fmt_delta_us(v) -> str:
     return "" if v is None else f"{v:+,.3f}"
 
 
-class DiffScreen(StackedScreen):
+class DiffScreen(StackedScreen[RunDiff]):
     help_notes = ("A is the run you compare with, B the run you came from. Op times are total self times (µs); "
                   "rows sorted by the size of the change. [b]v[/b] / [b]Enter[/b] open the highlighted op's "
                   "events in B's trace viewer, [b]V[/b] in A's.")

@@ -34,7 +34,8 @@ def tail_label(name: str, width: int) -> str:
     return name if len(name) <= width else "…" + name[-(width - 1):]
 
 
-class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+class FrameworkOpStatsScreen(
+        ResultKeysMixin, TraceJumpMixin[FrameworkOpStats], CsvExportMixin[FrameworkOpStats], ToolScreen[FrameworkOpStats]):
     help_notes = ("Times in human units (CSV keeps µs); other units are in the column headers. The bars are "
                   "XProf's pie charts: each side's self time by op and by op type, as a share of that side's "
                   "total. [b]v[/b] opens the trace viewer with the highlighted op's events selected.")
@@ -94,7 +95,7 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
                 chart.bar_width, chart.label_width = bar, label
 
     def _fill(self) -> None:
-        r: FrameworkOpStats = self.result
+        r = self.loaded
         table = r.table(self.include_idle)
         self.table.set_frame(UNITS.show(table))
         self.table.border_title = (f"Framework ops ({table.height:,}) · IDLE "
@@ -104,7 +105,7 @@ class FrameworkOpStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, To
         self._fill_charts()
 
     def _fill_charts(self) -> None:
-        r: FrameworkOpStats = self.result
+        r = self.loaded
         for side, (by_op, by_type) in self.charts.items():
             ops = r.self_time_shares(side, "operation", self.include_idle, TOP)
             by_op.set_items([(tail_label(name, by_op.label_width), pct) for name, pct in ops])

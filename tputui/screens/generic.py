@@ -7,8 +7,8 @@ from tputui.screens.base import ToolScreen
 from tputui.widgets.table import FrameTable
 
 
-class GenericToolScreen(ToolScreen):
-    def show(self, result) -> None:
+class GenericToolScreen(ToolScreen[object]):
+    def show(self, result: object) -> None:
         tables = result.tables() if hasattr(result, "tables") else {}
         if not tables:
             self.body.mount(Static("This tool has no table to show here; use `tputui export --format json`."))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from textual.binding import Binding
 
 from tputui.screens.app_api import tools_app
-from tputui.screens.base import ToolScreen
+from tputui.screens.base import R, ToolScreen
 from tputui.screens.op_tables import usable_target
 
 GRAPH_TIP = "open the graph viewer on the highlighted op: what feeds it, what it feeds (Esc there goes back)"
@@ -23,7 +23,7 @@ def graph_binding(screen_id: str) -> Binding:
 GraphTarget = tuple[str, "int | str | None"]  # (instruction name, program id or module name)
 
 
-class GraphJumpMixin(ToolScreen):
+class GraphJumpMixin(ToolScreen[R]):
     def graph_target(self) -> GraphTarget | str | None:  # pragma: no cover - screens override
         return None
 

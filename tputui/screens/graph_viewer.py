@@ -58,7 +58,11 @@ class NeighbourhoodTable(FrameTable):
                 screen.action_back()
 
 
-class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+class GraphViewerScreen(
+        ResultKeysMixin,
+        TraceJumpMixin[GraphViewerResult],
+        CsvExportMixin[GraphViewerResult],
+        ToolScreen[GraphViewerResult]):
     help_notes = ("The text is XLA's HLO exactly as XProf's graph viewer prints it (long_txt). Enter on an "
                   "instruction shows what feeds it and what it feeds; in that view Enter follows an edge, Esc "
                   "goes back. [b]v[/b] opens the trace viewer on the instruction's events.")
@@ -134,7 +138,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         """Add a computation's instruction lines (on first unfold: big modules stay quick)."""
         if node.children:
             return
-        r: GraphViewerResult = self.result
+        r = self.loaded
         name = node.data[1]
         rows = r.instructions.filter(r.instructions["computation"] == name)
         lines = r.text.splitlines()
@@ -150,7 +154,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             w.update(text)
 
     def _show_text(self) -> None:
-        r: GraphViewerResult = self.result
+        r = self.loaded
         self.hlo_tree.display = True
         self.query_one("#gv-center").display = False
         self.table.display = False
@@ -193,7 +197,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         self._show_line(g.node)
 
     def _show_line(self, name: str | None) -> None:
-        r: GraphViewerResult = self.graph or self.result
+        r = self.graph or self.loaded
         row = r.instruction(name) if name else None
         text = Text("")
         if row is not None:
@@ -239,7 +243,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             self._open_graph(event.row["name"], keep_history=True)
 
     def _open_graph(self, name: str, depth: int | None = None, keep_history: bool = False) -> None:
-        base: GraphViewerResult = self.graph or self.result
+        base = self.graph or self.loaded
         if not keep_history and self.graph is None:
             self.history = []
         try:
@@ -265,7 +269,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         self.graph = None
         self.history = []
         self._show_text()
-        r: GraphViewerResult = self.result
+        r = self.loaded
         row = r.instruction(name) if name else None
         if row is None:
             return
@@ -299,11 +303,11 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
 
     def action_body(self) -> None:
         name = self.selected()
-        row = self.result.instruction(name) if name else None
+        row = self.loaded.instruction(name) if name else None
         if not row or not row["called"]:
             self.notify("the highlighted instruction calls no computation", severity="warning")
             return
-        r: GraphViewerResult = self.result
+        r = self.loaded
         comp = row["called"][0]
         first = r.instructions.filter(r.instructions["computation"] == comp)
         target = first["name"][-1] if first.height else None  # the body's last line: its ROOT
@@ -319,7 +323,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
             return
         event.input.remove_class("visible")
         needle = event.value.strip().lower()
-        r: GraphViewerResult = self.result
+        r = self.loaded
         lines = r.text.splitlines()
         self.matches = [n for n, ln in zip(r.instructions["name"].to_list(), r.instructions["line"].to_list())
                         if needle and needle in lines[ln].lower()]
@@ -338,11 +342,11 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         self.notify(f"match {self.match_at + 1} of {len(self.matches)}", timeout=2)
 
     def action_pick_module(self) -> None:
-        choices = [(m, m) for m in self.result.modules]
-        self.app.push_screen(PickerScreen("HLO module", choices, self.result.module), self._module_picked)
+        choices = [(m, m) for m in self.loaded.modules]
+        self.app.push_screen(PickerScreen("HLO module", choices, self.loaded.module), self._module_picked)
 
     def _module_picked(self, module: str | None) -> None:
-        if module and module != self.result.module:
+        if module and module != self.loaded.module:
             self.options = {**self.options, "module": module, "node": None}
             self.graph, self.history = None, []
             self.load()
@@ -351,7 +355,7 @@ class GraphViewerScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScr
         name = self.selected()
         if name is None:
             return None
-        program = module_program_id(self.result.module)
+        program = module_program_id(self.loaded.module)
         return name, lambda frame: hlo_op_rows(frame, [name], program)
 
     def export_frame(self):

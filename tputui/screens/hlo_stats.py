@@ -26,7 +26,12 @@ UNITS = Units({"model_flop_rate": "GFLOP/s", "normalized_flop_rate": "GFLOP/s",
                "operational_intensity": "FLOP/B"})
 
 
-class HloStatsScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
+class HloStatsScreen(
+        ResultKeysMixin,
+        TraceJumpMixin[HloStats],
+        GraphJumpMixin[HloStats],
+        CsvExportMixin[HloStats],
+        ToolScreen[HloStats]):
     help_notes = ("One row per HLO op; times in human units (CSV keeps µs), rates and bandwidths with their "
                   "unit in the header. The line under the table is the highlighted op's HLO text. [b]v[/b] opens "
                   "the trace viewer on its events.")

@@ -160,7 +160,7 @@ def _tf_data(r: InputPipelineResult) -> Text:
     return t
 
 
-class InputPipelineScreen(CsvExportMixin, ToolScreen):
+class InputPipelineScreen(CsvExportMixin[InputPipelineResult], ToolScreen[InputPipelineResult]):
     BINDINGS = [
         Binding("O", "overview", "Overview", id="input_pipeline.overview"),
         Binding("x", "export_csv", "CSV", id="input_pipeline.csv"),
@@ -229,7 +229,7 @@ class InputPipelineScreen(CsvExportMixin, ToolScreen):
         for sides in self.query("#ip-sides"):
             sides.set_class(self.size.width < NARROW_WIDTH, "narrow")
         for chart in self.query("#ip-core-range").results(Static):
-            chart.update(_core_range(self.result, (self.size.width or 120) - 4))
+            chart.update(_core_range(self.loaded, (self.size.width or 120) - 4))
         self.call_after_refresh(self._fit)
 
     def _fit(self) -> None:

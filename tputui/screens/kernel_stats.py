@@ -16,7 +16,8 @@ from tputui.widgets.table import FrameTable
 NO_KERNELS = "The GPU planes hold no kernel launches (events with kernel_details and a duration): nothing to list."
 
 
-class KernelStatsScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+class KernelStatsScreen(
+        ResultKeysMixin, TraceJumpMixin[KernelStats], CsvExportMixin[KernelStats], ToolScreen[KernelStats]):
     help_notes = ("One row per kernel launch configuration (kernel, grid, block, op); durations in human units (CSV keeps µs). "
                   "[b]v[/b] opens the trace viewer with that row's launches selected.")
     BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="kernels.trace",

@@ -52,7 +52,7 @@ def empty_line(result: MegascaleResult) -> str:
             " (megascale stats need a multi-slice TPU run).")
 
 
-class MegascaleScreen(GraphJumpMixin, CsvExportMixin, ToolScreen):
+class MegascaleScreen(GraphJumpMixin[MegascaleResult], CsvExportMixin[MegascaleResult], ToolScreen[MegascaleResult]):
     BINDINGS = [Binding("B", "bandwidth", "DCN Gbps", id="megascale.gbps"),
                 Binding("T", "pick_device", "TPU device", id="megascale.device",
                         tooltip="pick the TPU of the host whose DCN collectives are shown (XProf shows TPU:0 only)"),

@@ -79,7 +79,11 @@ def _event_card(rec: dict | None) -> Text:
     return t
 
 
-class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolScreen):
+class MemoryProfileScreen(
+        ResultKeysMixin,
+        TraceJumpMixin[MemoryProfileResult],
+        CsvExportMixin[MemoryProfileResult],
+        ToolScreen[MemoryProfileResult]):
     help_notes = ("The timeline is one allocator's stack + heap over the profile ([b]m[/b] picks another); the line "
                   "under it describes the snapshot at the cursor; the table is what was allocated at the peak.")
     BINDINGS = [
@@ -121,16 +125,16 @@ class MemoryProfileScreen(ResultKeysMixin, TraceJumpMixin, CsvExportMixin, ToolS
 
     @property
     def allocator(self) -> AllocatorProfile:
-        return self.result.allocators[self.memory_id]
+        return self.loaded.allocators[self.memory_id]
 
     def _draw(self) -> None:
         a = self.allocator
         tl = a.timeline
-        ids = self.result.memory_ids
+        ids = self.loaded.memory_ids
         self.query_one("#mp-head", Static).update(Text.assemble(
             ("Memory id ", "dim"), (self.memory_id, "bold"),
             (f"  ({ids.index(self.memory_id) + 1} of {len(ids)}: m to pick)" if len(ids) > 1 else "", "dim"),
-            ("   host ", "dim"), (self.result.host, "")))
+            ("   host ", "dim"), (self.loaded.host, "")))
         self.query_one("#mp-summary", Static).update(_summary_table(a, (self.size.width or 120) - 2))
         series = [("stack", tl["stack_bytes"].to_numpy(), STACK_COLOR), ("heap", tl["heap_bytes"].to_numpy(), HEAP_COLOR)]
         if self.show_free:

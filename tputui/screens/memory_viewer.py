@@ -130,7 +130,12 @@ def _buffer_card(b: PeakBuffer | None) -> Text:
     return t
 
 
-class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
+class MemoryViewerScreen(
+        ResultKeysMixin,
+        TraceJumpMixin[MemoryViewerResult],
+        GraphJumpMixin[MemoryViewerResult],
+        CsvExportMixin[MemoryViewerResult],
+        ToolScreen[MemoryViewerResult]):
     chart: AreaChart | None = None  # None: the memory space has no heap simulation to draw
     help_notes = ("The curve is the module's heap over its program points (data + padding); the list is every "
                   "buffer live at the peak. Buffers under 16 KiB are folded into one row, as in XProf.")
@@ -209,7 +214,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         self.refresh_bindings()
 
     def _fill_table(self) -> None:
-        r: MemoryViewerResult = self.result
+        r = self.loaded
         frame = r.buffer_table(self.by_size)
         points = len(r.heap_bytes)
         cells = [gantt_cell(None if a is None else (a, f), points, lb != -1)
@@ -236,7 +241,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         self._show_point(event.index)
 
     def _show_point(self, index: int) -> None:
-        r: MemoryViewerResult = self.result
+        r = self.loaded
         if not r.heap_bytes or not 0 <= index < len(r.heap_bytes):
             return
         name = r.instruction_names[index] or "(end of program)"
@@ -252,7 +257,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         self._show_buffer(event.row)
 
     def _show_buffer(self, row) -> None:
-        r: MemoryViewerResult = self.result
+        r = self.loaded
         buf = r.buffer_at(row["rank"], self.by_size) if row else None
         for w in self.query("#mv-buffer").results(Static):
             w.update(_buffer_card(buf))
@@ -269,7 +274,7 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         self.app.push_screen(PickerScreen("HLO module", choices, self.result.module), self._module_picked)
 
     def _module_picked(self, module: str | None) -> None:
-        if module and module != self.result.module:
+        if module and module != self.loaded.module:
             self._reopen(module=module, memory_space=0)
 
     def action_pick_space(self) -> None:
@@ -280,8 +285,8 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         self.app.push_screen(PickerScreen("Memory space", choices, str(self.result.memory_space)), self._space_picked)
 
     def _space_picked(self, space: str | None) -> None:
-        if space is not None and int(space) != self.result.memory_space:
-            self._reopen(module=self.result.module, memory_space=int(space))
+        if space is not None and int(space) != self.loaded.memory_space:
+            self._reopen(module=self.loaded.module, memory_space=int(space))
 
     def _reopen(self, **options) -> None:
         """Run the analysis again for another module / space (a fresh screen, like the app's pickers)."""
@@ -293,10 +298,10 @@ class MemoryViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExp
         target = self.trace_target()
         if target is None or isinstance(target, str):
             return target
-        return target[0], self.result.module  # the instruction, in this very module
+        return target[0], self.loaded.module  # the instruction, in this very module
 
     def trace_target(self):
-        r: MemoryViewerResult = self.result
+        r = self.loaded
         if self.table.has_focus or self.chart is None:
             row = self.table.row()
             if row is None:

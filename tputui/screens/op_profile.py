@@ -135,7 +135,7 @@ def op_nodes(n: Node) -> list[Node]:
     return [o for c in n.children for o in op_nodes(c)]
 
 
-class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScreen):
+class OpProfileScreen(ResultKeysMixin, TraceJumpMixin[OpProfile], GraphJumpMixin[OpProfile], ToolScreen[OpProfile]):
     help_notes = ("Each row: share of the total time, FLOPS utilization (red low → green high) and HBM bandwidth "
                   "utilization. Enter / Space open a node; the card describes the highlighted one: average time, "
                   "bound-by, arithmetic intensity against the ridge point, source line.")
@@ -217,7 +217,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         self.set_class((self.size.width or 120) < self.NARROW, "narrow")
 
     def _root(self) -> Node:
-        return self.result.view(self.grouping, self.exclude_idle, self.sort, self.needle)
+        return self.loaded.view(self.grouping, self.exclude_idle, self.sort, self.needle)
 
     def _build(self) -> None:
         root = self._root()
@@ -253,8 +253,8 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, ToolScree
         if n is not None:
             self.card_node = n
             root = n is self.op_tree.root.data
-            self.card.update(node_card(n, self._total, self.result.ridge_point, self.result.advice if root else None,
-                                       self.result.mxu_fit.get(n.name)))
+            self.card.update(node_card(n, self._total, self.loaded.ridge_point, self.loaded.advice if root else None,
+                                       self.loaded.mxu_fit.get(n.name)))
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         self._show_card(event.node.data)

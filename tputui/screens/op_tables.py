@@ -16,7 +16,7 @@ from tputui.analysis.trace_cache import in_pieces
 from tputui.data.files import atomic_open
 from tputui.export import csv_text
 from tputui.screens.app_api import tools_app
-from tputui.screens.base import ToolScreen
+from tputui.screens.base import R, ToolScreen
 from tputui.userdirs import export_dir, short_path
 from tputui.widgets.table import FrameTable
 
@@ -56,7 +56,7 @@ def write_csv(frame: pl.DataFrame, tool: str, logdir: str | None = None) -> str:
     return path
 
 
-class CsvExportMixin(ToolScreen):
+class CsvExportMixin(ToolScreen[R]):
     """`x` writes the table as shown (filtered, sorted) to a CSV file."""
 
     def export_frame(self) -> pl.DataFrame | None:  # pragma: no cover - screens override
@@ -103,7 +103,7 @@ EventFinder = Callable[[Any], Any]  # XSpaceFrame -> rows of frame.events, or a 
 TraceTarget = tuple[str, EventFinder]  # (what the rows are, for messages; their finder)
 
 
-class TraceJumpMixin(ToolScreen):
+class TraceJumpMixin(ToolScreen[R]):
     """`v`: open the trace viewer with the selected row's events selected and in view.
 
     Screens implement `trace_target() -> (label, finder) | str | None`: a finder maps the host's

@@ -133,7 +133,7 @@ def _diagnostics(r: OverviewResult) -> Text:
     return t
 
 
-class OverviewScreen(CsvExportMixin, ToolScreen):
+class OverviewScreen(CsvExportMixin[OverviewResult], ToolScreen[OverviewResult]):
     BINDINGS = [
         Binding("J", "next_tool", "Next tool", id="overview.next"),
         Binding("I", "open('input_pipeline_analyzer')", "Input pipeline", id="overview.input_pipeline"),

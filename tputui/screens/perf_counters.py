@@ -12,7 +12,7 @@ from tputui.widgets.charts import HBarChart
 from tputui.widgets.table import FrameTable
 
 
-class PerfCountersScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
+class PerfCountersScreen(ResultKeysMixin, CsvExportMixin[PerfCountersResult], ToolScreen[PerfCountersResult]):
     help_notes = ("Hardware counters as the TPU runtime sampled them: the `_counters_` line is the whole program, "
                   "other lines are kernels. Bars compare the highlighted counter across chips and samples.")
     BINDINGS = [Binding("x", "export_csv", "CSV", id="perf_counters.csv", tooltip=CSV_TIP)]
@@ -41,7 +41,7 @@ class PerfCountersScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     def _bars(self, row) -> None:
         if row is None:
             return
-        r: PerfCountersResult = self.result
+        r = self.loaded
         per = r.per_chip(row["counter"])
         self.bars.title = f"{row['counter']} on every chip and sample"
         self.bars.set_items([(f"{h} chip {c} · {k} (sample {s})", float(v))

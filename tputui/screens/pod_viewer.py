@@ -65,8 +65,13 @@ def _parse_cores(spec: str) -> set[int]:
     return out
 
 
-class PodViewerScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, OpProfileJumpMixin, CsvExportMixin,
-                      ToolScreen):
+class PodViewerScreen(
+        ResultKeysMixin,
+        TraceJumpMixin[PodViewerResult],
+        GraphJumpMixin[PodViewerResult],
+        OpProfileJumpMixin[PodViewerResult],
+        CsvExportMixin[PodViewerResult],
+        ToolScreen[PodViewerResult]):
     BINDINGS = [
         Binding("right_square_bracket", "step(1)", "Next step", id="pod.next"),
         Binding("left_square_bracket", "step(-1)", "Prev step", id="pod.prev"),

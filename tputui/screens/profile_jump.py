@@ -10,7 +10,7 @@ from __future__ import annotations
 from textual.binding import Binding
 
 from tputui.screens.app_api import tools_app
-from tputui.screens.base import ToolScreen
+from tputui.screens.base import R, ToolScreen
 from tputui.screens.op_tables import usable_target
 
 PROFILE_TIP = "open the op profile on the highlighted op: its time, FLOPS and bandwidth (Esc there goes back)"
@@ -20,7 +20,7 @@ def profile_binding(screen_id: str) -> Binding:
     return Binding("P", "show_in_op_profile", "Op profile", id=f"{screen_id}.op_profile", tooltip=PROFILE_TIP)
 
 
-class OpProfileJumpMixin(ToolScreen):
+class OpProfileJumpMixin(ToolScreen[R]):
     def profile_target(self) -> tuple[str] | str | None:  # pragma: no cover - screens override
         return None
 

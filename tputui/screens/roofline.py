@@ -88,7 +88,12 @@ def scatter(points: list[tuple[float, float]], peak_gflops: float, peak_gib: flo
     return out
 
 
-class RooflineScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportMixin, ToolScreen):
+class RooflineScreen(
+        ResultKeysMixin,
+        TraceJumpMixin[RooflineModel],
+        GraphJumpMixin[RooflineModel],
+        CsvExportMixin[RooflineModel],
+        ToolScreen[RooflineModel]):
     help_notes = ("Each ● is an op with FLOPs at (operational intensity, FLOP rate); ◆ is the highlighted one. Left "
                   "of the ridge the HBM bandwidth bounds an op, right of it the peak FLOP rate. [b]/[/b] filters the "
                   "table and the chart together.")
@@ -119,7 +124,7 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportM
         self.refresh_bindings()
 
     def _fill(self) -> None:
-        ops = self.result.ops(self.include_feed)
+        ops = self.loaded.ops(self.include_feed)
         self.table.set_frame(UNITS.show(lead_columns(ops)))
         feed = "included" if self.include_feed else "excluded"
         self.table.border_title = (f"Ops ({ops.height:,}), infeed/outfeed {feed}"
@@ -127,7 +132,7 @@ class RooflineScreen(ResultKeysMixin, TraceJumpMixin, GraphJumpMixin, CsvExportM
         self._draw(self.table.row())
 
     def _draw(self, row) -> None:
-        p = self.result.properties
+        p = self.loaded.properties
         ops = self.table.frame
         x, y = UNITS.name("operational_intensity"), UNITS.name("measured_flop_rate")
         pts = list(zip(ops[x].to_list(), ops[y].to_list()))

@@ -28,7 +28,7 @@ MAX_TRACE_ROWS = 100_000  # events handed to the trace viewer at once
 _last_query: dict[str, str] = {}  # run name -> the last query typed (the prompt reopens with it)
 
 
-class SqlScreen(StackedScreen):
+class SqlScreen(StackedScreen[QueryResult]):
     help_notes = ("Tables: " + ", ".join(f"[b]{t}[/b]" for t in TABLES) + ". Names and text are strings "
                   "(LIKE works); times in ns in [b]events[/b], µs in [b]ops[/b] / [b]hlo_ops[/b]. "
                   "Select [b]event_row[/b] (and [b]host[/b]) to show rows in the trace viewer with [b]v[/b].")

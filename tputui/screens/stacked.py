@@ -5,12 +5,13 @@ that has closed, so a late worker never draws into a screen nobody sees; screens
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Generic
 
 from textual.actions import SkipAction
 from textual.screen import Screen
 
 from tputui.data.progress import reporting
+from tputui.screens.base import R
 from tputui.screens.load_messages import Loaded, LoadFailed, LoadProgress, answer
 from tputui.screens.op_tables import write_csv
 from tputui.widgets.table import FrameTable
@@ -25,20 +26,20 @@ class BackTable(FrameTable):
         super().action_clear_filter()
 
 
-class StackedScreen(Screen):
+class StackedScreen(Screen[None], Generic[R]):
     """`back` pops this screen (never the app's last tool screen); `export_table_csv(table, name)`;
     `report(compute)` (in a worker thread) runs `compute(progress)` and answers with a message:
     `show_result(result)`, `show_failure(one line)` and `show_progress(text)` draw them."""
 
-    def report(self, compute: Callable[[Callable[[str], None]], Any]) -> None:
+    def report(self, compute: Callable[[Callable[[str], None]], R]) -> None:
         """In a worker thread: `compute(progress)`, answered as ToolScreen's load is."""
-        def run(progress: Callable[[str], None]) -> Any:
+        def run(progress: Callable[[str], None]) -> R:
             with reporting(progress):  # slow reads and decodes say so too
                 return compute(progress)
 
         answer(self, run)
 
-    async def on_loaded(self, event: Loaded[Any]) -> None:
+    async def on_loaded(self, event: Loaded[R]) -> None:
         await self.show_result(event.result)
 
     async def on_load_failed(self, event: LoadFailed) -> None:
@@ -47,7 +48,7 @@ class StackedScreen(Screen):
     def on_load_progress(self, event: LoadProgress) -> None:
         self.show_progress(event.text)
 
-    async def show_result(self, result: Any) -> None:  # pragma: no cover - subclasses draw
+    async def show_result(self, result: R) -> None:  # pragma: no cover - subclasses draw
         raise NotImplementedError
 
     async def show_failure(self, text: str) -> None:  # pragma: no cover - subclasses draw

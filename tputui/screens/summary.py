@@ -21,7 +21,7 @@ from tputui.widgets.table import FrameTable
 MAX_HOST_LINES = 8  # hosts listed one per line; the rest are counted
 
 
-class SummaryScreen(CsvExportMixin, ToolScreen):
+class SummaryScreen(CsvExportMixin[RunSummary], ToolScreen[RunSummary]):
     BINDINGS = [Binding("x", "export_csv", "CSV", id="summary.csv", tooltip=CSV_TIP)]
     DEFAULT_CSS = """
     SummaryScreen #facts { height: auto; max-height: 50%; padding: 0 1; overflow-y: auto; }

@@ -53,7 +53,7 @@ def runs_line(runs) -> Text:
     return t
 
 
-class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
+class TfDataScreen(ResultKeysMixin, CsvExportMixin[TfDataBottleneckResult], ToolScreen[TfDataBottleneckResult]):
     help_notes = ("tf.data input pipelines (root iterators), slowest call first. The tree is that call: ▶ marks "
                   "the critical path (iterators it waited on, including async producers), ★ the bottleneck "
                   "(largest self time on that path). Starts are relative to the call; async producers start "
@@ -102,7 +102,7 @@ class TfDataScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
         self.iter_tree.focus()
 
     def _show_pipeline(self, index: int) -> None:
-        r: TfDataBottleneckResult = self.result
+        r = self.loaded
         if not 0 <= index < len(r.pipelines):
             return
         pipe = r.pipelines[index]

@@ -97,7 +97,7 @@ CAPTURE_EDGE_NOTE = ("Events that cross the capture's start or end are missing: 
                      "and ends inside it, so a step cut by an edge is not shown.")
 
 
-class TraceViewerScreen(ToolScreen):
+class TraceViewerScreen(ToolScreen[TraceIndex]):
     DEFAULT_CSS = """
     TraceViewerScreen #status { height: auto; background: $boost; padding: 0 1; }
     TraceViewerScreen #details-box { height: auto; max-height: 30%; border-top: solid $foreground 55%;

@@ -32,7 +32,7 @@ def _amount(v: float | None) -> str:
     return fmt.count(v) if float(v).is_integer() else fmt.number(v, 1)
 
 
-class UtilizationViewerScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
+class UtilizationViewerScreen(ResultKeysMixin, CsvExportMixin[UtilizationResult], ToolScreen[UtilizationResult]):
     help_notes = ("Utilization of each unit of a TPU v6e / v7x chip from its hardware counters (XProf's utilization "
                   "viewer): achieved against peak per sample. The `_counters_` sample is the whole program, other "
                   "samples are kernels; node is the tensor core or SparseCore. Bars show the highlighted row's "
@@ -70,7 +70,7 @@ class UtilizationViewerScreen(ResultKeysMixin, CsvExportMixin, ToolScreen):
     def _bars(self, row) -> None:
         if row is None:
             return
-        r: UtilizationResult = self.result
+        r = self.loaded
         units = r.sample_units(row["host"], row["device"], row["sample"])
         self.bar_sample, self.bar_units = (row["host"], row["device"], row["sample"]), units
         grid = Table.grid(padding=(0, 1))
