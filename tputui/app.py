@@ -40,11 +40,14 @@ class TputuiCommands(Provider):
     capture, reload) and every key of the screen it was opened on (CSV, go to, stack hosts, ...)."""
 
     def _items(self) -> list[PaletteItem]:
-        app: TputuiApp = self.app  # type: ignore[assignment]
+        app = self.app
+        if not isinstance(app, TputuiApp):  # the palette of TputuiApp.COMMANDS: never another app's
+            return []
         known = app.known_tools(app.run_data, imports=True)  # as `t` lists: tools without data left out
-        items: list[PaletteItem] = [(f"Open tool: {t.title}", partial(app.open_tool, t.name),
-                  t.name + (" (checking...)" if known.get(t.name) is None else ""))
-                 for t in TOOLS if known.get(t.name) is not False]
+        items: list[PaletteItem] = [
+            (f"Open tool: {t.title}", partial(app.open_tool, t.name),
+             t.name + (" (checking...)" if known.get(t.name) is None else ""))
+            for t in TOOLS if known.get(t.name) is not False]
         items += [(f"Switch run: {r.name}", partial(app.open_run, r.name), f"{len(r.hosts)} host(s)")
                   for r in app.logdir.runs]
         items += [(f"Switch host: {h}", partial(app.open_host, h), "") for h in app.run_data.hosts]

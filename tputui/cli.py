@@ -243,9 +243,9 @@ def run_export(argv: list[str]) -> int:
     cache = None if a.no_cache else OutputCache(run, a.tool, a.host, options, a.format, a.table,
                                                 extra=_input_stamps(options))
     notes = cache.notes() if cache else None
-    if notes is not None:  # the same export of the same files: its output again, no analysis
+    if cache is not None and notes is not None:  # the same export of the same files: its output again, no analysis
         _replay_decode_notes(run, a.host)
-        return _write_output(a.output, cache.replay) or _print_notes(notes)  # type: ignore[union-attr]
+        return _write_output(a.output, cache.replay) or _print_notes(notes)
     _prefetch(run, a.tool, a.host)
     result = run_tool(run, a.tool, a.host, **options)  # checks the host, names the hosts
     written: dict | None = None
