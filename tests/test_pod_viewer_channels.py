@@ -188,7 +188,7 @@ async def test_v_and_enter_show_the_channels_ops_in_the_trace_viewer():
         await pilot.press("v")
         await settle(pilot)
         assert isinstance(app.screen, TraceViewerScreen) and app.screen.focus_request.frame_rows == want
-        app.action_back()
+        app.go_back()  # what Esc runs (action_back is async, as Textual's)
         await settle(pilot)
         assert isinstance(app.screen, PodViewerScreen)
         await pilot.press("enter")  # Enter on the channel row: the same
