@@ -112,7 +112,7 @@ def test_a_worker_killed_mid_piece_is_named_and_its_piece_mapped_here(caplog, mo
     def progress(message: str) -> None:
         if "done" not in message or not os.path.exists(f"/proc/{worker}"):
             return
-        if any(w.fn is host_pieces.map_piece for w in list(pool._pending_work_items.values())):
+        if any(host_pieces.map_piece in (w.fn, *w.args[:1]) for w in list(pool._pending_work_items.values())):
             os.kill(worker, signal.SIGKILL)  # it holds a piece it cannot finish
 
     with caplog.at_level(logging.WARNING, logger="tputui"):

@@ -33,6 +33,7 @@ from tputui.analysis.op_stats import HostOpStats, OpStats
 from tputui.analysis.op_stats_format import KIND
 from tputui.data import decode_notes, derived_cache, xspace
 from tputui.data.cache import load_frame
+from tputui.data.heap import release_free_memory
 from tputui.data.progress import Progress, current_progress
 from tputui.data.raw_subset import release_pages
 from tputui.data.run_data import RunData
@@ -271,7 +272,7 @@ def pieces_in_lanes(pool, lanes: int, todo: list[host_pieces.Piece], work: Calla
         while (pool is not None and not broken and len(pending) > (1 if here else 0) and len(in_flight) < workers
                and fits(pending[0])):
             try:
-                fut = pool.submit(work, *before, pending[0], *after)
+                fut = pool.submit(_trimmed, work, *before, pending[0], *after)
             except BrokenProcessPool:  # a worker died: this process does what is left
                 broken = True
                 return
@@ -282,7 +283,7 @@ def pieces_in_lanes(pool, lanes: int, todo: list[host_pieces.Piece], work: Calla
             return fut.result()
         except BrokenProcessPool:
             log.warning(died)
-            return work(*before, piece, *after)
+            return _trimmed(work, *before, piece, *after)
 
     try:
         hand_out()
@@ -295,12 +296,21 @@ def pieces_in_lanes(pool, lanes: int, todo: list[host_pieces.Piece], work: Calla
                 hand_out()
             else:
                 with xspace.one_decode_thread() if pool is not None else contextlib.nullcontext():
-                    got = [work(*before, pending.pop(), *after)]
+                    got = [_trimmed(work, *before, pending.pop(), *after)]
                 hand_out()
             yield from got
     finally:
         for f in in_flight:
             f.cancel()
+
+
+def _trimmed(work: Callable, *args):
+    """work(*args), then the heap's free pages given back: a lane done with a piece of a giant
+    host would otherwise hold its peak while it waits for the next, or for nothing."""
+    try:
+        return work(*args)
+    finally:
+        release_free_memory()
 
 
 def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Progress | None):

@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import polars as pl
@@ -189,7 +190,7 @@ def pieced_index(run: RunData, host: str | None, progress: Progress = None) -> T
     scratch = trace_pieces.piece_folder(parent)
     # Workers build the pieces; this process (an app, perhaps, with a run loaded) only composes.
     lanes = min(run.jobs or map_pool.default_jobs(), len(pieces))
-    pool = map_pool.take(lanes)
+    pool: ProcessPoolExecutor | None = map_pool.take(lanes)
     try:
         infos = []
         for info in host_map.pieces_in_lanes(pool, lanes, pieces, trace_pieces.build_piece, (hf,), (grouping, scratch),
@@ -197,6 +198,9 @@ def pieced_index(run: RunData, host: str | None, progress: Progress = None) -> T
                                              "building it again here", trace_pieces.memory_estimate, here=False):
             infos.append(info)
             report(f"trace pieces: {len(infos)}/{len(pieces)} built ({100 * len(infos) // len(pieces)}%)")
+        if pool is not None:  # its workers' memory goes before the index is composed
+            pool.shutdown(wait=True)
+            pool = None
         place = {trace_pieces.piece_of(i["piece"]): i for i in infos}
         infos = [place[p] for p in pieces]  # in the plan's order: the file's
         target = entry if entry is not None else os.path.join(scratch, "index")

@@ -51,6 +51,7 @@ from tputui.analysis.trace_derived import DeviceLines
 from tputui.analysis.trace_flows import FlowTable, flow_table
 from tputui.analysis.trace_kinds import KIND_RAW, KIND_REGION
 from tputui.data import schema
+from tputui.data.heap import release_free_memory
 from tputui.data.interned import Interned
 from tputui.data.xspace import XSpaceFrame
 
@@ -126,27 +127,6 @@ def trace_events(frame: XSpaceFrame, derived: bool = True, grouping: HostGroupin
     out = _Build(frame, grouping=grouping, piece=piece).run(derived)
     assert isinstance(out, TraceEvents)
     return out
-
-
-def release_free_memory() -> None:
-    """Give the C heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere).
-
-    glibc keeps what numpy frees in a thread's arena, and below the mmap threshold (which rises
-    to 32 MB as big arrays are freed) in the main heap too: after building the flows at 10M
-    events that is ~150 MB the process holds but does not use."""
-    global _trim
-    if _trim is None:
-        try:
-            import ctypes
-
-            _trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _trim = False
-    if _trim:
-        _trim(0)
-
-
-_trim: Any = None
 
 
 def split_trace_events(frame: XSpaceFrame, grouping: HostGrouping | None = None) -> SplitEvents:
