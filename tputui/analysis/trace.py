@@ -29,6 +29,7 @@ import numpy as np
 from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
 from tputui.analysis.trace_flows import FlowTable
+from tputui.data.raw import release
 
 BASE_GAP = 1000  # ps: level 1 merges gaps under 1 ns
 GAP_FACTOR = 4
@@ -385,7 +386,18 @@ class TraceIndex:
         if not len(ids):
             return np.zeros(0, np.int64)
         hits = np.flatnonzero(self.match_mask())
-        return hits[np.lexsort((self.event_row[hits], self.start[hits]))]
+        hits = hits[np.lexsort((self.event_row[hits], self.start[hits]))]
+        self.release_pages()
+        return hits
+
+    def release_pages(self) -> None:
+        """Let go of the pages a pass over whole columns read in (a saved index's columns are
+        memory-mapped: a search over a giant host's 58M names would stay resident). In-memory
+        columns are left alone; what is drawn next is read again from the page cache."""
+        cols = [self.start, self.end, self.cover, self.name, self.source, self.kind, self.ev_row, self.event_row]
+        for lv in self.levels[1:]:
+            cols += [lv.start, lv.end, lv.rep, lv.first_event, lv.events]
+        release(*cols)
 
     def matching_names(self, text: str) -> np.ndarray:
         needle = text.lower()

@@ -45,10 +45,13 @@ def selection_stats(ix: TraceIndex, selection: np.ndarray) -> SelectionStats:
     totals = np.bincount(names, weights=dur, minlength=len(ix.names))
     ids = np.flatnonzero(counts)
     ids = ids[np.argsort(-totals[ids], kind="stable")]
-    return SelectionStats(
+    out = SelectionStats(
         count=len(selection), total_ps=int(dur.sum()),
         start_ps=int(ix.start[selection].min()), end_ps=int(ix.end[selection].max()),
         per_name=[NameStats(ix.names[n], int(counts[n]), float(totals[n])) for n in ids.tolist()])
+    if len(selection) > 1:
+        ix.release_pages()  # a large selection read pages all over the columns
+    return out
 
 
 def _candidates(ix: TraceIndex, a: int, b: int, rows: np.ndarray) -> np.ndarray:
@@ -89,6 +92,7 @@ def events_of(ix: TraceIndex, frame_rows=(), names=()) -> np.ndarray:
         wanted = set(names)
         ids = [i for i, n in enumerate(ix.names) if n in wanted]
         picked = np.union1d(picked, np.flatnonzero(np.isin(ix.name, ids)))
+    ix.release_pages()  # every event's name or source was read
     return picked
 
 
