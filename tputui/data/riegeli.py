@@ -44,6 +44,7 @@ MAX_RECORD_BYTES = 1 << 30
 MAX_RATIO = 256
 RATIO_FREE_BYTES = 64 << 20
 MAX_RECORDS = 1 << 20  # per chunk: a whole XSpace is many bytes; a million of them is not a profile
+BIG_BUFFER = 32 << 20  # a reused chunk buffer bigger than this is let go once decompressed
 _PIECE = 16 << 20  # decompressed per step, so a stream that runs past its declared size stops there
 
 
@@ -96,7 +97,7 @@ def decompress(kind: int, data, limit: int = MAX_RECORD_BYTES):
     size, start = read_varint(data, 0)
     if size > limit:
         raise ValueError(f"a block declares {size:,} decompressed bytes, over the {limit:,} limit")
-    body = bytes(data[start:])
+    body = data[start:]  # a view: the compressed bytes are not copied
     try:
         if kind == BROTLI:
             import brotli  # a dependency for exactly this (pyproject)
@@ -115,41 +116,51 @@ def decompress(kind: int, data, limit: int = MAX_RECORD_BYTES):
         raise
     except Exception as e:  # brotli.error / zstandard.ZstdError: damaged data
         raise ValueError(f"{COMPRESSION_NAMES.get(kind)} data does not decompress ({e})") from None
-    if len(out) > size:
-        raise ValueError(f"the data expands past the {size:,} bytes it declares (stopped at {len(out):,})")
     if len(out) != size:
         raise ValueError(f"decompressed {len(out):,} bytes, header says {size:,}")
     return out
 
 
-def _brotli_upto(brotli, body: bytes, size: int) -> bytes:
-    """The brotli stream `body` decompressed, stopping once it passes `size` bytes."""
+def _brotli_upto(brotli, body, size: int) -> bytearray:
+    """The brotli stream `body` decompressed, stopping once it passes `size` bytes. Written into
+    one buffer of the declared size (pieces joined at the end would hold a record twice: 2 GB
+    for a 1 GB record)."""
     d = brotli.Decompressor()
-    parts, got = [], 0
+    out = bytearray(size)
+    got = 0
     piece = d.process(body, output_buffer_limit=min(size + 1, _PIECE))
     while True:
-        parts.append(piece)
+        if got + len(piece) > size:
+            raise _past(size, got + len(piece))
+        out[got:got + len(piece)] = piece
         got += len(piece)
-        if got > size or d.is_finished():
+        if d.is_finished():
             break
         piece = d.process(b"", output_buffer_limit=min(size + 1 - got, _PIECE))  # all the input is in
         if not piece and not d.is_finished():
             raise ValueError("brotli data ends early")
-    return b"".join(parts)
+    return out if got == size else out[:got]
 
 
-def _zstd_upto(zstandard, body: bytes, size: int) -> bytes:
+def _zstd_upto(zstandard, body, size: int) -> bytearray:
     """The zstd frame(s) `body` decompressed, stopping once they pass `size` bytes (a frame's
-    declared content size is not trusted for the allocation; its checksum is checked)."""
+    declared content size is not trusted for the allocation; its checksum is checked). Read
+    straight into one buffer of the declared size, then one byte more to see that it ends."""
     reader = zstandard.ZstdDecompressor().stream_reader(body, read_across_frames=True)
-    parts, got = [], 0
-    while got <= size:
-        piece = reader.read(min(size + 1 - got, _PIECE))
-        if not piece:
-            break
-        parts.append(piece)
-        got += len(piece)
-    return b"".join(parts)
+    out = bytearray(size)
+    view, got = memoryview(out), 0
+    while got < size:
+        n = reader.readinto(view[got:got + min(size - got, _PIECE)])
+        if not n:
+            return out[:got]
+        got += n
+    if reader.read(1):
+        raise _past(size, size + 1)
+    return out
+
+
+def _past(size: int, got: int) -> ValueError:
+    return ValueError(f"the data expands past the {size:,} bytes it declares (stopped at {got:,})")
 
 
 def simple_chunk_records(data, num_records: int, decoded_size: int) -> list[memoryview]:
@@ -206,6 +217,7 @@ class RecordReader:
         self.f, self.name, self.size = f, name, size
         self.buffers: list[bytearray] = [bytearray() for _ in range(reuse)]
         self.turn = 0
+        self.last: int | None = None  # the buffer the last chunk's data went to
         self.warn = warn or (lambda msg: None)
         self.skipped: list[str] = []
         self.records_read = 0
@@ -252,10 +264,18 @@ class RecordReader:
     def _pooled(self, n: int) -> memoryview:
         """The next of the reused buffers, `n` bytes of it."""
         buf = self.buffers[self.turn]
+        self.last = self.turn
         self.turn = (self.turn + 1) % len(self.buffers)
         if len(buf) < n:
             buf.extend(bytes(n - len(buf)))
         return memoryview(buf)[:n]
+
+    def _done_with(self, data) -> None:
+        """A compressed chunk's bytes, once its records are decompressed: a big one's buffer is
+        let go rather than kept for reuse (240 MB of zstd beside its 1 GB record otherwise)."""
+        if self.buffers and len(data) > BIG_BUFFER and data[0] != NONE and self.last is not None:
+            self.buffers[self.last] = bytearray()
+            self.last = None
 
     def _readv(self, readv, pos: int, end: int, out: memoryview) -> bool:
         """Physical bytes [pos, end) read by the kernel straight into `out`, each block header
@@ -345,6 +365,7 @@ class RecordReader:
                 continue
             try:
                 recs = simple_chunk_records(data, num_records, decoded_size)
+                self._done_with(data)
             except RiegeliError:
                 raise
             except (ValueError, OSError) as e:  # hash matched but contents are not decodable
@@ -368,6 +389,7 @@ class RecordReader:
             try:
                 data = self._read_logical(add_with_overhead(begin, CHUNK_HEADER_SIZE), data_size, data=True)
                 recs = simple_chunk_records(data, num_records, decoded_size)
+                self._done_with(data)
             except (_Skip, ValueError, OSError) as e:
                 raise RiegeliError(f"{self.name}: changed while it was read (chunk at byte {begin}: {e})") from None
             del data

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from typing import TypeVar
 
-from tputui.data import xspace
+from tputui.data import riegeli_parts, xspace
 from tputui.data.cache_entry import column_paths
 from tputui.data.logdir import HostFile
 from tputui.data.raw import RawXSpace
@@ -32,7 +32,7 @@ from tputui.data.xspace import DecodeError, PlaneSelector, decode_raw
 from tputui.data.xspace_merge import LayoutMismatch, XSpaceMerger
 
 log = logging.getLogger("tputui")
-POOL_BYTES = 768 << 20  # decoder columns kept between records (_pooled_columns)
+POOL_BYTES = 256 << 20  # decoder columns kept between records (_pooled_columns)
 T = TypeVar("T")
 
 
@@ -157,11 +157,13 @@ def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=
     warnings = _HeldWarnings()
     reader = RecordReader(f, name, size, warn=warnings, reuse=4)
     counted: dict[int, RecordLines] = {}  # record number -> its lines, for the records that count
+    sizes: dict[int, int] = {}  # record number -> its bytes
     for i, record in enumerate(ahead(reader.records(), "tputui-riegeli-read")):
         if progress:
             progress(f"reading {label or name} record {i + 1} ({len(record) / 1e6:.1f} MB)")
         try:
             counted[i] = count_record(record, planes)
+            sizes[i] = len(record)
             warnings.release()
         except DecodeError as e:  # the hash matched, yet it is not an XSpace
             _skip(reader, f"{name}: skipped record {i + 1}, not an XSpace ({e})")
@@ -171,7 +173,7 @@ def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=
         raise RiegeliError(f"{name}: no readable XSpace record ({why})")
     while True:
         try:
-            return _merge(reader, counted, planes, progress, label or name, folder), reader.skipped
+            return _merge(reader, counted, sizes, planes, progress, label or name, folder), reader.skipped
         except _Dropped as e:  # counted, yet it does not decode to what was counted: merge without it
             i, why = e.args
             del counted[i]
@@ -181,18 +183,18 @@ def read_stream(f, size: int, name: str, planes: PlaneSelector = None, progress=
 
 
 def _decoded(reader: RecordReader, numbers: list[int], planes: PlaneSelector) -> Iterator[tuple]:
-    """(record number, its size, its columns or None, None or its DecodeError) of the records
-    `numbers` (ascending), read again and decoded in file order."""
+    """(record number, its size, one decoded part of it or None, None or its DecodeError) of the
+    records `numbers` (ascending), read again and decoded in file order, a big record in parts
+    (riegeli_parts.py: its lines a group at a time, so its columns are never all in memory)."""
     wanted, last = set(numbers), numbers[-1]
     for i, record in enumerate(reader.replay()):
         if i in wanted:
-            raw, error = None, None
             try:
-                raw = decode_raw(record, planes)
+                for part in riegeli_parts.record_parts(record, planes):
+                    yield i, len(record), part, None
+                    del part
             except DecodeError as e:
-                error = e
-            yield i, len(record), raw, error
-            del raw
+                yield i, len(record), None, e
         if i >= last:
             return
 
@@ -232,10 +234,10 @@ class _HeldWarnings:
             log.warning(msg)
 
 
-def _merge(reader: RecordReader, counted: dict[int, RecordLines], planes: PlaneSelector, progress, label: str,
-           folder: str | None) -> RawXSpace:
+def _merge(reader: RecordReader, counted: dict[int, RecordLines], sizes: dict[int, int], planes: PlaneSelector,
+           progress, label: str, folder: str | None) -> RawXSpace:
     numbers = sorted(counted)
-    if len(numbers) == 1:  # one record: exactly as decoded
+    if len(numbers) == 1 and sizes[numbers[0]] <= riegeli_parts.PART_BYTES:  # one record: exactly as decoded
         for i, record in enumerate(reader.replay()):
             if i == numbers[0]:
                 try:
@@ -279,18 +281,18 @@ def _merge_records(reader: RecordReader, numbers: list[int], planes: PlaneSelect
                    merger: XSpaceMerger) -> RawXSpace:
     # A thread reads and decodes the next records while this one is merged (the decoder lets
     # go of the GIL, and so do numpy's big loops: the merge's own work fills the other core).
-    for i, size, raw, error in ahead(_decoded(reader, numbers, planes), "tputui-riegeli-decode"):
+    for i, size, part, error in ahead(_decoded(reader, numbers, planes), "tputui-riegeli-decode"):
         if progress:
             progress(f"decoding {label} record {i + 1} ({size / 1e6:.1f} MB)")
         if error is not None:
             raise _Dropped(i, error)
         try:
-            merger.add(raw)
+            merger.add(part.raw, part.planes, part.rows, part.last)
         except LayoutMismatch:
             raise _Dropped(i, "its lines differ from the ones counted") from None
         except TimesOutOfRange:
             raise _Dropped(i, TIMES_OUT_OF_RANGE) from None
-        del raw
+        del part
     if merger.records != len(numbers):
         raise RiegeliError(f"{reader.name}: changed while it was read (fewer records the second time)")
     return merger.finish()

@@ -34,7 +34,7 @@ import numpy as np
 
 from tputui.data.raw import KIND_BYTES, KIND_STR, RawXSpace, StatColumns
 from tputui.data.riegeli_columns import EVENT_COLUMNS, STAT_COLUMNS, FileColumns, MemoryColumns, Write
-from tputui.data.riegeli_layout import INT64_MAX, Layout, TimesOutOfRange, lines_of
+from tputui.data.riegeli_layout import INT64_MAX, PLANE, Layout, TimesOutOfRange, lines_of
 from tputui.data.xspace import _columns
 
 
@@ -79,6 +79,25 @@ class _Plane:
     sm_next: int = 0
     stat_ids: set = field(default_factory=set)
     lines: list = field(default_factory=list)
+
+
+@dataclass
+class _OpenPlane:
+    """One plane of the record being added: the merged plane it goes to, whether the record
+    made it (its lines are new), else the id remaps and the plane's lines by id as they were
+    before this record (built when its first line comes)."""
+    plane: _Plane
+    new: bool
+    em_remap: _Remap | None = None
+    sm_remap: _Remap | None = None
+    to_lines: dict | None = None
+
+
+@dataclass
+class _Open:
+    """The record being added (part after part): its planes, and how many of its lines came."""
+    planes: list = field(default_factory=list)
+    rows: int = 0
 
 
 class _Remap:
@@ -243,6 +262,7 @@ class XSpaceMerger:
     def __init__(self, layout: Layout, out: FileColumns | MemoryColumns, in_place: bool = True):
         self.layout, self.out, self.in_place = layout, out, in_place
         self.records = 0
+        self._open: _Open | None = None  # the record being added in parts
         self.hostnames: list[str] = []
         self.errors: list[str] = []
         self.warnings: list[str] = []
@@ -259,15 +279,38 @@ class XSpaceMerger:
         out.begin(layout.events, layout.stats)
 
     # --- one record ------------------------------------------------------------------------
-    def add(self, r: RawXSpace) -> None:
+    def add(self, r: RawXSpace, planes: np.ndarray | None = None, rows: np.ndarray | None = None,
+            last: bool = True) -> None:
+        """The next record, whole (planes, rows None), or one part of it (riegeli_parts.py): for
+        each of its planes the plane's place among the record's, for each of its lines the line's
+        row in the record. The first part holds every plane of the record; `last`: its last part."""
         k = self.records
         counted, got = self.layout.records[k], lines_of(r)
-        if got.plane_names != counted.plane_names or not np.array_equal(got.lines, counted.lines):
+        pl = np.arange(len(r.plane_name), dtype=np.int64) if planes is None else np.asarray(planes, np.int64)
+        rw = np.arange(len(got.lines), dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
+        if self._open is None and not np.array_equal(pl, np.arange(len(counted.plane_names))):
             raise LayoutMismatch(k)
-        self.records += 1
-        self._add(r, k)
+        if len(pl) != len(got.plane_names) or len(rw) != len(got.lines) \
+                or (len(pl) and (pl.min() < 0 or pl.max() >= len(counted.plane_names))) \
+                or (len(rw) and (rw.min() < 0 or rw.max() >= len(counted.lines))) \
+                or got.plane_names != [counted.plane_names[i] for i in pl.tolist()]:
+            raise LayoutMismatch(k)
+        seen = got.lines.copy()
+        seen[:, PLANE] = pl[seen[:, PLANE]] if len(seen) else seen[:, PLANE]
+        if not np.array_equal(seen, counted.lines[rw]):
+            raise LayoutMismatch(k)
+        if self._open is None:
+            self._open = self._begin(r, k)
+        self._open.rows += len(rw)
+        self._lines(r, k, pl, rw)
+        if last:
+            if self._open.rows != len(counted.lines):
+                raise LayoutMismatch(k)
+            self._open = None
+            self.records += 1
 
-    def _add(self, r: RawXSpace, k: int) -> None:
+    def _begin(self, r: RawXSpace, k: int) -> _Open:
+        """A record's planes, metadata and plane stats (from its whole decode or its first part)."""
         first = k == 0
         if first:
             self.hostnames, self.errors, self.warnings = list(r.hostnames), list(r.errors), list(r.warnings)
@@ -278,10 +321,40 @@ class XSpaceMerger:
                     if s not in seen:
                         seen.add(s)
                         mine.append(s)
-        place = self.layout.placements[k]
         str_map = _intern(self.strings, self.string_rows, r.strings)
         blob_map = _intern(self.blobs, self.blob_rows, r.blobs)
         self._em_global = np.full(len(r.em_id), -1, np.int64)  # record em row -> merged row, if copied
+        opened = _Open()
+        known = dict(self.by_name)  # XProf looks planes up in the space as it was before this record
+        for p in range(len(r.plane_id)):
+            name = r.plane_name[p]
+            target = None if first else known.get(name)
+            if target is None:
+                opened.planes.append(_OpenPlane(self._new_plane(r, p, blob_map, str_map), new=True))
+                continue
+            plane = self.planes[target]
+            em_map = self._merge_metadata(plane, r, p, blob_map, str_map, event=True)
+            sm_map = self._merge_metadata(plane, r, p, blob_map, str_map, event=False)
+            opened.planes.append(_OpenPlane(plane, False, _Remap(em_map) if em_map else None,
+                                            _Remap(sm_map) if sm_map else None))
+            ps = r.plane_stats
+            for j in np.flatnonzero(ps.owner == p).tolist():
+                sid = sm_map.get(int(ps.stat[j]), int(ps.stat[j]))
+                if sid in plane.stat_ids:
+                    continue
+                plane.stat_ids.add(sid)
+                self.plane_stats.add([plane.index], [sid], ps.kind[j:j + 1],
+                                     _shift_values(ps.kind[j:j + 1], ps.value[j:j + 1], str_map, blob_map))
+        self._copy_em_children_and_stats(r, str_map, blob_map)
+        return opened
+
+    def _lines(self, r: RawXSpace, k: int, pl: np.ndarray, rw: np.ndarray) -> None:
+        """The lines of a record (or of a part of it): matched to the merged lines, their ids
+        remapped and offsets shifted in place, written to their final rows."""
+        assert self._open is not None
+        place = self.layout.placements[k]
+        str_map = _intern(self.strings, self.string_rows, r.strings)
+        blob_map = _intern(self.blobs, self.blob_rows, r.blobs)
         ev_mid = _writable(r.event_metadata_id, np.int64, self.in_place)  # remapped and shifted in place: written once
         ev_off = _writable(r.event_offset_ps, np.int64, self.in_place)
         es = r.event_stats
@@ -293,69 +366,52 @@ class XSpaceMerger:
         line_end = r.line_first_event + r.line_num_events
         stat_first, stat_end = np.searchsorted(es.owner, r.line_first_event), np.searchsorted(es.owner, line_end)
         facts = _order_facts(r)
+        event_at, stat_at = place.event_at[rw], place.stat_at[rw]
 
         def run(li: int) -> _Run:
             n = int(r.line_num_events[li])
             sa, sb = int(stat_first[li]), int(stat_end[li])
-            return _Run(int(place.event_at[li]), n, int(place.stat_at[li]), sb - sa, int(r.line_timestamp_ns[li]),
-                        *facts(li))
-        known = dict(self.by_name)  # XProf looks planes up in the space as it was before this record
-        for p in range(len(r.plane_id)):
-            name = r.plane_name[p]
-            target = None if first else known.get(name)
-            lines = np.flatnonzero(r.line_plane == p).tolist()
-            if target is None:
-                plane = self._new_plane(r, p, blob_map, str_map)
-                for li in lines:
-                    plane.lines.append(self._line(r, li, run(li)))
+            return _Run(int(event_at[li]), n, int(stat_at[li]), sb - sa, int(r.line_timestamp_ns[li]), *facts(li))
+        for li, p in enumerate(pl[r.line_plane].tolist() if len(r.line_plane) else []):
+            target = self._open.planes[p]
+            plane = target.plane
+            if target.new:
+                plane.lines.append(self._line(r, li, run(li)))
                 continue
-            plane = self.planes[target]
-            em_map = self._merge_metadata(plane, r, p, blob_map, str_map, event=True)
-            sm_map = self._merge_metadata(plane, r, p, blob_map, str_map, event=False)
-            em_remap, sm_remap = _Remap(em_map), _Remap(sm_map)
-            to_lines = {line.id: line for line in plane.lines}
-            for li in lines:
-                a = int(r.line_first_event[li])
-                b = a + int(r.line_num_events[li])
-                if em_map:  # usually empty: records of one profile share their metadata ids
-                    ev_mid[a:b] = em_remap(ev_mid[a:b])
-                if sm_map:
-                    sa, sb = int(stat_first[li]), int(stat_end[li])
-                    es_stat[sa:sb] = sm_remap(es_stat[sa:sb])
-                line = to_lines.get(int(r.line_id[li]))
-                if line is None:
-                    plane.lines.append(self._line(r, li, run(li)))
-                    continue
-                ts = int(r.line_timestamp_ns[li])
-                line.segments.append(run(li))
-                line.timestamp_ns = min(line.timestamp_ns, ts)
-                line.duration_ps = max(line.duration_ps, int(r.line_duration_ps[li]))
-            ps = r.plane_stats
-            for j in np.flatnonzero(ps.owner == p).tolist():
-                sid = sm_map.get(int(ps.stat[j]), int(ps.stat[j]))
-                if sid in plane.stat_ids:
-                    continue
-                plane.stat_ids.add(sid)
-                self.plane_stats.add([plane.index], [sid], ps.kind[j:j + 1],
-                                     _shift_values(ps.kind[j:j + 1], ps.value[j:j + 1], str_map, blob_map))
-        self._copy_em_children_and_stats(r, str_map, blob_map)
+            a = int(r.line_first_event[li])
+            b = a + int(r.line_num_events[li])
+            if target.em_remap is not None:  # usually none: records of one profile share their metadata ids
+                ev_mid[a:b] = target.em_remap(ev_mid[a:b])
+            if target.sm_remap is not None:
+                sa, sb = int(stat_first[li]), int(stat_end[li])
+                es_stat[sa:sb] = target.sm_remap(es_stat[sa:sb])
+            if target.to_lines is None:  # the plane's lines as they were before this record's first
+                target.to_lines = {line.id: line for line in plane.lines}
+            line = target.to_lines.get(int(r.line_id[li]))
+            if line is None:
+                plane.lines.append(self._line(r, li, run(li)))
+                continue
+            ts = int(r.line_timestamp_ns[li])
+            line.segments.append(run(li))
+            line.timestamp_ns = min(line.timestamp_ns, ts)
+            line.duration_ps = max(line.duration_ps, int(r.line_duration_ps[li]))
         es_value = _shift_values(es.kind, _writable(es.value, np.int64, self.in_place), str_map, blob_map, in_place=True)
         # Each line's slice straight to its final rows: offsets moved to the merged line's start,
         # stat owners to the merged event rows.
-        _add_to_slices(ev_off, r.line_first_event, r.line_num_events, place.shift_ps)
-        _add_to_slices(es_owner, stat_first, stat_end - stat_first, place.event_at - r.line_first_event)
+        _add_to_slices(ev_off, r.line_first_event, r.line_num_events, place.shift_ps[rw])
+        _add_to_slices(es_owner, stat_first, stat_end - stat_first, event_at - r.line_first_event)
         batch: list[Write] = []
         for li in range(len(r.line_first_event)):
             a, n = int(r.line_first_event[li]), int(r.line_num_events[li])
             if not n:
                 continue
-            at, b = int(place.event_at[li]), a + n
+            at, b = int(event_at[li]), a + n
             batch += [("metadata_id", ev_mid[a:b], n, at), ("offset_ps", ev_off[a:b], n, at),
                       ("num_occurrences", r.event_num_occurrences[a:b], n, at),
-                      ("duration_ps", r.event_duration_ps[a:b], n, at), ("line", int(place.line[li]), n, at)]
+                      ("duration_ps", r.event_duration_ps[a:b], n, at), ("line", int(place.line[rw[li]]), n, at)]
             sa, sb = int(stat_first[li]), int(stat_end[li])
             if sb > sa:
-                sat = int(place.stat_at[li])
+                sat = int(stat_at[li])
                 batch += [(name, col[sa:sb], sb - sa, sat) for name, col in
                           (("es.owner", es_owner), ("es.stat", es_stat), ("es.kind", es.kind), ("es.value", es_value))]
         self.out.write(batch)
