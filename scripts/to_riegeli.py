@@ -12,7 +12,10 @@ usage: python scripts/to_riegeli.py SRC.xplane.pb DST.xplane.riegeli [--records 
                  the whole profile: its span plus 10%), each copy's `device_offset_ps` stat
                  shifted with it, as ../shared/tools/gen/tpu_scaled.py does: device and host
                  clocks still agree, so XProf (which nests device ops by event time) and tputui
-                 (by the device stats) see the same ops
+                 (by the device stats) see the same ops. Streamed: each copy is split into
+                 --records records (K x N in all) and written before the next copy is made, so
+                 memory follows the source, not the output (the records merge back into each
+                 line's K copies in order, as a long capture's records do)
 
 The records follow the Riegeli/records format spec (tputui/data/riegeli_writer.py), one record
 per simple chunk, as XLA's profiler writes them.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+from collections.abc import Iterator
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -99,31 +103,30 @@ def tile_period(space) -> int:
     return span + span // 10
 
 
-def tile(space, k: int) -> xplane_pb2.XSpace:
-    """`k` copies of every line's events, copy c moved c periods later (tile_period), its
-    `device_offset_ps` stat too."""
-    out = xplane_pb2.XSpace()
-    out.CopyFrom(space)
+def tiles(space, k: int) -> Iterator[xplane_pb2.XSpace]:
+    """`space` `k` times, copy c with every event moved c periods later (tile_period), its
+    `device_offset_ps` stat too (an aggregated event, with num_occurrences, has no time). One
+    copy at a time: the same message, moved in place between copies, so memory follows the
+    source, not k times it."""
     period = tile_period(space)
-    for plane in out.planes:
+    moved = []  # per plane: (its events with a time, their device_offset_ps stats)
+    for plane in space.planes:
         dev_off = {key for key, m in plane.stat_metadata.items() if m.name == DEVICE_OFFSET_PS}
-        for line in plane.lines:
-            events = list(line.events)
-            for c in range(1, k):
+        events = [ev for line in plane.lines for ev in line.events if ev.WhichOneof("data") != "num_occurrences"]
+        stats = [(st, st.WhichOneof("value")) for line in plane.lines for ev in line.events for st in ev.stats
+                 if st.metadata_id in dev_off] if dev_off else []
+        moved.append((events, stats))
+    for c in range(k):
+        if c:
+            for events, stats in moved:
                 for ev in events:
-                    e = line.events.add()
-                    e.CopyFrom(ev)
-                    if e.WhichOneof("data") != "num_occurrences":  # an aggregate has no time
-                        e.offset_ps += c * period
-                    for st in e.stats:
-                        if st.metadata_id not in dev_off:
-                            continue
-                        kind = st.WhichOneof("value")
-                        if kind == "uint64_value":
-                            st.uint64_value += c * period
-                        elif kind == "int64_value":
-                            st.int64_value += c * period
-    return out
+                    ev.offset_ps += period
+                for st, kind in stats:
+                    if kind == "uint64_value":
+                        st.uint64_value += period
+                    elif kind == "int64_value":
+                        st.int64_value += period
+        yield space
 
 
 def corrupt_middle_chunk(path: pathlib.Path) -> int:
@@ -152,19 +155,19 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     space = xplane_pb2.XSpace()
     space.ParseFromString(pathlib.Path(a.src).read_bytes())
-    if a.tile > 1:
-        space = tile(space, a.tile)
-    records = split_planes(space, a.records) if a.split == "planes" else split_lines(space, a.records)
     dst = pathlib.Path(a.dst)
+    n = 0
     with open(dst, "wb") as f:
         w = RecordWriter(f, a.compression)
-        for r in records:
-            w.write_chunk([r.SerializeToString()])
+        for copy in tiles(space, a.tile):  # each copy's records written before the next copy is made
+            for r in split_planes(copy, a.records) if a.split == "planes" else split_lines(copy, a.records):
+                w.write_chunk([r.SerializeToString()])
+                n += 1
         w.pad_to_block()  # XLA pads to 64 KiB
     note = ""
     if a.corrupt:
         note = f", byte {corrupt_middle_chunk(dst)} corrupted"
-    print(f"{dst}: {len(records)} records, {a.compression}, {dst.stat().st_size} bytes{note}")
+    print(f"{dst}: {n} records, {a.compression}, {dst.stat().st_size} bytes{note}")
 
 
 if __name__ == "__main__":
