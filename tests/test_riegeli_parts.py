@@ -49,6 +49,7 @@ def test_a_record_in_parts_merges_as_the_whole_record(name, monkeypatch, tmp_pat
     real = riegeli_parts.decode_raw
     monkeypatch.setattr(riegeli_parts, "decode_raw", lambda data, *a, **k: sizes.append(len(data)) or real(data, *a, **k))
     monkeypatch.setattr(riegeli_parts, "PART_BYTES", 1)  # every line a part of its own
+    monkeypatch.setattr(riegeli_parts, "WHOLE_BYTES", 1)
     pieced = _merged(name, folder=str(tmp_path))
     assert len(sizes) > _records(name)  # decoded in parts, not records
     for field in ("plane_id", "plane_name", "line_plane", "line_id", "line_timestamp_ns", "line_duration_ps",
@@ -88,4 +89,5 @@ def test_exports_of_a_host_merged_in_parts(name, monkeypatch, tmp_path):
 
     whole = outputs("whole")
     monkeypatch.setattr(riegeli_parts, "PART_BYTES", 4096)
+    monkeypatch.setattr(riegeli_parts, "WHOLE_BYTES", 4096)
     assert outputs("parts") == whole

@@ -1,10 +1,10 @@
 """A big riegeli record decoded a group of lines at a time (the merge's second pass).
 
 A record is one serialized XSpace and may be a GB (a long capture's host plane: 1 GB of 122
-threads' lines). Decoded whole, its columns take 2-3x its bytes beside them. Cut instead into
-parts of about PART_BYTES of lines: the first part holds every selected plane (each with its
-metadata, stats and its first lines), the later ones only the planes whose lines they carry (a
-plane's metadata comes with each, decoded again and not used). Each part is re-serialized from
+threads' lines). Decoded whole, its columns take 2-3x its bytes beside them. One over
+WHOLE_BYTES is cut instead into parts of about PART_BYTES of lines: the first part holds every
+selected plane (each with its metadata, stats and its first lines), the later ones only the
+planes whose lines they carry (a plane's metadata comes with each, decoded again and not used). Each part is re-serialized from
 the record's bytes (plane_directory.subset_xspace) and decoded on its own; the merge
 (xspace_merge.XSpaceMerger.add) places its lines by their rows in the record. A single line
 bigger than a part is one part of its own: memory follows the largest line, not the record.
@@ -21,7 +21,8 @@ from tputui.data.plane_directory import line_sizes, plane_directory, space_texts
 from tputui.data.raw import RawXSpace
 from tputui.data.xspace import PlaneSelector, decode_raw
 
-PART_BYTES = 64 << 20  # of serialized lines per part (their columns take 2-3x that)
+WHOLE_BYTES = 128 << 20  # a record up to this is decoded whole (XLA's records: tens of MB)
+PART_BYTES = 64 << 20  # of serialized lines per part of a bigger one (their columns take 2-3x that)
 
 
 @dataclass
@@ -36,10 +37,12 @@ class Part:
 
 
 def record_parts(record, planes: PlaneSelector = None, part_bytes: int | None = None) -> Iterator[Part]:
-    """The record's parts, in record order (one Part, decoded whole, when it is small or the C
-    decoder is missing); `part_bytes`: PART_BYTES unless given. Raises DecodeError as decode_raw does."""
+    """The record's parts, in record order (one Part, decoded whole, when it is up to WHOLE_BYTES
+    or the C decoder is missing). `part_bytes` (for tests): cut into parts of that size whenever
+    the record is bigger. Raises DecodeError as decode_raw does."""
+    whole = part_bytes or WHOLE_BYTES
     part_bytes = part_bytes or PART_BYTES
-    if len(record) <= part_bytes or xspace.wire is None:
+    if len(record) <= whole or xspace.wire is None:
         yield Part(decode_raw(record, planes), None, None)
         return
     keep = xspace.plane_filter(planes)

@@ -32,7 +32,10 @@ from tputui.data.xspace import DecodeError, PlaneSelector, decode_raw
 from tputui.data.xspace_merge import LayoutMismatch, XSpaceMerger
 
 log = logging.getLogger("tputui")
-POOL_BYTES = 256 << 20  # decoder columns kept between records (_pooled_columns)
+POOL_BYTES = 768 << 20  # decoder columns kept between records (_pooled_columns)
+# ... when a record is decoded in parts (riegeli_parts.py): its GB of bytes are held meanwhile
+# (rg20's 1 GB record: 2.4-2.6 GB peak with the bigger pool, 2.0 GB with this one)
+PARTS_POOL_BYTES = 256 << 20
 T = TypeVar("T")
 
 
@@ -237,7 +240,7 @@ class _HeldWarnings:
 def _merge(reader: RecordReader, counted: dict[int, RecordLines], sizes: dict[int, int], planes: PlaneSelector,
            progress, label: str, folder: str | None) -> RawXSpace:
     numbers = sorted(counted)
-    if len(numbers) == 1 and sizes[numbers[0]] <= riegeli_parts.PART_BYTES:  # one record: exactly as decoded
+    if len(numbers) == 1 and sizes[numbers[0]] <= riegeli_parts.WHOLE_BYTES:  # one record: exactly as decoded
         for i, record in enumerate(reader.replay()):
             if i == numbers[0]:
                 try:
@@ -253,7 +256,7 @@ def _merge(reader: RecordReader, counted: dict[int, RecordLines], sizes: dict[in
                                         if folder else MemoryColumns())
     merger = XSpaceMerger(layout, out)
     try:
-        with _pooled_columns():
+        with _pooled_columns(POOL_BYTES if max(sizes.values()) <= riegeli_parts.WHOLE_BYTES else PARTS_POOL_BYTES):
             return _merge_records(reader, numbers, planes, progress, label, merger)
     except BaseException:
         merger.close()
@@ -261,16 +264,16 @@ def _merge(reader: RecordReader, counted: dict[int, RecordLines], sizes: dict[in
 
 
 @contextlib.contextmanager
-def _pooled_columns() -> Iterator[None]:
+def _pooled_columns(limit: int) -> Iterator[None]:
     """While records are decoded one after another, the decoder's released columns are kept
-    (up to POOL_BYTES) for the next record's instead of being unmapped: fresh pages are zeroed by
+    (up to `limit` bytes) for the next record's instead of being unmapped: fresh pages are zeroed by
     the kernel for every record (the 3 GB bench host: 700k -> 300k page faults, 3-4 s less system CPU)."""
     if xspace.wire is None:  # the C decoder is not built
         yield
         return
     from tputui.data import _wire
 
-    _wire.memory_pool(POOL_BYTES)
+    _wire.memory_pool(limit)
     try:
         yield
     finally:
