@@ -91,3 +91,20 @@ def test_exports_of_a_host_merged_in_parts(name, monkeypatch, tmp_path):
     monkeypatch.setattr(riegeli_parts, "PART_BYTES", 4096)
     monkeypatch.setattr(riegeli_parts, "WHOLE_BYTES", 4096)
     assert outputs("parts") == whole
+
+
+def test_a_piece_lets_go_of_the_mapped_pages_it_copied(monkeypatch, tmp_path):
+    """raw_subset.subset releases each mapped column once its rows are copied out: a chip's rows
+    of nine columns no longer stay resident beside the piece's own copy."""
+    from tputui.data import raw_subset
+
+    raw = _merged("tpu_planes_brotli", folder=str(tmp_path))  # columns mapped from their files
+    released = []
+    monkeypatch.setattr(raw_subset, "release", lambda *cols: released.extend(id(c) for c in cols))
+    piece = raw_subset.subset(raw, [0])
+    es = raw.event_stats
+    mapped = [raw.event_metadata_id, raw.event_offset_ps, raw.event_num_occurrences, raw.event_duration_ps,
+              es.owner, es.stat, es.kind, es.value]
+    assert all(isinstance(c, np.memmap) for c in mapped)
+    assert {id(c) for c in mapped} <= set(released)
+    assert piece.num_events == int(raw.line_num_events[raw.line_plane == 0].sum()) > 0
