@@ -29,6 +29,7 @@ import numpy as np
 from tputui.analysis.trace_counters import CounterTable
 from tputui.analysis.trace_events import HOST_PID, TraceEvents, trace_events
 from tputui.analysis.trace_flows import FlowTable
+from tputui.data.heap import release_free_memory
 from tputui.data.raw import release
 
 BASE_GAP = 1000  # ps: level 1 merges gaps under 1 ns
@@ -398,6 +399,7 @@ class TraceIndex:
         for lv in self.levels[1:]:
             cols += [lv.start, lv.end, lv.rep, lv.first_event, lv.events]
         release(*cols)
+        release_free_memory()  # and the pass's temporaries, which the heap would keep
 
     def matching_names(self, text: str) -> np.ndarray:
         needle = text.lower()

@@ -39,6 +39,7 @@ from tputui.data.cache import cache_key, cache_root
 from tputui.data.cache_folder import prune, temp_prefix
 from tputui.data.code_stamp import code_stamp
 from tputui.data.files import atomic_dir
+from tputui.data.heap import release_free_memory
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
 
@@ -222,6 +223,7 @@ def pieced_index(run: RunData, host: str | None, progress: Progress = None) -> T
             shutil.rmtree(scratch, ignore_errors=True)  # mapped arrays outlive their unlinked files
         else:
             trace_pieces.remove(scratch)
+    release_free_memory()  # composing held flows and tracks' slices: give the heap back (an app keeps running)
     if ix is None:
         raise UserError(f"could not read back the trace index just built for {hf.host}")
     assert isinstance(ix, trace_pieces.PiecedIndex)
