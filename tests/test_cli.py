@@ -276,6 +276,24 @@ def test_export_imports_only_the_tool_it_runs(tmp_path):
         assert other not in loaded, other
 
 
+def test_memory_profile_export_loads_neither_the_map_nor_the_guide(tmp_path):
+    """The memory profile reads only allocator events: finding the TPU runtime log's folder
+    (every export does) must not load the op-stats map and the performance guide with it."""
+    probe = ("import sys; from tputui.cli import main\n"
+             "code = main(['export', sys.argv[1], '--tool', 'memory_profile', '-o', sys.argv[2]])\n"
+             "print('\\nLOADED', sorted(m for m in sys.modules if m.startswith('tputui.analysis.')), file=sys.stderr)\n"
+             "sys.exit(code)")
+    out = subprocess.run([sys.executable, "-c", probe, str(PROFILES / "tpu_v6e_inference"), str(tmp_path / "o.json")],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    loaded = out.stderr.rsplit("LOADED", 1)[1]
+    assert "tputui.analysis.memory_profile" in loaded and "tputui.analysis.tpu_log_files" in loaded
+    for other in ("tputui.analysis.tpu_runtime_log", "tputui.analysis.perf_guide", "tputui.analysis.host_map",
+                  "tputui.analysis.op_stats"):
+        assert other not in loaded, other
+    assert json.loads((tmp_path / "o.json").read_text())["allocators"]
+
+
 def test_export_starts_map_workers_before_loading_the_analysis(tmp_path):
     """On a multi-host run the map's worker processes start before this process imports numpy,
     Polars or the analysis: they get ready while it loads (analysis/map_pool.py)."""
