@@ -555,12 +555,18 @@ def _warnings_to_stderr() -> None:
 
 def entry() -> int:
     """The `tputui` command: main(), with a one-shot command's freed memory kept for reuse
-    (see data/allocator.py; the long-lived app leaves glibc's defaults alone)."""
+    (see data/allocator.py; the long-lived app leaves glibc's defaults alone); an export ends
+    without the interpreter's teardown (quick_exit.end_without_teardown)."""
     if sys.argv[1:2] and sys.argv[1] in ("export", "sql", "diff"):
         from tputui.data.allocator import keep_freed_memory
 
         keep_freed_memory()
-    return main()
+    code = main()
+    if sys.argv[1:2] == ["export"]:
+        from tputui.quick_exit import end_without_teardown
+
+        end_without_teardown(code)
+    return code
 
 
 C_EXTENSIONS = ("tputui.data._wire", "tputui.data._columns", "tputui.analysis._nesting", "tputui.analysis._derive",
