@@ -48,3 +48,18 @@ def test_the_console_entry_gives_the_same_export_as_main(tmp_path):
         assert out.returncode == 0, out.stderr
         outs.append(out.stdout)
     assert json.loads(outs[0]) and outs[0] == outs[1]
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc only")
+def test_glibc_is_found_without_running_ldconfig(monkeypatch):
+    """ctypes.util.find_library runs `ldconfig -p` in a subprocess (~45 ms of every export):
+    glibc's soname is tried first."""
+    import ctypes.util
+
+    from tputui.data.allocator import keep_freed_memory
+
+    def no_subprocess(name):
+        raise AssertionError(f"find_library({name!r}) called")
+
+    monkeypatch.setattr(ctypes.util, "find_library", no_subprocess)
+    assert keep_freed_memory()

@@ -147,3 +147,24 @@ def test_prefetch_of_a_broken_file_leaves_the_error_to_frame(tmp_path):
         assert "h.xplane.pb" in str(e)
     else:
         raise AssertionError("no error for a truncated file")
+
+
+def test_the_cache_writer_is_waited_for_even_when_a_daemon_thread_decoded(tmp_path, monkeypatch):
+    """The export's prefetch decodes on a daemon thread; the entry's writer it starts must not
+    inherit that (a daemon is not waited for at exit: the entry was lost when the process ended
+    first)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    hf = open_logdir(str(PROFILES / "tpu_v6e_inference")).runs[0].hosts[0]
+    seen: list[bool] = []
+
+    def decode() -> None:
+        load_frame(hf)
+        seen.extend(t.daemon for t in threading.enumerate() if t.name == "tputui-cache-write")
+
+    t = threading.Thread(target=decode, daemon=True)
+    t.start()
+    t.join()
+    assert seen and not any(seen)  # (an earlier test's writer may still run too)
+    for w in threading.enumerate():
+        if w.name == "tputui-cache-write":
+            w.join()

@@ -276,6 +276,26 @@ def test_export_imports_only_the_tool_it_runs(tmp_path):
         assert other not in loaded, other
 
 
+def test_memory_profile_export_loads_neither_the_map_nor_the_guide(tmp_path):
+    """The memory profile reads only allocator events: finding the TPU runtime log's folder
+    (every export does) must not load the performance guide and the host map with it, nor the
+    signal handling asyncio. (A giant host's pieces bring op_stats: memory_profile imports it.)"""
+    probe = ("import sys; from tputui.cli import main\n"
+             "code = main(['export', sys.argv[1], '--tool', 'memory_profile', '-o', sys.argv[2]])\n"
+             "print('\\nLOADED', sorted(m for m in sys.modules if m.startswith('tputui.analysis.') or m == 'asyncio'),"
+             " file=sys.stderr)\n"
+             "sys.exit(code)")
+    out = subprocess.run([sys.executable, "-c", probe, str(PROFILES / "tpu_v6e_inference"), str(tmp_path / "o.json")],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    loaded = out.stderr.rsplit("LOADED", 1)[1]
+    assert "tputui.analysis.memory_profile" in loaded and "tputui.analysis.tpu_log_files" in loaded
+    for other in ("tputui.analysis.tpu_runtime_log", "tputui.analysis.perf_guide", "tputui.analysis.host_map",
+                  "'asyncio'"):  # asyncio: only the app's signal handler needs it
+        assert other not in loaded, other
+    assert json.loads((tmp_path / "o.json").read_text())["allocators"]
+
+
 def test_export_starts_map_workers_before_loading_the_analysis(tmp_path):
     """On a multi-host run the map's worker processes start before this process imports numpy,
     Polars or the analysis: they get ready while it loads (analysis/map_pool.py)."""
@@ -306,3 +326,38 @@ def test_registry_marks_the_tools_that_reduce_over_op_stats():
         if hasattr(module, "has_data"):
             source = source.replace(inspect.getsource(module.has_data), "")
         assert t.op_stats == ("host_map." in source), (t.name, "set op_stats in tputui/tools.py")
+
+
+def test_export_ends_without_teardown_after_what_an_exit_must_do(tmp_path):
+    """`tputui export` skips the interpreter's teardown (freeing every array at exit), not what a
+    normal exit does first: the cache's writer threads finish their entries, atexit handlers run,
+    the output is complete and the exit code kept."""
+    probe = ("import atexit, json, os, sys\nmarks = sys.argv[3]\n"
+             "class Freed:  # freed when the teardown clears the modules\n"
+             "    def __init__(self, opener, path, flags):\n        self.opener, self.path, self.flags = opener, path, flags\n"
+             "    def __del__(self):\n        self.opener(self.path, self.flags)\n"
+             "json.kept = Freed(os.open, marks + '/freed', os.O_CREAT | os.O_WRONLY)\n"
+             "atexit.register(lambda: open(marks + '/atexit', 'w').close())\n"
+             "sys.argv = ['tputui', 'export', sys.argv[1], '--tool', 'overview_page', '-o', sys.argv[2]]\n"
+             "from tputui.cli import entry\nsys.exit(entry())")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    tpu = PROFILES / "tpu_v6e_inference"
+    out = subprocess.run([sys.executable, "-c", probe, str(tpu), str(tmp_path / "o.json"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "o.json").read_text())
+    assert (tmp_path / "atexit").exists() and not (tmp_path / "freed").exists()
+    from tputui.data.cache import has_entry
+    from tputui.data.logdir import open_logdir
+
+    os.environ["XDG_CACHE_HOME"], old = str(tmp_path / "cache"), os.environ.get("XDG_CACHE_HOME")
+    try:
+        assert has_entry(open_logdir(str(tpu)).runs[0].hosts[0])  # the frame's entry, written by a thread
+    finally:
+        if old is None:
+            del os.environ["XDG_CACHE_HOME"]
+        else:
+            os.environ["XDG_CACHE_HOME"] = old
+    bad = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "absent"), str(tmp_path / "p.json"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert bad.returncode == 2 and "no such file" in bad.stderr

@@ -280,3 +280,82 @@ def test_a_host_whose_steps_need_grouping_reads_its_whole_plane(tmp_path):
     run = run_of(PROFILES / "tf_keras")
     mp.analyze(run)
     assert list(run._frames) == [("vm", (mp.schema.HOST_PLANE,))]
+
+
+def _reference_stat_columns(frame, rows: np.ndarray) -> pl.DataFrame:
+    """The stat columns as the Polars long-form tables give them (the formulation the numpy one
+    replaced): metadata stats, then event stats, the last of each row's stats wins; a text column
+    holds "" where the last stat is not text, an int column null where it is not an int."""
+    md_of = pl.DataFrame({"row": rows, "metadata": frame.events["metadata"].to_numpy()[rows]})
+    texts = pl.Series("text", frame.texts + [""], dtype=pl.String)
+    out = pl.DataFrame({"row": rows})
+    wanted = np.zeros(frame.num_events, bool)
+    wanted[rows] = True
+    for name in mp._INT_STATS + mp._TEXT_STATS + mp._FLOAT_STATS:
+        ev = frame.stat_values("event", name)
+        ev = ev.filter(pl.Series(wanted[ev["owner"].to_numpy()])) if len(ev) else ev
+        mds = frame.stat_values("metadata", name)
+        parts = [ev.with_columns(pl.lit(2).alias("_meta"))]
+        if len(mds):
+            parts.insert(0, md_of.join(mds.rename({"owner": "metadata"}), on="metadata", maintain_order="left")
+                         .drop("metadata").rename({"row": "owner"}).with_columns(pl.lit(1).alias("_meta")))
+        s = pl.concat(parts, how="diagonal_relaxed").sort("owner", "_meta", maintain_order=True) \
+            .group_by("owner", maintain_order=True).last()
+        if name in mp._TEXT_STATS:
+            ids = s["text_id"].to_numpy() if len(s) else np.zeros(0, np.int64)
+            col = s.select(pl.col("owner").alias("row")).with_columns(
+                texts.gather(pl.Series(np.where(ids >= 0, ids, len(frame.texts)))).alias(name))
+        elif name in mp._FLOAT_STATS:
+            col = s.select(pl.col("owner").alias("row"), pl.col("float").fill_null(0.0).alias(name))
+        else:
+            col = s.select(pl.col("owner").alias("row"), pl.col("int").alias(name))
+        out = out.join(col, on="row", how="left", maintain_order="left")
+    return out
+
+
+def test_stat_columns_follow_xprofs_visit_order(tmp_path):
+    """Event stats over metadata stats, the last of repeated ones, kinds that do not fit their
+    column (a text tf_op stored as an int, an int addr stored as text), on a synthetic host plane;
+    and the same columns as the long-form tables give on every fixture with memory events."""
+    space = xplane_pb2.XSpace(hostnames=["h"])
+    plane = space.planes.add(id=0, name="/host:CPU")
+    names = ["allocator_name", "bytes_allocated", "addr", "tf_op", "shape", "group_id", "fragmentation"]
+    for i, n in enumerate(names, 1):
+        plane.stat_metadata[i].id, plane.stat_metadata[i].name = i, n
+    sid = {n: i for i, n in enumerate(names, 1)}
+    for i, n in ((1, "MemoryAllocation"), (2, "MemoryDeallocation"), (3, "Other")):
+        plane.event_metadata[i].id, plane.event_metadata[i].name = i, n
+    plane.event_metadata[1].stats.add(metadata_id=sid["tf_op"], str_value="from metadata")
+    plane.event_metadata[1].stats.add(metadata_id=sid["shape"], str_value="[meta]")
+    line = plane.lines.add(id=0, name="t", timestamp_ns=1)
+    e = line.events.add(metadata_id=1, offset_ps=10)
+    e.stats.add(metadata_id=sid["allocator_name"], str_value="gpu")
+    e.stats.add(metadata_id=sid["bytes_allocated"], int64_value=5)
+    e.stats.add(metadata_id=sid["bytes_allocated"], int64_value=7)  # repeated: this one
+    e.stats.add(metadata_id=sid["tf_op"], str_value="own op")  # over the metadata's
+    e.stats.add(metadata_id=sid["fragmentation"], double_value=0.25)
+    line.events.add(metadata_id=3, offset_ps=15).stats.add(metadata_id=sid["addr"], int64_value=99)
+    e = line.events.add(metadata_id=2, offset_ps=20)
+    e.stats.add(metadata_id=sid["allocator_name"], str_value="gpu")
+    e.stats.add(metadata_id=sid["addr"], str_value="0x10")  # not an int: null
+    e.stats.add(metadata_id=sid["tf_op"], int64_value=3)  # not text: ""
+    e.stats.add(metadata_id=sid["group_id"], uint64_value=2**63 + 1)  # uint64 bits
+    e.stats.add(metadata_id=sid["fragmentation"], int64_value=1)  # not a double: 0.0
+    e = line.events.add(metadata_id=1, offset_ps=30)
+    e.stats.add(metadata_id=sid["bytes_allocated"], str_value="x")
+    e.stats.add(metadata_id=sid["bytes_allocated"], int64_value=9)
+    run = tmp_path / "logdir" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "h.xplane.pb").write_bytes(space.SerializeToString())
+    frame = run_of(tmp_path / "logdir").frame("h")
+    ev = mp.memory_events(frame)
+    got = ev.select("allocator_name", "bytes_allocated", "addr", "tf_op", "shape", "group_id", "fragmentation").rows()
+    assert got == [("gpu", 7, None, "own op", "[meta]", None, 0.25),
+                   ("gpu", None, None, "", None, -(2**63) + 1, 0.0),
+                   (None, 9, None, "from metadata", "[meta]", None, None)]
+    rows = ev["row"].to_numpy()
+    assert mp._stat_columns(frame, rows).equals(_reference_stat_columns(frame, rows))
+    for profile in ("tf_keras", "tpu_v6e_inference"):
+        f = run_of(PROFILES / profile).frame(None, planes=[mp.schema.HOST_PLANE])
+        rows = mp.memory_events(f)["row"].to_numpy()
+        assert len(rows) and mp._stat_columns(f, rows).equals(_reference_stat_columns(f, rows)), profile

@@ -208,3 +208,34 @@ def test_hlo_modules_read_only_hosts_that_bring_new_programs(monkeypatch):
     got = [(m.name, m.host, m.data) for m in hlo_modules.hlo_modules(run)]
     assert got == want
     assert read == [run.hosts[0]]  # the other hosts run the same programs: not read again
+
+
+def test_a_big_single_hosts_frame_is_not_kept_after_its_map(tmp_path, monkeypatch):
+    """A one-host run's frame stays for the next tool, except a big .xplane.pb's that the cache
+    takes: the app would otherwise hold ~4x the file through the overview (1.3 GB at x400); the
+    next tool maps the cache entry and gives the same output. A frame decoded before the map
+    (an export's prefetch) is kept."""
+    from tputui.data.cache import has_entry
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    tpu = PROFILES / "tpu_v6e_inference"
+    small = _run(tpu)
+    want = {t: export_text(small, t) for t in ("overview_page", "hlo_stats", "summary")}
+    assert small.has_frame(small.hosts[0])  # under FRAME_CACHE_MIN_BYTES: kept, as before
+    _join_cache_writes()
+    shutil.rmtree(tmp_path / "tputui", ignore_errors=True)
+
+    monkeypatch.setattr(host_map, "FRAME_CACHE_MIN_BYTES", 0)  # every host file is "big"
+    run = _run(tpu)
+    assert export_text(run, "overview_page") == want["overview_page"]
+    assert not run.has_frame(run.hosts[0])
+    _join_cache_writes()
+    assert has_entry(run.run.hosts[0])
+    assert export_text(run, "hlo_stats") == want["hlo_stats"]  # from the op stats: no frame
+    assert not run.has_frame(run.hosts[0])
+    assert export_text(run, "summary") == want["summary"]  # a frame tool: the mapped entry
+
+    prefetched = _run(tpu, use_cache=False)
+    prefetched.frame(prefetched.hosts[0])
+    assert export_text(prefetched, "overview_page") == want["overview_page"]
+    assert prefetched.has_frame(prefetched.hosts[0])

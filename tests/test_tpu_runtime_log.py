@@ -8,6 +8,7 @@ import shutil
 import pytest
 from conftest import FIXTURES, PROFILES, settle
 
+from tputui.analysis import tpu_log_files as tlf
 from tputui.analysis import tpu_runtime_log as trl
 from tputui.cli import main
 
@@ -58,7 +59,7 @@ def _export(capsys, *args) -> dict:
 
 
 def test_overview_json_has_the_runtime_and_advice_has_the_finding(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(trl, "DEFAULT_DIR", str(tmp_path / "absent"))
+    monkeypatch.setattr(tlf, "DEFAULT_DIR", str(tmp_path / "absent"))
     env = _export(capsys, "--tool", "overview_page", "--tpu-logs", str(LOGS / "premapped_exhausted"))["run_environment"]
     assert env["tpu_runtime"] == {"init_seconds": 5.583190661, "premapped_buffer_bytes": 4294967296,
                                   "premapped_allocation_failures": 2,
@@ -75,7 +76,7 @@ def test_overview_json_has_the_runtime_and_advice_has_the_finding(capsys, monkey
 
 
 def test_default_folder_is_read_when_it_exists(capsys, monkeypatch):
-    monkeypatch.setattr(trl, "DEFAULT_DIR", str(LOGS / "slow_init"))
+    monkeypatch.setattr(tlf, "DEFAULT_DIR", str(LOGS / "slow_init"))
     env = _export(capsys, "--tool", "overview_page")["run_environment"]
     assert env["tpu_runtime"]["init_seconds"] == 21.904117302
     checks = [c["check"] for c in _export(capsys, "--tool", "smart_suggestion")["checks"]]
@@ -91,12 +92,12 @@ def test_a_named_folder_without_a_log_is_one_line_and_exit_2(capsys, tmp_path):
 
 
 def test_tools_without_the_option_ignore_the_default_folder(capsys, monkeypatch):
-    monkeypatch.setattr(trl, "DEFAULT_DIR", str(LOGS / "healthy"))
+    monkeypatch.setattr(tlf, "DEFAULT_DIR", str(LOGS / "healthy"))
     assert main(["export", TPU, "--tool", "summary", "--no-cache"]) == 0  # no "takes no option" refusal
 
 
 def test_a_changed_log_is_not_answered_from_the_export_cache(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(trl, "DEFAULT_DIR", str(tmp_path / "absent"))
+    monkeypatch.setattr(tlf, "DEFAULT_DIR", str(tmp_path / "absent"))
     logs = tmp_path / "logs"
     shutil.copytree(LOGS / "healthy", logs)
 

@@ -206,7 +206,7 @@ def _tool_options(a: argparse.Namespace) -> dict:
 def tpu_logs_dir(given: str | None) -> str | None:
     """The TPU runtime log folder to read: the one given (which must hold a log: else one line and
     exit 2), or libtpu's default folder when it exists on this machine."""
-    from tputui.analysis.tpu_runtime_log import DEFAULT_DIR, require_log
+    from tputui.analysis.tpu_log_files import DEFAULT_DIR, require_log
 
     if given:
         require_log(given)
@@ -292,7 +292,7 @@ def _input_stamps(options: dict) -> list:
     """Files outside the run that the export reads (the TPU runtime log): part of its cache key."""
     if not options.get("tpu_logs"):
         return []
-    from tputui.analysis.tpu_runtime_log import stamp
+    from tputui.analysis.tpu_log_files import stamp
 
     return [stamp(options["tpu_logs"])]
 
@@ -555,12 +555,18 @@ def _warnings_to_stderr() -> None:
 
 def entry() -> int:
     """The `tputui` command: main(), with a one-shot command's freed memory kept for reuse
-    (see data/allocator.py; the long-lived app leaves glibc's defaults alone)."""
+    (see data/allocator.py; the long-lived app leaves glibc's defaults alone); an export ends
+    without the interpreter's teardown (quick_exit.end_without_teardown)."""
     if sys.argv[1:2] and sys.argv[1] in ("export", "sql", "diff"):
         from tputui.data.allocator import keep_freed_memory
 
         keep_freed_memory()
-    return main()
+    code = main()
+    if sys.argv[1:2] == ["export"]:
+        from tputui.quick_exit import end_without_teardown
+
+        end_without_teardown(code)
+    return code
 
 
 C_EXTENSIONS = ("tputui.data._wire", "tputui.data._columns", "tputui.analysis._nesting", "tputui.analysis._derive",

@@ -10,7 +10,6 @@ the app is driven through its `exit` method only.
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import os
@@ -91,8 +90,12 @@ def exiting_app(app, cleanup: Callable[[], None] | None = None) -> Iterator[None
         if signum == signal.SIGHUP:
             detach_terminal()
         _watchdog(128 + signum, cleanup)
+        # The app's event loop imported asyncio; a command never does (~40 ms it need not pay).
+        aio = sys.modules.get("asyncio")
         try:
-            loop = asyncio.get_running_loop()
+            if aio is None:
+                raise RuntimeError("no event loop")
+            loop = aio.get_running_loop()
         except RuntimeError:  # the app is not running (yet, or any more): unwind as a command does
             raise Terminated(signum) from None
         loop.call_soon_threadsafe(functools.partial(app.exit, None, 128 + signum))

@@ -33,6 +33,7 @@ from tputui.analysis.result import NoDataError
 from tputui.data import schema
 from tputui.data.event_subset import events_named, plane_metadata
 from tputui.data.progress import current_progress
+from tputui.data.raw import KIND_DOUBLE, KIND_INT64, KIND_UINT64
 from tputui.data.run_data import RunData
 from tputui.data.runs import HostFile
 from tputui.data.xspace import XSpaceFrame
@@ -65,6 +66,13 @@ def data_type_name(code: int) -> str:
     return _DTYPE_NAMES.get(code, f"unknown dtype enum ({code})")
 
 
+def _data_type_names(codes: np.ndarray) -> pl.Series:
+    """data_type_name of each code, called once per distinct code."""
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    names = pl.Series([data_type_name(int(c)) for c in uniq], dtype=pl.String)
+    return names.gather(pl.Series(inverse.reshape(-1).astype(np.int64))).alias("data_type")
+
+
 # --- reading the events -----------------------------------------------------------------------
 def memory_events(frame: XSpaceFrame) -> pl.DataFrame:
     """One row per memory event of the host plane, in file order, with its stats as columns."""
@@ -85,41 +93,52 @@ def memory_events(frame: XSpaceFrame) -> pl.DataFrame:
     is_alloc = np.array([n == "MemoryAllocation" for n in raw.em_name], bool)[md[rows]]
     df = pl.DataFrame({"row": rows, "time_ps": offset.astype(np.int64),
                        "activity": np.where(is_alloc, ALLOCATION, DEALLOCATION)})
-    return df.join(_stat_columns(frame, rows), on="row", how="left", maintain_order="left")
+    return pl.concat([df, _stat_columns(frame, rows).drop("row")], how="horizontal")
 
 
 def _stat_columns(frame: XSpaceFrame, rows: np.ndarray) -> pl.DataFrame:
-    """Event stats of `rows` as one column each (XProf reads event stats, then metadata stats).
-    One stat at a time: the tables of all of them at once (millions of rows on a big profile)
-    cost hundreds of MB at the peak."""
-    md_of = pl.DataFrame({"row": rows, "metadata": frame.events["metadata"].to_numpy()[rows]})
+    """Event stats of `rows` as one column each (XProf reads event stats, then metadata stats:
+    an event's own stat wins over its metadata's, and of several, the last). In numpy, one stat
+    at a time: each owner's last stat, spread over the rows; null where the row has none, or
+    where its stat holds another kind of value than the column's (a text column: "")."""
+    n = len(rows)
+    pos = np.full(frame.num_events, -1, np.int64)  # event row -> position in rows
+    pos[rows] = np.arange(n)
+    md = frame.events["metadata"].to_numpy()[rows]
+    md_pos = np.full(len(frame.raw.em_name) + 1, -1, np.int64)  # metadata row -> its last stat
     texts = pl.Series("text", frame.texts + [""], dtype=pl.String)
-    out = pl.DataFrame({"row": rows})
-    wanted = np.zeros(frame.num_events, bool)
-    wanted[rows] = True
+    cols: dict[str, pl.Series] = {"row": pl.Series("row", rows)}
     for name in _INT_STATS + _TEXT_STATS + _FLOAT_STATS:
-        ev = frame.stat_values("event", name)
-        ev = ev.filter(pl.Series(wanted[ev["owner"].to_numpy()])) if len(ev) else ev
-        # Metadata stats apply to every event of that metadata (the event's own stat wins).
-        mds = frame.stat_values("metadata", name)
-        if len(mds):
-            mds = md_of.join(mds.rename({"owner": "metadata"}), on="metadata").drop("metadata") \
-                .rename({"row": "owner"}).with_columns(pl.lit(1).alias("_meta"))
-            ev = pl.concat([mds, ev.with_columns(pl.lit(2).alias("_meta"))], how="diagonal_relaxed")
-        else:
-            ev = ev.with_columns(pl.lit(2).alias("_meta"))
-        # The last value in XProf's visiting order wins: event stats after metadata stats.
-        s = ev.sort("owner", "_meta", maintain_order=True).group_by("owner", maintain_order=True).last()
+        kind = np.zeros(n, np.uint8)
+        value = np.zeros(n, np.int64)
+        text = np.full(n, -1, np.int64)
+        has = np.zeros(n, bool)
+        for owner in ("metadata", "event"):  # the event's own stat last: it wins
+            own, k, v, t = frame.last_stats(owner, name)
+            if not len(own):
+                continue
+            if owner == "metadata":
+                md_pos[:] = -1
+                md_pos[own] = np.arange(len(own))
+                src = md_pos[md]
+                at = np.flatnonzero(src >= 0)
+                src = src[at]
+            else:
+                p = pos[own]
+                keep = p >= 0
+                at, src = p[keep], np.flatnonzero(keep)
+            kind[at], value[at], text[at], has[at] = k[src], v[src], t[src], True
         if name in _TEXT_STATS:
-            ids = s["text_id"].to_numpy() if len(s) else np.zeros(0, np.int64)
-            text = texts.gather(pl.Series(np.where(ids >= 0, ids, len(frame.texts))))
-            col = s.select(pl.col("owner").alias("row")).with_columns(text.alias(name))
+            col = texts.gather(pl.Series(np.where(text >= 0, text, len(frame.texts))))
+            valid = has
         elif name in _FLOAT_STATS:
-            col = s.select(pl.col("owner").alias("row"), pl.col("float").fill_null(0.0).alias(name))
+            col = pl.Series(np.where(kind == KIND_DOUBLE, value, 0).view(np.float64))
+            valid = has
         else:
-            col = s.select(pl.col("owner").alias("row"), pl.col("int").alias(name))
-        out = out.join(col, on="row", how="left", maintain_order="left")
-    return out
+            col = pl.Series(value)
+            valid = has & ((kind == KIND_INT64) | (kind == KIND_UINT64))
+        cols[name] = col.alias(name) if valid.all() else col.alias(name).scatter(np.flatnonzero(~valid), None)
+    return pl.DataFrame(list(cols.values()))
 
 
 def _memory_id_expr() -> pl.Expr:
@@ -401,6 +420,7 @@ def analyze(run: RunData, host: str | None = None, max_snapshots: int | str = MA
         raise NoDataError("no memory events in this profile (the memory profile needs "
                           "MemoryAllocation / MemoryDeallocation events, e.g. from TensorFlow)")
     rows = ev["row"].to_numpy()
+    ev_types = ev["data_type"].fill_null(0).to_numpy()
     ev = ev.with_columns(
         memory_id=_memory_id(ev),
         step_id=pl.Series(_group_ids(frame, rows, ev) if steps is None else steps, dtype=pl.Int64),
@@ -414,9 +434,9 @@ def analyze(run: RunData, host: str | None = None, max_snapshots: int | str = MA
         pl.col("requested_bytes").fill_null(0), pl.col("allocation_bytes").fill_null(0),
         pl.col("addr").fill_null(0).alias("address"),
         pl.col("tf_op").fill_null(""), "step_id", pl.col("region_type").fill_null(""),
-        pl.col("data_type").fill_null(0).map_elements(data_type_name, return_dtype=pl.String),
         pl.col("shape").fill_null(""),
     )
+    ev = ev.insert_column(ev.columns.index("shape"), _data_type_names(ev_types))
     limit = int(max_snapshots)
     allocators = {mid: _allocator(mid, part.drop("memory_id"), limit)
                   for (mid,), part in sorted(ev.partition_by("memory_id", as_dict=True, maintain_order=True).items())}

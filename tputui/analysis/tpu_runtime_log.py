@@ -12,17 +12,14 @@ The log is the machine's, not the profile's: results name the file they came fro
 """
 from __future__ import annotations
 
-import glob
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from tputui.analysis.perf_guide import Check, Finding
+from tputui.analysis.tpu_log_files import find_log
 from tputui.errors import UserError
 
-DEFAULT_DIR = "/tmp/tpu_logs"  # where libtpu writes its logs unless told otherwise
-LOG_NAME = "tpu_driver.INFO"
 SLOW_INIT_SECONDS = 15.0  # the guide: a too-large buffer can make initialization take over 15 s
 DEFAULT_BUFFER_BYTES = 4294967296
 
@@ -44,37 +41,6 @@ class TpuRuntime:
     def to_json(self) -> dict[str, Any]:
         return {"init_seconds": self.init_seconds, "premapped_buffer_bytes": self.premapped_buffer_bytes,
                 "premapped_allocation_failures": len(self.failures), "log": self.log}
-
-
-def find_log(path: str) -> str | None:
-    """The runtime log in `path` (a folder or the log file itself): tpu_driver.INFO, else the
-    newest tpu_driver.*INFO* file; None when there is none."""
-    if os.path.isfile(path):
-        return path
-    named = os.path.join(path, LOG_NAME)
-    if os.path.isfile(named):
-        return named
-    found = [p for p in glob.glob(os.path.join(glob.escape(path), "tpu_driver*INFO*")) if os.path.isfile(p)]
-    return max(found, key=os.path.getmtime) if found else None
-
-
-def require_log(path: str) -> str:
-    """find_log, or one line for the user when they named a folder without a log."""
-    if not os.path.exists(path):
-        raise UserError(f"--tpu-logs: no such file or directory: {path}")
-    log = find_log(path)
-    if log is None:
-        raise UserError(f"--tpu-logs: no {LOG_NAME} (TPU runtime log) in {path}")
-    return log
-
-
-def stamp(path: str | None) -> list[Any] | None:
-    """(file, size, mtime) of the log `path` leads to: part of a cached export's key."""
-    log = find_log(path) if path else None
-    if log is None:
-        return None
-    st = os.stat(log)
-    return [os.path.realpath(log), st.st_size, st.st_mtime_ns]
 
 
 def parse_lines(lines, log: str = "") -> TpuRuntime:

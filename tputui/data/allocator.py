@@ -21,10 +21,16 @@ def keep_freed_memory() -> bool:
     """Apply the policy; False where the C library is not glibc (nothing changes)."""
     if not sys.platform.startswith("linux"):
         return False
+    try:  # glibc's soname first: find_library runs `ldconfig -p` (~45 ms of a ~1 s export)
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        except OSError:
+            return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    except AttributeError:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     ok = mallopt(_M_MMAP_MAX, 0) == 1  # no mmap-served blocks: every block comes from the heap

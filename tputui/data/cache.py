@@ -86,8 +86,10 @@ def load_frame(hf: HostFile, planes: PlaneSelector = None, use_cache: bool = Tru
     del data
     if entry and (write_cache or hf.format == "riegeli"):
         # Writing ~35 bytes per event costs more than decoding them: do it beside the caller.
-        # Not a daemon thread, so a short-lived CLI process still finishes the entry.
-        threading.Thread(target=_save_quietly, args=(raw, entry, folder, hf.path), name="tputui-cache-write").start()
+        # Not a daemon thread, so a short-lived CLI process still finishes the entry (said
+        # outright: a thread started by a daemon thread, the export's prefetch, is one too).
+        threading.Thread(target=_save_quietly, args=(raw, entry, folder, hf.path), name="tputui-cache-write",
+                         daemon=False).start()
     return XSpaceFrame(raw)
 
 

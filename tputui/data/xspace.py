@@ -426,6 +426,22 @@ class XSpaceFrame:
             raise ValueError(f"unknown stat kind {kind!r}")
         return cols.owner[sel].astype(np.int64), vals
 
+    def last_stats(self, owner: str, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(owner rows, ascending; kind; raw value; text id or -1) of each owner's last stat named
+        `name` in storage order, whatever its kind (XProf's visit: a later stat of the same name
+        replaces an earlier one). The columns stat_values() + group_by(owner).last() would give,
+        without a table."""
+        cols: StatColumns = getattr(self.raw, f"{owner}_stats")
+        sel = self._stat_positions(owner, [name])
+        own = cols.owner[sel].astype(np.int64)
+        if len(own) > 1 and (own[1:] < own[:-1]).any():  # stored by owner as a rule; else sort, keeping order
+            order = np.argsort(own, kind="stable")
+            sel, own = sel[order], own[order]
+        last = np.ones(len(own), bool)
+        last[:-1] = own[1:] != own[:-1]
+        sel, own = sel[last], own[last]
+        return own, cols.kind[sel], cols.value[sel], self._text_ids(owner, sel)
+
     def derived(self, key: object, compute: Callable[[], object]) -> object:
         """`compute()` once per key for this frame: analyses keep columns they derive from it
         (a stat spread over event order, say) here, so several tools on one frame share them."""
