@@ -8,6 +8,7 @@ import pathlib
 import pytest
 from conftest import PROFILES
 from test_host_pieces import TPU_LOGDIRS
+from test_host_pieces import _outputs as every_output
 
 from tputui.analysis import giant_host, hbm_capacity, host_pieces, megascale
 from tputui.data.logdir import open_logdir
@@ -22,14 +23,7 @@ TOOL_NAMES = [t.name for t in TOOLS if t.name != "trace_viewer"]
 
 
 def _outputs(logdir: pathlib.Path) -> dict[str, str]:
-    run = RunData(open_logdir(str(logdir)).runs[0], use_cache=False, jobs=1)
-    out = {}
-    for tool in TOOL_NAMES:
-        try:
-            out[tool] = export_text(run, tool)
-        except Exception as e:  # noqa: BLE001 (a tool without data must fail the same way both times)
-            out[tool] = f"{type(e).__name__}: {e}"
-    return out
+    return every_output(logdir, tools=TOOL_NAMES)
 
 
 @pytest.fixture

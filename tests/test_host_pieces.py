@@ -20,13 +20,15 @@ TPU_LOGDIRS = [PROFILES / "tpu_v6e_inference", *sorted((FIXTURES / "pod").iterdi
                *sorted((FIXTURES / "counters").iterdir()), *sorted((FIXTURES / "grouping").iterdir())]
 
 
-def _outputs(logdir: pathlib.Path, jobs: int = 1) -> dict[str, str]:
+def _outputs(logdir: pathlib.Path, jobs: int = 1, tools: list[str] = OP_TOOLS) -> dict[str, str]:
+    """Each tool's JSON export of the run, or its error's text (a tool without data must fail the
+    same way read whole and in pieces)."""
     run = RunData(open_logdir(str(logdir)).runs[0], use_cache=False, jobs=jobs)
     out = {}
-    for tool in OP_TOOLS:
+    for tool in tools:
         try:
             out[tool] = export_text(run, tool)
-        except Exception as e:  # noqa: BLE001 (a tool without data must fail the same way both times)
+        except Exception as e:  # noqa: BLE001
             out[tool] = f"{type(e).__name__}: {e}"
     return out
 
