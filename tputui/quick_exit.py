@@ -72,9 +72,10 @@ def end_without_teardown(code: int) -> None:
     non-daemon threads are joined (the cache's writers finish their entries), the atexit handlers
     run (logging, multiprocessing's children), the standard streams are flushed (a failure gives
     120, as Python's own exit does)."""
-    for t in threading.enumerate():
-        if t is not threading.current_thread() and not t.daemon:
-            t.join()
+    # What a normal exit does first, as it does it: threading's own exit calls (a process pool's
+    # manager told to end its workers: joining it before that hung an export ended by SIGTERM),
+    # then every other non-daemon thread joined.
+    threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's own step, private
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
