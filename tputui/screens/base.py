@@ -11,9 +11,11 @@ the app keeps running.
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Generic, TypeVar
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -32,9 +34,41 @@ from tputui.widgets.type_ahead import hand_to_entry
 
 
 class ContextBar(Static):
-    """Top line: where we are (run, host, tool) and the keys to change it."""
+    """Top line: where we are (run, host, tool) and the keys to change it.
+
+    The trailing key hint (`[dim](t tool · r run · ? help · q quit)[/dim]`) gives way to the
+    place: when the line is wider than the bar, its keys are dropped from the front (`? help` and
+    `q quit` last), so the hint is never cut in the middle of a word."""
 
     DEFAULT_CSS = "ContextBar { dock: top; height: 1; background: $surface; color: $foreground; text-style: bold; padding: 0 1; }"
+    _HINT = re.compile(r"\s*\[dim\]\((?P<keys>[^()]*)\)\[/dim\]\s*$")
+
+    def __init__(self, content: str = "", **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._full = content
+
+    def update(self, content: Any = "", *, layout: bool = True) -> None:
+        self._full = content
+        super().update(self._fitted(content), layout=layout)
+
+    def on_resize(self) -> None:
+        super().update(self._fitted(self._full))
+
+    def _fitted(self, content: Any) -> Any:
+        width = self.size.width - 2  # padding: 0 1
+        if not isinstance(content, str) or width <= 0:
+            return content
+        m = self._HINT.search(content)
+        if m is None or Text.from_markup(content).cell_len <= width:
+            return content
+        place = content[:m.start()]
+        keys = m.group("keys").split(" · ")
+        while keys:
+            hint = f"  [dim]({' · '.join(keys)})[/dim]"
+            if Text.from_markup(place + hint).cell_len <= width:
+                return place + hint
+            keys = keys[1:]
+        return place
 
 
 R = TypeVar("R")  # what the screen's analysis returns (its tool's result object)

@@ -1,0 +1,47 @@
+"""80x24: the pod viewer's channel table keeps its rows (the per-chip columns shrink first, the
+body scrolls), and the title bar's key hint drops whole keys instead of being cut mid-word."""
+from __future__ import annotations
+
+from conftest import make_app, settle
+from helpers.contrast import rendered_runs
+
+from tputui.screens.pod_viewer import PodViewerScreen
+
+SIZE = (80, 24)
+
+
+def screen_lines(app) -> list[str]:
+    rows: dict[int, list] = {}
+    for run in rendered_runs(app):
+        rows.setdefault(run.y, []).append(run)
+    return ["".join(r.text for r in sorted(rows.get(y, []), key=lambda r: r.x)) for y in range(app.size.height)]
+
+
+async def test_pod_viewer_channel_table_keeps_its_rows_at_80x24():
+    app = make_app("pod/pod_v4_32", "pod_viewer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, PodViewerScreen) and screen.channels is not None
+        assert screen.channels.region.height >= 5  # border, header, a row, border (was 1)
+        screen.channels.focus()
+        await settle(pilot)
+        lines = screen_lines(app)
+        row = next((line for line in lines if "0-7,1000-1007" in line), None)
+        assert row is not None, "\n".join(lines)  # the channel's row is on screen once focused
+        screen.body.scroll_end(animate=False)  # the latency bars: under the table, a scroll away
+        await settle(pilot)
+        assert any("ch 4" in line and "us" in line for line in screen_lines(app))
+
+
+async def test_title_bar_hint_drops_whole_keys_at_80_columns():
+    app = make_app("pod/pod_v4_32", "pod_viewer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        title = screen_lines(app)[0].rstrip()
+        assert title.endswith("(? help · q quit)"), title
+        assert "Pod viewer" in title and "hosts all 4" in title
+    app = make_app("pod/pod_v4_32", "pod_viewer")
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot)
+        assert screen_lines(app)[0].rstrip().endswith("(t tool · r run · h host · ? help · q quit)")
