@@ -24,13 +24,22 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
 
-from tputui.data.progress import Progress
+from tputui.data.progress import Pace, Progress
 from tputui.data.run_data import RunData
 from tputui.screens import load_messages as lm
 from tputui.screens.load_messages import Loaded, LoadFailed, LoadProgress, answer
 from tputui.tools import Tool
 from tputui.widgets.footer import KeyFooter
 from tputui.widgets.type_ahead import hand_to_entry
+
+
+def progress_line(text: str, pace: Pace, started: float) -> str:
+    """'decoding w0 record 3 (12.0 MB)  (42%, ~12 s left, 8.1 s)': the step, how far along the
+    counted steps are (when they are counted) and the seconds since the load began."""
+    now = time.monotonic()
+    elapsed = now - started
+    figures = [f for f in (pace.describe(now), f"{elapsed:.1f} s" if elapsed > 0.3 else "") if f]
+    return f"{text}  ({', '.join(figures)})" if figures else text
 
 
 class ContextBar(Static):
@@ -97,6 +106,7 @@ class ToolScreen(Screen[None], Generic[R]):
         self._started = 0.0
         self._progress_text = ""
         self._ticker: Timer | None = None  # keeps the elapsed seconds moving between progress lines
+        self._pace = Pace()  # the percentage and time left of counted steps (pieces, hosts, records)
 
     @property
     def loaded(self) -> R:
@@ -145,6 +155,7 @@ class ToolScreen(Screen[None], Generic[R]):
     @work(thread=True, exclusive=True, group="analysis", description="analysis")
     def load(self) -> None:
         self._started = time.monotonic()
+        self._pace = Pace()
 
         def compute(progress: Progress) -> R:
             progress(f"loading {self.tool.title}…")
@@ -183,14 +194,14 @@ class ToolScreen(Screen[None], Generic[R]):
 
     def on_load_progress(self, event: lm.LoadProgress) -> None:
         self._progress_text = event.text
+        self._pace.note(event.text, time.monotonic())
         if self._ticker is None:  # one repaint a second: a long step (GBs of events) shows it is alive
             self._ticker = self.set_interval(1.0, self._show_progress)
         self._show_progress()
 
     def _show_progress(self) -> None:
-        elapsed = time.monotonic() - self._started
         for w in self.query("#progress").results(Static):
-            w.update(f"{self._progress_text}  ({elapsed:.1f} s)" if elapsed > 0.3 else self._progress_text)
+            w.update(progress_line(self._progress_text, self._pace, self._started))
 
     def _stop_ticker(self) -> None:
         if self._ticker is not None:
