@@ -16,7 +16,7 @@ trace to replay when several exist), we use allocation index order.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -305,6 +305,11 @@ class MemoryViewerResult:
     max_scoped_vmem_bytes: int = 0
     max_scoped_vmem_instruction: str = ""
     hbm: Headroom | None = None  # the device's HBM beside the peak (HBM space only; set by analyze)
+    module_bytes: dict[str, int] = field(default_factory=dict)  # each module's HBM allocation (set by analyze)
+
+    def modules_by_size(self) -> list[tuple[str, int]]:
+        """(module, HBM bytes allocated) largest first, then by name: the module picker's order."""
+        return sorted(((m, self.module_bytes.get(m, 0)) for m in self.modules), key=lambda mb: (-mb[1], mb[0]))
 
     # Figures as XProf reports them (MiB, indefinite buffers included).
     @property
@@ -663,6 +668,7 @@ def analyze(run: RunData, host: str | None = None, module: str | None = None,
     entry = find_module(modules, module) if module else default_module(modules)
     color = parse_memory_space(memory_space)
     result = simulate(entry.parse(), color, name=entry.name, modules=[m.name for m in modules])
+    result.module_bytes = {m.name: _total_or_zero(m) for m in modules}
     if color == 0:
         try:
             capacity = device_capacity(run, entry.host)

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Input, Static, Tree
 
+from tputui import format as fmt
 from tputui.analysis.graph_viewer import GraphViewerResult
 from tputui.analysis.hlo_ops import module_program_id
 from tputui.analysis.op_events import hlo_op_rows
@@ -170,6 +171,7 @@ class GraphViewerScreen(
         self._show_line(self._tree_instruction())
 
     def _start_at(self, node) -> None:
+        _ = self.hlo_tree.last_line  # lays the tree's lines out (after a slow load they may not be yet): node.line
         self.hlo_tree.move_cursor(node)
         self.hlo_tree.scroll_to_node(node, animate=False)
 
@@ -342,8 +344,11 @@ class GraphViewerScreen(
         self.notify(f"match {self.match_at + 1} of {len(self.matches)}", timeout=2)
 
     def action_pick_module(self) -> None:
-        choices = [(m, m) for m in self.loaded.modules]
-        self.app.push_screen(PickerScreen("HLO module", choices, self.loaded.module), self._module_picked)
+        ranked = self.loaded.modules_by_time()
+        width = max(len(m) for m, _ in ranked)
+        choices = [(m, f"{m:<{width}}  {fmt.duration_ps(v) if v else 'time n/a'}") for m, v in ranked]
+        self.app.push_screen(PickerScreen("HLO module", choices, self.loaded.module, note="longest-running first"),
+                             self._module_picked)
 
     def _module_picked(self, module: str | None) -> None:
         if module and module != self.loaded.module:

@@ -270,8 +270,11 @@ class MemoryViewerScreen(
     def action_pick_module(self) -> None:
         if self.result is None:
             return
-        choices = [(m, m) for m in self.result.modules]
-        self.app.push_screen(PickerScreen("HLO module", choices, self.result.module), self._module_picked)
+        ranked = self.result.modules_by_size()
+        width = max(len(m) for m, _ in ranked)
+        choices = [(m, f"{m:<{width}}  {fmt.bytes_binary(v) + ' allocated' if v else 'nothing allocated'}") for m, v in ranked]
+        self.app.push_screen(PickerScreen("HLO module", choices, self.result.module, note="largest HBM allocation first"),
+                             self._module_picked)
 
     def _module_picked(self, module: str | None) -> None:
         if module and module != self.loaded.module:
