@@ -19,6 +19,7 @@ import termios
 import time
 
 PYFLAGS: list[str] = []
+ENTRY = "import sys; from tputui.cli import entry; sys.exit(entry())"  # what the `tputui` script runs
 IMPORTS = ""  # --imports FILE: where the child's -X importtime lines go
 MARK = "│  run".encode()
 
@@ -27,7 +28,7 @@ def first_frame(args: list[str], timeout: float = 30.0) -> float:
     pid, fd = pty.fork()
     if pid == 0:
         os.environ["TERM"] = "xterm-256color"
-        os.execv(sys.executable, [sys.executable, *PYFLAGS, "-c", "import sys; from tputui.cli import entry; sys.exit(entry())", *args])
+        os.execv(sys.executable, [sys.executable, *PYFLAGS, "-c", ENTRY, *args])
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     start = time.monotonic()
     seen = b""
@@ -56,8 +57,7 @@ def first_imports(args: list[str], seconds: float = 6.0) -> None:
         os.environ["TERM"] = "xterm-256color"
         os.environ["PYTHONPROFILEIMPORTTIME"] = "1"
         os.dup2(os.open(IMPORTS, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
-        os.execv(sys.executable, [sys.executable, "-c", "import sys; from tputui.cli import entry; sys.exit(entry())",
-                                  *args])
+        os.execv(sys.executable, [sys.executable, "-c", ENTRY, *args])
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     time.sleep(seconds)
     os.kill(pid, signal.SIGTERM)

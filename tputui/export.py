@@ -21,7 +21,7 @@ from typing import IO, Any, cast
 import polars as pl
 
 from tputui import __version__
-from tputui.analysis.result import NoDataError, TextResult, ToolResult
+from tputui.analysis.result import TextResult, ToolResult
 from tputui.data import entry_seal
 from tputui.data.cache_folder import private_dir, publish, temp_prefix
 from tputui.data.code_stamp import code_stamp
@@ -126,7 +126,7 @@ def write_result(result: ToolResult, fmt: str, out: IO[str], table: str | None =
     elif fmt == "csv":
         tables = result.tables()
         if not tables:
-            raise NoDataError("this tool has no table to write as CSV; use --format json")
+            raise UserError("this tool has no table to write as CSV; use --format json")
         name = table or next(iter(tables))
         if name not in tables:
             raise ExportError(f"no table {name!r} (tables: {', '.join(tables)})")

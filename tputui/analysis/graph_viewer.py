@@ -17,10 +17,11 @@ import polars as pl
 from tputui.analysis import host_map
 from tputui.analysis.hlo_graph import Neighbourhood, dot_text, neighbourhood
 from tputui.analysis.hlo_modules import HloModuleEntry, find_module, hlo_modules
-from tputui.analysis.module_times import module_times
 from tputui.analysis.hlo_text import HloModel, computation_spans, instruction_text, module_text, shape_str
+from tputui.analysis.module_times import module_times
 from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
 
 DEFAULT_DEPTH = 3  # XProf's default graph_width
 TEXT_FORMATS = ("text", "dot")
@@ -89,7 +90,7 @@ class GraphViewerResult:
         `--format dot`: the neighbourhood as Graphviz DOT."""
         if fmt == "dot":
             if self.hood is None:
-                raise NoDataError("--format dot draws a neighbourhood: give --node NAME (and --depth K)")
+                raise UserError("--format dot draws a neighbourhood: give --node NAME (and --depth K)")
             return dot_text(self.model, self.hood)
         if self.hood is None:
             return self.text
@@ -106,7 +107,7 @@ class GraphViewerResult:
     def around(self, node: str, depth: int | None = None) -> GraphViewerResult:
         """The same module with the neighbourhood of `node` (the screen's Enter / + / -)."""
         if node not in self.model.by_name:
-            raise NoDataError(f"module {self.module} has no instruction named {node!r}")
+            raise UserError(f"module {self.module} has no instruction named {node!r}")
         depth = self.depth if depth is None else max(0, depth)
         return replace(self, node=node, depth=depth, hood=neighbourhood(self.model, self.model.by_name[node], depth))
 
@@ -158,7 +159,7 @@ def _pick_module(modules: list[HloModuleEntry], module: str | None, node: str | 
     if node:
         modules = [m for m in modules if node in HloModel.build(m.parse()).by_name]
         if not modules:
-            raise NoDataError(f"no HLO module has an instruction named {node!r}")
+            raise UserError(f"no HLO module has an instruction named {node!r}")
     return max(modules, key=lambda m: (times.get(m.name, 0), len(m.data), m.name))
 
 
@@ -177,16 +178,16 @@ def analyze(run: RunData, host: str | None = None, module: str | None = None, no
     try:
         depth = int(depth)
     except (TypeError, ValueError):
-        raise NoDataError(f"--depth must be a whole number, not {depth!r}") from None
+        raise UserError(f"--depth must be a whole number, not {depth!r}") from None
     if depth < 0:
-        raise NoDataError("--depth must be 0 or more")
+        raise UserError("--depth must be 0 or more")
     model = HloModel.build(entry.parse())
     comps, instrs = _tables(model)
     result = GraphViewerResult(entry.name, [m.name for m in modules], module_text(model.proto, model), model,
                                comps, instrs, depth=depth, module_time_ps=times)
     if node:
         if node not in model.by_name:
-            raise NoDataError(f"module {entry.name} has no instruction named {node!r}")
+            raise UserError(f"module {entry.name} has no instruction named {node!r}")
         result.node = node
         result.hood = neighbourhood(model, model.by_name[node], depth)
     return result

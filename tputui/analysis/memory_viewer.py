@@ -646,7 +646,7 @@ def parse_memory_space(value) -> int:
     try:
         return int(text)
     except ValueError:
-        raise NoDataError(f"unknown memory space {value!r} (use a number or one of "
+        raise UserError(f"unknown memory space {value!r} (use a number or one of "
                           f"{', '.join(MEMORY_SPACE_NAMES.values())})") from None
 
 

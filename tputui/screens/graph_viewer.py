@@ -20,7 +20,7 @@ from tputui import format as fmt
 from tputui.analysis.graph_viewer import GraphViewerResult
 from tputui.analysis.hlo_ops import module_program_id
 from tputui.analysis.op_events import hlo_op_rows
-from tputui.analysis.result import NoDataError
+from tputui.errors import UserError
 from tputui.screens.app_api import tools_app
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
@@ -250,7 +250,7 @@ class GraphViewerScreen(
             self.history = []
         try:
             self.graph = base.around(name, depth)
-        except NoDataError as e:
+        except UserError as e:  # no such instruction
             self.notify(str(e), severity="warning")
             return
         self._show_graph()
