@@ -16,6 +16,7 @@ import queue
 import shutil
 import tempfile
 import threading
+from collections.abc import Collection
 from typing import IO, Any, cast
 
 import polars as pl
@@ -130,7 +131,7 @@ def write_result(result: ToolResult, fmt: str, out: IO[str], table: str | None =
         name = table or next(iter(tables))
         if name not in tables:
             raise ExportError(f"no table {name!r} (tables: {', '.join(tables)})")
-        out.write(csv_text(tables[name]))
+        out.write(csv_text(tables[name], getattr(result, "fraction_columns", ())))
         return tables
     elif fmt in getattr(result, "text_formats", ()):
         out.write(cast(TextResult, result).render(fmt))
@@ -141,8 +142,13 @@ def write_result(result: ToolResult, fmt: str, out: IO[str], table: str | None =
     return None
 
 
-def csv_text(frame: pl.DataFrame) -> str:
-    """A table as CSV, nested cells as JSON text (the screens' `x` writes the same)."""
+def csv_text(frame: pl.DataFrame, fraction_columns: Collection[str] = ()) -> str:
+    """A table as CSV, nested cells as JSON text (the screens' `x` writes the same). Every
+    percentage in a CSV is a percent (0-100): `fraction_columns`, shares a result holds as
+    fractions as XProf's JSON does, are scaled."""
+    scaled = [c for c in fraction_columns if c in frame.columns]
+    if scaled:
+        frame = frame.with_columns(pl.col(c) * 100.0 for c in scaled)
     return _flat(frame).write_csv()
 
 
