@@ -26,21 +26,31 @@ from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
 from tputui.widgets.key_tree import KeyTree
+from tputui.widgets.legible import readable_style, text_background
 from tputui.widgets.table import FrameTable
 
 _TOKEN = re.compile(r"(?P<root>^\s*ROOT )|(?P<entry>^ENTRY )|(?P<name>%[\w.\-]+)|(?P<shape>\b(?:pred|[suf]\d+|bf16|"
                     r"f8\w*|c64|c128|token)\[[^\]]*\](?:\{[^}]*\})?)|(?P<attr>\b[a-z_]+=)|(?P<opcode> [a-z][a-z\-]*(?=\())")
-_STYLES = {"root": "bold magenta", "entry": "bold magenta", "name": "bold cyan", "shape": "green",
-           "attr": "dim", "opcode": "bold yellow"}
+# Hues for the HLO syntax; hlo_palette() makes each readable (4.5:1) on the theme's background.
+_STYLES = {"root": "bold #c020c0", "entry": "bold #c020c0", "name": "bold #20a0c0", "shape": "#30a030",
+           "attr": "#909090", "opcode": "bold #c0a000"}
 
 
-def hlo_line(text: str) -> Text:
+def hlo_palette(background: tuple[int, int, int] | None) -> dict[str, str]:
+    """The syntax styles, each colour nudged to text contrast on `background` (None: as they are)."""
+    if background is None:
+        return dict(_STYLES)
+    return {kind: readable_style(style, background) for kind, style in _STYLES.items()}
+
+
+def hlo_line(text: str, palette: dict[str, str] | None = None) -> Text:
     """One HLO line with its names, shapes, opcode and attribute keys coloured."""
+    styles = palette or _STYLES
     out = Text(text, no_wrap=True, overflow="ellipsis")
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup
         if kind:
-            out.stylize(_STYLES[kind], m.start(), m.end())
+            out.stylize(styles[kind], m.start(), m.end())
     return out
 
 
@@ -107,7 +117,29 @@ class GraphViewerScreen(
         self.graph: GraphViewerResult | None = None
 
     # --- drawing ---------------------------------------------------------------------
+    palette: dict[str, str] | None = None  # the HLO syntax styles for the current theme
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, self._recolour)
+
+    def _recolour(self, _theme=None, tries: int = 20) -> None:
+        """The syntax colours for the theme now shown (readable on the tree's background)."""
+        tree = getattr(self, "hlo_tree", None)
+        if tree is None:
+            self.palette = hlo_palette(text_background(self))
+            return
+        if not tree.is_mounted and tries:  # styled once mounted: measure its background then
+            self.call_after_refresh(self._recolour, None, tries - 1)
+            return
+        self.palette = hlo_palette(text_background(tree))  # the tree's own background, once styled
+        stack = list(tree.root.children)
+        while stack:
+            node = stack.pop()
+            node.set_label(hlo_line(node.label.plain, self.palette))
+            stack.extend(node.children)
+
     def show(self, result: GraphViewerResult) -> None:
+        self.palette = hlo_palette(text_background(self))
         self.body.mount(Static("", id="gv-head"))
         self.hlo_tree: Tree = KeyTree(result.module, id="gv-text")
         self.hlo_tree.show_root = False
@@ -115,7 +147,7 @@ class GraphViewerScreen(
         self._comp_nodes = {}
         for row in result.computations.iter_rows(named=True):
             first = result.text.splitlines()[row["first_line"]]
-            node = self.hlo_tree.root.add(hlo_line(first), data=("computation", row["name"]),
+            node = self.hlo_tree.root.add(hlo_line(first, self.palette), data=("computation", row["name"]),
                                       expand=False, allow_expand=True)
             self._comp_nodes[row["name"]] = node
             if row["kind"] == "entry":
@@ -134,6 +166,7 @@ class GraphViewerScreen(
         else:
             self._show_text()
         self.refresh_bindings()
+        self.call_after_refresh(self._recolour)  # measured on the tree's background once it is drawn
 
     def _fill(self, node) -> None:
         """Add a computation's instruction lines (on first unfold: big modules stay quick)."""
@@ -144,7 +177,7 @@ class GraphViewerScreen(
         rows = r.instructions.filter(r.instructions["computation"] == name)
         lines = r.text.splitlines()
         for ins, line in zip(rows["name"].to_list(), rows["line"].to_list()):
-            node.add_leaf(hlo_line(lines[line].strip()), data=("instruction", ins))
+            node.add_leaf(hlo_line(lines[line].strip(), self.palette), data=("instruction", ins))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
         if event.node.data and event.node.data[0] == "computation":
@@ -186,7 +219,7 @@ class GraphViewerScreen(
         center.update(Text.assemble(
             ("neighbourhood of ", "dim"), (g.node, "bold"), (f"  depth {g.depth} (+/-)", "dim"),
             ("  in ", "dim"), (row.get("computation", ""), ""),
-            ("\n", ""), hlo_line(row.get("text", "")),
+            ("\n", ""), hlo_line(row.get("text", ""), self.palette),
             ("\noperands ", "dim"), (", ".join(row.get("operands", [])) or "-", ""),
             ("   users ", "dim"), (", ".join(row.get("users", [])) or "-", "")))
         frame = g.neighbourhood_frame()
