@@ -55,3 +55,10 @@ async def test_memory_viewer_module_picker_shows_sizes_largest_first():
     labels = await _picker_lines("memory_viewer")
     assert labels[0].endswith(" allocated") and "MiB" in labels[0], labels[:3]
     assert not labels[0].startswith("jit__normal(16)")  # not alphabetical
+
+
+def test_cpu_memory_viewer_does_not_call_host_memory_hbm():
+    cpu = memory_viewer.analyze(demo_run())
+    assert cpu.device_kind == "CPU" and cpu.memory_space_label == "host memory (0; no HBM on CPU)"  # was "HBM (0)"
+    tpu = memory_viewer.analyze(demo_run("2025_12_10_00_00_00_tpu_v6e"))
+    assert tpu.device_kind == "TPU" and tpu.memory_space_label == "HBM (0)"
