@@ -168,6 +168,13 @@ class ToolScreen(Screen[None], Generic[R]):
         # the focus: they are that entry's (type_ahead.py).
         hand_to_entry(self, event)
 
+    RESULT_KEYS = frozenset({"export_csv"})  # keys that act on a result: hidden until there is one
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.RESULT_KEYS and self.result is None:
+            return False
+        return True
+
     def key_for(self, action: str) -> str:
         """The key bound to `action` here, as the footer writes it: hints name the real key."""
         for bindings in self._bindings.key_to_bindings.values():
@@ -233,9 +240,9 @@ class ToolScreen(Screen[None], Generic[R]):
             await self.body.mount(Static(f"No data: {message}", classes="no-data", id="error", markup=False))
             await self.body.mount(Static("t picks a tool that has data in this run", classes="no-data-hint"))
             return
+        # Said once: on the screen, where it stays (a notification repeated the same lines over it).
         await self.body.mount(Static(message, classes="error", id="error", markup=False))
-        if self.app.screen is self:  # a screen kept for Esc fails quietly; it shows the error when back
-            self.notify(message, title=self.tool.title, severity="error", timeout=8)
+        self.refresh_bindings()  # keys that need a result leave the footer
 
     def show(self, result: R) -> None:  # pragma: no cover - subclasses draw
         raise NotImplementedError

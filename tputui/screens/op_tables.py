@@ -88,7 +88,7 @@ class ResultKeysMixin:
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.RESULT_ACTIONS and getattr(self, "result", None) is None:
             return False
-        return True
+        return super().check_action(action, parameters)  # type: ignore[misc]
 
 
 T = TypeVar("T", bound=tuple)

@@ -119,7 +119,7 @@ class PodViewerScreen(
             return bool(self.steps)
         if action in self.RESULT_ACTIONS:
             return self.channels is not None
-        return True
+        return ToolScreen.check_action(self, action, parameters)  # x CSV only with a result
 
     def show(self, result: PodViewerResult) -> None:
         self.pod = result
