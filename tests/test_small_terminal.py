@@ -45,3 +45,15 @@ async def test_title_bar_hint_drops_whole_keys_at_80_columns():
     async with app.run_test(size=(140, 30)) as pilot:
         await settle(pilot)
         assert screen_lines(app)[0].rstrip().endswith("(t tool · r run · h host · ? help · q quit)")
+
+
+async def test_pod_heatmap_reads_without_colour(monkeypatch):
+    """NO_COLOR: the heatmap's values are shades (░▒▓█), not one colourless block everywhere."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app("pod/pod_v4_32", "pod_viewer")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        text = str(screen.heatmap.render())
+        assert len({g for g in "░▒▓█" if g in text}) >= 2, text
+        assert "░░▒▒▓▓██" in str(screen.query_one("#legend").render())
