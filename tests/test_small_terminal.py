@@ -57,3 +57,16 @@ async def test_pod_heatmap_reads_without_colour(monkeypatch):
         text = str(screen.heatmap.render())
         assert len({g for g in "░▒▓█" if g in text}) >= 2, text
         assert "░░▒▒▓▓██" in str(screen.query_one("#legend").render())
+
+
+async def test_memory_viewer_point_line_keeps_figures_whole_at_80x24():
+    """A figure and its unit stay on one line ('20.00' then 'GiB' on the next was the cut)."""
+    import re
+
+    app = make_app("tpu_v6e_inference", "memory_viewer")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        lines = screen_lines(app)
+        for above, below in zip(lines, lines[1:]):
+            assert not (re.search(r"\d$", above.rstrip()) and re.match(r"\s*(GiB|MiB|KiB|B)\b", below)), (above, below)
+        assert any("unpadded 20.00 GiB" in line for line in lines), "\n".join(lines)

@@ -248,8 +248,11 @@ class MemoryViewerScreen(
         text = Text.assemble(("program point ", "dim"), (f"{index}", "bold"),
                              (" ▲ peak" if index == self.peak_point else "", "bold"),
                              ("  instruction ", "dim"), (name, "bold"),
-                             ("  heap ", "dim"), (_mib(r.heap_mib[index]), ""),
-                             ("  unpadded ", "dim"), (_mib(r.unpadded_heap_mib[index]), ""))
+                             ("  heap ", "dim"), (_mib(r.heap_mib[index]), ""))
+        unpadded = Text.assemble(("unpadded ", "dim"), (_mib(r.unpadded_heap_mib[index]), ""))
+        # Figures stay whole: on a narrow screen the second one starts its own line.
+        fits = text.cell_len + 2 + unpadded.cell_len <= (self.size.width or 120) - 2
+        text.append_text(Text("  " if fits else "\n") + unpadded)
         for w in self.query("#mv-point").results(Static):
             w.update(text)
 
