@@ -137,8 +137,11 @@ class ToolScreen(Screen[None], Generic[R]):
         host = self.host or ("all hosts" if len(self.run_data.hosts) > 1 else (self.run_data.hosts or ["-"])[0])
         return f"[b]{host}[/b]"
 
+    loads_on_mount = True  # False: a screen that only stands in for the tool's (screens/opening.py)
+
     def on_mount(self) -> None:
-        self.load()
+        if self.loads_on_mount:
+            self.load()
 
     def action_reload(self) -> None:
         rescan = getattr(self.app, "rescan", None)

@@ -6,16 +6,18 @@ from __future__ import annotations
 from textual import work
 from textual.message import Message
 
+from tputui.screens.app_api import tools_app
 from tputui.screens.base import ToolScreen
 
 
 class OpeningScreen(ToolScreen):
     ready = False  # the tool's screen module is imported
+    loads_on_mount = False  # no analysis here: the tool's own screen loads it
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._import)  # after the first frame: the import holds the GIL
 
-    def load(self) -> None:  # no analysis here (ToolScreen's mount asks): the tool's own screen loads it
+    def action_reload(self) -> None:  # the tool's screen, a moment away, loads afresh anyway
         pass
 
     class Imported(Message, bubble=False):
@@ -37,4 +39,4 @@ class OpeningScreen(ToolScreen):
 
     def _open(self) -> None:
         if self.ready and self.app.screen is self:
-            self.app.open_tool(self.tool.name, replace=True, **self.options)
+            tools_app(self).open_tool(self.tool.name, replace=True, **self.options)
