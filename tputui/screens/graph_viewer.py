@@ -26,7 +26,7 @@ from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
 from tputui.widgets.key_tree import KeyTree
-from tputui.widgets.legible import readable_style, text_background
+from tputui.widgets.legible import readable_style, theme_colour
 from tputui.widgets.table import FrameTable
 
 _TOKEN = re.compile(r"(?P<root>^\s*ROOT )|(?P<entry>^ENTRY )|(?P<name>%[\w.\-]+)|(?P<shape>\b(?:pred|[suf]\d+|bf16|"
@@ -122,16 +122,12 @@ class GraphViewerScreen(
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._recolour)
 
-    def _recolour(self, _theme=None, tries: int = 20) -> None:
-        """The syntax colours for the theme now shown (readable on the tree's background)."""
+    def _recolour(self, _theme: object = None) -> None:
+        """The syntax colours for the theme now shown (readable on its trees' $surface)."""
+        self.palette = hlo_palette(theme_colour(self.app, "surface"))
         tree = getattr(self, "hlo_tree", None)
         if tree is None:
-            self.palette = hlo_palette(text_background(self))
             return
-        if not tree.is_mounted and tries:  # styled once mounted: measure its background then
-            self.call_after_refresh(self._recolour, None, tries - 1)
-            return
-        self.palette = hlo_palette(text_background(tree))  # the tree's own background, once styled
         stack = list(tree.root.children)
         while stack:
             node = stack.pop()
@@ -139,7 +135,7 @@ class GraphViewerScreen(
             stack.extend(node.children)
 
     def show(self, result: GraphViewerResult) -> None:
-        self.palette = hlo_palette(text_background(self))
+        self.palette = hlo_palette(theme_colour(self.app, "surface"))  # the tree is drawn on $surface
         self.body.mount(Static("", id="gv-head"))
         self.hlo_tree: Tree = KeyTree(result.module, id="gv-text")
         self.hlo_tree.show_root = False
@@ -166,7 +162,6 @@ class GraphViewerScreen(
         else:
             self._show_text()
         self.refresh_bindings()
-        self.call_after_refresh(self._recolour)  # measured on the tree's background once it is drawn
 
     def _fill(self, node) -> None:
         """Add a computation's instruction lines (on first unfold: big modules stay quick)."""

@@ -30,7 +30,7 @@ from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin
 from tputui.widgets.key_tree import KeyTree
-from tputui.widgets.legible import TEXT_CONTRAST_AIM, standing_out, text_background
+from tputui.widgets.legible import TEXT_CONTRAST_AIM, standing_out, text_background, theme_colour
 
 DEFAULT_CHILDREN = 10
 PADDING_HELP = "make the two most-minor dimensions multiples of the tile, e.g. 8 and 128"
@@ -234,7 +234,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin[OpProfile], GraphJumpMixin
         self._total = root.raw_time_ps
         tree = self.op_tree
         tree.clear()
-        self._bg = text_background(tree)
+        self._bg = theme_colour(self.app, "surface")  # what the tree is drawn on, known before it is styled
         tree.root.set_label(node_label(root, self._total, self._bg))
         tree.root.data = root
         self._add_tree_children(tree.root, root, depth=0)

@@ -55,6 +55,15 @@ def text_background(widget) -> tuple[int, int, int]:
     return (c.r, c.g, c.b)
 
 
+def theme_colour(app, name: str) -> tuple[int, int, int]:
+    """A theme variable's colour (`surface`: what Tree and DataTable are drawn on), known before
+    any widget is mounted: labels built with it need no second pass once the widget is styled."""
+    from textual.color import Color as TColor
+
+    c = TColor.parse(app.theme_variables[name])
+    return (c.r, c.g, c.b)
+
+
 def readable_style(style: str, background: tuple[int, int, int]) -> str:
     """A rich style ("bold magenta", "green") with its colour nudged to text contrast (4.5:1)
     on `background`: the same hue, darker on a light theme, lighter on a dark one."""
