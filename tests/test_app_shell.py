@@ -85,7 +85,9 @@ async def test_host_picker_and_help():
     assert app.return_code in (0, None)
 
 
-async def test_corrupt_host_file_is_a_notification_not_a_crash(tmp_path):
+async def test_corrupt_host_file_is_one_line_on_screen_not_a_crash(tmp_path):
+    """The error is said once (on the screen, not again in a notification over it) and the
+    footer leaves out keys that need a result (x CSV); the app keeps running."""
     run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
     run.mkdir(parents=True)
     good = next((PROFILES / "jax_mlp").rglob("*.xplane.pb")).read_bytes()
@@ -95,7 +97,11 @@ async def test_corrupt_host_file_is_a_notification_not_a_crash(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "truncated or corrupt" in (app.screen.error or "")
-        assert any("truncated or corrupt" in str(n.message) for n in app._notifications)
+        assert not any("truncated or corrupt" in str(n.message) for n in app._notifications)
+        shown = [w for w in app.screen.query(".error") if "truncated or corrupt" in str(w.render())]
+        assert len(shown) == 1
+        footer = {b.action for (_, b, enabled, _) in app.screen.active_bindings.values() if enabled and b.show}
+        assert "export_csv" not in footer
         await pilot.press("h")
         await pilot.press(*"fine", "enter")
         await settle(pilot)

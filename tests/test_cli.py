@@ -361,3 +361,27 @@ def test_export_ends_without_teardown_after_what_an_exit_must_do(tmp_path):
     bad = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "absent"), str(tmp_path / "p.json"), str(tmp_path)],
                          capture_output=True, text=True, timeout=120, env=env)
     assert bad.returncode == 2 and "no such file" in bad.stderr
+
+
+@pytest.mark.parametrize("tool,fmt", [("kernel_stats", "json"), ("kernel_stats", "csv"), ("perf_counters", "json"),
+                                      ("megascale_stats", "json"), ("megascale_stats", "csv")])
+def test_no_data_of_this_kind_is_exit_0_with_one_note_for_every_tool(capsys, tool, fmt):
+    """A CPU profile has no GPU kernels, counters or DCN collectives: every tool answers the same
+    way, exit 0 and one note line on stderr (kernel_stats was exit 2 where megascale was 0)."""
+    code, out, err = run_cli(capsys, "export", str(PROFILES / "tf_loop"), "--tool", tool, "--format", fmt,
+                             "--no-cache")
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tputui: note: "), err
+    if tool == "megascale_stats":  # XProf's empty result on stdout, as before
+        assert out and "MegaScale" in lines[0]
+    else:
+        assert out == "" and lines[0].startswith("tputui: note: no data: ")
+
+
+def test_bad_input_to_a_tool_stays_exit_2(capsys):
+    p = str(PROFILES / "jax_mlp")
+    assert_one_line_error(*run_cli(capsys, "export", p, "--tool", "graph_viewer", "--option", "depth=x",
+                                   "--no-cache")[::2], "--depth must be a whole number")
+    assert_one_line_error(*run_cli(capsys, "export", p, "--tool", "memory_viewer", "--option", "module=jit_nope",
+                                   "--no-cache")[::2], "not found")

@@ -111,3 +111,47 @@ async def test_capture_dialog_state_reads_without_colour(monkeypatch):
         text = "\n".join("".join(r.text for r in rendered_runs(app) if r.y == y) for y in range(SIZE[1]))
         assert "(•) Profiler address(es)" in text and "( ) TPU name" in text
         assert "[x] include tf.data ops" in text
+
+
+def widget_runs(app, widget):
+    """The widget's text runs on its own background (the cursor row, Textual's block cursor, is
+    left out: its colours are the theme's, not ours)."""
+    from collections import Counter
+
+    region = widget.region
+    runs = [run for run in rendered_runs(app)
+            if region.contains(run.x, run.y) and run.text.strip() and not set(run.text.strip()) <= GRAPHICS | set("─│╭╮╰╯")]
+    base = Counter(run.bg for run in runs).most_common(1)[0][0]
+    return [run for run in runs if run.bg == base and not set(run.text.strip()) <= set("├└│─┬┌ ")]
+
+
+@pytest.mark.parametrize("theme", ["textual-light", "textual-dark"])
+async def test_graph_viewer_hlo_colours_are_readable(theme):
+    """The HLO text's names, shapes, opcodes and attribute keys, each >= 4.5:1 on its background."""
+    from tputui.widgets.key_tree import KeyTree
+
+    app = make_app("tpu_v6e_inference", "graph_viewer")
+    async with app.run_test(size=SIZE) as pilot:
+        app.theme = theme
+        await settle(pilot)
+        tree = app.screen.query_one(KeyTree)
+        runs = widget_runs(app, tree)
+        assert len({run.fg for run in runs}) >= 4  # the syntax colours are there to be measured
+        low = [(run.text[:20], round(contrast(run.fg, run.bg), 2)) for run in runs if contrast(run.fg, run.bg) < 4.5]
+        assert not low, f"{theme}: {low[:8]}"
+
+
+@pytest.mark.parametrize("theme", ["textual-light", "textual-dark"])
+async def test_op_profile_utilization_colours_are_readable(theme):
+    """FLOPS utilization's red-to-green text, >= 4.5:1 on its background in either theme."""
+    from textual.widgets import Tree
+
+    app = make_app("tpu_v6e_inference", "op_profile")
+    async with app.run_test(size=SIZE) as pilot:
+        app.theme = theme
+        await settle(pilot)
+        tree = app.screen.query_one(Tree)
+        runs = [run for run in widget_runs(app, tree) if "flops" in run.text]
+        assert runs
+        low = [(run.text[:20], round(contrast(run.fg, run.bg), 2)) for run in runs if contrast(run.fg, run.bg) < 4.5]
+        assert not low, f"{theme}: {low[:8]}"

@@ -24,6 +24,7 @@ from tputui.analysis.hlo_text import HloModel, lexes_as_json_dict, literal_text,
 from tputui.analysis.result import NoDataError
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
 from tputui.export import export_text
 from tputui.proto import xla_data_pb2 as xd
 
@@ -88,15 +89,15 @@ def test_export_text_is_long_txt_and_dot_draws_the_neighbourhood():
     assert text.splitlines()[0] == "// main.16" and len(text.splitlines()) == 5
 
 
-def test_module_without_name_holds_the_node_or_is_the_largest():
+def test_module_without_name_holds_the_node_or_ran_longest():
     run = run_of("jax_mlp")
     assert graph_viewer.analyze(run, node="wrapped_reduce").module == "jit_train_step(32)"
-    assert graph_viewer.analyze(run).module == "jit__randint(28)"  # the biggest proto
-    with pytest.raises(NoDataError, match="no HLO module has an instruction named 'nope'"):
+    assert graph_viewer.analyze(run).module == "jit_train_step(32)"  # ran longest (not the biggest proto, randint)
+    with pytest.raises(UserError, match="no HLO module has an instruction named 'nope'"):
         graph_viewer.analyze(run, node="nope")
     with pytest.raises(NoDataError, match="no HLO modules"):
         graph_viewer.analyze(run_of("tf_loop"))
-    with pytest.raises(NoDataError, match="--depth"):
+    with pytest.raises(UserError, match="--depth"):
         graph_viewer.analyze(run, node="dot.2", depth="x")
 
 

@@ -43,3 +43,19 @@ def test_top_kernels_and_no_gpu():
     assert top[0][0].startswith("void cudnn::cnn::conv2d") and top[0][1] == pytest.approx(1.205)
     with pytest.raises(NoDataError, match="GPU"):
         ks.analyze(run_of("tf_loop"))
+
+
+async def test_duration_cells_agree_with_their_us_headers():
+    """`total_duration_us` shows µs numbers (it showed '803 ns' under a header that says µs)."""
+    from conftest import make_app, settle
+
+    from tputui.widgets.table import FrameTable
+
+    app = make_app(GPU, "kernel_stats")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#kernels", FrameTable)
+        raw = table.frame["total_duration_us"][0]
+        shown = table.formats["total_duration_us"](raw)
+        assert float(shown.replace(",", "")) == pytest.approx(raw, abs=1e-3)
+        assert not shown.endswith(("s", "µs", "ns", "ms")), shown

@@ -114,15 +114,16 @@ async def test_optional_chip_columns_where_served_and_where_they_fit(size, colum
 
 async def test_runtime_errors_show_in_the_status_line_and_the_pane_keeps_the_last_good_reading():
     r = readings(3)
-    bad = RuntimeReading(T0 + 10, "localhost:8431", error="no libtpu runtime metrics at localhost:8431: no process "
+    now = time.time()  # the retry counts down from the failure: a failure that just happened
+    bad = RuntimeReading(now, "localhost:8431", error="no libtpu runtime metrics at localhost:8431: no process "
                          "is using the TPU on this VM (libtpu serves them only while a TPU job runs)", retry_in_s=2.0)
     app = make_app(r + [bad])
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         status = app.screen.query_one("#status")
         assert status.has_class("error")
-        stamp = time.strftime("%H:%M:%S", time.gmtime(T0 + 10))
-        assert " ".join(drawn(status).split()) == f"✖ {stamp} {bad.error}; retrying in 2 s"
+        stamp = time.strftime("%H:%M:%S", time.localtime(now))
+        assert " ".join(drawn(status).split()) in (f"✖ {stamp} {bad.error}; retrying in {n} s" for n in (2, 1))
         good = time.strftime("%H:%M:%S", time.gmtime(T0 + 2))
         assert app.screen.query_one("#chips").border_title.endswith(f"(as of {good})")
     app = make_app([bad])
@@ -287,3 +288,12 @@ def test_snapshot_tpu_vm_light_theme(snap_compare):
     app = make_app(tpu_vm_items())
     app.theme = "textual-light"  # before it runs: no repaint from one theme to the other in the picture
     assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+
+
+def test_the_retry_countdown_counts_down():
+    from tputui.screens.monitor import retry_text
+
+    assert retry_text(100.0, 5.0, 100.2) == "; retrying in 5 s"
+    assert retry_text(100.0, 5.0, 102.5) == "; retrying in 3 s"  # it was '5 s' until the next try
+    assert retry_text(100.0, 5.0, 105.1) == "; retrying now"
+    assert retry_text(100.0, None, 101.0) == ""

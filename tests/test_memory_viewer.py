@@ -18,6 +18,7 @@ from tputui.analysis.hlo_shape import shape_text, unpadded_bytes
 from tputui.analysis.result import NoDataError
 from tputui.data.logdir import open_logdir
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
 from tputui.export import export_text
 from tputui.proto import xla_data_pb2 as xd
 
@@ -170,12 +171,13 @@ def test_memory_space_by_name():
 
 
 def test_bad_input_is_one_line():
+    """Bad input is a UserError (exit 2); a profile without modules is NoDataError (exit 0)."""
     run = run_of("jax_mlp")
-    with pytest.raises(NoDataError, match="jit_nope.*not found"):
+    with pytest.raises(UserError, match="jit_nope.*not found"):
         mv.analyze(run, module="jit_nope")
-    with pytest.raises(NoDataError, match="ambiguous"):
+    with pytest.raises(UserError, match="ambiguous"):
         mv.analyze(run, module="jit__normal")
-    with pytest.raises(NoDataError, match="memory space"):
+    with pytest.raises(UserError, match="memory space"):
         mv.analyze(run, memory_space="L9")
     with pytest.raises(NoDataError, match="no HLO modules"):
         mv.analyze(run_of("tf_keras"))

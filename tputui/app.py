@@ -223,7 +223,13 @@ class TputuiApp(ToolsApp):
         asyncio.get_running_loop().set_default_executor(NoWaitExecutor(thread_name_prefix="tputui-worker"))
 
     def on_mount(self) -> None:
-        self.open_tool(self.tool_name)
+        tool = get_tool(self.tool_name)
+        if tool.screen_imported():
+            self.open_tool(self.tool_name)
+        else:  # a first frame now; the tool's screen once its module is imported (in a thread)
+            from tputui.screens.opening import OpeningScreen
+
+            self.push_screen(OpeningScreen(self.run_data, self.host, tool, **self._tool_options(tool)))
         if self.demo:
             self.notify(DEMO_HINT, title="Demo", timeout=20)
         if self.watch_seconds:
@@ -264,10 +270,11 @@ class TputuiApp(ToolsApp):
         return True
 
     def open_tool(self, name: str, replace: bool = False, **options: Any) -> None:
+        from tputui.screens.opening import OpeningScreen
+
         tool = get_tool(name)
         self.tool_name = name
-        if self.tpu_logs and "tpu_logs" in tool.option_names():
-            options.setdefault("tpu_logs", self.tpu_logs)
+        options = {**self._tool_options(tool), **options}
         screen_cls: type[ToolScreen] | None = tool.screen_class()
         if screen_cls is None:
             from tputui.screens.generic import GenericToolScreen
@@ -275,13 +282,16 @@ class TputuiApp(ToolsApp):
             screen_cls = GenericToolScreen
         screen = screen_cls(self.run_data, self.host, tool, **options)
         # Every jump keeps the screen it leaves (Esc returns to it as it was), up to HISTORY deep.
-        self._default_first = self._default_first and len(self.screen_stack) == 1
+        self._default_first = self._default_first and (len(self.screen_stack) == 1 or isinstance(self.screen, OpeningScreen))
         if replace:
             self.switch_screen(screen)
             return
         self.push_screen(screen)
         if len(self.screen_stack) > HISTORY + 1:  # past HISTORY tool screens: forget the oldest
             self._drop_oldest_screen()
+
+    def _tool_options(self, tool) -> dict:
+        return {"tpu_logs": self.tpu_logs} if self.tpu_logs and "tpu_logs" in tool.option_names() else {}
 
     def _drop_oldest_screen(self) -> None:
         # Textual has no call to drop a screen from the bottom of the stack: take it out of the

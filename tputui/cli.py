@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the CLI imports the data layer only once it knows what to run (start-up time)
     from tputui.data.run_data import RunData
     from tputui.data.runs import Run
+    from tputui.export import OutputCache
 
 EXIT_USAGE = 2
 SUBCOMMANDS = ("export", "capture", "monitor", "sql", "diff")
@@ -223,6 +224,7 @@ def run_export(argv: list[str]) -> int:
         # First, before the analysis modules load: the map's workers import them meanwhile.
         _start_map_workers(logdir.run(a.run), a.jobs, a.dask, not a.no_cache)
 
+    from tputui.analysis.result import NoDataError
     from tputui.data.run_data import RunData
     from tputui.export import OutputCache, listing, run_tool, write_result
 
@@ -247,7 +249,10 @@ def run_export(argv: list[str]) -> int:
         _replay_decode_notes(run, a.host)
         return _write_output(a.output, cache.replay) or _print_notes(notes)
     _prefetch(run, a.tool, a.host)
-    result = run_tool(run, a.tool, a.host, **options)  # checks the host, names the hosts
+    try:
+        result = run_tool(run, a.tool, a.host, **options)  # checks the host, names the hosts
+    except NoDataError as e:  # no data of this kind is an answer, not a failure: every tool says it so
+        return _no_data(str(e), cache)
     written: dict | None = None
 
     def write(out) -> None:
@@ -265,7 +270,10 @@ def run_export(argv: list[str]) -> int:
             cache.abandon()
         return failed
     notes = []
-    if written is not None and not a.table:
+    no_data = getattr(result, "no_data_note", None)  # an empty result, written as XProf writes it
+    if no_data:
+        notes.append(f"tputui: note: {no_data}")
+    elif written is not None and not a.table:
         notes += _empty_table_notes(written)
     if run.unreadable:  # left out of an all-hosts result: say so, with the first reason
         first = next(iter(run.unreadable.values()))
@@ -274,6 +282,15 @@ def run_export(argv: list[str]) -> int:
         cache.commit(notes)
     _replay_decode_notes(run, a.host)  # cached op stats or trace index stood in for a decode
     return _print_notes(notes)
+
+
+def _no_data(reason: str, cache: OutputCache | None) -> int:
+    """The profile has no data for the tool: one note on stderr, nothing on stdout, exit 0 (the
+    same for every tool; bad input is exit 2)."""
+    if cache:
+        cache.abandon()
+    print(f"tputui: note: no data: {reason}", file=sys.stderr)
+    return 0
 
 
 def _replay_decode_notes(run: RunData, host: str | None) -> None:

@@ -14,6 +14,7 @@ import os
 from tputui.analysis.diff import RunDiff, Side, diff
 from tputui.analysis.result import NoDataError
 from tputui.data.logdir import Logdir, open_logdir
+from tputui.data.progress import Step
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.export import run_tool
@@ -22,15 +23,23 @@ _TOOLS = {"overview": "overview_page", "hlo_stats": "hlo_stats", "framework_op_s
           "memory_profile": "memory_profile"}
 
 
-def load_side(run: RunData, label: str, host: str | None = None, progress=None) -> Side:
-    """The tools' results of one run (a tool without data leaves None and a note)."""
+class DiffStep(Step):
+    """One of the diff's own steps (a tool of one side), as against the lines of the tool's own
+    loading it passes on: a screen shows the first as the count and the second under it."""
+
+
+def load_side(run: RunData, label: str, host: str | None = None, progress=None, steps: tuple[int, int] | None = None
+              ) -> Side:
+    """The tools' results of one run (a tool without data leaves None and a note). `steps`:
+    (steps done before this side, steps in all), for the progress lines' count."""
     run.require_hosts()
     if host is not None:
         run.host_file(host)  # one clear line when B lacks A's host
     side = Side(label=label, run=run.name, hosts=[host] if host else run.hosts, path=run.run.path)
-    for attr, tool in _TOOLS.items():
+    before, total = steps or (0, len(_TOOLS))
+    for k, (attr, tool) in enumerate(_TOOLS.items()):
         if progress:
-            progress(f"{label}: {tool}")
+            progress(DiffStep(f"{label}: {tool} ({before + k + 1} of {total})", before + k, total))
         try:
             setattr(side, attr, run_tool(run, tool, host))
         except NoDataError as e:
@@ -41,7 +50,8 @@ def load_side(run: RunData, label: str, host: str | None = None, progress=None) 
 
 def diff_runs(a: RunData, b: RunData, host: str | None = None, label_a: str = "A", label_b: str = "B",
               progress=None) -> RunDiff:
-    return diff(load_side(a, label_a, host, progress), load_side(b, label_b, host, progress))
+    n = len(_TOOLS)
+    return diff(load_side(a, label_a, host, progress, (0, 2 * n)), load_side(b, label_b, host, progress, (n, 2 * n)))
 
 
 def _looks_like_path(text: str) -> bool:

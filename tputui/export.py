@@ -16,12 +16,13 @@ import queue
 import shutil
 import tempfile
 import threading
+from collections.abc import Collection
 from typing import IO, Any, cast
 
 import polars as pl
 
 from tputui import __version__
-from tputui.analysis.result import NoDataError, TextResult, ToolResult
+from tputui.analysis.result import TextResult, ToolResult
 from tputui.data import entry_seal
 from tputui.data.cache_folder import private_dir, publish, temp_prefix
 from tputui.data.code_stamp import code_stamp
@@ -126,11 +127,11 @@ def write_result(result: ToolResult, fmt: str, out: IO[str], table: str | None =
     elif fmt == "csv":
         tables = result.tables()
         if not tables:
-            raise NoDataError("this tool has no table to write as CSV; use --format json")
+            raise UserError("this tool has no table to write as CSV; use --format json")
         name = table or next(iter(tables))
         if name not in tables:
             raise ExportError(f"no table {name!r} (tables: {', '.join(tables)})")
-        out.write(csv_text(tables[name]))
+        out.write(csv_text(tables[name], getattr(result, "fraction_columns", ())))
         return tables
     elif fmt in getattr(result, "text_formats", ()):
         out.write(cast(TextResult, result).render(fmt))
@@ -141,8 +142,13 @@ def write_result(result: ToolResult, fmt: str, out: IO[str], table: str | None =
     return None
 
 
-def csv_text(frame: pl.DataFrame) -> str:
-    """A table as CSV, nested cells as JSON text (the screens' `x` writes the same)."""
+def csv_text(frame: pl.DataFrame, fraction_columns: Collection[str] = ()) -> str:
+    """A table as CSV, nested cells as JSON text (the screens' `x` writes the same). Every
+    percentage in a CSV is a percent (0-100): `fraction_columns`, shares a result holds as
+    fractions as XProf's JSON does, are scaled."""
+    scaled = [c for c in fraction_columns if c in frame.columns]
+    if scaled:
+        frame = frame.with_columns(pl.col(c) * 100.0 for c in scaled)
     return _flat(frame).write_csv()
 
 

@@ -66,6 +66,9 @@ def _table(device: op_metrics.OpMetricsDb | None, host: op_metrics.OpMetricsDb, 
 
 @dataclass
 class FrameworkOpStats:
+    # Shares held as fractions (XProf's JSON); CSV writes them as percents (export.csv_text).
+    fraction_columns = frozenset({"device_total_self_time_percent", "device_cumulative_total_self_time_percent",
+                                  "host_total_self_time_percent", "host_cumulative_total_self_time_percent"})
     with_idle: pl.DataFrame
     without_idle: pl.DataFrame
 

@@ -18,8 +18,10 @@ from tputui.analysis import host_map
 from tputui.analysis.hlo_graph import Neighbourhood, dot_text, neighbourhood
 from tputui.analysis.hlo_modules import HloModuleEntry, find_module, hlo_modules
 from tputui.analysis.hlo_text import HloModel, computation_spans, instruction_text, module_text, shape_str
+from tputui.analysis.module_times import module_times
 from tputui.analysis.result import NoDataError
 from tputui.data.run_data import RunData
+from tputui.errors import UserError
 
 DEFAULT_DEPTH = 3  # XProf's default graph_width
 TEXT_FORMATS = ("text", "dot")
@@ -36,7 +38,12 @@ class GraphViewerResult:
     node: str | None = None
     depth: int = DEFAULT_DEPTH
     hood: Neighbourhood | None = field(default=None, repr=False)
+    module_time_ps: dict[str, int] = field(default_factory=dict)  # how long each module ran (0: unknown)
     text_formats = TEXT_FORMATS
+
+    def modules_by_time(self) -> list[tuple[str, int]]:
+        """(module, picoseconds) longest first, then by name: the module picker's order."""
+        return sorted(((m, self.module_time_ps.get(m, 0)) for m in self.modules), key=lambda mt: (-mt[1], mt[0]))
 
     def neighbourhood_frame(self) -> pl.DataFrame:
         schema = {"name": pl.String, "opcode": pl.String, "computation": pl.String, "distance": pl.Int64,
@@ -83,7 +90,7 @@ class GraphViewerResult:
         `--format dot`: the neighbourhood as Graphviz DOT."""
         if fmt == "dot":
             if self.hood is None:
-                raise NoDataError("--format dot draws a neighbourhood: give --node NAME (and --depth K)")
+                raise UserError("--format dot draws a neighbourhood: give --node NAME (and --depth K)")
             return dot_text(self.model, self.hood)
         if self.hood is None:
             return self.text
@@ -100,7 +107,7 @@ class GraphViewerResult:
     def around(self, node: str, depth: int | None = None) -> GraphViewerResult:
         """The same module with the neighbourhood of `node` (the screen's Enter / + / -)."""
         if node not in self.model.by_name:
-            raise NoDataError(f"module {self.module} has no instruction named {node!r}")
+            raise UserError(f"module {self.module} has no instruction named {node!r}")
         depth = self.depth if depth is None else max(0, depth)
         return replace(self, node=node, depth=depth, hood=neighbourhood(self.model, self.model.by_name[node], depth))
 
@@ -143,15 +150,17 @@ def _tables(model: HloModel) -> tuple[pl.DataFrame, pl.DataFrame]:
     return pl.DataFrame(comps, schema=comp_schema), pl.DataFrame(instrs, schema=ins_schema)
 
 
-def _pick_module(modules: list[HloModuleEntry], module: str | None, node: str | None) -> HloModuleEntry:
+def _pick_module(modules: list[HloModuleEntry], module: str | None, node: str | None,
+                 times: dict[str, int]) -> HloModuleEntry:
+    """The module named, else the one holding `node`, else the one that ran longest (the training
+    step), the largest proto among equals."""
     if module:
         return find_module(modules, str(module))
     if node:
-        holding = [m for m in modules if node in HloModel.build(m.parse()).by_name]
-        if holding:
-            return max(holding, key=lambda m: (len(m.data), m.name))
-        raise NoDataError(f"no HLO module has an instruction named {node!r}")
-    return max(modules, key=lambda m: (len(m.data), m.name))
+        modules = [m for m in modules if node in HloModel.build(m.parse()).by_name]
+        if not modules:
+            raise UserError(f"no HLO module has an instruction named {node!r}")
+    return max(modules, key=lambda m: (times.get(m.name, 0), len(m.data), m.name))
 
 
 def has_data(run: RunData) -> bool:
@@ -164,20 +173,21 @@ def analyze(run: RunData, host: str | None = None, module: str | None = None, no
     if not modules:
         raise NoDataError("no HLO modules in this profile (the graph viewer needs XLA programs captured "
                           "with HLO protos, e.g. JAX)")
-    entry = _pick_module(modules, module, node)
+    times = module_times(run, host, modules)
+    entry = _pick_module(modules, module, node, times)
     try:
         depth = int(depth)
     except (TypeError, ValueError):
-        raise NoDataError(f"--depth must be a whole number, not {depth!r}") from None
+        raise UserError(f"--depth must be a whole number, not {depth!r}") from None
     if depth < 0:
-        raise NoDataError("--depth must be 0 or more")
+        raise UserError("--depth must be 0 or more")
     model = HloModel.build(entry.parse())
     comps, instrs = _tables(model)
     result = GraphViewerResult(entry.name, [m.name for m in modules], module_text(model.proto, model), model,
-                               comps, instrs, depth=depth)
+                               comps, instrs, depth=depth, module_time_ps=times)
     if node:
         if node not in model.by_name:
-            raise NoDataError(f"module {entry.name} has no instruction named {node!r}")
+            raise UserError(f"module {entry.name} has no instruction named {node!r}")
         result.node = node
         result.hood = neighbourhood(model, model.by_name[node], depth)
     return result

@@ -49,6 +49,22 @@ FIRST_DEVICES = (schema.TPU_PLANE_PREFIX + "0", schema.GPU_PLANE_PREFIX + "0")
 PLANE_READ_MAX_BYTES = 256 << 20
 
 
+def device_kind(run: RunData, host: str) -> str:
+    """'TPU', 'GPU' or 'CPU' (no device plane: the programs ran on the host), '' when unknown
+    (a host too big to read one plane of): the memory viewer names memory space 0 by it."""
+    hf = run.host_file(host)
+    stats = host_map.known_op_stats(run, [hf.host]).get(hf.host)
+    if isinstance(stats, HostOpStats):
+        return "CPU" if stats.hardware == "CPU_ONLY" else stats.hardware
+    if hf.size > PLANE_READ_MAX_BYTES and run.whole_frame_if_loaded(host) is None:
+        return ""
+    fr = run.whole_frame_if_loaded(host) or run.frame(host, planes=FIRST_DEVICES)
+    for name in fr.raw.plane_name:
+        if name in FIRST_DEVICES:
+            return "GPU" if name.startswith("/device:GPU") else "TPU"
+    return "CPU"
+
+
 def device_capacity(run: RunData, host: str) -> Capacity | None:
     """The HBM of one device of `host`: from the host's op stats when this process or the cache has
     them, else from its first TPU or GPU device plane's stats (a riegeli host's plane decoded, on

@@ -18,6 +18,7 @@ from tputui.data import pbwire, schema
 from tputui.data.run_data import RunData
 from tputui.data.run_memo import MemoKind
 from tputui.data.xspace import XSpaceFrame
+from tputui.errors import UserError
 from tputui.proto import hlo_pb2
 
 HLO_PROTO_STAT = "Hlo Proto"
@@ -112,4 +113,4 @@ def find_module(modules: list[HloModuleEntry], wanted: str) -> HloModuleEntry:
         return same[0]
     names = ", ".join(m.name for m in (same or modules))
     what = "is ambiguous" if same else "not found"
-    raise NoDataError(f"HLO module {wanted!r} {what}; modules: {names}")
+    raise UserError(f"HLO module {wanted!r} {what}; modules: {names}")

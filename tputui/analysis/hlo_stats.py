@@ -27,6 +27,7 @@ COLUMNS = [
 
 @dataclass
 class HloStats:
+    fraction_columns = frozenset({"dma_stall_percent"})  # a fraction in XProf's JSON; CSV writes percents
     rows: pl.DataFrame
     total_time_ps: int
 

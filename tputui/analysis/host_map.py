@@ -34,7 +34,7 @@ from tputui.analysis.op_stats_format import KIND
 from tputui.data import decode_notes, derived_cache, xspace
 from tputui.data.cache import load_frame
 from tputui.data.heap import release_free_memory
-from tputui.data.progress import Progress, current_progress
+from tputui.data.progress import Progress, Step, current_progress
 from tputui.data.raw_subset import release_pages
 from tputui.data.run_data import RunData
 from tputui.data.run_memo import MemoKind
@@ -208,14 +208,14 @@ def _compute(run: RunData, hosts: list[str], report: Progress | None):
     keep = len(run.hosts) == 1  # a single host's frame serves the other tools too
     for i, hf in enumerate(files):
         if report:
-            report(f"op stats: host {i + 1}/{len(files)} ({hf.host})")
+            report(Step(f"op stats: host {i + 1}/{len(files)} ({hf.host})", i, len(files)))
         if keep or run.has_frame(hf.host):
             try:  # the map reads it all: checked in full
                 frame = run.frame(hf.host, full_check=True, keep=_keep_frame(run, hf))
             except UserError as e:
                 raise HostUnreadable(hf.host, str(e)) from None
             if report:  # decoded: what is left is the op stats themselves (seconds at 100M events)
-                report(f"op stats: host {i + 1}/{len(files)} ({hf.host}, {frame.num_events:,} events)")
+                report(Step(f"op stats: host {i + 1}/{len(files)} ({hf.host}, {frame.num_events:,} events)", i, len(files)))
             yield hf.host, op_stats.map_host(frame, hf.host)
         else:
             yield hf.host, map_host_file(hf, run.use_cache)
@@ -247,7 +247,7 @@ def _pieces_in_lanes(hf: HostFile, pieces: list[host_pieces.Piece], jobs: int | 
         for part in pieces_in_lanes(pool, lanes, todo, host_pieces.map_piece, (hf,), (launches, grouping), died):
             done += 1
             if report:
-                report(f"op stats: {hf.host}: piece {done}/{len(pieces)} done ({100 * done // len(pieces)}%)")
+                report(Step(f"op stats: {hf.host}: piece {done}/{len(pieces)} done", done, len(pieces)))
             yield part
 
     try:
@@ -381,7 +381,7 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
                         stats = map_host_file(here, use_cache)
                     done += 1
                     if report:
-                        report(f"op stats: {done}/{len(files)} hosts done ({here.host}, here)")
+                        report(Step(f"op stats: {done}/{len(files)} hosts done ({here.host}, here)", done, len(files)))
                     yield here.host, stats
                 wait = here is None  # nothing left to map here: wait for the workers' hosts
                 while done < len(files):
@@ -400,7 +400,7 @@ def _in_processes(files: list[HostFile], jobs: int, use_cache: bool, report: Pro
                         with xspace.one_decode_thread():
                             stats = map_host_file(hf, use_cache)
                     if report:
-                        report(f"op stats: {done}/{len(files)} hosts done ({hf.host})")
+                        report(Step(f"op stats: {done}/{len(files)} hosts done ({hf.host})", done, len(files)))
                     yield hf.host, stats
         finally:
             freed.put(None)
@@ -440,7 +440,7 @@ def _on_dask(address: str, files: list[HostFile], use_cache: bool, report: Progr
                 raise ScaleOutError(f"Dask worker failed on host {host_of[fut.key]}: {e}") from None
             done += 1
             if report:
-                report(f"op stats: {done}/{len(files)} hosts done on Dask ({stats.host})")
+                report(Step(f"op stats: {done}/{len(files)} hosts done on Dask ({stats.host})", done, len(files)))
             yield stats.host, stats
     finally:
         client.close()
@@ -468,7 +468,7 @@ def _pieces_on_dask(address: str, hf: HostFile, pieces: list[host_pieces.Piece],
                 raise ScaleOutError(f"Dask worker failed on a piece of host {hf.host}: {e}") from None
             done += 1
             if report:
-                report(f"op stats: {hf.host}: piece {done}/{len(pieces)} done on Dask ({100 * done // len(pieces)}%)")
+                report(Step(f"op stats: {hf.host}: piece {done}/{len(pieces)} done on Dask", done, len(pieces)))
             yield part
 
     try:

@@ -37,13 +37,13 @@ import polars as pl
 from tputui.analysis import dcn_diagnosis, giant_host, host_map
 from tputui.analysis.hlo_ops import perf_env
 from tputui.analysis.op_metrics import metadata_stats_table, tensor_core_planes
-from tputui.analysis.result import NoDataError
 from tputui.analysis.tool_facts import MEGASCALE, has_megascale_events
 from tputui.data import pbwire, schema
 from tputui.data.event_subset import events_named
 from tputui.data.run_data import RunData
 from tputui.data.stat_values import to_int
 from tputui.data.xspace import XSpaceFrame, plane_filter
+from tputui.errors import UserError
 
 INT_MAX = 2147483647
 DEFAULT_DEVICE = "/device:TPU:0"  # the only plane XProf reads DCN collectives from
@@ -115,6 +115,12 @@ class MegascaleResult:
     devices: list[str] = field(default_factory=list)  # the host's TPU device planes (the picker's choices)
     peers: dict[str, list[int]] = field(default_factory=dict)  # collective -> other slices (dcn_diagnosis)
     findings: list[dict[str, Any]] = field(default_factory=list)  # dcn_diagnosis.findings, set by flag()
+
+    @property
+    def no_data_note(self) -> str | None:
+        """Why there is nothing to show (the export says it on stderr, exit 0, as for the tools
+        that find no data of their kind), or None."""
+        return (self.diagnostics[0] if self.diagnostics else "no DCN collectives") if not len(self.rows) else None
 
     def to_json(self) -> dict[str, Any]:
         rows = self.rows.drop("exceeds_network") if self.dcn_gbps is None else self.rows
@@ -419,7 +425,7 @@ def device_plane(device: str | int | None, devices: list[str]) -> str:
     text = str(device).strip()
     name = text if text.startswith("/device:") else schema.TPU_PLANE_PREFIX + text.removeprefix("TPU:")
     if devices and name not in devices:
-        raise NoDataError(f"no device {text!r} on this host (devices: {', '.join(devices)})")
+        raise UserError(f"no device {text!r} on this host (devices: {', '.join(devices)})")
     return name
 
 
@@ -434,10 +440,10 @@ def analyze(run: RunData, host: str | None = None, dcn_gbps: float | None = None
     `device`: which TPU of the host (`/device:TPU:N` or N; default TPU:0, the only one XProf reads)."""
     hosts = list(run.hosts)
     if not hosts:
-        raise NoDataError("the run has no readable host")
+        raise UserError("the run has no readable host")
     host = host or hosts[0]
     if host not in hosts:
-        raise NoDataError(f"no host {host!r} in this run (hosts: {', '.join(hosts)})")
+        raise UserError(f"no host {host!r} in this run (hosts: {', '.join(hosts)})")
     giant = giant_host.pieces(run, host) is not None
     if giant:  # the one TPU plane read and the HLO protos, every other plane without its lines
         devices = _tpu_devices(giant_host.planes_without_lines(run, host, plane_filter(PLANES)))

@@ -16,13 +16,13 @@ trace to replay when several exist), we use allocation index order.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
 from tputui.analysis import host_map
-from tputui.analysis.hbm_capacity import Headroom, device_capacity, headroom
+from tputui.analysis.hbm_capacity import Headroom, device_capacity, device_kind, headroom
 from tputui.analysis.hlo_modules import HloModuleEntry, find_module, hlo_modules  # noqa: F401 (re-exported)
 from tputui.analysis.hlo_shape import shape_text, subshape, unpadded_bytes
 from tputui.analysis.result import NoDataError
@@ -305,6 +305,19 @@ class MemoryViewerResult:
     max_scoped_vmem_bytes: int = 0
     max_scoped_vmem_instruction: str = ""
     hbm: Headroom | None = None  # the device's HBM beside the peak (HBM space only; set by analyze)
+    module_bytes: dict[str, int] = field(default_factory=dict)  # each module's HBM allocation (set by analyze)
+    device_kind: str = ""  # TPU, GPU or CPU ('' unknown): on CPU, space 0 is host memory, not HBM (set by analyze)
+
+    @property
+    def memory_space_label(self) -> str:
+        """'HBM (0)', or on a CPU profile what space 0 is there."""
+        if self.device_kind == "CPU" and self.memory_space == 0:
+            return "host memory (0; no HBM on CPU)"
+        return f"{memory_space_name(self.memory_space)} ({self.memory_space})"
+
+    def modules_by_size(self) -> list[tuple[str, int]]:
+        """(module, HBM bytes allocated) largest first, then by name: the module picker's order."""
+        return sorted(((m, self.module_bytes.get(m, 0)) for m in self.modules), key=lambda mb: (-mb[1], mb[0]))
 
     # Figures as XProf reports them (MiB, indefinite buffers included).
     @property
@@ -641,7 +654,7 @@ def parse_memory_space(value) -> int:
     try:
         return int(text)
     except ValueError:
-        raise NoDataError(f"unknown memory space {value!r} (use a number or one of "
+        raise UserError(f"unknown memory space {value!r} (use a number or one of "
                           f"{', '.join(MEMORY_SPACE_NAMES.values())})") from None
 
 
@@ -663,6 +676,11 @@ def analyze(run: RunData, host: str | None = None, module: str | None = None,
     entry = find_module(modules, module) if module else default_module(modules)
     color = parse_memory_space(memory_space)
     result = simulate(entry.parse(), color, name=entry.name, modules=[m.name for m in modules])
+    result.module_bytes = {m.name: _total_or_zero(m) for m in modules}
+    try:
+        result.device_kind = device_kind(run, entry.host)
+    except UserError:  # a device plane that cannot be read: the kind is unknown, the viewer stands
+        result.device_kind = ""
     if color == 0:
         try:
             capacity = device_capacity(run, entry.host)

@@ -31,7 +31,6 @@ import polars as pl
 from tputui.analysis import host_map, op_stats
 from tputui.analysis.pod_split import DEFINITION, SPLIT_KEYS, finer_split
 from tputui.analysis.pod_topology import Topology, derive
-from tputui.analysis.result import NoDataError
 from tputui.analysis.steps import NO_STEP_MARKER
 from tputui.analysis.tpu_steps import (
     CATEGORIES,
@@ -45,6 +44,7 @@ from tputui.analysis.tpu_steps import (
 )
 from tputui.data.run_data import RunData
 from tputui.data.stat_values import to_float
+from tputui.errors import UserError
 
 __all__ = ["CATEGORIES", "CATEGORY_KEYS", "CATEGORY_NAMES", "SPLIT_KEYS", "PodViewerResult", "analyze", "has_data"]
 
@@ -279,7 +279,7 @@ def _ranges(xs: list[int]) -> str:
 # --- entry points ------------------------------------------------------------------------------
 def analyze(run: RunData, host: str | None = None, **_options) -> PodViewerResult:
     if not run.hosts:
-        raise NoDataError("the run has no readable host")
+        raise UserError("the run has no readable host")
     return from_op_stats(host_map.host_op_stats(run, None))
 
 

@@ -1,11 +1,12 @@
 """What every analysis returns: a plain object export.py can write and a screen can draw."""
 from __future__ import annotations
 
-from typing import Any, Protocol
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tputui.errors import UserError
+
+if TYPE_CHECKING:  # a type only: screens import NoDataError for their first frame, before Polars
+    import polars as pl
 
 
 class ToolResult(Protocol):

@@ -83,6 +83,9 @@ def _records(ops: pl.DataFrame, total_ps: int, perf: PerfEnv, step: str, include
 
 @dataclass
 class RooflineModel:
+    # Shares held as fractions (XProf's JSON); CSV writes them as percents (export.csv_text).
+    fraction_columns = frozenset({"total_self_time_percent", "cumulative_total_self_time_percent",
+                                  "dma_stall_percent", "total_time_in_percentage"})
     rows: pl.DataFrame
     perf: PerfEnv
     diagnostics: list[str]

@@ -23,6 +23,7 @@ from typing import TypeVar
 from tputui.data import riegeli_parts, xspace
 from tputui.data.cache_entry import column_paths
 from tputui.data.logdir import HostFile
+from tputui.data.progress import Step
 from tputui.data.raw import RawXSpace
 from tputui.data.riegeli import RecordReader, RiegeliError
 from tputui.data.riegeli_columns import FileColumns, MemoryColumns
@@ -284,9 +285,9 @@ def _merge_records(reader: RecordReader, numbers: list[int], planes: PlaneSelect
                    merger: XSpaceMerger) -> RawXSpace:
     # A thread reads and decodes the next records while this one is merged (the decoder lets
     # go of the GIL, and so do numpy's big loops: the merge's own work fills the other core).
-    for i, size, part, error in ahead(_decoded(reader, numbers, planes), "tputui-riegeli-decode"):
+    for k, (i, size, part, error) in enumerate(ahead(_decoded(reader, numbers, planes), "tputui-riegeli-decode")):
         if progress:
-            progress(f"decoding {label} record {i + 1} ({size / 1e6:.1f} MB)")
+            progress(Step(f"decoding {label} record {i + 1} ({size / 1e6:.1f} MB)", k, len(numbers)))
         if error is not None:
             raise _Dropped(i, error)
         try:

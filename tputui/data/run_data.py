@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from tputui.data.cache import check_host_file, load_frame
 from tputui.data.progress import Progress, current_progress
 from tputui.data.run_memo import RunMemo
 from tputui.data.runs import HostFile, LogdirError, Run
-from tputui.data.xspace import PlaneSelector, XSpaceFrame
 from tputui.errors import UserError
+
+if TYPE_CHECKING:
+    from tputui.data.xspace import PlaneSelector, XSpaceFrame
+
+# The decoder (cache, xspace: numpy and Polars, ~0.5 s to import) is imported by the first read,
+# in the loading worker: the app draws its first frame while it imports (same layer, no contract).
 
 
 @dataclass
@@ -46,6 +51,8 @@ class RunData:
         for hf in self.run.hosts:
             if hf.host not in self.unreadable and hf.host not in self._checked:
                 try:
+                    from tputui.data.cache import check_host_file
+
                     check_host_file(hf, self.use_cache, progress)
                     self._checked.add(hf.host)
                 except UserError as e:
@@ -91,6 +98,8 @@ class RunData:
             if report:
                 report(f"reading {hf.host} ({hf.size / 1e6:.1f} MB)")
             try:
+                from tputui.data.cache import load_frame
+
                 fr = load_frame(hf, planes=planes, use_cache=self.use_cache, progress=report, full_check=full_check)
             except UserError as e:
                 self.unreadable[hf.host] = str(e)  # later `hosts` lists leave it out

@@ -11,9 +11,11 @@ the app keeps running.
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Generic, TypeVar
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,7 +24,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
 
-from tputui.data.progress import Progress
+from tputui.data.progress import Pace, Progress
 from tputui.data.run_data import RunData
 from tputui.screens import load_messages as lm
 from tputui.screens.load_messages import Loaded, LoadFailed, LoadProgress, answer
@@ -31,10 +33,51 @@ from tputui.widgets.footer import KeyFooter
 from tputui.widgets.type_ahead import hand_to_entry
 
 
+def progress_line(text: str, pace: Pace, started: float) -> str:
+    """'decoding w0 record 3 (12.0 MB)  (42%, ~12 s left, 8.1 s)': the step, how far along the
+    counted steps are (when they are counted) and the seconds since the load began."""
+    now = time.monotonic()
+    elapsed = now - started
+    figures = [f for f in (pace.describe(now), f"{elapsed:.1f} s" if elapsed > 0.3 else "") if f]
+    return f"{text}  ({', '.join(figures)})" if figures else text
+
+
 class ContextBar(Static):
-    """Top line: where we are (run, host, tool) and the keys to change it."""
+    """Top line: where we are (run, host, tool) and the keys to change it.
+
+    The trailing key hint (`[dim](t tool · r run · ? help · q quit)[/dim]`) gives way to the
+    place: when the line is wider than the bar, its keys are dropped from the front (`? help` and
+    `q quit` last), so the hint is never cut in the middle of a word."""
 
     DEFAULT_CSS = "ContextBar { dock: top; height: 1; background: $surface; color: $foreground; text-style: bold; padding: 0 1; }"
+    _HINT = re.compile(r"\s*\[dim\]\((?P<keys>[^()]*)\)\[/dim\]\s*$")
+
+    def __init__(self, content: str = "", **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._full = content
+
+    def update(self, content: Any = "", *, layout: bool = True) -> None:
+        self._full = content
+        super().update(self._fitted(content), layout=layout)
+
+    def on_resize(self) -> None:
+        super().update(self._fitted(self._full))
+
+    def _fitted(self, content: Any) -> Any:
+        width = self.size.width - 2  # padding: 0 1
+        if not isinstance(content, str) or width <= 0:
+            return content
+        m = self._HINT.search(content)
+        if m is None or Text.from_markup(content).cell_len <= width:
+            return content
+        place = content[:m.start()]
+        keys = m.group("keys").split(" · ")
+        while keys:
+            hint = f"  [dim]({' · '.join(keys)})[/dim]"
+            if Text.from_markup(place + hint).cell_len <= width:
+                return place + hint
+            keys = keys[1:]
+        return place
 
 
 R = TypeVar("R")  # what the screen's analysis returns (its tool's result object)
@@ -63,6 +106,7 @@ class ToolScreen(Screen[None], Generic[R]):
         self._started = 0.0
         self._progress_text = ""
         self._ticker: Timer | None = None  # keeps the elapsed seconds moving between progress lines
+        self._pace = Pace()  # the percentage and time left of counted steps (pieces, hosts, records)
 
     @property
     def loaded(self) -> R:
@@ -93,8 +137,11 @@ class ToolScreen(Screen[None], Generic[R]):
         host = self.host or ("all hosts" if len(self.run_data.hosts) > 1 else (self.run_data.hosts or ["-"])[0])
         return f"[b]{host}[/b]"
 
+    loads_on_mount = True  # False: a screen that only stands in for the tool's (screens/opening.py)
+
     def on_mount(self) -> None:
-        self.load()
+        if self.loads_on_mount:
+            self.load()
 
     def action_reload(self) -> None:
         rescan = getattr(self.app, "rescan", None)
@@ -111,6 +158,7 @@ class ToolScreen(Screen[None], Generic[R]):
     @work(thread=True, exclusive=True, group="analysis", description="analysis")
     def load(self) -> None:
         self._started = time.monotonic()
+        self._pace = Pace()
 
         def compute(progress: Progress) -> R:
             progress(f"loading {self.tool.title}…")
@@ -122,6 +170,13 @@ class ToolScreen(Screen[None], Generic[R]):
         # Keys typed right after `/` or `g` reach the screen before the entry they opened has
         # the focus: they are that entry's (type_ahead.py).
         hand_to_entry(self, event)
+
+    RESULT_KEYS = frozenset({"export_csv"})  # keys that act on a result: hidden until there is one
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.RESULT_KEYS and self.result is None:
+            return False
+        return True
 
     def key_for(self, action: str) -> str:
         """The key bound to `action` here, as the footer writes it: hints name the real key."""
@@ -149,14 +204,14 @@ class ToolScreen(Screen[None], Generic[R]):
 
     def on_load_progress(self, event: lm.LoadProgress) -> None:
         self._progress_text = event.text
+        self._pace.note(event.text, time.monotonic())
         if self._ticker is None:  # one repaint a second: a long step (GBs of events) shows it is alive
             self._ticker = self.set_interval(1.0, self._show_progress)
         self._show_progress()
 
     def _show_progress(self) -> None:
-        elapsed = time.monotonic() - self._started
         for w in self.query("#progress").results(Static):
-            w.update(f"{self._progress_text}  ({elapsed:.1f} s)" if elapsed > 0.3 else self._progress_text)
+            w.update(progress_line(self._progress_text, self._pace, self._started))
 
     def _stop_ticker(self) -> None:
         if self._ticker is not None:
@@ -188,9 +243,9 @@ class ToolScreen(Screen[None], Generic[R]):
             await self.body.mount(Static(f"No data: {message}", classes="no-data", id="error", markup=False))
             await self.body.mount(Static("t picks a tool that has data in this run", classes="no-data-hint"))
             return
+        # Said once: on the screen, where it stays (a notification repeated the same lines over it).
         await self.body.mount(Static(message, classes="error", id="error", markup=False))
-        if self.app.screen is self:  # a screen kept for Esc fails quietly; it shows the error when back
-            self.notify(message, title=self.tool.title, severity="error", timeout=8)
+        self.refresh_bindings()  # keys that need a result leave the footer
 
     def show(self, result: R) -> None:  # pragma: no cover - subclasses draw
         raise NotImplementedError

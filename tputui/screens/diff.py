@@ -27,11 +27,12 @@ from tputui import format as fmt
 from tputui.analysis.diff import RunDiff
 from tputui.analysis.op_events import framework_op_rows, hlo_op_rows
 from tputui.analysis.trace_cache import in_pieces
-from tputui.compare import diff_runs
+from tputui.compare import DiffStep, diff_runs
+from tputui.data.progress import Pace
 from tputui.data.run_data import RunData
 from tputui.errors import UserError
 from tputui.screens.app_api import ToolsApp, tools_app
-from tputui.screens.base import ContextBar
+from tputui.screens.base import ContextBar, progress_line
 from tputui.screens.stacked import BackTable, StackedScreen
 from tputui.widgets.footer import KeyFooter
 from tputui.widgets.table import FrameTable
@@ -97,6 +98,8 @@ class DiffScreen(StackedScreen[RunDiff]):
 
     def on_mount(self) -> None:
         self._started = time.monotonic()
+        self._pace, self._step, self._detail = Pace(), "", ""
+        self._ticker = self.set_interval(1.0, self._draw_progress)  # the seconds move between steps
         self.load()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -110,10 +113,20 @@ class DiffScreen(StackedScreen[RunDiff]):
                                                progress))
 
     def show_progress(self, text: str) -> None:
+        if isinstance(text, DiffStep):  # which tool of which run: the count, with its pace
+            self._pace.note(text, time.monotonic())
+            self._step, self._detail = text, ""
+        else:  # what that tool's load is doing
+            self._detail = text
+        self._draw_progress()
+
+    def _draw_progress(self) -> None:
+        line = progress_line(f"comparing: {self._step}" if self._step else "comparing…", self._pace, self._started)
         for w in self.query("#diff-progress").results(Static):
-            w.update(f"{text}  ({time.monotonic() - self._started:.1f} s)")
+            w.update(f"{line}\n  {self._detail}" if self._detail else line)
 
     async def show_failure(self, message: str) -> None:
+        self._ticker.stop()
         self.error = message
         body = self.query_one("#body", Vertical)
         await body.remove_children()
@@ -121,6 +134,7 @@ class DiffScreen(StackedScreen[RunDiff]):
         self.notify(message, title="Diff", severity="error", timeout=8)
 
     async def show_result(self, d: RunDiff) -> None:
+        self._ticker.stop()
         self.result = d
         body = self.query_one("#body", Vertical)
         await body.remove_children()

@@ -16,30 +16,41 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Input, Static, Tree
 
+from tputui import format as fmt
 from tputui.analysis.graph_viewer import GraphViewerResult
 from tputui.analysis.hlo_ops import module_program_id
 from tputui.analysis.op_events import hlo_op_rows
-from tputui.analysis.result import NoDataError
+from tputui.errors import UserError
 from tputui.screens.app_api import tools_app
 from tputui.screens.base import ToolScreen
 from tputui.screens.op_tables import CSV_TIP, CsvExportMixin, ResultKeysMixin, TraceJumpMixin
 from tputui.screens.pickers import PickerScreen
 from tputui.widgets.key_tree import KeyTree
+from tputui.widgets.legible import readable_style, theme_colour
 from tputui.widgets.table import FrameTable
 
 _TOKEN = re.compile(r"(?P<root>^\s*ROOT )|(?P<entry>^ENTRY )|(?P<name>%[\w.\-]+)|(?P<shape>\b(?:pred|[suf]\d+|bf16|"
                     r"f8\w*|c64|c128|token)\[[^\]]*\](?:\{[^}]*\})?)|(?P<attr>\b[a-z_]+=)|(?P<opcode> [a-z][a-z\-]*(?=\())")
-_STYLES = {"root": "bold magenta", "entry": "bold magenta", "name": "bold cyan", "shape": "green",
-           "attr": "dim", "opcode": "bold yellow"}
+# Hues for the HLO syntax; hlo_palette() makes each readable (4.5:1) on the theme's background.
+_STYLES = {"root": "bold #c020c0", "entry": "bold #c020c0", "name": "bold #20a0c0", "shape": "#30a030",
+           "attr": "#909090", "opcode": "bold #c0a000"}
 
 
-def hlo_line(text: str) -> Text:
+def hlo_palette(background: tuple[int, int, int] | None) -> dict[str, str]:
+    """The syntax styles, each colour nudged to text contrast on `background` (None: as they are)."""
+    if background is None:
+        return dict(_STYLES)
+    return {kind: readable_style(style, background) for kind, style in _STYLES.items()}
+
+
+def hlo_line(text: str, palette: dict[str, str] | None = None) -> Text:
     """One HLO line with its names, shapes, opcode and attribute keys coloured."""
+    styles = palette or _STYLES
     out = Text(text, no_wrap=True, overflow="ellipsis")
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup
         if kind:
-            out.stylize(_STYLES[kind], m.start(), m.end())
+            out.stylize(styles[kind], m.start(), m.end())
     return out
 
 
@@ -106,7 +117,25 @@ class GraphViewerScreen(
         self.graph: GraphViewerResult | None = None
 
     # --- drawing ---------------------------------------------------------------------
+    palette: dict[str, str] | None = None  # the HLO syntax styles for the current theme
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, self._recolour)
+
+    def _recolour(self, _theme: object = None) -> None:
+        """The syntax colours for the theme now shown (readable on its trees' $surface)."""
+        self.palette = hlo_palette(theme_colour(self.app, "surface"))
+        tree = getattr(self, "hlo_tree", None)
+        if tree is None:
+            return
+        stack = list(tree.root.children)
+        while stack:
+            node = stack.pop()
+            node.set_label(hlo_line(node.label.plain, self.palette))
+            stack.extend(node.children)
+
     def show(self, result: GraphViewerResult) -> None:
+        self.palette = hlo_palette(theme_colour(self.app, "surface"))  # the tree is drawn on $surface
         self.body.mount(Static("", id="gv-head"))
         self.hlo_tree: Tree = KeyTree(result.module, id="gv-text")
         self.hlo_tree.show_root = False
@@ -114,7 +143,7 @@ class GraphViewerScreen(
         self._comp_nodes = {}
         for row in result.computations.iter_rows(named=True):
             first = result.text.splitlines()[row["first_line"]]
-            node = self.hlo_tree.root.add(hlo_line(first), data=("computation", row["name"]),
+            node = self.hlo_tree.root.add(hlo_line(first, self.palette), data=("computation", row["name"]),
                                       expand=False, allow_expand=True)
             self._comp_nodes[row["name"]] = node
             if row["kind"] == "entry":
@@ -143,7 +172,7 @@ class GraphViewerScreen(
         rows = r.instructions.filter(r.instructions["computation"] == name)
         lines = r.text.splitlines()
         for ins, line in zip(rows["name"].to_list(), rows["line"].to_list()):
-            node.add_leaf(hlo_line(lines[line].strip()), data=("instruction", ins))
+            node.add_leaf(hlo_line(lines[line].strip(), self.palette), data=("instruction", ins))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
         if event.node.data and event.node.data[0] == "computation":
@@ -170,6 +199,7 @@ class GraphViewerScreen(
         self._show_line(self._tree_instruction())
 
     def _start_at(self, node) -> None:
+        _ = self.hlo_tree.last_line  # lays the tree's lines out (after a slow load they may not be yet): node.line
         self.hlo_tree.move_cursor(node)
         self.hlo_tree.scroll_to_node(node, animate=False)
 
@@ -184,7 +214,7 @@ class GraphViewerScreen(
         center.update(Text.assemble(
             ("neighbourhood of ", "dim"), (g.node, "bold"), (f"  depth {g.depth} (+/-)", "dim"),
             ("  in ", "dim"), (row.get("computation", ""), ""),
-            ("\n", ""), hlo_line(row.get("text", "")),
+            ("\n", ""), hlo_line(row.get("text", ""), self.palette),
             ("\noperands ", "dim"), (", ".join(row.get("operands", [])) or "-", ""),
             ("   users ", "dim"), (", ".join(row.get("users", [])) or "-", "")))
         frame = g.neighbourhood_frame()
@@ -248,7 +278,7 @@ class GraphViewerScreen(
             self.history = []
         try:
             self.graph = base.around(name, depth)
-        except NoDataError as e:
+        except UserError as e:  # no such instruction
             self.notify(str(e), severity="warning")
             return
         self._show_graph()
@@ -342,8 +372,11 @@ class GraphViewerScreen(
         self.notify(f"match {self.match_at + 1} of {len(self.matches)}", timeout=2)
 
     def action_pick_module(self) -> None:
-        choices = [(m, m) for m in self.loaded.modules]
-        self.app.push_screen(PickerScreen("HLO module", choices, self.loaded.module), self._module_picked)
+        ranked = self.loaded.modules_by_time()
+        width = max(len(m) for m, _ in ranked)
+        choices = [(m, f"{m:<{width}}  {fmt.duration_ps(v) if v else 'time n/a'}") for m, v in ranked]
+        self.app.push_screen(PickerScreen("HLO module", choices, self.loaded.module, note="longest-running first"),
+                             self._module_picked)
 
     def _module_picked(self, module: str | None) -> None:
         if module and module != self.loaded.module:

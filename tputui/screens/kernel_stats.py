@@ -18,7 +18,8 @@ NO_KERNELS = "The GPU planes hold no kernel launches (events with kernel_details
 
 class KernelStatsScreen(
         ResultKeysMixin, TraceJumpMixin[KernelStats], CsvExportMixin[KernelStats], ToolScreen[KernelStats]):
-    help_notes = ("One row per kernel launch configuration (kernel, grid, block, op); durations in human units (CSV keeps µs). "
+    help_notes = ("One row per kernel launch configuration (kernel, grid, block, op); durations in µs (as "
+                  "their headers and the CSV say). "
                   "[b]v[/b] opens the trace viewer with that row's launches selected.")
     BINDINGS = [Binding("v", "show_in_trace", "Show in trace", id="kernels.trace",
                         tooltip="open the trace viewer on the highlighted kernel's launches (Enter too)"),
@@ -40,7 +41,7 @@ class KernelStatsScreen(
         durations = ("total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us")
         self.table = FrameTable(result.rows, id="kernels", key="kernel_name", hidden=("rank",),
                                 lead=(*durations[:2], "occurrences", *durations[2:], "occupancy_pct", "op_name"),
-                                formats={c: fmt.human_us for c in durations})
+                                formats={c: (lambda v: fmt.number(v, 3)) for c in durations})  # µs, as the header says
         self.table.border_title = f"Kernels ({result.rows.height:,}) · s sort · / filter · v trace · x CSV"
         self.body.mount(self.table)
         self.table.focus()

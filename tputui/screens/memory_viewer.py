@@ -170,7 +170,7 @@ class MemoryViewerScreen(
         self.body.mount(Static(Text.assemble(
             ("Module ", "dim"), (r.module, "bold"),
             (f"  ({len(r.modules)} modules: m to pick)" if len(r.modules) > 1 else "  (the only module)", "dim"),
-            ("   memory space ", "dim"), (_space_label(r.memory_space), "bold"),
+            ("   memory space ", "dim"), (r.memory_space_label, "bold"),
             (f"  ({len(r.memory_spaces)} spaces: M to pick)" if len(r.memory_spaces) > 1 else "", "dim")),
             id="mv-head"))
         self.body.mount(Static(_summary(r, (self.size.width or 120) - 2), id="mv-summary"))
@@ -193,7 +193,7 @@ class MemoryViewerScreen(
             if r.buffers or r.total_allocation_bytes or r.peak_heap_mib:
                 why = "No heap simulation for this memory space: every buffer lives for the whole program."
             else:
-                space = _space_label(r.memory_space)
+                space = r.memory_space_label
                 hints = ([("M: another memory space")] if len(r.memory_spaces) > 1 else []) + \
                     (["m: another module"] if len(r.modules) > 1 else [])
                 why = (f"No buffers of this module in memory space {space}: its HLO proto assigns none here."
@@ -248,8 +248,11 @@ class MemoryViewerScreen(
         text = Text.assemble(("program point ", "dim"), (f"{index}", "bold"),
                              (" ▲ peak" if index == self.peak_point else "", "bold"),
                              ("  instruction ", "dim"), (name, "bold"),
-                             ("  heap ", "dim"), (_mib(r.heap_mib[index]), ""),
-                             ("  unpadded ", "dim"), (_mib(r.unpadded_heap_mib[index]), ""))
+                             ("  heap ", "dim"), (_mib(r.heap_mib[index]), ""))
+        unpadded = Text.assemble(("unpadded ", "dim"), (_mib(r.unpadded_heap_mib[index]), ""))
+        # Figures stay whole: on a narrow screen the second one starts its own line.
+        fits = text.cell_len + 2 + unpadded.cell_len <= (self.size.width or 120) - 2
+        text.append_text(Text("  " if fits else "\n") + unpadded)
         for w in self.query("#mv-point").results(Static):
             w.update(text)
 
@@ -270,8 +273,12 @@ class MemoryViewerScreen(
     def action_pick_module(self) -> None:
         if self.result is None:
             return
-        choices = [(m, m) for m in self.result.modules]
-        self.app.push_screen(PickerScreen("HLO module", choices, self.result.module), self._module_picked)
+        ranked = self.result.modules_by_size()
+        width = max(len(m) for m, _ in ranked)
+        choices = [(m, f"{m:<{width}}  {fmt.bytes_binary(v) + ' allocated' if v else 'nothing allocated'}")
+                   for m, v in ranked]
+        note = "largest allocation first" if self.result.device_kind == "CPU" else "largest HBM allocation first"
+        self.app.push_screen(PickerScreen("HLO module", choices, self.result.module, note=note), self._module_picked)
 
     def _module_picked(self, module: str | None) -> None:
         if module and module != self.loaded.module:

@@ -14,6 +14,7 @@ say why in one line.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -58,6 +59,14 @@ def _us(v: float | None) -> str:
 
 def _stamp(t: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t))
+
+
+def retry_text(failed_at: float, retry_in_s: float | None, now: float) -> str:
+    """'; retrying in 4 s', counting down from the failure's time to the next try."""
+    if not retry_in_s:
+        return ""
+    left = math.ceil(failed_at + retry_in_s - now)
+    return f"; retrying in {left} s" if left > 0 else "; retrying now"
 
 
 # (label, Sample field, formatter, (note, short note) when the window has no such figure: the
@@ -142,7 +151,16 @@ class MonitorScreen(Screen):
         except NoMatches:  # the app is already closing (a signal at start-up): nothing to draw or stream
             return
         self.redraw()
+        self.set_interval(1.0, self._count_down)
         self.stream()
+
+    def _count_down(self) -> None:
+        """Between tries, the status line's 'retrying in N s' counts down."""
+        if not self.is_mounted:
+            return
+        text, is_error = self._status()
+        if is_error and "retrying" in text.plain:
+            self.query_one("#status", Static).update(text)
 
     def on_unmount(self) -> None:
         self._closing = True
@@ -417,7 +435,7 @@ class MonitorScreen(Screen):
         last = self.history.last
         reading = self.state.last_reading
         if reading is not None and reading.error:
-            retry = f"; retrying in {reading.retry_in_s:g} s" if reading.retry_in_s else ""
+            retry = retry_text(reading.time, reading.retry_in_s, time.time())
             return Text(f"✖ {_stamp(reading.time)}  {reading.error}{retry}"), True
         if last is None:
             msg = "waiting for the first window…"
@@ -426,7 +444,7 @@ class MonitorScreen(Screen):
             return Text(msg, style="dim" if reading is None else ""), False
         stamp = _stamp(last.time)
         if last.error:
-            retry = f"; retrying in {last.retry_in_s:g} s" if last.retry_in_s else ""
+            retry = retry_text(last.time, last.retry_in_s, time.time())
             return Text(f"✖ {stamp}  {last.error}{retry}"), True
         if last.empty:
             msg = f"○ {stamp}  empty window: nothing ran during the last {last.window_ms} ms"

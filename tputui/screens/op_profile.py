@@ -30,16 +30,19 @@ from tputui.screens.base import ToolScreen
 from tputui.screens.graph_jump import GraphJumpMixin, graph_binding
 from tputui.screens.op_tables import ResultKeysMixin, TraceJumpMixin
 from tputui.widgets.key_tree import KeyTree
+from tputui.widgets.legible import TEXT_CONTRAST_AIM, standing_out, text_background, theme_colour
 
 DEFAULT_CHILDREN = 10
 PADDING_HELP = "make the two most-minor dimensions multiples of the tile, e.g. 8 and 128"
 
 
-def util_color(u: float) -> str:
-    """Red (0) -> yellow (0.5) -> green (1), as XProf colours FLOPS utilization."""
+def util_color(u: float, background: tuple[int, int, int] | None = None) -> str:
+    """Red (0) -> yellow (0.5) -> green (1), as XProf colours FLOPS utilization; on `background`,
+    darkened (light theme) or lightened (dark theme) to text contrast."""
     u = max(0.0, min(1.0, u))
     r, g = (255, int(510 * u)) if u < 0.5 else (int(255 * (2 - 2 * u)), 255)
-    return f"rgb({r},{g},60)"
+    colour = f"#{r:02x}{g:02x}3c"
+    return colour if background is None else standing_out(colour, background, TEXT_CONTRAST_AIM)
 
 
 ROOT_NAMES = {"by_program": "All programs", "by_category": "All categories"}
@@ -49,11 +52,12 @@ def display_name(n: Node) -> str:
     return ROOT_NAMES.get(n.name, n.name)
 
 
-def node_label(n: Node, total_ps: int) -> Text:
+def node_label(n: Node, total_ps: int, background: tuple[int, int, int] | None = None) -> Text:
     frac = n.raw_time_ps / total_ps if total_ps else 0.0
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(fmt.fraction_percent(frac).rjust(7) + " ", style="bold")  # fixed widths keep the tree's columns
-    t.append(fmt.fraction_percent(n.flops_utilization).rjust(7) + " flops ", style=util_color(n.flops_utilization))
+    t.append(fmt.fraction_percent(n.flops_utilization).rjust(7) + " flops ",
+             style=util_color(n.flops_utilization, background))
     t.append(fmt.fraction_percent(n.hbm_bandwidth_utilization).rjust(7) + " hbm  ", style="dim")
     t.append(display_name(n))
     if n.children:
@@ -81,7 +85,7 @@ def mxu_fit_text(f: dict) -> Text:
 
 
 def node_card(n: Node, total_ps: int, ridge: float = 0.0, advice: list[dict] | None = None,
-              mxu_fit: dict | None = None) -> Table:
+              mxu_fit: dict | None = None, background: tuple[int, int, int] | None = None) -> Table:
     g = Table.grid(padding=(0, 1))
     g.add_column(style="bold", no_wrap=True)
     g.add_column(overflow="fold")
@@ -96,7 +100,8 @@ def node_card(n: Node, total_ps: int, ridge: float = 0.0, advice: list[dict] | N
             g.add_row("Average time", fmt.duration_us(n.avg_time_ps / 1e6))
     if n.bound_by:
         g.add_row("Bound by", Text(n.bound_by, style="bold"))
-    g.add_row("FLOPS utilization", Text(fmt.fraction_percent(n.flops_utilization, 3), style=util_color(n.flops_utilization)))
+    g.add_row("FLOPS utilization", Text(fmt.fraction_percent(n.flops_utilization, 3),
+                                        style=util_color(n.flops_utilization, background)))
     g.add_row("FLOPs", f"{n.model_flops:,}")
     g.add_row("HBM bandwidth", f"{fmt.fraction_percent(n.hbm_bandwidth_utilization, 3)} of peak")
     if n.bytes_accessed:
@@ -182,6 +187,11 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin[OpProfile], GraphJumpMixin
         if self.select:
             self.needle = self.select
 
+    _bg: tuple[int, int, int] | None = None
+
+    def on_mount(self) -> None:  # the utilization colours follow the theme (readable on its background)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._build() if self.result is not None else None)
+
     def show(self, result: OpProfile) -> None:
         self.op_tree: Tree = KeyTree("op profile", id="tree")
         self.card = Static("", id="card")
@@ -224,7 +234,8 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin[OpProfile], GraphJumpMixin
         self._total = root.raw_time_ps
         tree = self.op_tree
         tree.clear()
-        tree.root.set_label(node_label(root, self._total))
+        self._bg = theme_colour(self.app, "surface")  # what the tree is drawn on, known before it is styled
+        tree.root.set_label(node_label(root, self._total, self._bg))
         tree.root.data = root
         self._add_tree_children(tree.root, root, depth=0)
         tree.root.expand()
@@ -240,7 +251,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin[OpProfile], GraphJumpMixin
     def _add_tree_children(self, tnode: TreeNode[Node], node: Node, depth: int) -> None:
         kids = node.children[: self.children_shown]
         for c in kids:
-            child = tnode.add(node_label(c, self._total), data=c, allow_expand=bool(c.children))
+            child = tnode.add(node_label(c, self._total, self._bg), data=c, allow_expand=bool(c.children))
             if c.children:
                 self._add_tree_children(child, c, depth + 1)
             if depth < 1 or (self.needle and not c.is_op):  # programs open, like XProf's first levels;
@@ -254,7 +265,7 @@ class OpProfileScreen(ResultKeysMixin, TraceJumpMixin[OpProfile], GraphJumpMixin
             self.card_node = n
             root = n is self.op_tree.root.data
             self.card.update(node_card(n, self._total, self.loaded.ridge_point, self.loaded.advice if root else None,
-                                       self.loaded.mxu_fit.get(n.name)))
+                                       self.loaded.mxu_fit.get(n.name), text_background(self.card)))
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         self._show_card(event.node.data)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import polars as pl
@@ -48,11 +48,13 @@ CSV_TIP = "write the table as shown (filtered, sorted) to a CSV file in the expo
 TIME_COLUMNS = ("total_time", "avg_time", "total_self_time", "avg_self_time", "total_time_per_core")
 
 
-def write_csv(frame: pl.DataFrame, tool: str, logdir: str | None = None) -> str:
-    """The CSV file written into the export folder (see tputui/userdirs.py), never into `logdir`."""
+def write_csv(frame: pl.DataFrame, tool: str, logdir: str | None = None,
+              fraction_columns: Collection[str] = ()) -> str:
+    """The CSV file written into the export folder (see tputui/userdirs.py), never into `logdir`;
+    the same CSV `tputui export` writes (shares as percents)."""
     path = os.path.join(export_dir(logdir), f"{tool}-{time.strftime('%Y%m%d-%H%M%S')}.csv")
     with atomic_open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(csv_text(frame))
+        f.write(csv_text(frame, fraction_columns))
     return path
 
 
@@ -68,7 +70,8 @@ class CsvExportMixin(ToolScreen[R]):
             self.notify("nothing to export yet", severity="warning")
             return
         try:
-            path = write_csv(frame, self.tool.name, tools_app(self).logdir.root)
+            path = write_csv(frame, self.tool.name, tools_app(self).logdir.root,
+                             getattr(self.result, "fraction_columns", ()))
         except OSError as e:
             self.notify(f"CSV export failed: {e}", severity="error")
             return
@@ -85,7 +88,7 @@ class ResultKeysMixin:
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.RESULT_ACTIONS and getattr(self, "result", None) is None:
             return False
-        return True
+        return super().check_action(action, parameters)  # type: ignore[misc]
 
 
 T = TypeVar("T", bound=tuple)

@@ -98,7 +98,13 @@ class PodViewerScreen(
     PodViewerScreen #channel-pane { height: 1fr; min-height: 4; }
     PodViewerScreen #channels { height: 1fr; width: 1fr; border: round $foreground 55%; }
     PodViewerScreen #latency { width: auto; max-width: 50%; height: auto; padding: 0 1; }
+    PodViewerScreen.narrow #channel-pane { layout: vertical; }
+    PodViewerScreen.narrow #channels { min-height: 5; }
+    PodViewerScreen.narrow #latency { width: 1fr; max-width: 100%; max-height: 40%; }
     """  # 8 = CHIP_CHART_HEIGHT
+    # Below this many columns the latency bars go under the channel table: beside it they took half
+    # of 80 columns and left the table a sliver.
+    NARROW_BELOW = 110
     channels: FrameTable | None = None
     steps: list = []  # the result's step numbers (none until it is shown)
     step_index: reactive[int] = reactive(0, init=False)
@@ -119,7 +125,7 @@ class PodViewerScreen(
             return bool(self.steps)
         if action in self.RESULT_ACTIONS:
             return self.channels is not None
-        return True
+        return ToolScreen.check_action(self, action, parameters)  # x CSV only with a result
 
     def show(self, result: PodViewerResult) -> None:
         self.pod = result
@@ -364,6 +370,7 @@ class PodViewerScreen(
         self.set_class(up, "channels-up")
 
     def on_resize(self) -> None:
+        self.set_class((self.size.width or 200) < self.NARROW_BELOW, "narrow")
         if getattr(self, "steps", None):
             self._make_room()
 

@@ -478,7 +478,7 @@ class TraceViewerScreen(ToolScreen[TraceIndex]):
             return timing
         if action == "prompt":  # a priority key: while text is typed, it is text
             return not text_is_typed(self)
-        return True
+        return super().check_action(action, parameters)
 
     def action_page(self, step: float) -> None:
         if (tl := self._ready()) is not None:

@@ -57,6 +57,14 @@ class Unit:
     xyz: Coord | None = None
 
 
+SHADES = ["░░", "▒▒", "▓▓", "██"]  # the ramp without colour (NO_COLOR): low to high
+
+
+def ramp_shade(fraction: float) -> str:
+    f = 0.0 if not np.isfinite(fraction) else min(1.0, max(0.0, fraction))
+    return SHADES[min(len(SHADES) - 1, int(f * len(SHADES)))]
+
+
 def ramp_color(fraction: float) -> str:
     f = 0.0 if not np.isfinite(fraction) else min(1.0, max(0.0, fraction))
     return RAMP[min(len(RAMP) - 1, int(f * len(RAMP)))]
@@ -307,7 +315,8 @@ class Heatmap(Widget, can_focus=True):
         def paint(idx: int) -> tuple[str, str]:
             u = self._units[idx]
             color = ramp_color((u.value - lo) / span)
-            glyph = "▲▲" if u.value >= hot else ("◆◆" if self.highlight.intersection(u.cores) else "██")
+            block = ramp_shade((u.value - lo) / span) if self.app.no_color else "██"  # values without colour
+            glyph = "▲▲" if u.value >= hot else ("◆◆" if self.highlight.intersection(u.cores) else block)
             style = f"{color} reverse" if idx == self.cursor and self.has_focus else color
             if idx == self.cursor:
                 style += " underline"
@@ -433,8 +442,11 @@ class Heatmap(Widget, can_focus=True):
         vals = [u.value for u in self._units]
         lo, hi = (min(vals), max(vals)) if vals else (0.0, 0.0)
         t = Text(f"{lo:.3g} {unit} ", style="dim")
-        for c in RAMP:
-            t.append("██", style=c)
+        if self.app.no_color:
+            t.append("".join(SHADES))
+        else:
+            for c in RAMP:
+                t.append("██", style=c)
         t.append(f" {hi:.3g} {unit}", style="dim")
         t.append("   ▲ hot spot   ◆ linked", style="dim")
         if self.links and self.layout_kind == "grid":

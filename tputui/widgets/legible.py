@@ -6,6 +6,9 @@ from __future__ import annotations
 from rich.color import Color
 
 TEXT_CONTRAST = 4.5  # WCAG AA for text
+# Text coloured ahead of drawing aims higher: the background it is measured on (a widget's CSS) can
+# differ a little from the one drawn (a focus tint shifts a dark theme's surface by ~10 levels).
+TEXT_CONTRAST_AIM = 6.0
 GRAPHIC_CONTRAST = 3.0  # borders, marks
 
 # Twelve distinct hues a 16-colour terminal draws (black, white and the greys are left for text
@@ -46,13 +49,38 @@ def label_on(background: str) -> str:
     return "#000000" if contrast((0, 0, 0), bg) >= contrast((255, 255, 255), bg) else "#ffffff"
 
 
+def text_background(widget) -> tuple[int, int, int]:
+    """The colour a widget's text is drawn on (its own background over its ancestors')."""
+    c = widget.background_colors[1]
+    return (c.r, c.g, c.b)
+
+
+def theme_colour(app, name: str) -> tuple[int, int, int]:
+    """A theme variable's colour (`surface`: what Tree and DataTable are drawn on), known before
+    any widget is mounted: labels built with it need no second pass once the widget is styled."""
+    from textual.color import Color as TColor
+
+    c = TColor.parse(app.theme_variables[name])
+    return (c.r, c.g, c.b)
+
+
+def readable_style(style: str, background: tuple[int, int, int]) -> str:
+    """A rich style ("bold magenta", "green") with its colour nudged to text contrast (4.5:1)
+    on `background`: the same hue, darker on a light theme, lighter on a dark one."""
+    words = style.split()
+    colour = next((w for w in words if w not in ("bold", "italic", "underline")), None)
+    if colour is None:
+        return style
+    return " ".join(standing_out(w, background, TEXT_CONTRAST_AIM) if w == colour else w for w in words)
+
+
 def standing_out(color: str, background: tuple[int, int, int], target: float = GRAPHIC_CONTRAST) -> str:
     """`color`, blended towards white (dark background) or black (light) until it reaches
     `target` contrast with `background`."""
     c = rgb(color)
     toward = (255, 255, 255) if luminance(background) < 0.18 else (0, 0, 0)
-    for step in range(11):
-        f = step / 10
+    for step in range(21):
+        f = step / 20
         mixed = tuple(round(a + (b - a) * f) for a, b in zip(c, toward))
         if contrast(mixed, background) >= target:  # type: ignore[arg-type]
             return "#{:02x}{:02x}{:02x}".format(*mixed)

@@ -106,6 +106,8 @@ class StepChart(Vertical):
         return self.query_one(StackedColumns)
 
     def on_mount(self) -> None:
+        if not self.query(StackedColumns):  # the app closed while this mounted: nothing to draw into
+            return
         self._show(0)
         if self.autofocus:
             self.chart.focus(scroll_visible=False)
