@@ -305,17 +305,24 @@ class Heatmap(Widget, can_focus=True):
             return float("inf")
         return max(float(np.percentile(vals, 90)), float(vals.mean()) * 1.1)
 
+    def _no_color(self) -> bool:
+        try:
+            return bool(self.app.no_color)
+        except Exception:  # noqa: BLE001 - laid out before (or without) an app: colours are on
+            return False
+
     def _painter(self):
         """unit index -> (glyph, style) for the current values, highlight and cursor."""
         vals = [u.value for u in self._units]
         lo, hi = (min(vals), max(vals)) if vals else (0.0, 0.0)
         span = (hi - lo) or 1.0
         hot = self.hot_threshold()
+        no_color = self._no_color()
 
         def paint(idx: int) -> tuple[str, str]:
             u = self._units[idx]
             color = ramp_color((u.value - lo) / span)
-            block = ramp_shade((u.value - lo) / span) if self.app.no_color else "██"  # values without colour
+            block = ramp_shade((u.value - lo) / span) if no_color else "██"  # values without colour
             glyph = "▲▲" if u.value >= hot else ("◆◆" if self.highlight.intersection(u.cores) else block)
             style = f"{color} reverse" if idx == self.cursor and self.has_focus else color
             if idx == self.cursor:
@@ -442,7 +449,7 @@ class Heatmap(Widget, can_focus=True):
         vals = [u.value for u in self._units]
         lo, hi = (min(vals), max(vals)) if vals else (0.0, 0.0)
         t = Text(f"{lo:.3g} {unit} ", style="dim")
-        if self.app.no_color:
+        if self._no_color():
             t.append("".join(SHADES))
         else:
             for c in RAMP:
