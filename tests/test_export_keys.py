@@ -54,7 +54,7 @@ async def test_x_without_a_table_says_so(user, tool):
     logdir, home = user
     app = TputuiApp(open_logdir(str(logdir)), tool=tool)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
+        await settle(pilot, rounds=6)
         await pilot.press("x")
         await pilot.pause()
         toasts = [n.message for n in app._notifications]

@@ -330,7 +330,7 @@ def test_cli_error_in_a_real_process_prints_one_line_and_no_library_traceback(gc
     assert proxy.log  # the request really reached the (faulting) server
 
 
-async def test_app_shows_a_download_error_as_a_notification(gcs_env):
+async def test_app_shows_a_download_error_once_on_screen(gcs_env):
     from tputui.app import TputuiApp
 
     _, proxy = gcs_env
@@ -342,7 +342,8 @@ async def test_app_shows_a_download_error_as_a_notification(gcs_env):
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert "permission denied (ci-reader@" in (app.screen.error or "")
-        assert any("permission denied" in str(n.message) for n in app._notifications)
+        # Said once, on the screen (issue #30: no notification repeating it).
+        assert not any("permission denied" in str(n.message) for n in app._notifications)
 
 
 # --- errors ------------------------------------------------------------------------------------

@@ -175,7 +175,8 @@ class ToolScreen(Screen[None], Generic[R]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.RESULT_KEYS and self.result is None:
-            return False
+            # A screen with no table at all still answers `x` with what to use instead.
+            return action == "export_csv" and not self.offers_csv
         return True
 
     def key_for(self, action: str) -> str:
