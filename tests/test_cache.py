@@ -105,19 +105,20 @@ def test_reading_an_entry_marks_it_used(tmp_path):
 def test_prefetch_and_frame_share_one_decode(tmp_path, monkeypatch):
     """RunData.prefetch() decodes in a thread; a frame() call meanwhile waits for that decode
     instead of starting its own, and gets the same frame object."""
-    import tputui.data.run_data as rd
     from tputui.data.run_data import RunData
 
     calls = []
     gate = threading.Event()
-    real = rd.load_frame
+    from tputui.data import cache as cache_module
+
+    real = cache_module.load_frame  # RunData imports it when it first decodes
 
     def slow_load(*a, **k):
         calls.append(threading.current_thread().name)
         gate.wait(10)
         return real(*a, **k)
 
-    monkeypatch.setattr(rd, "load_frame", slow_load)
+    monkeypatch.setattr(cache_module, "load_frame", slow_load)
     run = RunData(open_logdir(str(PROFILES / "tf_keras")).run(None))
     run.prefetch()
     for _ in range(200):  # until the prefetch thread is inside load_frame

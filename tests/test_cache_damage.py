@@ -204,7 +204,7 @@ def test_the_op_stats_map_asks_for_the_full_check(monkeypatch):
         return real(hf, *a, **kw)
 
     monkeypatch.setattr(host_map, "load_frame", spy)
-    monkeypatch.setattr(run_data, "load_frame", spy)
+    monkeypatch.setattr(cache, "load_frame", spy)  # RunData imports it when it first decodes
     logdir = open_logdir(str(PROFILES / "tpu_v6e_inference"))
     host_map.map_host_file(logdir.runs[0].hosts[0])
     assert seen == [True]
