@@ -2,11 +2,18 @@
 from __future__ import annotations
 
 import pathlib
+import signal
 
 import pytest
 import pytest_textual_snapshot
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+# A suite started under `nohup` ignores SIGHUP, and the commands the tests start would inherit
+# that (tputui keeps running on a hang-up then, as `nohup tputui` should): the tests that hang up
+# on a command need the default disposition in their children.
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
 FIXTURES = ROOT / "tests" / "fixtures"
 PROFILES = FIXTURES / "profiles"
 SNAPSHOTS = ROOT / "snapshots"
