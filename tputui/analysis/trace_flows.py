@@ -159,9 +159,9 @@ class FlowEnds:
 
     FIELDS = ("producer", "consumer", "launch", "xflow")
 
-    def remapped(self, pos_map: np.ndarray) -> FlowEnds:
-        """The same ends with positions mapped through `pos_map` (old -> new)."""
-        return FlowEnds(**{f: (pos_map[c[0]], *c[1:]) if c else () for f in self.FIELDS
+    def remapped(self, new_position) -> FlowEnds:
+        """The same ends with positions mapped by `new_position` (old positions -> new)."""
+        return FlowEnds(**{f: (new_position(c[0]), *c[1:]) if c else () for f in self.FIELDS
                            for c in (getattr(self, f),)})
 
     @staticmethod

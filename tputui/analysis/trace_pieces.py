@@ -79,7 +79,7 @@ def build_piece(hf: HostFile, piece: host_pieces.Piece, grouping: HostGrouping, 
     n = ix.num_events
     at = np.empty(n, np.int64)  # events' positions in the index, by their TraceEvents row
     at[np.asarray(ix.ev_row, np.int64)] = np.arange(n)
-    ends = ends.remapped(at)
+    ends = ends.remapped(at.__getitem__)
     cand_pos = np.where(cand_ev >= 0, at[np.maximum(cand_ev, 0)], -1) if len(cand_ev) else cand_ev
     del at
     os.makedirs(folder, exist_ok=True)
@@ -281,6 +281,8 @@ def compose(infos: list[dict], grouping: HostGrouping, path: str, progress: Prog
     for p in pieces:
         for row in p.info["threads"]:
             threads[(int(row[0]), int(row[1]))] = list(row)
+    _header.cache_clear()  # the pieces' folders go once composed: nothing of theirs stays held
+    _level_rows.cache_clear()
     return {
         "cover_is_end": not with_cover, "names": names, "num_rows": num_rows,
         "num_events": num_events, "t_min": min((p.info["t_min"] for p in pieces if p.info["num_events"]), default=0),
@@ -358,8 +360,7 @@ def _write_flows(pieces: list[_Piece], path: str, report: Callable[[str], None])
         sizes = p.info["ends"]
         ends = FlowEnds(**{f: tuple(_whole(p.folder, f"ends.{f}.{j}") for j in range(n))
                            for f, n in zip(FlowEnds.FIELDS, sizes)})
-        parts.append(FlowEnds(**{f: (p.host_positions(c[0]), *c[1:]) if c else () for f in FlowEnds.FIELDS
-                                 for c in (getattr(ends, f),)}))
+        parts.append(ends.remapped(p.host_positions))
     table = link_ends(FlowEnds.joined(parts))
     for name in ("src", "dst", "kind", "category", "flow_id"):
         np.save(os.path.join(path, f"flow.{name}.npy"), getattr(table, name))
